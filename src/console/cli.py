@@ -1,0 +1,72 @@
+"""The `console` command: the TUI by default, and headless subcommands for scripts and SSH one-liners.
+
+Each subcommand imports what it needs when it runs, so `console whatif` never loads Textual and
+nothing here loads the training stack.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from console import __version__
+
+
+class CommandError(Exception):
+    """A clear, one-line failure: printed as `console: <message>` with exit code 2 (or `code`)."""
+
+    def __init__(self, message: str, code: int = 2) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def _add_common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", metavar="PATH", help="config file (default: $CONSOLE_CONFIG or the user config dir)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="console",
+        description="Operations console for per-tenant LoRA training jobs on Hugging Face Jobs.",
+    )
+    parser.add_argument("--version", action="version", version=f"console {__version__}")
+    _add_common(parser)
+    parser.add_argument("--read-only", action="store_true", help="refuse every action that changes anything")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    from console.commands import register_all
+
+    register_all(sub, _add_common)
+    return parser
+
+
+def load_config(args: argparse.Namespace):
+    from console.config import ConfigError, load
+
+    try:
+        cfg = load(getattr(args, "config", None))
+    except ConfigError as exc:
+        raise CommandError(str(exc)) from None
+    if getattr(args, "read_only", False):
+        cfg.read_only = True
+    return cfg
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler = getattr(args, "handler", None)
+    try:
+        if handler is None:
+            from console.commands.tui import run_tui
+
+            return run_tui(args)
+        return int(handler(args) or 0)
+    except CommandError as exc:
+        print(f"console: {exc}", file=sys.stderr)
+        return exc.code
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0

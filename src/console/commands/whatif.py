@@ -1,0 +1,182 @@
+"""`console whatif`: what a fleet scenario costs per run and per month, headless.
+
+Flags keep these names (scripts call them): --model-b --examples --epochs --flavor --tenants
+--cadence --plan --seats --unsloth --json. `--reference` prints the reference document's §4 tables
+recomputed by the model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+
+def register(sub, add_common) -> None:
+    p = sub.add_parser(
+        "whatif",
+        help="what a fleet scenario costs (per run, timeout, per month)",
+        description="Estimate a fleet scenario with the reference cost model. Defaults come from the config.",
+    )
+    add_common(p)
+    p.add_argument("--model-b", type=float, default=3.0, help="model size in billions of parameters (default 3)")
+    p.add_argument("--examples", type=int, default=1000, help="training examples per run (default 1000)")
+    p.add_argument("--epochs", type=float, default=3.0, help="epochs per run (default 3)")
+    p.add_argument("--flavor", help="hardware flavor (default: the config's defaults.flavor)")
+    p.add_argument("--tenants", type=int, default=1, help="number of tenants (default 1)")
+    p.add_argument(
+        "--cadence", default="weekly", help="cron expression, or weekly / monthly / daily (default weekly)"
+    )
+    p.add_argument("--plan", help="free | pro | team | enterprise (default: the config's plan)")
+    p.add_argument("--seats", type=int, help="seats on the plan (default: the config's seats)")
+    p.add_argument("--unsloth", action="store_true", help="train with Unsloth (~2x faster)")
+    p.add_argument("--timeout-buffer", type=float, help="timeout = estimate x this (default: config, 1.3)")
+    p.add_argument("--builder-model-b", type=float, help="add a builder model of this size (billions)")
+    p.add_argument("--builder-examples", type=int, default=3000, help="builder examples (default 3000)")
+    p.add_argument("--builder-flavor", default="a100-large", help="builder flavor (default a100-large)")
+    p.add_argument("--builder-cadence", default="weekly", help="builder cadence (default weekly)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--reference", action="store_true", help="print the reference document's tables, recomputed")
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from console.cli import CommandError, load_config
+    from console.costs import CostInputError, RunSpec, Scenario, describe_cron, format_duration, project
+
+    if args.reference:
+        return _print_reference(args.json)
+    cfg = load_config(args)
+    flavor = args.flavor or cfg.defaults.flavor
+    try:
+        builder = None
+        if args.builder_model_b is not None:
+            builder = RunSpec(args.builder_model_b, args.builder_examples, args.epochs, args.builder_flavor)
+        scenario = Scenario(
+            tenants=args.tenants,
+            cadence=args.cadence,
+            run=RunSpec(args.model_b, args.examples, args.epochs, flavor, args.unsloth),
+            plan=args.plan or cfg.plan,
+            seats=args.seats if args.seats is not None else cfg.seats,
+            builder=builder,
+            builder_cadence=args.builder_cadence,
+            timeout_buffer=args.timeout_buffer or cfg.defaults.timeout_buffer,
+        )
+        proj = project(scenario)
+        words = describe_cron(scenario.cadence)
+    except CostInputError as exc:
+        raise CommandError(str(exc)) from None
+
+    if args.json:
+        out = proj.to_dict()
+        out["cadence_words"] = words
+        print(json.dumps(out, indent=2))
+    else:
+        s, e = scenario, proj.per_run
+        print(
+            f"Scenario: {s.tenants} tenant(s), {s.run.model_b:g}B model, {s.run.examples:,} examples, "
+            f"{s.run.epochs:g} epoch(s) on {e.flavor}{' with Unsloth' if e.unsloth else ''}"
+        )
+        print(f"Prices:   {proj.price_source}; {e.flavor} ${e.price_per_hour:.2f}/hr")
+        print(f"Model:    hw multiplier {e.multiplier:g} ({e.multiplier_source})")
+        print(f"Cadence:  {proj.scenario.cadence} ({words}) = {proj.runs_per_month:.2f} runs/month")
+        print(
+            f"Per run:  {e.hours:.2f} h, ${e.cost_usd:.2f}, "
+            f"timeout {format_duration(e.timeout_seconds)} ({e.timeout_seconds} s = estimate x {s.timeout_buffer:g})"
+        )
+        parts = [f"tenants ${proj.tenants_usd:,.2f}"]
+        if proj.builder_per_run is not None:
+            b = proj.builder_per_run
+            parts.append(f"builder ${proj.builder_usd:,.2f} ({b.hours:.1f} h, ${b.cost_usd:.2f}/run)")
+        parts.append(f"plan floor ${proj.plan_floor_usd:,.2f} ({s.plan} x {s.seats})")
+        print(f"Monthly:  {' + '.join(parts)} = ${proj.monthly_usd:,.2f}")
+    if not proj.plan_can_run_jobs:
+        from console.costs import plan_refusal
+
+        import sys
+
+        print(f"warning: {plan_refusal(scenario.plan)}", file=sys.stderr)
+    return 0
+
+
+def _print_reference(as_json: bool) -> int:
+    from console import reference as ref
+
+    builder, tenants, fleet, comb = ref.builder_rows(), ref.tenant_rows(), ref.fleet_rows(), ref.combined()
+    ok = ref.all_agree()
+    if as_json:
+        def run_rows(rows):
+            return [
+                {
+                    "config": r.config,
+                    "flavor": r.spec.flavor,
+                    "hours": r.time.model,
+                    "document_hours": r.time.document,
+                    "cost_usd": r.cost.model,
+                    "document_cost": r.cost.document,
+                    "agrees": r.time.agrees() and r.cost.agrees(),
+                }
+                for r in rows
+            ]
+
+        print(
+            json.dumps(
+                {
+                    "source": ref.SOURCE,
+                    "builder": run_rows(builder),
+                    "tenant_adapters": run_rows(tenants),
+                    "fleet": [
+                        {
+                            "tenants": r.tenants,
+                            "column": r.column,
+                            "monthly_usd": r.figure.model,
+                            "monthly_usd_at_4_3": r.at_reference_rate,
+                            "document": r.figure.document,
+                        }
+                        for r in fleet
+                    ],
+                    "combined": {
+                        "tenants_usd": comb.tenants_usd,
+                        "builder_usd": comb.builder_usd,
+                        "plan_usd": comb.plan_usd,
+                        "monthly_usd": comb.total.model,
+                        "document": comb.total.document,
+                    },
+                    "all_agree": ok,
+                },
+                indent=2,
+            )
+        )
+        return 0 if ok else 1
+
+    def mark(good: bool) -> str:
+        return "ok" if good else "DIFFERS"
+
+    print(f"Recomputed from {ref.SOURCE}; shipped prices.\n")
+    for title, rows in (("(a) Builder model", builder), ("(b) Per-tenant LoRA adapters", tenants)):
+        print(title)
+        print(f"  {'Config':<24}{'Flavor':<12}{'Time':>8}{'(doc)':>9}{'Cost':>9}{'(doc)':>9}")
+        for r in rows:
+            print(
+                f"  {r.config:<24}{r.spec.flavor:<12}{r.time.model:>7.2f}h{r.time.document:>9}"
+                f"{'$' + format(r.cost.model, '.2f'):>9}{r.cost.document:>9}  "
+                f"{mark(r.time.agrees() and r.cost.agrees())}"
+            )
+        print()
+    print("Monthly fleet scenarios (weekly = a weekly cron's firings per month; the document uses 4.3)")
+    print(f"  {'Tenants':<9}{'Column':<22}{'Model':>10}{'at 4.3':>10}{'(doc)':>9}")
+    for r in fleet:
+        good = r.figure.agrees(r.at_reference_rate)
+        print(
+            f"  {r.tenants:<9}{r.column:<22}{'$' + format(r.figure.model, ',.2f'):>10}"
+            f"{'$' + format(r.at_reference_rate, ',.2f'):>10}{r.figure.document:>9}  {mark(good)}"
+        )
+    print()
+    print(
+        "Combined: 100 tenants weekly @ ~$1/run "
+        f"${comb.tenants_usd:,.2f} + builder weekly ${comb.builder_usd:,.2f} + Team plan "
+        f"${comb.plan_usd:,.2f} = ${comb.total.model:,.2f}/mo (doc {comb.total.document})  "
+        f"{mark(ref.combined_agrees(comb))}"
+    )
+    print()
+    print("All figures agree with the document." if ok else "Some figures differ from the document.")
+    return 0 if ok else 1

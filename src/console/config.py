@@ -1,0 +1,427 @@
+"""The console's local TOML config: preferences (namespace, plan, backend, defaults), never the fleet.
+
+Read with `tomllib`, written with `tomli-w` atomically (temp file, fsync, rename), so a crash
+mid-save leaves the old file intact. Keys the console does not know survive a save. Any problem is a
+:class:`ConfigError` whose one-line message names the file, the line/column or key, and what was
+expected; a file with an error is never rewritten. The config never holds a token: authentication is
+huggingface_hub's own (`HF_TOKEN`, `hf auth login`).
+"""
+
+from __future__ import annotations
+
+import copy
+import getpass
+import math
+import os
+import tempfile
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import tomli_w
+
+from console import paths
+from console.prices import DEFAULT_TIMEOUT_BUFFER, PLANS, SHIPPED_FLAVORS
+
+BACKENDS = ("local", "hub")
+SERVER_PYTHON_MODES = ("self", "uv", "auto")
+_FLAVOR_NAMES = tuple(f.name for f in SHIPPED_FLAVORS)
+# Keys that look like they hold a credential are refused: auth is huggingface_hub's own.
+_SECRET_WORDS = ("token", "secret", "password", "api_key", "apikey")
+
+
+class ConfigError(ValueError):
+    """A config file that cannot be used; the message is one line, ready to show."""
+
+
+@dataclass
+class Defaults:
+    """Defaults for new submissions."""
+
+    flavor: str = "l4x1"
+    """Hardware flavor for a training job (reference §3: l4x1 is the best $/perf for tenant adapters)."""
+    timeout_buffer: float = DEFAULT_TIMEOUT_BUFFER
+    """Timeout = estimated time x this (reference: x 1.3)."""
+    env: str = "dev"
+    """The `env=` label put on every job the console starts."""
+
+
+@dataclass
+class TrackioSettings:
+    """Where training metrics go."""
+
+    project: str = "console"
+    """Trackio project the training scripts log to."""
+    space_id: str | None = None
+    """A HF Space (`org/trackio`) so metrics outlive the job's container; unset for local runs."""
+
+
+@dataclass
+class ServerSettings:
+    """The embedded Jobs server (backend = "local")."""
+
+    port: int = 0
+    """Port on 127.0.0.1; 0 picks a free one."""
+    max_running_jobs: int = 2
+    """Jobs running at once; the rest wait in SCHEDULING."""
+    python: str = "self"
+    """How `uv run SCRIPT` commands run: "self" (the server's own Python environment), "uv" (real uv),
+    "auto" (uv when installed, else self)."""
+
+
+@dataclass
+class Config:
+    namespace: str = field(default_factory=lambda: _default_namespace())
+    """The HF user or org that jobs run under (and that `whoami` answers locally)."""
+    plan: str = "pro"
+    """free | pro | team | enterprise. Jobs need a paid plan."""
+    seats: int = 1
+    """Seats on the plan; the plan floor is seats x the plan's price for team / enterprise."""
+    backend: str = "local"
+    """local (the embedded Jobs server) or hub (huggingface.co)."""
+    endpoint: str | None = None
+    """Override the backend's URL (e.g. a shared `console serve` on another port)."""
+    monthly_budget_usd: float | None = None
+    """Warn when the month's projection exceeds this."""
+    read_only: bool = False
+    """Refuse every action that changes anything."""
+    defaults: Defaults = field(default_factory=Defaults)
+    trackio: TrackioSettings = field(default_factory=TrackioSettings)
+    server: ServerSettings = field(default_factory=ServerSettings)
+    path: Path | None = field(default=None, compare=False)
+    """The file this config was read from (None for pure defaults)."""
+    _raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    def to_toml_dict(self) -> dict[str, Any]:
+        """The document to write: the original (unknown keys kept) with known keys updated."""
+        doc = copy.deepcopy(self._raw)
+        for key, value in _known_values(self).items():
+            section, _, name = key.rpartition(".")
+            target = doc
+            if section:
+                target = doc.setdefault(section, {})
+                if not isinstance(target, dict):
+                    target = doc[section] = {}
+            if value is None:
+                target.pop(name, None)
+            else:
+                target[name] = value
+        return doc
+
+
+def _default_namespace() -> str:
+    try:
+        name = getpass.getuser()
+    except Exception:  # no user name in this environment
+        name = "local"
+    return name or "local"
+
+
+# ---------------------------------------------------------------------------------------------
+# Validation: one table of every known key, its type and its rule.
+
+
+def _expect_str(value: Any) -> str:
+    if not isinstance(value, str):
+        raise TypeError("a string")
+    return value
+
+
+def _namespace(value: Any) -> str:
+    s = _expect_str(value)
+    ok = s and len(s) <= 96 and all(ch.isalnum() or ch in "-_." for ch in s)
+    if not ok:
+        raise TypeError("a user or org name (letters, digits, '-', '_', '.'; at most 96)")
+    return s
+
+
+def _choice(options: tuple[str, ...]) -> Callable[[Any], str]:
+    def check(value: Any) -> str:
+        if not isinstance(value, str) or value not in options:
+            raise TypeError("one of " + " | ".join(options))
+        return value
+
+    return check
+
+
+def _int_range(lo: int, hi: int) -> Callable[[Any], int]:
+    def check(value: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+            raise TypeError(f"a whole number from {lo} to {hi}")
+        return value
+
+    return check
+
+
+def _float_range(lo: float, hi: float) -> Callable[[Any], float]:
+    def check(value: Any) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise TypeError(f"a number from {lo:g} to {hi:g}")
+        v = float(value)
+        if not math.isfinite(v) or not lo <= v <= hi:
+            raise TypeError(f"a number from {lo:g} to {hi:g}")
+        return v
+
+    return check
+
+
+def _bool(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError("true or false")
+    return value
+
+
+def _optional(check: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    return check  # absence is expressed by leaving the key out (TOML has no null)
+
+
+def _endpoint(value: Any) -> str:
+    s = _expect_str(value)
+    if not (s.startswith("http://") or s.startswith("https://")) or len(s) > 2048:
+        raise TypeError("an http:// or https:// URL")
+    return s.rstrip("/")
+
+
+def _flavor(value: Any) -> str:
+    if not isinstance(value, str) or value not in _FLAVOR_NAMES:
+        raise TypeError("a known flavor (" + ", ".join(_FLAVOR_NAMES[:6]) + ", ...)")
+    return value
+
+
+def _env_label(value: Any) -> str:
+    s = _expect_str(value)
+    if not s or len(s) > 63 or not all(ch.isalnum() or ch in "-_." for ch in s):
+        raise TypeError("a label value (letters, digits, '-', '_', '.'; at most 63)")
+    return s
+
+
+def _space_id(value: Any) -> str:
+    s = _expect_str(value)
+    parts = s.split("/")
+    if len(parts) != 2 or not all(parts) or len(s) > 200:
+        raise TypeError("a Space id like 'org/trackio'")
+    return s
+
+
+def _project(value: Any) -> str:
+    s = _expect_str(value)
+    if not s or len(s) > 100 or "/" in s:
+        raise TypeError("a project name (no '/', at most 100 characters)")
+    return s
+
+
+# key -> (attribute path, checker)
+SCHEMA: dict[str, Callable[[Any], Any]] = {
+    "namespace": _namespace,
+    "plan": _choice(tuple(PLANS)),
+    "seats": _int_range(1, 100_000),
+    "backend": _choice(BACKENDS),
+    "endpoint": _optional(_endpoint),
+    "monthly_budget_usd": _optional(_float_range(0, 1e9)),
+    "read_only": _bool,
+    "defaults.flavor": _flavor,
+    "defaults.timeout_buffer": _float_range(1.0, 5.0),
+    "defaults.env": _env_label,
+    "trackio.project": _project,
+    "trackio.space_id": _optional(_space_id),
+    "server.port": _int_range(0, 65535),
+    "server.max_running_jobs": _int_range(1, 64),
+    "server.python": _choice(SERVER_PYTHON_MODES),
+}
+SECTIONS = ("defaults", "trackio", "server")
+
+
+def _get_attr(cfg: Config, key: str) -> Any:
+    obj: Any = cfg
+    for part in key.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _set_attr(cfg: Config, key: str, value: Any) -> None:
+    obj: Any = cfg
+    parts = key.split(".")
+    for part in parts[:-1]:
+        obj = getattr(obj, part)
+    setattr(obj, parts[-1], value)
+
+
+def _known_values(cfg: Config) -> dict[str, Any]:
+    return {key: _get_attr(cfg, key) for key in SCHEMA}
+
+
+def _where(path: Path | None) -> str:
+    return str(path) if path else "config"
+
+
+def from_dict(doc: dict[str, Any], path: Path | None = None) -> Config:
+    """Validate a parsed TOML document into a Config (raises ConfigError on the first problem)."""
+    cfg = Config(path=path)
+    where = _where(path)
+    for section in SECTIONS:
+        if section in doc and not isinstance(doc[section], dict):
+            raise ConfigError(f"{where}: key '{section}': expected a table [{section}]")
+    _refuse_secrets(doc, where, "")
+    for key, check in SCHEMA.items():
+        section, _, name = key.rpartition(".")
+        table = doc.get(section, {}) if section else doc
+        if name not in table:
+            continue
+        value = table[name]
+        try:
+            checked = check(value)
+        except TypeError as exc:
+            raise ConfigError(
+                f"{where}: key '{key}': expected {exc}, got {_show(value)}"
+            ) from None
+        _set_attr(cfg, key, checked)
+    cfg._raw = copy.deepcopy(doc)
+    return cfg
+
+
+def _refuse_secrets(doc: dict[str, Any], where: str, prefix: str) -> None:
+    for key, value in doc.items():
+        full = f"{prefix}{key}"
+        if any(word in key.lower() for word in _SECRET_WORDS):
+            raise ConfigError(
+                f"{where}: key '{full}': the config never holds credentials; "
+                "use HF_TOKEN or `hf auth login`"
+            )
+        if isinstance(value, dict):
+            _refuse_secrets(value, where, f"{full}.")
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def load(path: Path | str | None = None) -> Config:
+    """Read the config at `path` (or the default location). A missing file means defaults."""
+    p = Path(path).expanduser() if path else paths.default_config_path()
+    try:
+        data = p.read_bytes()
+    except FileNotFoundError:
+        return Config(path=p)
+    except OSError as exc:
+        raise ConfigError(f"{p}: cannot be read: {exc.strerror or exc}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{p}: byte {exc.start}: expected UTF-8 text") from None
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{p}: {_toml_error(exc)}") from None
+    return from_dict(doc, p)
+
+
+def _toml_error(exc: tomllib.TOMLDecodeError) -> str:
+    # Python 3.11's message is "Invalid value (at line 3, column 7)"; put the place first.
+    msg = str(exc)
+    lineno = getattr(exc, "lineno", None)
+    colno = getattr(exc, "colno", None)
+    if lineno is None and "(at line " in msg:
+        head, _, tail = msg.rpartition(" (at ")
+        return f"{tail.rstrip(')')}: {head} (expected valid TOML)"
+    if lineno is not None:
+        base = getattr(exc, "msg", msg)
+        return f"line {lineno}, column {colno}: {base} (expected valid TOML)"
+    return f"{msg} (expected valid TOML)"
+
+
+def save(cfg: Config, path: Path | str | None = None) -> Path:
+    """Write the config atomically; unknown keys from the file it was read from are kept."""
+    p = Path(path).expanduser() if path else (cfg.path or paths.default_config_path())
+    doc = cfg.to_toml_dict()
+    from_dict(doc, p)  # never write what we would refuse to read
+    payload = tomli_w.dumps(doc).encode("utf-8")
+    p.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(p, payload)
+    cfg.path = p
+    return p
+
+
+def atomic_write_bytes(path: Path, payload: bytes, mode: int = 0o600) -> None:
+    """Write via a temp file in the same folder, fsync, then rename over `path`."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(payload)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    try:
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def parse_value(key: str, text: str) -> Any:
+    """Turn the text of `console config set KEY VALUE` into a checked value."""
+    if key not in SCHEMA:
+        raise ConfigError(f"unknown key '{key}'; known keys: {', '.join(SCHEMA)}")
+    try:
+        value: Any = tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = text  # a bare word: treat as a string
+    try:
+        return SCHEMA[key](value)
+    except TypeError as exc:
+        raise ConfigError(f"key '{key}': expected {exc}, got {_show(value)}") from None
+
+
+def set_value(cfg: Config, key: str, text: str) -> None:
+    _set_attr(cfg, key, parse_value(key, text))
+
+
+def unset_value(cfg: Config, key: str) -> None:
+    if key not in SCHEMA:
+        raise ConfigError(f"unknown key '{key}'; known keys: {', '.join(SCHEMA)}")
+    default = Config()
+    _set_attr(cfg, key, copy.deepcopy(_get_attr(default, key)))
+
+
+def describe_keys() -> list[tuple[str, str, str]]:
+    """(key, default, description) for every known key — for `console config keys` and the README."""
+    default = Config(namespace="<your user name>")
+    rows = []
+    for key in SCHEMA:
+        section, _, name = key.rpartition(".")
+        owner = getattr(default, section) if section else default
+        doc = _attr_doc(type(owner), name)
+        value = _get_attr(default, key)
+        rows.append((key, "(unset)" if value is None else repr(value), doc))
+    return rows
+
+
+def _attr_doc(cls: type, name: str) -> str:
+    """The docstring under a dataclass field, read from the source (kept next to the field)."""
+    import ast
+    import inspect
+
+    try:
+        tree = ast.parse(inspect.getsource(cls))
+    except (OSError, TypeError):
+        return ""
+    body = tree.body[0].body  # type: ignore[attr-defined]
+    for i, node in enumerate(body):
+        target = getattr(node, "target", None)
+        if isinstance(target, ast.Name) and target.id == name and i + 1 < len(body):
+            nxt = body[i + 1]
+            if isinstance(nxt, ast.Expr) and isinstance(getattr(nxt, "value", None), ast.Constant):
+                return " ".join(str(nxt.value.value).split())
+    return ""

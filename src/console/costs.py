@@ -1,0 +1,519 @@
+"""The cost model: per-run estimates, padded timeouts, runs per month from cron, fleet projections
+and calibration from real runs.
+
+The heuristic is the reference's (§4): hours = 0.1 x model_B x (examples / 1000) x epochs x
+hw_multiplier, cost = hours x $/hr; Unsloth is about 2x faster; every submission's timeout is the
+estimate x the buffer (1.3). Runs per month come from the cron expression itself. No UI imports,
+no network: fast enough to recompute a 1,000-tenant fleet on every keystroke.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime, timedelta
+from functools import lru_cache
+
+from console.prices import (
+    BASE_HOURS_PER_B_PER_1K_EXAMPLES,
+    DEFAULT_TIMEOUT_BUFFER,
+    PLANS,
+    UNSLOTH_SPEEDUP,
+    PriceBook,
+    multiplier_for,
+    plan_floor_usd,
+    shipped_price_book,
+)
+
+# An average Gregorian month, in seconds: 365.2425 days / 12.
+MONTH_SECONDS = 365.2425 * 86400 / 12
+
+CADENCE_ALIASES: dict[str, str] = {
+    "hourly": "0 * * * *",
+    "daily": "0 0 * * *",
+    "nightly": "0 0 * * *",
+    "weekly": "0 0 * * 0",
+    "monthly": "0 0 1 * *",
+    "@hourly": "0 * * * *",
+    "@daily": "0 0 * * *",
+    "@midnight": "0 0 * * *",
+    "@weekly": "0 0 * * 0",
+    "@monthly": "0 0 1 * *",
+    "@yearly": "0 0 1 1 *",
+    "@annually": "0 0 1 1 *",
+}
+
+# Limits on what-if and submission inputs: beyond them a number is a typo, not a plan.
+LIMITS = {
+    "model_b": (0.001, 2000.0),
+    "examples": (1, 100_000_000),
+    "epochs": (0.01, 1000.0),
+    "tenants": (0, 1_000_000),
+    "seats": (1, 100_000),
+}
+MAX_TIMEOUT_SECONDS = 7 * 86400  # a week; longer is certainly a mistake for a training job
+
+
+class CostInputError(ValueError):
+    """An input the cost model refuses; the message says which and what is expected."""
+
+
+def check_range(name: str, value: float) -> float:
+    lo, hi = LIMITS[name]
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise CostInputError(f"{name} must be a number from {lo:g} to {hi:g}, got {value!r}")
+    if not lo <= value <= hi:
+        raise CostInputError(f"{name} must be from {lo:g} to {hi:g}, got {value:g}")
+    return value
+
+
+# ---------------------------------------------------------------------------------------------
+# Timeouts
+
+
+_TIMEOUT_RE = re.compile(r"^\s*(\d+(?:\.\d+)?|\.\d+)\s*([smhd]?)\s*$", re.IGNORECASE)
+_UNIT_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_timeout(value: int | float | str) -> int:
+    """Seconds from an HF Jobs timeout: 7200, "90m", "2h", "1.5h", "30s", "1d".
+
+    Refuses zero, negatives, non-numbers and anything over a week, with a message saying why.
+    """
+    if isinstance(value, bool):
+        raise CostInputError(f"timeout must be seconds or a duration like 90m / 2h, got {value!r}")
+    if isinstance(value, (int, float)):
+        if not math.isfinite(value):
+            raise CostInputError(f"timeout must be a finite duration, got {value!r}")
+        seconds = float(value)
+    elif isinstance(value, str):
+        m = _TIMEOUT_RE.match(value)
+        if not m:
+            raise CostInputError(
+                f"timeout {value!r} is not a duration: use seconds (7200) or a number with "
+                "s, m, h or d (90m, 2h, 1.5h)"
+            )
+        seconds = float(m.group(1)) * _UNIT_SECONDS[m.group(2).lower()]
+    else:
+        raise CostInputError(f"timeout must be seconds or a duration like 90m / 2h, got {value!r}")
+    if seconds <= 0:
+        raise CostInputError(f"timeout must be longer than zero, got {value!r}")
+    if seconds > MAX_TIMEOUT_SECONDS:
+        raise CostInputError(f"timeout {value!r} is over the 7-day limit")
+    return max(1, math.ceil(seconds))
+
+
+def format_duration(seconds: float) -> str:
+    """1h25m, 45m, 30s, 2d3h: short and exact to the minute (seconds under 10 minutes)."""
+    seconds = max(0, int(round(seconds)))
+    days, rem = divmod(seconds, 86400)
+    hours, rem = divmod(rem, 3600)
+    minutes, secs = divmod(rem, 60)
+    if days:
+        return f"{days}d{hours}h" if hours else f"{days}d"
+    if hours:
+        return f"{hours}h{minutes:02d}m" if minutes else f"{hours}h"
+    if minutes:
+        return f"{minutes}m{secs:02d}s" if secs and minutes < 10 else f"{minutes}m"
+    return f"{secs}s"
+
+
+def padded_timeout_seconds(hours: float, buffer: float = DEFAULT_TIMEOUT_BUFFER) -> int:
+    """The timeout a submission sets: estimate x buffer, rounded up to a whole minute."""
+    if not math.isfinite(buffer) or not 1.0 <= buffer <= 5.0:
+        raise CostInputError(f"timeout buffer must be from 1.0 to 5.0, got {buffer!r}")
+    seconds = hours * 3600 * buffer
+    return max(60, math.ceil(seconds / 60) * 60)
+
+
+# ---------------------------------------------------------------------------------------------
+# Per-run estimate
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """What one training run is: the inputs of the heuristic."""
+
+    model_b: float
+    examples: int
+    epochs: float
+    flavor: str
+    unsloth: bool = False
+
+    def validate(self) -> RunSpec:
+        check_range("model_b", self.model_b)
+        check_range("examples", self.examples)
+        check_range("epochs", self.epochs)
+        return self
+
+
+@dataclass(frozen=True)
+class Estimate:
+    flavor: str
+    hours: float
+    cost_usd: float
+    timeout_seconds: int
+    price_per_hour: float
+    multiplier: float
+    multiplier_source: str
+    unsloth: bool
+    calibration_factor: float = 1.0  # observed / heuristic; 1.0 = the reference heuristic as is
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def estimate_run(
+    spec: RunSpec,
+    prices: PriceBook | None = None,
+    *,
+    timeout_buffer: float = DEFAULT_TIMEOUT_BUFFER,
+    calibration_factor: float = 1.0,
+) -> Estimate:
+    """Hours, cost and padded timeout of one run (reference §4 heuristic)."""
+    spec.validate()
+    prices = prices or shipped_price_book()
+    try:
+        flavor = prices.get(spec.flavor)
+        multiplier, source = multiplier_for(spec.flavor)
+    except KeyError as exc:
+        raise CostInputError(str(exc.args[0])) from None
+    if not flavor.is_gpu:
+        raise CostInputError(
+            f"{spec.flavor} is a CPU flavor: the training heuristic covers GPU flavors only "
+            "(CPU flavors are for dataset preflight, ~$0.01)"
+        )
+    if not math.isfinite(calibration_factor) or calibration_factor <= 0:
+        raise CostInputError(f"calibration factor must be positive, got {calibration_factor!r}")
+    hours = (
+        BASE_HOURS_PER_B_PER_1K_EXAMPLES
+        * spec.model_b
+        * (spec.examples / 1000.0)
+        * spec.epochs
+        * multiplier
+        * calibration_factor
+    )
+    if spec.unsloth:
+        hours /= UNSLOTH_SPEEDUP
+    return Estimate(
+        flavor=spec.flavor,
+        hours=hours,
+        cost_usd=hours * flavor.price_per_hour,
+        timeout_seconds=padded_timeout_seconds(hours, timeout_buffer),
+        price_per_hour=flavor.price_per_hour,
+        multiplier=multiplier,
+        multiplier_source=source,
+        unsloth=spec.unsloth,
+        calibration_factor=calibration_factor,
+    )
+
+
+def cost_of_seconds(running_seconds: float, flavor: str, prices: PriceBook | None = None) -> float:
+    """What HF bills for a job that ran this long (per minute while Starting/Running)."""
+    prices = prices or shipped_price_book()
+    return max(0.0, running_seconds) / 3600.0 * prices.price_per_hour(flavor)
+
+
+def cheaper_flavors_that_fit(
+    spec: RunSpec, prices: PriceBook | None = None, *, calibration: Calibration | None = None
+) -> list[Estimate]:
+    """GPU flavors whose guidance admits the model size, cheapest run first, cheaper than `spec`'s."""
+    prices = prices or shipped_price_book()
+    current = estimate_run(spec, prices, calibration_factor=_factor(calibration, spec.flavor))
+    out = []
+    for fl in prices.gpu_flavors():
+        if fl.name == spec.flavor or fl.max_model_b < spec.model_b:
+            continue
+        try:
+            est = estimate_run(
+                RunSpec(spec.model_b, spec.examples, spec.epochs, fl.name, spec.unsloth),
+                prices,
+                calibration_factor=_factor(calibration, fl.name),
+            )
+        except CostInputError:
+            continue
+        if est.cost_usd < current.cost_usd - 1e-12:
+            out.append(est)
+    return sorted(out, key=lambda e: (e.cost_usd, e.hours))
+
+
+def flavor_fits(flavor: str, model_b: float, prices: PriceBook | None = None) -> bool:
+    prices = prices or shipped_price_book()
+    return prices.get(flavor).max_model_b >= model_b
+
+
+# ---------------------------------------------------------------------------------------------
+# Cron
+
+
+def normalize_cron(expr: str) -> str:
+    """A cadence word (weekly, monthly, daily, @weekly...) or a cron expression, checked."""
+    if not isinstance(expr, str) or not expr.strip():
+        raise CostInputError("cadence must be a cron expression (e.g. '0 3 * * 1') or weekly / monthly")
+    text = " ".join(expr.split())
+    text = CADENCE_ALIASES.get(text.lower(), text)
+    fields = text.split(" ")
+    if len(fields) != 5:
+        raise CostInputError(
+            f"cron {expr!r} must have 5 fields (minute hour day-of-month month day-of-week), "
+            f"or be weekly / monthly / daily"
+        )
+    from croniter import croniter
+
+    if not croniter.is_valid(text):
+        raise CostInputError(f"cron {expr!r} is not a valid cron expression")
+    try:
+        croniter(text, datetime(2027, 1, 1, tzinfo=UTC)).get_next(datetime)
+    except Exception as exc:  # croniter raises several types for impossible schedules
+        raise CostInputError(f"cron {expr!r} never fires: {exc}") from None
+    return text
+
+
+@lru_cache(maxsize=4096)
+def runs_per_month(expr: str) -> float:
+    """Average runs per month of a cron expression, counted from the expression itself.
+
+    Counts the firings over four years (a whole leap cycle of weekdays is not needed for the
+    averages to settle to well under 1%), or, for schedules that fire very often, measures the rate
+    over their first 5,000 firings.
+    """
+    text = normalize_cron(expr)
+    from croniter import croniter
+
+    start = datetime(2027, 1, 1, tzinfo=UTC)
+    end = start + timedelta(days=4 * 365 + 1)
+    it = croniter(text, start - timedelta(seconds=1))
+    count = 0
+    last = start
+    while True:
+        nxt = it.get_next(datetime)
+        if nxt >= end:
+            break
+        count += 1
+        last = nxt
+        if count >= 5000:
+            span = (last - start).total_seconds() or 1.0
+            return count / span * MONTH_SECONDS
+    return count / ((end - start).total_seconds()) * MONTH_SECONDS
+
+
+def next_runs(expr: str, n: int = 3, after: datetime | None = None) -> list[datetime]:
+    text = normalize_cron(expr)
+    from croniter import croniter
+
+    it = croniter(text, after or datetime.now(UTC))
+    return [it.get_next(datetime) for _ in range(max(0, n))]
+
+
+def describe_cron(expr: str) -> str:
+    """The schedule in words, e.g. 'At 03:00, only on Monday'."""
+    text = normalize_cron(expr)
+    try:
+        from cron_descriptor import Options, get_description
+
+        opts = Options()
+        opts.use_24hour_time_format = True
+        return get_description(text, opts)
+    except Exception:
+        return text
+
+
+# ---------------------------------------------------------------------------------------------
+# Fleet projection
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A fleet's assumptions: N tenants on one recipe and cadence, an optional builder model, a plan."""
+
+    tenants: int = 1
+    cadence: str = "weekly"
+    run: RunSpec = field(default_factory=lambda: RunSpec(3, 1000, 3, "l4x1"))
+    plan: str = "pro"
+    seats: int = 1
+    builder: RunSpec | None = None
+    builder_cadence: str = "weekly"
+    timeout_buffer: float = DEFAULT_TIMEOUT_BUFFER
+
+
+@dataclass(frozen=True)
+class Projection:
+    scenario: Scenario
+    per_run: Estimate
+    runs_per_month: float
+    tenants_usd: float
+    builder_usd: float
+    builder_per_run: Estimate | None
+    plan_floor_usd: float
+    monthly_usd: float
+    plan_can_run_jobs: bool
+    price_source: str
+
+    def to_dict(self) -> dict:
+        s = self.scenario
+        return {
+            "tenants": s.tenants,
+            "cadence": normalize_cron(s.cadence),
+            "model_b": s.run.model_b,
+            "examples": s.run.examples,
+            "epochs": s.run.epochs,
+            "flavor": s.run.flavor,
+            "unsloth": s.run.unsloth,
+            "plan": s.plan,
+            "seats": s.seats,
+            "hours_per_run": self.per_run.hours,
+            "cost_per_run_usd": self.per_run.cost_usd,
+            "timeout_seconds": self.per_run.timeout_seconds,
+            "price_per_hour": self.per_run.price_per_hour,
+            "multiplier": self.per_run.multiplier,
+            "multiplier_source": self.per_run.multiplier_source,
+            "calibration_factor": self.per_run.calibration_factor,
+            "runs_per_month": self.runs_per_month,
+            "tenants_monthly_usd": self.tenants_usd,
+            "builder_monthly_usd": self.builder_usd,
+            "plan_floor_usd": self.plan_floor_usd,
+            "monthly_usd": self.monthly_usd,
+            "plan_can_run_jobs": self.plan_can_run_jobs,
+            "prices": self.price_source,
+        }
+
+
+def project(
+    scenario: Scenario,
+    prices: PriceBook | None = None,
+    *,
+    calibration: Calibration | None = None,
+) -> Projection:
+    """tenants x runs/month x cost/run + builder + plan floor (seats x plan price)."""
+    prices = prices or shipped_price_book()
+    check_range("tenants", scenario.tenants)
+    check_range("seats", scenario.seats)
+    if scenario.plan not in PLANS:
+        raise CostInputError(f"unknown plan {scenario.plan!r}; plans: {', '.join(PLANS)}")
+    per_run = estimate_run(
+        scenario.run,
+        prices,
+        timeout_buffer=scenario.timeout_buffer,
+        calibration_factor=_factor(calibration, scenario.run.flavor),
+    )
+    rpm = runs_per_month(scenario.cadence)
+    tenants_usd = scenario.tenants * rpm * per_run.cost_usd
+    builder_est = None
+    builder_usd = 0.0
+    if scenario.builder is not None:
+        builder_est = estimate_run(
+            scenario.builder,
+            prices,
+            timeout_buffer=scenario.timeout_buffer,
+            calibration_factor=_factor(calibration, scenario.builder.flavor),
+        )
+        builder_usd = runs_per_month(scenario.builder_cadence) * builder_est.cost_usd
+    floor = plan_floor_usd(scenario.plan, scenario.seats)
+    return Projection(
+        scenario=scenario,
+        per_run=per_run,
+        runs_per_month=rpm,
+        tenants_usd=tenants_usd,
+        builder_usd=builder_usd,
+        builder_per_run=builder_est,
+        plan_floor_usd=floor,
+        monthly_usd=tenants_usd + builder_usd + floor,
+        plan_can_run_jobs=PLANS[scenario.plan].can_run_jobs,
+        price_source=prices.describe(),
+    )
+
+
+def plan_refusal(plan: str) -> str | None:
+    """Why this plan cannot run Jobs, or None when it can (reference §3 "Paid-plan requirement")."""
+    p = PLANS.get(plan)
+    if p is None:
+        return f"unknown plan {plan!r}; plans: {', '.join(PLANS)}"
+    if p.can_run_jobs:
+        return None
+    return (
+        f"the {plan} plan cannot run HF Jobs (they need a positive credit balance, in practice "
+        "PRO, Team or Enterprise); set plan = \"pro\" or higher in the config"
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Calibration
+
+
+@dataclass(frozen=True)
+class Observation:
+    """A real run: what it was and how long it ran (billed seconds)."""
+
+    flavor: str
+    model_b: float
+    examples: int
+    epochs: float
+    running_seconds: float
+    unsloth: bool = False
+
+
+@dataclass(frozen=True)
+class FlavorCalibration:
+    flavor: str
+    factor: float  # observed hours / heuristic hours (geometric mean over runs)
+    runs: int
+    heuristic_error_pct: float  # mean |heuristic - observed| / observed, in percent
+    calibrated_error_pct: float  # the same after applying the factor
+
+
+@dataclass(frozen=True)
+class Calibration:
+    per_flavor: dict[str, FlavorCalibration]
+    overall_factor: float | None
+    runs: int
+
+    def factor_for(self, flavor: str) -> float:
+        if flavor in self.per_flavor:
+            return self.per_flavor[flavor].factor
+        return self.overall_factor or 1.0
+
+
+def _factor(calibration: Calibration | None, flavor: str) -> float:
+    return 1.0 if calibration is None else calibration.factor_for(flavor)
+
+
+def calibrate(observations: Iterable[Observation]) -> Calibration:
+    """Fit, per flavor, the factor by which real running time differs from the heuristic.
+
+    The factor is the geometric mean of observed / predicted (running time errors are multiplicative);
+    a flavor with no runs of its own falls back to the fit over all runs.
+    """
+    by_flavor: dict[str, list[tuple[float, float]]] = {}
+    for ob in observations:
+        if ob.running_seconds <= 0:
+            continue
+        try:
+            predicted = estimate_run(
+                RunSpec(ob.model_b, int(ob.examples), ob.epochs, ob.flavor, ob.unsloth)
+            ).hours
+        except CostInputError:
+            continue
+        if predicted <= 0:
+            continue
+        by_flavor.setdefault(ob.flavor, []).append((ob.running_seconds / 3600.0, predicted))
+    per: dict[str, FlavorCalibration] = {}
+    all_logs: list[float] = []
+    for flavor, pairs in by_flavor.items():
+        logs = [math.log(obs / pred) for obs, pred in pairs]
+        all_logs.extend(logs)
+        factor = math.exp(sum(logs) / len(logs))
+        per[flavor] = FlavorCalibration(
+            flavor=flavor,
+            factor=factor,
+            runs=len(pairs),
+            heuristic_error_pct=_mape(pairs, 1.0),
+            calibrated_error_pct=_mape(pairs, factor),
+        )
+    overall = math.exp(sum(all_logs) / len(all_logs)) if all_logs else None
+    return Calibration(per, overall, len(all_logs))
+
+
+def _mape(pairs: Sequence[tuple[float, float]], factor: float) -> float:
+    return 100.0 * sum(abs(pred * factor - obs) / obs for obs, pred in pairs) / len(pairs)

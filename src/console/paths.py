@@ -1,0 +1,59 @@
+"""Where the console keeps its files: config, data (ledger, embedded server), shipped resources.
+
+`CONSOLE_CONFIG` overrides the config file path and `CONSOLE_DATA_DIR` the data folder (tests and
+several isolated setups on one machine use them); otherwise platformdirs decides.
+"""
+
+from __future__ import annotations
+
+import os
+from importlib import resources
+from pathlib import Path
+
+import platformdirs
+
+APP_NAME = "console"
+
+
+def default_config_path() -> Path:
+    env = os.environ.get("CONSOLE_CONFIG")
+    if env:
+        return Path(env).expanduser()
+    return Path(platformdirs.user_config_dir(APP_NAME)) / "config.toml"
+
+
+def data_dir(create: bool = True) -> Path:
+    """The user data folder (mode 0700: ledger, server database, logs and token live here)."""
+    env = os.environ.get("CONSOLE_DATA_DIR")
+    path = Path(env).expanduser() if env else Path(platformdirs.user_data_dir(APP_NAME))
+    if create:
+        path.mkdir(parents=True, exist_ok=True)
+        try:
+            path.chmod(0o700)
+        except OSError:
+            pass
+    return path
+
+
+def _package_root() -> Path:
+    return Path(str(resources.files("console")))
+
+
+def resource_path(name: str) -> Path:
+    """A file shipped with the package (`screens.tcss`, `training/...`).
+
+    In a wheel they sit inside the package; in an editable checkout at the repository root.
+    """
+    inside = _package_root() / name
+    if inside.exists():
+        return inside
+    repo_root = Path(__file__).resolve().parents[2]
+    return repo_root / name
+
+
+def training_dir() -> Path:
+    return resource_path("training")
+
+
+def stylesheet_path() -> Path:
+    return resource_path("screens.tcss")

@@ -1,0 +1,231 @@
+"""Prices, plans and cost-model constants: the numbers the console is built on, with their source.
+
+Every number here comes from the reference document "HF Jobs — training mechanics + cost model"
+(section 3, live `hf jobs hardware` read on 2026-06-27; section 4 for the heuristic). When a
+backend answers `list_jobs_hardware`, :func:`price_book_from_hardware` builds a live price book
+that replaces these shipped prices; :class:`PriceBook.source` says which one is in use.
+
+This module is plain data: no UI, no network.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+PRICES_READ_ON = "2026-06-27"
+PRICES_SOURCE = "reference §3: live `hf jobs hardware`, read 2026-06-27"
+HEURISTIC_SOURCE = "reference §4: estimate_cost.py heuristic"
+
+
+@dataclass(frozen=True)
+class Flavor:
+    """One HF Jobs hardware flavor."""
+
+    name: str
+    kind: str  # "gpu" or "cpu"
+    gpu: str  # e.g. "1x A10G"; "" for CPU flavors
+    gpu_memory_gb: int  # 0 for CPU flavors
+    price_per_hour: float  # USD
+    fits: str  # the reference's "Fits (LoRA SFT)" guidance
+    # Largest model (billions of parameters) the "fits" guidance admits for LoRA SFT; 0 = not for training.
+    max_model_b: float = 0.0
+
+    @property
+    def price_per_minute(self) -> float:
+        return self.price_per_hour / 60.0
+
+    @property
+    def is_gpu(self) -> bool:
+        return self.kind == "gpu"
+
+
+def _gpu(name: str, gpu: str, mem: int, price: float, fits: str, max_b: float) -> Flavor:
+    return Flavor(name, "gpu", gpu, mem, price, fits, max_b)
+
+
+def _cpu(name: str, price: float, fits: str) -> Flavor:
+    return Flavor(name, "cpu", "", 0, price, fits, 0.0)
+
+
+# Reference §3 "GPU flavors → $/hr → model-size fit" and the CPU flavors line, in its order.
+SHIPPED_FLAVORS: tuple[Flavor, ...] = (
+    _gpu("t4-small", "1x T4", 16, 0.40, "<1B demos / tiny adapters", 1),
+    _gpu("t4-medium", "1x T4", 16, 0.60, "1-3B small jobs", 3),
+    _gpu("l4x1", "1x L4", 24, 0.80, "1-7B LoRA - best $/perf for tenant adapters", 7),
+    _gpu("a10g-small", "1x A10G", 24, 1.00, "1-7B dev", 7),
+    _gpu("a10g-large", "1x A10G", 24, 1.50, "3-13B LoRA (workhorse)", 13),
+    _gpu("l40sx1", "1x L40S", 48, 1.80, "7-13B, longer context", 13),
+    _gpu("a100-large", "1x A100", 80, 2.50, "7-34B LoRA / builder model", 34),
+    _gpu("rtx-pro-6000", "1x RTX PRO 6000", 96, 2.75, "13-34B", 34),
+    _gpu("a10g-largex2", "2x A10G", 48, 3.00, "13B multi-GPU", 13),
+    _gpu("l4x4", "4x L4", 96, 3.80, "multi-GPU mid", 34),
+    _gpu("a10g-largex4", "4x A10G", 96, 5.00, "13B+", 34),
+    _gpu("h200", "1x H200", 141, 5.00, "30-70B", 70),
+    _gpu("l40sx4", "4x L40S", 192, 8.30, "70B", 70),
+    _gpu("a100x4", "4x A100", 320, 10.00, "70B full / 100B+ LoRA", 120),
+    _gpu("h200x2", "2x H200", 282, 10.00, "70B+", 120),
+    _gpu("rtx-pro-6000x4", "4x RTX PRO 6000", 384, 11.00, "large", 120),
+    _gpu("a100x8", "8x A100", 640, 20.00, "very large / multi-node", 200),
+    _gpu("h200x4", "4x H200", 564, 20.00, "very large / multi-node", 200),
+    _gpu("rtx-pro-6000x8", "8x RTX PRO 6000", 768, 22.00, "very large", 200),
+    _gpu("l40sx8", "8x L40S", 384, 23.50, "very large", 200),
+    _gpu("h200x8", "8x H200", 1128, 40.00, "frontier", 400),
+    _cpu("cpu-basic", 0.01, "dataset prep, dataset validation"),
+    _cpu("cpu-upgrade", 0.03, "dataset prep, dataset validation"),
+    _cpu("cpu-xl", 1.00, "dataset prep, GGUF"),
+    _cpu("cpu-performance", 1.90, "dataset prep, GGUF"),
+)
+
+# Reference §4: "multipliers ≈ a100-large 0.7, a10g-large 1.0, l4x1 1.2, a10g-small 1.3, t4-small 2.0".
+REFERENCE_MULTIPLIERS: dict[str, float] = {
+    "a100-large": 0.7,
+    "a10g-large": 1.0,
+    "l4x1": 1.2,
+    "a10g-small": 1.3,
+    "t4-small": 2.0,
+}
+
+# The reference gives no multiplier for the other GPU flavors. These are assumptions, stated as such:
+# a flavor built on the same GPU as a reference flavor takes its multiplier (the heuristic does not
+# model multi-GPU speed-ups), and the newer data-centre GPUs (L40S, RTX PRO 6000, H200) take the
+# A100's 0.7, which over-estimates their time (and so their cost) rather than under-estimating it.
+# Calibration from real runs replaces all of them.
+ASSUMED_MULTIPLIERS: dict[str, tuple[float, str]] = {
+    "t4-medium": (2.0, "same GPU as t4-small"),
+    "a10g-largex2": (1.0, "same GPU as a10g-large"),
+    "a10g-largex4": (1.0, "same GPU as a10g-large"),
+    "l4x4": (1.2, "same GPU as l4x1"),
+    "a100x4": (0.7, "same GPU as a100-large"),
+    "a100x8": (0.7, "same GPU as a100-large"),
+    "l40sx1": (0.7, "assumed no slower than a100-large"),
+    "l40sx4": (0.7, "assumed no slower than a100-large"),
+    "l40sx8": (0.7, "assumed no slower than a100-large"),
+    "rtx-pro-6000": (0.7, "assumed no slower than a100-large"),
+    "rtx-pro-6000x4": (0.7, "assumed no slower than a100-large"),
+    "rtx-pro-6000x8": (0.7, "assumed no slower than a100-large"),
+    "h200": (0.7, "assumed no slower than a100-large"),
+    "h200x2": (0.7, "assumed no slower than a100-large"),
+    "h200x4": (0.7, "assumed no slower than a100-large"),
+    "h200x8": (0.7, "assumed no slower than a100-large"),
+}
+
+# Reference §4: "0.1h = base for a 1B model per 1k examples on a10g-large".
+BASE_HOURS_PER_B_PER_1K_EXAMPLES = 0.1
+# Reference §2: Unsloth is "~2× faster".
+UNSLOTH_SPEEDUP = 2.0
+# Reference §1 and the training reference: "Add 20–30% buffer"; "estimated training time × 1.3".
+DEFAULT_TIMEOUT_BUFFER = 1.3
+# Reference §1: "Default 30 min — too short for real training".
+HF_DEFAULT_TIMEOUT_SECONDS = 30 * 60
+# Reference §3: "Exposed ports add a flat $0.01/hr."
+EXPOSED_PORT_PRICE_PER_HOUR = 0.01
+# Reference §4 assumption: '"Weekly" = 4.3 runs/month' — the console computes runs/month from the
+# cron expression itself; this is kept only to show how the reference rounded.
+REFERENCE_WEEKLY_RUNS_PER_MONTH = 4.3
+
+
+@dataclass(frozen=True)
+class Plan:
+    """An HF subscription plan (reference §3 "Paid-plan requirement")."""
+
+    name: str
+    monthly_usd: float  # per seat for team / enterprise, flat for pro
+    per_seat: bool
+    can_run_jobs: bool
+    notes: str
+
+
+PLANS: dict[str, Plan] = {
+    "free": Plan("free", 0.0, False, False, "No Jobs (no positive balance / credits)."),
+    "pro": Plan("pro", 9.0, False, True, "Personal; unlocks Jobs pay-per-minute."),
+    "team": Plan("team", 20.0, True, True, "Org-level; bill Jobs to the org namespace."),
+    "enterprise": Plan(
+        "enterprise", 50.0, True, True, "Resource Groups for per-group cost attribution."
+    ),
+}
+PLANS_READ_ON = "2026-06"
+
+
+def plan_floor_usd(plan: str, seats: int) -> float:
+    """The monthly subscription floor: seats x the plan's per-seat price (PRO is one flat fee)."""
+    p = PLANS[plan]
+    return p.monthly_usd * (max(seats, 1) if p.per_seat else 1)
+
+
+@dataclass(frozen=True)
+class PriceBook:
+    """The flavors and prices in use, and where they came from."""
+
+    flavors: dict[str, Flavor]
+    source: str  # "shipped" or "live"
+    detail: str = PRICES_SOURCE
+    _unknown: frozenset[str] = field(default=frozenset(), repr=False)
+
+    def get(self, name: str) -> Flavor:
+        try:
+            return self.flavors[name]
+        except KeyError:
+            known = ", ".join(self.flavors)
+            raise KeyError(f"unknown flavor {name!r}; known flavors: {known}") from None
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.flavors
+
+    def price_per_hour(self, name: str) -> float:
+        return self.get(name).price_per_hour
+
+    def gpu_flavors(self) -> list[Flavor]:
+        return [f for f in self.flavors.values() if f.is_gpu]
+
+    def describe(self) -> str:
+        if self.source == "live":
+            return f"live prices from the backend ({self.detail})"
+        return f"shipped prices ({self.detail})"
+
+
+def shipped_price_book() -> PriceBook:
+    return PriceBook({f.name: f for f in SHIPPED_FLAVORS}, "shipped", PRICES_SOURCE)
+
+
+def multiplier_for(flavor: str) -> tuple[float, str]:
+    """The heuristic's hardware multiplier for a flavor and where it comes from."""
+    if flavor in REFERENCE_MULTIPLIERS:
+        return REFERENCE_MULTIPLIERS[flavor], "reference"
+    if flavor in ASSUMED_MULTIPLIERS:
+        value, why = ASSUMED_MULTIPLIERS[flavor]
+        return value, f"assumed: {why}"
+    raise KeyError(f"no hardware multiplier for flavor {flavor!r} (training estimates need a GPU flavor)")
+
+
+def price_book_from_hardware(hardware: Iterable[Any], detail: str = "list_jobs_hardware") -> PriceBook:
+    """Build a live price book from `HfApi.list_jobs_hardware()` answers.
+
+    Each item has `name`, `unit_cost_usd` and `unit_label` ("minute" or "hour") and, for GPUs,
+    `accelerator` with `quantity`, `model` and `vram`. Shipped "fits" guidance is kept for flavors
+    the shipped table knows.
+    """
+    shipped = {f.name: f for f in SHIPPED_FLAVORS}
+    flavors: dict[str, Flavor] = {}
+    for hw in hardware:
+        name = getattr(hw, "name", None)
+        cost = getattr(hw, "unit_cost_usd", None)
+        if not name or cost is None:
+            continue
+        unit = (getattr(hw, "unit_label", None) or "hour").lower()
+        per_hour = float(cost) * (60.0 if unit.startswith("min") else 1.0)
+        base = shipped.get(name)
+        acc = getattr(hw, "accelerator", None)
+        if base is not None:
+            flavors[name] = replace(base, price_per_hour=round(per_hour, 6))
+        elif acc is not None:
+            vram = str(getattr(acc, "vram", "") or "")
+            mem = int("".join(ch for ch in vram if ch.isdigit()) or 0)
+            gpu = f"{getattr(acc, 'quantity', 1)}x {getattr(acc, 'model', '')}".strip()
+            flavors[name] = Flavor(name, "gpu", gpu, mem, round(per_hour, 6), "", 0.0)
+        else:
+            flavors[name] = Flavor(name, "cpu", "", 0, round(per_hour, 6), "", 0.0)
+    if not flavors:
+        return shipped_price_book()
+    return PriceBook(flavors, "live", detail)
