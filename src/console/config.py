@@ -314,13 +314,17 @@ def load(path: Path | str | None = None) -> Config:
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{p}: {_toml_error(exc)}") from None
+        raise ConfigError(f"{p}: {_toml_error(exc, text)}") from None
     return from_dict(doc, p)
 
 
-def _toml_error(exc: tomllib.TOMLDecodeError) -> str:
+def _toml_error(exc: tomllib.TOMLDecodeError, text: str) -> str:
     # Python 3.11's message is "Invalid value (at line 3, column 7)"; put the place first.
     msg = str(exc)
+    if msg.endswith("(at end of document)"):
+        lines = text.splitlines() or [""]
+        head = msg[: -len(" (at end of document)")]
+        return f"line {len(lines)}, column {len(lines[-1]) + 1} (end of file): {head} (expected valid TOML)"
     lineno = getattr(exc, "lineno", None)
     colno = getattr(exc, "colno", None)
     if lineno is None and "(at line " in msg:

@@ -177,7 +177,6 @@ def estimate_run(
     prices = prices or shipped_price_book()
     try:
         flavor = prices.get(spec.flavor)
-        multiplier, source = multiplier_for(spec.flavor)
     except KeyError as exc:
         raise CostInputError(str(exc.args[0])) from None
     if not flavor.is_gpu:
@@ -185,6 +184,10 @@ def estimate_run(
             f"{spec.flavor} is a CPU flavor: the training heuristic covers GPU flavors only "
             "(CPU flavors are for dataset preflight, ~$0.01)"
         )
+    try:
+        multiplier, source = multiplier_for(spec.flavor)
+    except KeyError as exc:
+        raise CostInputError(str(exc.args[0])) from None
     if not math.isfinite(calibration_factor) or calibration_factor <= 0:
         raise CostInputError(f"calibration factor must be positive, got {calibration_factor!r}")
     hours = (

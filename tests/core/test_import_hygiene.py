@@ -1,0 +1,42 @@
+"""Start-up stays light: the console's headless modules never load the training stack or the UI."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+HEAVY = ("torch", "transformers", "trl", "peft", "datasets", "trackio")
+HEADLESS = (
+    "console",
+    "console.cli",
+    "console.config",
+    "console.prices",
+    "console.costs",
+    "console.reference",
+    "console.paths",
+    "console.commands",
+)
+
+
+def loaded_after(statement: str) -> set[str]:
+    code = f"import sys\n{statement}\nprint('\\n'.join(sorted(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    return {line.split(".")[0] for line in out.split()}
+
+
+@pytest.mark.parametrize("module", HEADLESS)
+def test_headless_modules_load_no_training_stack_and_no_textual(module):
+    mods = loaded_after(f"import {module}")
+    assert not mods & set(HEAVY), f"{module} imported {sorted(mods & set(HEAVY))}"
+    assert "textual" not in mods, f"{module} imported textual"
+
+
+def test_whatif_command_runs_without_the_training_stack():
+    mods = loaded_after(
+        "import contextlib, io\nfrom console.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n    main(['whatif', '--json'])"
+    )
+    assert not mods & set(HEAVY)
+    assert "textual" not in mods

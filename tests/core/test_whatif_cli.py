@@ -1,0 +1,73 @@
+"""`console whatif` as a user runs it: a subprocess, its output and exit code."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+
+def console(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "console", *args], capture_output=True, text=True)
+
+
+def test_reference_tables_print_and_agree():
+    r = console("whatif", "--reference")
+    assert r.returncode == 0, r.stderr
+    for needle in ("~4.4 h", "~$9.5", "~$0.86", "~$430", "~$500", "All figures agree"):
+        assert needle in r.stdout
+    assert "DIFFERS" not in r.stdout
+    data = json.loads(console("whatif", "--reference", "--json").stdout)
+    assert data["all_agree"] is True
+    assert len(data["builder"]) == 4 and len(data["tenant_adapters"]) == 4 and len(data["fleet"]) == 9
+
+
+def test_json_scenario():
+    r = console("whatif", "--json", "--model-b", "3", "--examples", "1000", "--epochs", "3",
+                "--flavor", "l4x1", "--tenants", "100", "--cadence", "weekly", "--plan", "team", "--seats", "2")
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    for key in ("hours_per_run", "cost_per_run_usd", "timeout_seconds", "runs_per_month", "monthly_usd"):
+        assert key in data
+    assert data["hours_per_run"] == pytest.approx(1.08)
+    assert data["cost_per_run_usd"] == pytest.approx(0.864)
+    assert data["timeout_seconds"] == 5100
+    assert data["monthly_usd"] == pytest.approx(100 * data["runs_per_month"] * 0.864 + 40)
+
+
+def test_cron_cadence_and_unsloth():
+    weekly = json.loads(console("whatif", "--json", "--cadence", "0 3 * * 1").stdout)
+    fast = json.loads(console("whatif", "--json", "--cadence", "0 3 * * 1", "--unsloth").stdout)
+    assert fast["hours_per_run"] == pytest.approx(weekly["hours_per_run"] / 2)
+    assert weekly["runs_per_month"] == pytest.approx(4.35, abs=0.01)
+
+
+def test_text_output_says_which_prices_it_uses():
+    r = console("whatif", "--tenants", "10")
+    assert r.returncode == 0
+    assert "shipped prices" in r.stdout and "runs/month" in r.stdout and "timeout" in r.stdout
+
+
+def test_free_plan_is_reported_as_unable_to_run_jobs():
+    r = console("whatif", "--plan", "free")
+    assert "cannot run HF Jobs" in r.stderr
+
+
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["--model-b", "-3"], "model_b"),
+        (["--tenants", "-1"], "tenants"),
+        (["--flavor", "nope"], "unknown flavor"),
+        (["--cadence", "every day"], "cron"),
+        (["--plan", "gold"], "plan"),
+        (["--epochs", "0"], "epochs"),
+        (["--flavor", "cpu-basic"], "CPU flavor"),
+    ],
+)
+def test_bad_input_gets_a_clear_message_and_exit_2(args, needle):
+    r = console("whatif", *args)
+    assert r.returncode == 2
+    assert needle in r.stderr and "Traceback" not in r.stderr
