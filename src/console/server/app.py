@@ -1,0 +1,390 @@
+"""The embedded Jobs server over HTTP: the HF Jobs REST + SSE routes huggingface_hub 2.4 uses.
+
+Routes (all under a bearer token; anything else is 401):
+
+- ``GET  /api/whoami-v2``                                  the config's namespace
+- ``GET  /api/jobs/hardware``                              flavors and prices (console.prices)
+- ``POST /api/jobs/{ns}`` / ``GET /api/jobs/{ns}``          run / list (``stage=``, ``label=k=v``,
+  newest first, paginated with a ``Link: <...>; rel="next"`` header)
+- ``GET  /api/jobs/{ns}/{id}``                              inspect
+- ``GET  /api/jobs/{ns}/{id}/logs``                         SSE ``data: {"data","timestamp"}``,
+  ``tail=N``, keep-alives, ends when the job is terminal
+- ``GET  /api/jobs/{ns}/{id}/metrics``                      SSE ``event: metric`` once a second
+- ``POST /api/jobs/{ns}/{id}/cancel`` | ``/duplicate``; ``PUT .../labels``
+- ``/api/scheduled-jobs/{ns}[/{id}[/suspend|resume|schedule|run|labels]]``
+
+Requests the server cannot honour (volumes, exposed ports, buckets, Spaces, ...) get a 4xx whose
+message names what is unsupported.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from email.utils import formatdate
+from pathlib import Path
+from typing import Any, BinaryIO
+from urllib.parse import urlencode
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from console.server import paths
+from console.server.core import JobsService
+from console.server.metrics import TreeSampler
+from console.server.store import TERMINAL_STAGES
+from console.server.wire import (
+    ApiError,
+    hardware_json,
+    job_json,
+    scheduled_job_json,
+    whoami_json,
+)
+
+PAGE_SIZE = 1000
+KEEPALIVE_SECONDS = 15.0
+LOG_POLL_SECONDS = 0.05
+_SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+def _error(status: int, message: str) -> JSONResponse:
+    header = message.encode("ascii", "replace").decode("ascii").replace("\n", " ")[:500]
+    return JSONResponse({"error": message}, status_code=status,
+                        headers={"X-Error-Message": header})
+
+
+def _dumps(obj: Any) -> bytes:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+class _Json(JSONResponse):
+    def render(self, content: Any) -> bytes:
+        return _dumps(content)
+
+
+def create_app(service: JobsService, token: str) -> Any:
+    """The Starlette app serving `service`, guarded by `token`."""
+    expected = f"Bearer {token}".encode()
+
+    def guarded(fn: Handler) -> Handler:
+        async def handler(request: Request) -> Response:
+            given = request.headers.get("authorization", "").encode()
+            if not hmac.compare_digest(given, expected):
+                return _error(401, "Invalid credentials in Authorization header")
+            try:
+                ns = request.path_params.get("namespace")
+                if ns is not None:
+                    service.check_namespace(ns)
+                return await fn(request)
+            except ApiError as exc:
+                return _error(exc.status, exc.message)
+
+        return handler
+
+    async def body_json(request: Request) -> Any:
+        raw = await request.body()
+        if not raw:
+            return None
+        try:
+            return json.loads(raw)
+        except ValueError:
+            raise ApiError(400, "the request body is not valid JSON") from None
+
+    def job_out(job: Any) -> dict[str, Any]:
+        return job_json(job, ssh_url=service.ssh_url(job))
+
+    # -- account and hardware ---------------------------------------------------------------
+
+    async def whoami(request: Request) -> Response:
+        return _Json(whoami_json(service.namespace))
+
+    async def hardware(request: Request) -> Response:
+        return _Json(hardware_json())
+
+    # -- jobs ----------------------------------------------------------------------------------
+
+    async def jobs_collection(request: Request) -> Response:
+        if request.method == "POST":
+            job = service.run_job(await body_json(request))
+            return _Json(job_out(job))
+        params = request.query_params
+        stages = [s.upper() for s in params.getlist("stage")]
+        labels: dict[str, str] = {}
+        for item in params.getlist("label"):
+            key, sep, value = item.partition("=")
+            if not sep or not key:
+                raise ApiError(400, f"label filter {item!r} must be key=value")
+            labels[key] = value
+        try:
+            limit = min(PAGE_SIZE, max(1, int(params.get("limit", PAGE_SIZE))))
+            cursor = int(params["cursor"]) if "cursor" in params else None
+        except ValueError:
+            raise ApiError(400, "limit and cursor must be whole numbers") from None
+        jobs = service.list_jobs(stages=stages, labels=labels, before_seq=cursor, limit=limit + 1)
+        headers = {}
+        if len(jobs) > limit:
+            jobs = jobs[:limit]
+            query = [(k, v) for k, v in params.multi_items() if k != "cursor"]
+            query.append(("cursor", str(jobs[-1].seq)))
+            next_url = str(request.url.replace(query=urlencode(query)))
+            headers["Link"] = f'<{next_url}>; rel="next"'
+        now = time.time()
+        return _Json([job_json(j, now=now, ssh_url=service.ssh_url(j)) for j in jobs],
+                     headers=headers)
+
+    async def job_item(request: Request) -> Response:
+        return _Json(job_out(service.get_job(request.path_params["job_id"])))
+
+    async def job_cancel(request: Request) -> Response:
+        service.cancel_job(request.path_params["job_id"])
+        return _Json({})
+
+    async def job_duplicate(request: Request) -> Response:
+        return _Json(job_out(service.duplicate_job(request.path_params["job_id"])))
+
+    async def job_labels(request: Request) -> Response:
+        job = service.update_job_labels(request.path_params["job_id"], await body_json(request))
+        return _Json(job_out(job))
+
+    async def job_expose(request: Request) -> Response:
+        service.get_job(request.path_params["job_id"])
+        raise ApiError(400, "exposed ports (expose) are not supported by the local Jobs server")
+
+    async def job_logs(request: Request) -> Response:
+        job_id = request.path_params["job_id"]
+        service.get_job(job_id)
+        tail_text = request.query_params.get("tail")
+        try:
+            tail = int(tail_text) if tail_text is not None else None
+        except ValueError:
+            raise ApiError(400, "tail must be a whole number") from None
+        if tail is not None and tail < 0:
+            raise ApiError(400, "tail must be zero or more")
+        return StreamingResponse(
+            _log_events(service, job_id, tail), media_type="text/event-stream",
+            headers=_SSE_HEADERS,
+        )
+
+    async def job_metrics(request: Request) -> Response:
+        job_id = request.path_params["job_id"]
+        job = service.get_job(job_id)
+        if job.stage in TERMINAL_STAGES:
+            raise ApiError(406, f"job {job_id} has finished ({job.stage}): no live metrics")
+        return StreamingResponse(
+            _metric_events(service, job_id), media_type="text/event-stream",
+            headers=_SSE_HEADERS,
+        )
+
+    # -- scheduled jobs ------------------------------------------------------------------------
+
+    async def scheduled_collection(request: Request) -> Response:
+        if request.method == "POST":
+            return _Json(scheduled_job_json(service.create_scheduled(await body_json(request))))
+        labels: dict[str, str] = {}
+        for item in request.query_params.getlist("label"):
+            key, sep, value = item.partition("=")
+            if not sep or not key:
+                raise ApiError(400, f"label filter {item!r} must be key=value")
+            labels[key] = value
+        return _Json([scheduled_job_json(sj) for sj in service.list_scheduled(labels)])
+
+    async def scheduled_item(request: Request) -> Response:
+        sj_id = request.path_params["sj_id"]
+        if request.method == "DELETE":
+            service.delete_scheduled(sj_id)
+            return _Json({})
+        return _Json(scheduled_job_json(service.get_scheduled(sj_id)))
+
+    async def scheduled_action(request: Request) -> Response:
+        sj_id = request.path_params["sj_id"]
+        action = request.path_params["action"]
+        if action == "suspend" and request.method == "POST":
+            return _Json(scheduled_job_json(service.suspend_scheduled(sj_id)))
+        if action == "resume" and request.method == "POST":
+            return _Json(scheduled_job_json(service.resume_scheduled(sj_id)))
+        if action == "schedule" and request.method in ("POST", "PUT"):
+            body = await body_json(request)
+            return _Json(scheduled_job_json(service.reschedule(sj_id, body)))
+        if action == "run" and request.method == "POST":
+            return _Json(job_out(service.trigger_scheduled(sj_id)))
+        if action == "labels" and request.method == "PUT":
+            body = await body_json(request)
+            return _Json(scheduled_job_json(service.update_scheduled_labels(sj_id, body)))
+        raise ApiError(
+            404, f"{request.method} /api/scheduled-jobs/.../{action} is not supported by the "
+            "local Jobs server",
+        )
+
+    async def unsupported(request: Request) -> Response:
+        path = request.url.path
+        what = path
+        for prefix, name in (
+            ("/api/buckets", "buckets"), ("/api/spaces", "Spaces"), ("/api/datasets", "datasets"),
+            ("/api/models", "models"), ("/api/repos", "repositories"),
+            ("/api/resolve-cache", "file downloads"),
+        ):
+            if path.startswith(prefix):
+                what = f"{name} ({path})"
+                break
+        raise ApiError(
+            404 if not path.startswith("/api/jobs") else 400,
+            f"{request.method} {what} is not supported by the local Jobs server "
+            "(it serves jobs, scheduled jobs, hardware and whoami only)",
+        )
+
+    all_methods = ["GET", "POST", "PUT", "DELETE", "PATCH", "HEAD"]
+    routes = [
+        Route("/api/whoami-v2", guarded(whoami), methods=["GET"]),
+        Route("/api/jobs/hardware", guarded(hardware), methods=["GET"]),
+        Route("/api/jobs/{namespace}", guarded(jobs_collection), methods=["GET", "POST"]),
+        Route("/api/jobs/{namespace}/{job_id}", guarded(job_item), methods=["GET"]),
+        Route("/api/jobs/{namespace}/{job_id}/logs", guarded(job_logs), methods=["GET"]),
+        Route("/api/jobs/{namespace}/{job_id}/metrics", guarded(job_metrics), methods=["GET"]),
+        Route("/api/jobs/{namespace}/{job_id}/cancel", guarded(job_cancel), methods=["POST"]),
+        Route("/api/jobs/{namespace}/{job_id}/duplicate", guarded(job_duplicate),
+              methods=["POST"]),
+        Route("/api/jobs/{namespace}/{job_id}/labels", guarded(job_labels), methods=["PUT"]),
+        Route("/api/jobs/{namespace}/{job_id}/expose", guarded(job_expose), methods=["PUT"]),
+        Route("/api/scheduled-jobs/{namespace}", guarded(scheduled_collection),
+              methods=["GET", "POST"]),
+        Route("/api/scheduled-jobs/{namespace}/{sj_id}", guarded(scheduled_item),
+              methods=["GET", "DELETE"]),
+        Route("/api/scheduled-jobs/{namespace}/{sj_id}/{action}", guarded(scheduled_action),
+              methods=all_methods),
+        Route("/{path:path}", guarded(unsupported), methods=all_methods),
+    ]
+    app = Starlette(routes=routes)
+    app.state.service = service
+    return _DateHeader(app)
+
+
+class _DateHeader:
+    """Stamp every response with a fresh `Date` (uvicorn's own is cached for up to a second).
+
+    `fetch_job_logs(follow=False)` stops at the first event later than the Date header + 1 s, so
+    a stale Date would cut off the last lines of a job that just finished.
+    """
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.state = app.state
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_date(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                date = formatdate(time.time(), usegmt=True).encode("ascii")
+                headers = [(k, v) for k, v in message.get("headers", []) if k.lower() != b"date"]
+                headers.append((b"date", date))
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await self.app(scope, receive, send_with_date)
+
+
+class _LineReader:
+    """Complete lines appended to a file since the last read (the file may not exist yet)."""
+
+    CHUNK = 4 * 1024 * 1024
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.pos = 0
+        self.pending = b""
+        self.fh: BinaryIO | None = None
+
+    def read_lines(self) -> tuple[list[bytes], bool]:
+        """(new complete lines, whether more data may be waiting right now)."""
+        if self.fh is None:
+            try:
+                self.fh = open(self.path, "rb")  # noqa: SIM115
+            except FileNotFoundError:
+                return [], False
+        self.fh.seek(self.pos)
+        data = self.fh.read(self.CHUNK)
+        if not data:
+            return [], False
+        self.pos += len(data)
+        lines = (self.pending + data).split(b"\n")
+        self.pending = lines.pop()
+        return [line for line in lines if line], len(data) == self.CHUNK
+
+    def read_all_lines(self) -> list[bytes]:
+        out: list[bytes] = []
+        while True:
+            lines, more = self.read_lines()
+            out.extend(lines)
+            if not more:
+                return out
+
+    def close(self) -> None:
+        if self.fh is not None:
+            self.fh.close()
+
+
+def _sse(lines: list[bytes]) -> bytes:
+    return b"".join(b"data: " + line + b"\n\n" for line in lines)
+
+
+async def _log_events(service: JobsService, job_id: str, tail: int | None) -> AsyncIterator[bytes]:
+    """Replay a job's log file as SSE events, then follow it until the job is terminal."""
+    reader = _LineReader(paths.log_path(job_id))
+    last_sent = time.monotonic()
+    try:
+        if tail is not None:
+            lines = reader.read_all_lines()
+            lines = lines[-tail:] if tail else []
+            if lines:
+                yield _sse(lines)
+        while True:
+            # Read the stage first: the runner writes every line before it records a terminal
+            # stage, so the read that follows a terminal stage drains the log completely.
+            stage = service.store.get_stage(job_id)
+            lines, more = reader.read_lines()
+            if lines:
+                yield _sse(lines)
+                last_sent = time.monotonic()
+            if more:
+                continue
+            if stage is None or stage in TERMINAL_STAGES:
+                return
+            if time.monotonic() - last_sent >= KEEPALIVE_SECONDS:
+                yield b": keep-alive\n\n"
+                last_sent = time.monotonic()
+            await asyncio.sleep(LOG_POLL_SECONDS)
+    finally:
+        reader.close()
+
+
+async def _metric_events(service: JobsService, job_id: str) -> AsyncIterator[bytes]:
+    """One `metric` event a second while the job runs; ends when it is terminal."""
+    sampler: TreeSampler | None = None
+    last_sent = time.monotonic()
+    while True:
+        stage = service.store.get_stage(job_id)
+        if stage is None or stage in TERMINAL_STAGES:
+            return
+        pid = service.runner.pid_of(job_id)
+        if pid is not None:
+            if sampler is None or sampler.pid != pid:
+                sampler = await asyncio.to_thread(TreeSampler, pid, job_id[-5:])
+                await asyncio.sleep(0.5)
+            sample = await asyncio.to_thread(sampler.sample)
+            yield b"event: metric\ndata: " + _dumps(sample) + b"\n\n"
+            last_sent = time.monotonic()
+            await asyncio.sleep(1.0)
+            continue
+        if time.monotonic() - last_sent >= KEEPALIVE_SECONDS:
+            yield b": keep-alive\n\n"
+            last_sent = time.monotonic()
+        await asyncio.sleep(0.2)

@@ -1,0 +1,267 @@
+"""The embedded Jobs server's service layer: store + runner + scheduler behind plain methods.
+
+:class:`JobsService` is what the HTTP app calls; it knows nothing about HTTP except that its errors
+are :class:`~console.server.wire.ApiError` with a status code. It serves one namespace (the
+config's), like an HF account with no organisations.
+"""
+
+from __future__ import annotations
+
+import secrets as _secrets
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from console.server import paths
+from console.server.runner import Runner
+from console.server.scheduler import Scheduler, is_valid_schedule, next_run_after
+from console.server.store import (
+    ACTIVE_STAGES,
+    TERMINAL_STAGES,
+    JobRecord,
+    ScheduledJobRecord,
+    Store,
+)
+from console.server.wire import ApiError, parse_job_spec, parse_labels
+
+STAGES = (*ACTIVE_STAGES, *TERMINAL_STAGES)
+
+
+def new_id() -> str:
+    """A 24-hex-digit id like HF's (time-ordered prefix, random tail)."""
+    return f"{int(time.time()):08x}{_secrets.token_hex(8)}"
+
+
+@dataclass
+class ServiceSettings:
+    namespace: str
+    max_running_jobs: int = 2
+    python_mode: str = "self"
+
+
+class JobsService:
+    """Jobs and scheduled jobs for one namespace, run on this machine."""
+
+    def __init__(self, settings: ServiceSettings, db_path: Path | None = None) -> None:
+        self.settings = settings
+        self.namespace = settings.namespace
+        self.store = Store(db_path or paths.db_path())
+        self.runner = Runner(
+            self.store, max_running=settings.max_running_jobs, python_mode=settings.python_mode
+        )
+        self.scheduler = Scheduler(self.store, self._fire_scheduled)
+        self._started = False
+
+    def start(self) -> None:
+        if self._started:
+            return
+        self.runner.start()
+        self.scheduler.start()
+        self._started = True
+
+    def stop(self) -> None:
+        if not self._started:
+            return
+        self.scheduler.stop()
+        self.runner.stop()
+        self.store.close()
+        self._started = False
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def check_namespace(self, namespace: str) -> None:
+        if namespace != self.namespace:
+            raise ApiError(
+                403,
+                f"namespace {namespace!r} is not served here: this local Jobs server runs jobs "
+                f"for {self.namespace!r}",
+            )
+
+    def _job(self, job_id: str) -> JobRecord:
+        job = self.store.get_job(job_id)
+        if job is None or job.namespace != self.namespace:
+            raise ApiError(404, f"job {job_id!r} not found")
+        return job
+
+    def _scheduled(self, sj_id: str) -> ScheduledJobRecord:
+        sj = self.store.get_scheduled(sj_id)
+        if sj is None or sj.namespace != self.namespace:
+            raise ApiError(404, f"scheduled job {sj_id!r} not found")
+        return sj
+
+    def ssh_url(self, job: JobRecord) -> str | None:
+        """For ssh jobs: `file://<working folder>` while the job runs (there is no sshd here)."""
+        if not job.spec.get("ssh") or job.stage != "RUNNING":
+            return None
+        return f"file://{paths.job_workdir(job.id)}"
+
+    # -- jobs ------------------------------------------------------------------------------
+
+    def create_job(
+        self,
+        spec: dict[str, Any],
+        secrets: dict[str, str],
+        *,
+        initiator: dict[str, Any] | None = None,
+        scheduled_job_id: str | None = None,
+    ) -> JobRecord:
+        job = JobRecord(
+            id=new_id(),
+            namespace=self.namespace,
+            created_at=time.time(),
+            stage="SCHEDULING",
+            spec=spec,
+            secrets=dict(secrets),
+            labels=dict(spec.get("labels") or {}),
+            initiator=initiator
+            or {"type": "user", "id": _owner_id(self.namespace), "name": self.namespace},
+            scheduled_job_id=scheduled_job_id,
+        )
+        self.store.insert_job(job)
+        self.runner.wake()
+        return job
+
+    def run_job(self, body: Any) -> JobRecord:
+        spec, secrets = parse_job_spec(body)
+        return self.create_job(spec, secrets)
+
+    def get_job(self, job_id: str) -> JobRecord:
+        return self._job(job_id)
+
+    def list_jobs(
+        self, *, stages: list[str], labels: dict[str, str], before_seq: int | None, limit: int
+    ) -> list[JobRecord]:
+        bad = [s for s in stages if s not in STAGES]
+        if bad:
+            raise ApiError(400, f"unknown stage {bad[0]!r}; stages: {', '.join(STAGES)}")
+        return self.store.list_jobs(
+            self.namespace, stages=stages, labels=labels, before_seq=before_seq, limit=limit
+        )
+
+    def cancel_job(self, job_id: str) -> None:
+        self._job(job_id)
+        self.runner.cancel(job_id)
+
+    def duplicate_job(self, job_id: str) -> JobRecord:
+        old = self._job(job_id)
+        return self.create_job(
+            dict(old.spec),
+            dict(old.secrets),
+            initiator={"type": "duplicated-job", "id": old.id},
+            scheduled_job_id=None,
+        )
+
+    def update_job_labels(self, job_id: str, body: Any) -> JobRecord:
+        self._job(job_id)
+        if not isinstance(body, dict) or "labels" not in body:
+            raise ApiError(400, 'the body must be {"labels": {...}}')
+        labels = parse_labels(body["labels"])
+        self.store.set_job_labels(job_id, labels)
+        return self._job(job_id)
+
+    # -- scheduled jobs --------------------------------------------------------------------
+
+    def create_scheduled(self, body: Any) -> ScheduledJobRecord:
+        if not isinstance(body, dict):
+            raise ApiError(400, "the body must be a JSON object")
+        schedule = body.get("schedule")
+        self._check_schedule(schedule)
+        spec, secrets = parse_job_spec(body.get("jobSpec"))
+        suspend = bool(body.get("suspend", False))
+        now = time.time()
+        sj = ScheduledJobRecord(
+            id=new_id(),
+            namespace=self.namespace,
+            created_at=now,
+            schedule=schedule,
+            spec=spec,
+            secrets=secrets,
+            suspend=suspend,
+            concurrency=bool(body.get("concurrency", False)),
+            next_run_at=None if suspend else next_run_after(schedule, now),
+        )
+        self.store.insert_scheduled(sj)
+        self.scheduler.wake()
+        return sj
+
+    @staticmethod
+    def _check_schedule(schedule: Any) -> None:
+        if not isinstance(schedule, str) or not is_valid_schedule(schedule):
+            raise ApiError(
+                400,
+                f"invalid schedule {schedule!r}: use @hourly/@daily/@weekly/@monthly/@yearly, a "
+                "5-field cron expression, or 6 fields with seconds first",
+            )
+
+    def list_scheduled(self, labels: dict[str, str]) -> list[ScheduledJobRecord]:
+        out = []
+        for sj in self.store.list_scheduled(self.namespace):
+            sj_labels = sj.spec.get("labels") or {}
+            if all(sj_labels.get(k) == v for k, v in labels.items()):
+                out.append(sj)
+        return out
+
+    def get_scheduled(self, sj_id: str) -> ScheduledJobRecord:
+        return self._scheduled(sj_id)
+
+    def delete_scheduled(self, sj_id: str) -> None:
+        self._scheduled(sj_id)
+        self.store.delete_scheduled(sj_id)
+
+    def suspend_scheduled(self, sj_id: str) -> ScheduledJobRecord:
+        self._scheduled(sj_id)
+        self.store.update_scheduled(sj_id, suspend=True, next_run_at=None)
+        return self._scheduled(sj_id)
+
+    def resume_scheduled(self, sj_id: str) -> ScheduledJobRecord:
+        sj = self._scheduled(sj_id)
+        self.store.update_scheduled(
+            sj_id, suspend=False, next_run_at=next_run_after(sj.schedule, time.time())
+        )
+        self.scheduler.wake()
+        return self._scheduled(sj_id)
+
+    def reschedule(self, sj_id: str, body: Any) -> ScheduledJobRecord:
+        sj = self._scheduled(sj_id)
+        schedule = body.get("schedule") if isinstance(body, dict) else None
+        self._check_schedule(schedule)
+        next_run = None if sj.suspend else next_run_after(schedule, time.time())
+        self.store.update_scheduled(sj_id, schedule=schedule, next_run_at=next_run)
+        self.scheduler.wake()
+        return self._scheduled(sj_id)
+
+    def trigger_scheduled(self, sj_id: str) -> JobRecord:
+        sj = self._scheduled(sj_id)
+        if not sj.concurrency and self.store.count_active_for_schedule(sj.id) > 0:
+            raise ApiError(
+                409,
+                f"scheduled job {sj_id} already has a run in progress and does not allow "
+                "concurrency",
+            )
+        return self._fire_scheduled(sj)
+
+    def update_scheduled_labels(self, sj_id: str, body: Any) -> ScheduledJobRecord:
+        sj = self._scheduled(sj_id)
+        if not isinstance(body, dict) or "labels" not in body:
+            raise ApiError(400, 'the body must be {"labels": {...}}')
+        spec = dict(sj.spec)
+        spec["labels"] = parse_labels(body["labels"])
+        self.store.update_scheduled(sj_id, spec=spec)
+        return self._scheduled(sj_id)
+
+    def _fire_scheduled(self, sj: ScheduledJobRecord) -> JobRecord:
+        job = self.create_job(
+            dict(sj.spec),
+            dict(sj.secrets),
+            initiator={"type": "scheduled-job", "id": sj.id},
+            scheduled_job_id=sj.id,
+        )
+        self.store.update_scheduled(sj.id, last_job_id=job.id, last_job_at=job.created_at)
+        return job
+
+
+def _owner_id(namespace: str) -> str:
+    from console.server.wire import owner_json
+
+    return owner_json(namespace)["id"]

@@ -1,0 +1,111 @@
+"""Where the embedded Jobs server keeps its state, and the folders it announces to jobs.
+
+Everything lives under :func:`console.paths.data_dir` (so `CONSOLE_DATA_DIR` moves all of it):
+
+- ``server/jobs.sqlite3``  jobs and scheduled jobs (SQLite, WAL)
+- ``server/logs/<job_id>.log``  one JSON event per line, exactly what the logs SSE stream sends
+- ``server/work/<job_id>/``  a job's throwaway working folder, deleted when the job ends
+- ``server/token``  the bearer token (mode 0600) unless `CONSOLE_SERVER_TOKEN` is set
+- ``server.json``  ``{"url", "pid"}`` of a running `console serve`, so several consoles share it
+- ``artifacts/``  the durable artifact store that stands in for the Hub (``$CONSOLE_ARTIFACTS_DIR``)
+- ``trackio/``  the shared Trackio store jobs log metrics to (``$TRACKIO_DIR``)
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+
+from console import paths
+
+TOKEN_ENV = "CONSOLE_SERVER_TOKEN"
+
+
+def server_dir() -> Path:
+    path = paths.data_dir() / "server"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def db_path() -> Path:
+    return server_dir() / "jobs.sqlite3"
+
+
+def logs_dir() -> Path:
+    path = server_dir() / "logs"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def log_path(job_id: str) -> Path:
+    return logs_dir() / f"{job_id}.log"
+
+
+def work_root() -> Path:
+    path = server_dir() / "work"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def job_workdir(job_id: str) -> Path:
+    """The working folder a job runs in (exists only while the job runs)."""
+    return work_root() / job_id
+
+
+def artifacts_dir() -> Path:
+    """The durable folder standing in for the Hub (jobs see it as $CONSOLE_ARTIFACTS_DIR)."""
+    path = paths.data_dir() / "artifacts"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def trackio_dir() -> Path:
+    """The Trackio store shared by jobs and the console (jobs see it as $TRACKIO_DIR)."""
+    path = paths.data_dir() / "trackio"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def token_path() -> Path:
+    return server_dir() / "token"
+
+
+def server_info_path() -> Path:
+    """`{"url": ..., "pid": ...}` of the `console serve` running for this data folder."""
+    return paths.data_dir() / "server.json"
+
+
+def load_or_create_token() -> str:
+    """The server's bearer token: $CONSOLE_SERVER_TOKEN, else the token file (created 0600 once)."""
+    env = os.environ.get(TOKEN_ENV)
+    if env:
+        return env.strip()
+    path = token_path()
+    try:
+        text = path.read_text(encoding="utf-8").strip()
+        if text:
+            return text
+    except FileNotFoundError:
+        pass
+    token = "console_" + secrets.token_urlsafe(32)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:  # another server created it a moment ago
+        return path.read_text(encoding="utf-8").strip()
+    try:
+        os.write(fd, (token + "\n").encode("ascii"))
+    finally:
+        os.close(fd)
+    return token
+
+
+def read_token() -> str | None:
+    """The token for a server on this data folder (None when there is none yet)."""
+    env = os.environ.get(TOKEN_ENV)
+    if env:
+        return env.strip()
+    try:
+        return token_path().read_text(encoding="utf-8").strip() or None
+    except FileNotFoundError:
+        return None

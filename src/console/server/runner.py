@@ -1,0 +1,457 @@
+"""Run jobs for real: one process group per job, in a throwaway working folder.
+
+The runner thread starts queued (SCHEDULING) jobs oldest first while fewer than
+`max_running` run, watches the running ones, enforces `timeoutSeconds`, and carries out cancels.
+Each job's stdout and stderr go through one pipe to a pump thread that writes one JSON event per
+line (``{"data", "timestamp"}``, secret values masked) to the job's log file, which is exactly what
+the logs SSE stream replays. When a job's main process exits, whatever is left of its process group
+is killed, its working folder is deleted, and only then does the job reach its terminal stage, so a
+client that sees CANCELED / ERROR / COMPLETED knows nothing of the job still runs.
+
+Stop (server shutdown) kills every running group and marks those jobs ERROR; a server that starts
+after a crash does the same for the groups recorded in the database (see :meth:`Runner.recover`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+import psutil
+
+from console.server import paths
+from console.server.commands import plan_command
+from console.server.store import JobRecord, Store
+from console.server.wire import iso
+
+log = logging.getLogger("console.server.runner")
+
+SERVER_STOPPED_MESSAGE = "the server stopped while the job was running"
+TERM_GRACE_SECONDS = 3.0
+_MAX_LINE_BYTES = 64 * 1024
+_PASS_ENV = {
+    "PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "SHELL", "TERM",
+    "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "HF_HOME",
+    "HF_HUB_CACHE", "HF_DATASETS_CACHE", "HUGGINGFACE_HUB_CACHE", "TRANSFORMERS_CACHE",
+    "TORCH_HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "CUDA_VISIBLE_DEVICES",
+    "OMP_NUM_THREADS", "MKL_NUM_THREADS", "TOKENIZERS_PARALLELISM",
+}
+_PASS_PREFIXES = ("LC_", "UV_", "PIP_")
+
+
+def format_seconds(seconds: float) -> str:
+    """`45s`, `2m 5s`, `1h 30m` — how timeouts read in messages."""
+    s = int(round(seconds))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        m, s = divmod(s, 60)
+        return f"{m}m {s}s" if s else f"{m}m"
+    h, rest = divmod(s, 3600)
+    m = rest // 60
+    return f"{h}h {m}m" if m else f"{h}h"
+
+
+def log_event(text: str, ts: float | None = None) -> str:
+    """One stored log line: the JSON the SSE stream sends after `data: `."""
+    return json.dumps({"data": text, "timestamp": iso(time.time() if ts is None else ts)},
+                      ensure_ascii=False)
+
+
+def job_environment(job: JobRecord) -> dict[str, str]:
+    """The environment a job's process starts with.
+
+    A clean base (PATH, HOME, locale, caches; never the server's own tokens), the server's Python
+    first on PATH, then the job's `environment`, then its `secrets`, plus what the console's jobs
+    rely on: $JOB_ID, $CONSOLE_ARTIFACTS_DIR (the local stand-in for the Hub), $TRACKIO_DIR (the
+    shared Trackio store), PYTHONUNBUFFERED=1 so logs stream, and HF_HUB_OFFLINE=1 unless the job
+    sets it.
+    """
+    env = {
+        k: v for k, v in os.environ.items() if k in _PASS_ENV or k.startswith(_PASS_PREFIXES)
+    }
+    bindir = str(Path(sys.executable).parent)
+    env["PATH"] = bindir + os.pathsep + env.get("PATH", os.defpath)
+    env["PYTHONUNBUFFERED"] = "1"
+    env["HF_HUB_DISABLE_TELEMETRY"] = "1"
+    env["JOB_ID"] = job.id
+    env["CONSOLE_ARTIFACTS_DIR"] = str(paths.artifacts_dir())
+    env["TRACKIO_DIR"] = str(paths.trackio_dir())
+    user_env = dict(job.spec.get("environment") or {})
+    env.update(user_env)
+    env.update(job.secrets)
+    if "HF_HUB_OFFLINE" not in user_env and "HF_HUB_OFFLINE" not in job.secrets:
+        env["HF_HUB_OFFLINE"] = "1"
+    return env
+
+
+@dataclass
+class _Running:
+    job: JobRecord
+    popen: subprocess.Popen[bytes]
+    workdir: Path
+    log_fh: IO[str]
+    deadline: float
+    pump: threading.Thread
+    redact: list[str] = field(default_factory=list)
+    reason: str | None = None  # "cancel" | "timeout" | "stop"
+    term_sent_at: float | None = None
+
+
+def _signal_group(pgid: int, sig: int) -> bool:
+    try:
+        os.killpg(pgid, sig)
+        return True
+    except (ProcessLookupError, PermissionError):
+        return False
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+
+
+class Runner:
+    """Starts, watches, times out and cancels job processes (one background thread)."""
+
+    def __init__(self, store: Store, *, max_running: int = 2, python_mode: str = "self",
+                 poll_interval: float = 0.05) -> None:
+        self.store = store
+        self.max_running = max(1, max_running)
+        self.python_mode = python_mode
+        self.poll_interval = poll_interval
+        self._active: dict[str, _Running] = {}
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self.recover()
+        self._thread = threading.Thread(target=self._loop, name="console-jobs-runner", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Kill every running job (ERROR: server stopped) and end the runner thread."""
+        self._stopping.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout=TERM_GRACE_SECONDS + 10)
+            self._thread = None
+
+    def recover(self) -> None:
+        """After a restart: kill groups left by jobs that were running, mark them ERROR."""
+        now = time.time()
+        for job in self.store.jobs_in_stages(("RUNNING",)):
+            if job.pgid:
+                _kill_leftover_group(job.pgid, job.id)
+            if self.store.finish_job_if_active(job.id, "ERROR", SERVER_STOPPED_MESSAGE, now):
+                _append_log(job.id, f"===== {SERVER_STOPPED_MESSAGE} =====")
+        for leftover in paths.work_root().iterdir():
+            shutil.rmtree(leftover, ignore_errors=True)
+
+    # -- requests from the API -------------------------------------------------------------
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def cancel(self, job_id: str) -> None:
+        """Cancel a job: a queued one ends at once; a running one once its group is dead."""
+        with self._lock:
+            running = self._active.get(job_id)
+            if running is not None:
+                if running.reason is None:
+                    running.reason = "cancel"
+                    running.term_sent_at = time.monotonic()
+                    _signal_group(running.popen.pid, signal.SIGTERM)
+                self._wake.set()
+                return
+        self.store.finish_job_if_active(job_id, "CANCELED", None, time.time())
+
+    def is_running(self, job_id: str) -> bool:
+        with self._lock:
+            return job_id in self._active
+
+    def pid_of(self, job_id: str) -> int | None:
+        with self._lock:
+            running = self._active.get(job_id)
+            return running.popen.pid if running else None
+
+    def workdir_of(self, job_id: str) -> Path | None:
+        with self._lock:
+            running = self._active.get(job_id)
+            return running.workdir if running else None
+
+    def running_count(self) -> int:
+        with self._lock:
+            return len(self._active)
+
+    # -- the loop --------------------------------------------------------------------------
+
+    def _loop(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                self._tick()
+            except Exception:  # keep the runner alive; the next tick retries
+                log.exception("runner tick failed")
+            self._wake.wait(self.poll_interval)
+            self._wake.clear()
+        self._shutdown()
+
+    def _tick(self) -> None:
+        now = time.monotonic()
+        with self._lock:
+            items = list(self._active.values())
+        for running in items:
+            rc = running.popen.poll()
+            if rc is None:
+                if running.reason is None and now >= running.deadline:
+                    running.reason = "timeout"
+                    running.term_sent_at = now
+                    _signal_group(running.popen.pid, signal.SIGTERM)
+                elif (
+                    running.reason is not None
+                    and running.term_sent_at is not None
+                    and now - running.term_sent_at >= TERM_GRACE_SECONDS
+                ):
+                    _signal_group(running.popen.pid, signal.SIGKILL)
+                continue
+            self._finish(running, rc)
+        self._start_queued()
+
+    def _start_queued(self) -> None:
+        if self.running_count() >= self.max_running or self._stopping.is_set():
+            return
+        for job in self.store.jobs_in_stages(("SCHEDULING",)):
+            if self.running_count() >= self.max_running:
+                break
+            if self.is_running(job.id):
+                continue
+            self._launch(job)
+
+    def _launch(self, job: JobRecord, *, retry: bool = False) -> None:
+        workdir = paths.job_workdir(job.id)
+        shutil.rmtree(workdir, ignore_errors=True)
+        workdir.mkdir(parents=True)
+        log_fh = open(paths.log_path(job.id), "a", encoding="utf-8")  # noqa: SIM115
+        attempts = int(job.spec.get("attempts", 1))
+        if retry:
+            log_fh.write(log_event(f"===== Retrying: attempt {job.attempt} of {attempts} =====")
+                         + "\n")
+        else:
+            log_fh.write(log_event(f"===== Job started at {iso(time.time())} =====") + "\n")
+        argv = list(job.spec["command"]) + list(job.spec.get("arguments") or [])
+        plan = plan_command(argv, self.python_mode)
+        if plan.note:
+            log_fh.write(log_event(f"===== {plan.note} =====") + "\n")
+        log_fh.flush()
+        started = time.time()
+        try:
+            if plan.download:
+                _download(plan.download, workdir / plan.argv[1])
+            popen = subprocess.Popen(
+                plan.argv,
+                cwd=workdir,
+                env=job_environment(job),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                close_fds=True,
+            )
+        except (OSError, ValueError) as exc:
+            reason = _launch_error(plan.argv, exc)
+            log_fh.write(log_event(reason) + "\n")
+            log_fh.close()
+            shutil.rmtree(workdir, ignore_errors=True)
+            if job.started_at is None:
+                self.store.update_job(job.id, started_at=started)
+            self.store.finish_job_if_active(job.id, "ERROR", reason, time.time())
+            return
+        redact = sorted((v for v in job.secrets.values() if len(v) >= 4), key=len, reverse=True)
+        pump = threading.Thread(
+            target=_pump, args=(popen, log_fh, redact), name=f"console-job-log-{job.id}",
+            daemon=True,
+        )
+        timeout = float(job.spec.get("timeoutSeconds") or 1800)
+        running = _Running(
+            job=job, popen=popen, workdir=workdir, log_fh=log_fh,
+            deadline=time.monotonic() + timeout, pump=pump, redact=redact,
+        )
+        with self._lock:
+            self._active[job.id] = running
+        pump.start()
+        if job.started_at is None:
+            job.started_at = started
+        if not self.store.mark_running(job.id, popen.pid, job.started_at, job.attempt):
+            # Canceled between being picked from the queue and starting: kill what started.
+            running.reason = "cancel"
+            running.term_sent_at = time.monotonic()
+            _signal_group(popen.pid, signal.SIGTERM)
+
+    def _finish(self, running: _Running, rc: int) -> None:
+        job = running.job
+        pgid = running.popen.pid
+        # The container is gone when its main process is: nothing of the group outlives it.
+        _signal_group(pgid, signal.SIGKILL)
+        running.pump.join(timeout=5)
+        for _ in range(100):
+            if not _group_alive(pgid):
+                break
+            time.sleep(0.02)
+        try:
+            running.log_fh.close()
+        except OSError:
+            pass
+        shutil.rmtree(running.workdir, ignore_errors=True)
+        with self._lock:
+            self._active.pop(job.id, None)
+        stage, message = self._outcome(running, rc)
+        attempts = int(job.spec.get("attempts", 1))
+        if (
+            stage == "ERROR" and running.reason is None and job.attempt < attempts
+            and not self._stopping.is_set()
+        ):
+            job.attempt += 1
+            self.store.update_job(job.id, attempt=job.attempt)
+            self._launch(job, retry=True)
+            return
+        if running.reason == "cancel":
+            # Cancel already set the stage when the job was queued; make sure it reads CANCELED.
+            self.store.update_job(job.id, stage="CANCELED", message=None, finished_at=time.time())
+        else:
+            self.store.finish_job_if_active(job.id, stage, message, time.time())
+        self.store.update_job(job.id, pid=None, pgid=None)
+
+    def _outcome(self, running: _Running, rc: int) -> tuple[str, str | None]:
+        if running.reason == "cancel":
+            return "CANCELED", None
+        if running.reason == "timeout":
+            timeout = float(running.job.spec.get("timeoutSeconds") or 1800)
+            return "ERROR", f"Job timed out after {format_seconds(timeout)} (timeoutSeconds)"
+        if running.reason == "stop":
+            return "ERROR", SERVER_STOPPED_MESSAGE
+        if rc == 0:
+            return "COMPLETED", None
+        if rc > 0:
+            return "ERROR", f"Job failed with exit code: {rc}"
+        try:
+            name = signal.Signals(-rc).name
+        except ValueError:
+            name = str(-rc)
+        return "ERROR", f"Job was killed by signal {name}"
+
+    def _shutdown(self) -> None:
+        with self._lock:
+            items = list(self._active.values())
+        for running in items:
+            if running.reason is None:
+                running.reason = "stop"
+            _signal_group(running.popen.pid, signal.SIGTERM)
+        deadline = time.monotonic() + TERM_GRACE_SECONDS
+        for running in items:
+            remaining = max(0.0, deadline - time.monotonic())
+            try:
+                rc = running.popen.wait(timeout=remaining)
+            except subprocess.TimeoutExpired:
+                _signal_group(running.popen.pid, signal.SIGKILL)
+                rc = running.popen.wait()
+            self._finish(running, rc)
+
+
+def _pump(popen: subprocess.Popen[bytes], fh: IO[str], redact: list[str]) -> None:
+    """Copy a job's output to its log file, one JSON event per line."""
+    assert popen.stdout is not None
+    stream = popen.stdout
+    buf = b""
+    try:
+        while True:
+            chunk = stream.read1(65536)  # type: ignore[attr-defined]
+            if not chunk:
+                break
+            buf += chunk
+            lines = buf.split(b"\n")
+            buf = lines.pop()
+            while len(buf) > _MAX_LINE_BYTES:
+                lines.append(buf[:_MAX_LINE_BYTES])
+                buf = buf[_MAX_LINE_BYTES:]
+            if lines:
+                fh.write(_events(lines, redact))
+                fh.flush()
+        if buf:
+            fh.write(_events([buf], redact))
+            fh.flush()
+    except (OSError, ValueError):
+        pass
+    finally:
+        try:
+            stream.close()
+        except OSError:
+            pass
+
+
+def _events(lines: list[bytes], redact: list[str]) -> str:
+    ts = iso(time.time())
+    out = []
+    for raw in lines:
+        text = raw.decode("utf-8", "replace")
+        if text.endswith("\r"):
+            text = text[:-1]
+        for secret in redact:
+            if secret in text:
+                text = text.replace(secret, "***")
+        out.append(json.dumps({"data": text, "timestamp": ts}, ensure_ascii=False))
+    return "\n".join(out) + "\n"
+
+
+def _append_log(job_id: str, text: str) -> None:
+    try:
+        with open(paths.log_path(job_id), "a", encoding="utf-8") as fh:
+            fh.write(log_event(text) + "\n")
+    except OSError:
+        pass
+
+
+def _download(url: str, dest: Path) -> None:
+    with urllib.request.urlopen(url, timeout=30) as resp:  # noqa: S310 (http(s) only, see plan)
+        dest.write_bytes(resp.read())
+
+
+def _launch_error(argv: list[str], exc: Exception) -> str:
+    if isinstance(exc, FileNotFoundError):
+        return f"Job failed to start: command not found: {argv[0]}"
+    if isinstance(exc, PermissionError):
+        return f"Job failed to start: permission denied: {argv[0]}"
+    return f"Job failed to start: {exc}"
+
+
+def _kill_leftover_group(pgid: int, job_id: str) -> None:
+    """Kill a process group a previous server left behind, if it still belongs to that job."""
+    for proc in psutil.process_iter(["pid"]):
+        try:
+            if os.getpgid(proc.pid) != pgid:
+                continue
+            if proc.environ().get("JOB_ID") != job_id:
+                continue
+        except (psutil.Error, ProcessLookupError, PermissionError):
+            continue
+        _signal_group(pgid, signal.SIGKILL)
+        return

@@ -1,0 +1,141 @@
+"""Run the embedded Jobs server: uvicorn on 127.0.0.1, in a background thread or in the foreground.
+
+:class:`LocalServer` owns one :class:`~console.server.core.JobsService` and one uvicorn server.
+``start()`` returns once the socket listens (port 0 picks a free one; `url` says which);
+``stop()`` ends the HTTP server, then kills the jobs still running (they end in ERROR, "the server
+stopped while the job was running") and closes the database. The server never binds anything but
+loopback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import threading
+from dataclasses import dataclass
+
+import uvicorn
+
+from console.server import paths
+from console.server.app import create_app
+from console.server.core import JobsService, ServiceSettings
+
+HOST = "127.0.0.1"
+
+
+@dataclass
+class ServerOptions:
+    namespace: str
+    port: int = 0
+    max_running_jobs: int = 2
+    python_mode: str = "self"
+    token: str | None = None
+    """None: $CONSOLE_SERVER_TOKEN or the token file under the data folder (created if needed)."""
+
+
+def bind_loopback(port: int) -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((HOST, port))
+    except OSError:
+        sock.close()
+        raise
+    sock.listen(128)
+    sock.setblocking(False)
+    return sock
+
+
+class LocalServer:
+    """The Jobs server on loopback; use as a context manager or call start()/stop()."""
+
+    def __init__(self, options: ServerOptions) -> None:
+        self.options = options
+        self.token = options.token or paths.load_or_create_token()
+        self.service = JobsService(
+            ServiceSettings(
+                namespace=options.namespace,
+                max_running_jobs=options.max_running_jobs,
+                python_mode=options.python_mode,
+            )
+        )
+        self.app = create_app(self.service, self.token)
+        self._sock: socket.socket | None = None
+        self._uvicorn: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+        self.port: int | None = None
+
+    @property
+    def url(self) -> str:
+        if self.port is None:
+            raise RuntimeError("the server is not started")
+        return f"http://{HOST}:{self.port}"
+
+    def _prepare(self) -> None:
+        self._sock = bind_loopback(self.options.port)
+        self.port = self._sock.getsockname()[1]
+        config = uvicorn.Config(
+            self.app,
+            log_level="warning",
+            access_log=False,
+            lifespan="off",
+            timeout_graceful_shutdown=2,
+            ws="none",
+            date_header=False,  # the app stamps a fresh one (see app._DateHeader)
+        )
+        self._uvicorn = uvicorn.Server(config)
+        self.service.start()
+
+    def start(self) -> str:
+        """Start serving in a background thread; returns the URL."""
+        self._prepare()
+        assert self._uvicorn is not None and self._sock is not None
+        server, sock = self._uvicorn, self._sock
+
+        def run() -> None:
+            asyncio.run(server.serve(sockets=[sock]))
+
+        self._thread = threading.Thread(target=run, name="console-jobs-http", daemon=True)
+        self._thread.start()
+        while not server.started:
+            if not self._thread.is_alive():
+                raise RuntimeError("the Jobs server failed to start")
+            self._thread.join(0.01)
+        return self.url
+
+    def serve_forever(self) -> None:
+        """Serve in this thread until SIGINT / SIGTERM, then stop everything."""
+        self._prepare()
+        assert self._uvicorn is not None and self._sock is not None
+        try:
+            self._uvicorn.run(sockets=[self._sock])
+        finally:
+            self._shutdown_service()
+
+    def stop(self) -> None:
+        if self._uvicorn is not None:
+            self._uvicorn.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+            self._thread = None
+        self._shutdown_service()
+
+    def _shutdown_service(self) -> None:
+        self.service.stop()
+        if self._sock is not None:
+            try:
+                self._sock.close()
+            except OSError:
+                pass
+            self._sock = None
+
+    def __enter__(self) -> LocalServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+logging.getLogger("uvicorn.error").propagate = False

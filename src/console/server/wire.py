@@ -1,0 +1,315 @@
+"""The JSON shapes of the HF Jobs API, as huggingface_hub 2.4 sends and parses them.
+
+Incoming: :func:`parse_job_spec` checks a job spec (the body of `POST /api/jobs/{namespace}`, and
+the `jobSpec` of a scheduled job) and refuses, with a message naming it, anything this server
+cannot do (volumes, exposed ports, network groups, Space images). Outgoing: :func:`job_json`,
+:func:`scheduled_job_json`, :func:`hardware_json` and :func:`whoami_json` build what
+`JobInfo`, `ScheduledJobInfo`, `JobHardwareInfo` and `whoami` read. Datetimes are always
+``2026-12-02T10:00:00.000Z`` (the `hf` CLI accepts nothing else). Secret values never leave here:
+a job's `secrets` answer carries the names only, each mapped to null.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+from console.prices import HF_DEFAULT_TIMEOUT_SECONDS, SHIPPED_FLAVORS
+from console.server.store import JobRecord, ScheduledJobRecord
+
+KNOWN_FLAVORS = {f.name: f for f in SHIPPED_FLAVORS}
+_LABEL_RE = re.compile(r"^[A-Za-z0-9._-]{1,100}$")
+_LABEL_VALUE_RE = re.compile(r"^[A-Za-z0-9._-]{0,100}$")
+_ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+MAX_TIMEOUT_SECONDS = 7 * 24 * 3600
+
+
+class ApiError(Exception):
+    """An error answer: HTTP status and a one-line message (sent as `{"error": message}`)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def iso(ts: float | None) -> str | None:
+    """`2026-12-02T10:00:00.000Z` for a Unix time (None stays None)."""
+    if ts is None:
+        return None
+    dt = datetime.fromtimestamp(ts, tz=UTC)
+    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
+
+
+def owner_json(namespace: str) -> dict[str, str]:
+    return {"id": _stable_id(namespace), "name": namespace, "type": "user"}
+
+
+def _stable_id(name: str) -> str:
+    return hashlib.sha1(f"console-local:{name}".encode()).hexdigest()[:24]
+
+
+def whoami_json(namespace: str) -> dict[str, Any]:
+    return {
+        "type": "user",
+        "id": _stable_id(namespace),
+        "name": namespace,
+        "fullname": namespace,
+        "email": None,
+        "emailVerified": False,
+        "canPay": True,
+        "isPro": True,
+        "periodEnd": None,
+        "avatarUrl": "",
+        "orgs": [],
+        "auth": {
+            "type": "access_token",
+            "accessToken": {"displayName": "console local server", "role": "write"},
+        },
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Incoming
+
+
+def _expect_dict_of_str(
+    value: Any, what: str, *, allow_none_values: bool = False
+) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ApiError(400, f"{what} must be an object of string values")
+    out: dict[str, str] = {}
+    for key, val in value.items():
+        if not isinstance(key, str):
+            raise ApiError(400, f"{what}: keys must be strings")
+        if val is None and not allow_none_values:
+            raise ApiError(400, f"{what}: {key!r} has no value")
+        if isinstance(val, (dict, list)):
+            raise ApiError(400, f"{what}: {key!r} must be a string")
+        out[key] = "" if val is None else str(val)
+    return out
+
+
+def parse_labels(value: Any) -> dict[str, str]:
+    labels = _expect_dict_of_str(value, "labels")
+    for key, val in labels.items():
+        if not _LABEL_RE.match(key):
+            raise ApiError(
+                400,
+                f"label key {key!r}: letters, digits, '.', '-' and '_' only, 1-100 characters",
+            )
+        if not _LABEL_VALUE_RE.match(val):
+            raise ApiError(
+                400,
+                f"label {key}={val!r}: values are letters, digits, '.', '-' and '_' only, "
+                "at most 100 characters",
+            )
+    return labels
+
+
+def parse_job_spec(body: Any) -> tuple[dict[str, Any], dict[str, str]]:
+    """Check a submitted job spec; return (spec without secrets, secrets)."""
+    if not isinstance(body, dict):
+        raise ApiError(400, "the job spec must be a JSON object")
+    if body.get("spaceId"):
+        raise ApiError(
+            400,
+            "Space images (spaceId) are not supported by the local Jobs server: "
+            "use a Docker image name and a command",
+        )
+    if body.get("volumes"):
+        raise ApiError(400, "volumes are not supported by the local Jobs server")
+    expose = body.get("expose")
+    if expose and (expose.get("ports") or expose.get("portsPublic")):
+        raise ApiError(400, "exposed ports (expose) are not supported by the local Jobs server")
+    if body.get("network"):
+        raise ApiError(400, "network groups are not supported by the local Jobs server")
+    if body.get("resourceGroupId"):
+        raise ApiError(400, "resource groups are not supported by the local Jobs server")
+    if body.get("arch") not in (None, "", "amd64", "x86_64", "arm64"):
+        raise ApiError(400, f"arch {body.get('arch')!r} is not supported by the local Jobs server")
+
+    command = body.get("command")
+    if not isinstance(command, list) or not command or not all(isinstance(c, str) for c in command):
+        raise ApiError(400, "command must be a non-empty list of strings")
+    arguments = body.get("arguments") or []
+    if not isinstance(arguments, list) or not all(isinstance(a, str) for a in arguments):
+        raise ApiError(400, "arguments must be a list of strings")
+    image = body.get("dockerImage")
+    if not isinstance(image, str) or not image:
+        raise ApiError(400, "dockerImage is required (the local server records it but runs the "
+                       "command on the host)")
+
+    flavor = body.get("flavor") or "cpu-basic"
+    if flavor not in KNOWN_FLAVORS:
+        raise ApiError(400, f"unknown flavor {flavor!r}; known: {', '.join(KNOWN_FLAVORS)}")
+
+    timeout = body.get("timeoutSeconds", body.get("timeout"))
+    if timeout is None:
+        timeout = HF_DEFAULT_TIMEOUT_SECONDS
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        raise ApiError(400, "timeoutSeconds must be a number of seconds")
+    timeout = int(timeout)
+    if not 1 <= timeout <= MAX_TIMEOUT_SECONDS:
+        raise ApiError(400, f"timeoutSeconds must be from 1 to {MAX_TIMEOUT_SECONDS}")
+
+    attempts = body.get("attempts", 1)
+    if isinstance(attempts, bool) or not isinstance(attempts, int) or not 1 <= attempts <= 10:
+        raise ApiError(400, "attempts must be a whole number from 1 to 10")
+
+    env = _expect_dict_of_str(body.get("environment"), "environment")
+    secrets = _expect_dict_of_str(body.get("secrets"), "secrets")
+    for name in (*env, *secrets):
+        if not _ENV_NAME_RE.match(name):
+            raise ApiError(400, f"{name!r} is not a valid environment variable name")
+    labels = parse_labels(body.get("labels"))
+    ssh = body.get("ssh") or {}
+    ssh_enabled = bool(ssh.get("enabled")) if isinstance(ssh, dict) else bool(ssh)
+    tags = body.get("tags") or []
+
+    spec: dict[str, Any] = {
+        "dockerImage": image,
+        "command": command,
+        "arguments": arguments,
+        "environment": env,
+        "flavor": flavor,
+        "timeoutSeconds": timeout,
+        "attempts": attempts,
+        "labels": labels,
+        "ssh": ssh_enabled,
+        "tags": tags if isinstance(tags, list) else [],
+    }
+    return spec, secrets
+
+
+# ---------------------------------------------------------------------------------------------
+# Outgoing
+
+
+def _durations(job: JobRecord, now: float) -> dict[str, int | None]:
+    end = job.finished_at if job.finished_at is not None else now
+    scheduling = None
+    running = None
+    if job.started_at is not None:
+        scheduling = int(job.started_at - job.created_at)
+        running = int(max(0.0, end - job.started_at))
+    return {
+        "schedulingSecs": scheduling,
+        "runningSecs": running,
+        "totalSecs": int(max(0.0, end - job.created_at)),
+    }
+
+
+def job_json(
+    job: JobRecord, *, now: float | None = None, ssh_url: str | None = None
+) -> dict[str, Any]:
+    now = time.time() if now is None else now
+    spec = job.spec
+    out: dict[str, Any] = {
+        "id": job.id,
+        "createdAt": iso(job.created_at),
+        "dockerImage": spec.get("dockerImage"),
+        "command": spec.get("command"),
+        "arguments": spec.get("arguments", []),
+        "environment": spec.get("environment", {}),
+        "secrets": {name: None for name in job.secrets},
+        "flavor": spec.get("flavor"),
+        "labels": job.labels or None,
+        "timeoutSeconds": spec.get("timeoutSeconds"),
+        "retry": max(0, int(spec.get("attempts", 1)) - 1),
+        "status": {"stage": job.stage, "message": job.message},
+        "durations": _durations(job, now),
+        "owner": owner_json(job.namespace),
+        "initiator": job.initiator,
+        "attempt": job.attempt,
+    }
+    if job.started_at is not None:
+        out["startedAt"] = iso(job.started_at)
+    if job.finished_at is not None:
+        out["finishedAt"] = iso(job.finished_at)
+    if spec.get("tags"):
+        out["tags"] = spec["tags"]
+    if ssh_url:
+        out["status"]["sshUrl"] = ssh_url
+    return out
+
+
+def _spec_json(spec: dict[str, Any], secrets: dict[str, str]) -> dict[str, Any]:
+    return {
+        "dockerImage": spec.get("dockerImage"),
+        "command": spec.get("command"),
+        "arguments": spec.get("arguments", []),
+        "environment": spec.get("environment", {}),
+        "secrets": {name: None for name in secrets},
+        "flavor": spec.get("flavor"),
+        "timeout": spec.get("timeoutSeconds"),
+        "timeoutSeconds": spec.get("timeoutSeconds"),
+        "labels": spec.get("labels") or None,
+        "retry": max(0, int(spec.get("attempts", 1)) - 1),
+        "tags": spec.get("tags") or None,
+    }
+
+
+def scheduled_job_json(sj: ScheduledJobRecord) -> dict[str, Any]:
+    last = {"id": sj.last_job_id, "at": iso(sj.last_job_at)} if sj.last_job_id else None
+    return {
+        "id": sj.id,
+        "createdAt": iso(sj.created_at),
+        "jobSpec": _spec_json(sj.spec, sj.secrets),
+        "schedule": sj.schedule,
+        "suspend": sj.suspend,
+        "concurrency": sj.concurrency,
+        "status": {
+            "lastJob": last,
+            "nextJobRunAt": None if sj.suspend else iso(sj.next_run_at),
+        },
+        "owner": owner_json(sj.namespace),
+    }
+
+
+_PRETTY_GPU = {"T4": "Nvidia T4", "L4": "Nvidia L4", "A10G": "Nvidia A10G", "L40S": "Nvidia L40S",
+               "A100": "Nvidia A100", "H200": "Nvidia H200", "RTX PRO 6000": "Nvidia RTX PRO 6000"}
+
+
+def hardware_json() -> list[dict[str, Any]]:
+    """The flavors and prices of `console.prices` in the shape of `JobHardwareInfo`.
+
+    The price data has no CPU / RAM / disk figures per flavor, so those say "N/A" rather than
+    guess. GPU jobs run on this machine's CPU: the flavor only sets the price of the minutes.
+    """
+    out: list[dict[str, Any]] = []
+    for f in SHIPPED_FLAVORS:
+        per_minute = f.price_per_hour / 60.0
+        accelerator = None
+        pretty = f.name
+        if f.is_gpu:
+            qty, _, model = f.gpu.partition("x ")
+            accelerator = {
+                "type": "gpu",
+                "model": model,
+                "quantity": qty,
+                "vram": f"{f.gpu_memory_gb} GB",
+                "manufacturer": "Nvidia",
+            }
+            pretty = f"{_PRETTY_GPU.get(model, model)} - {f.name}"
+        else:
+            pretty = f.name.replace("-", " ").title().replace("Cpu", "CPU")
+        out.append(
+            {
+                "name": f.name,
+                "prettyName": pretty,
+                "cpu": "N/A",
+                "ram": "N/A",
+                "ephemeralStorage": "N/A",
+                "accelerator": accelerator,
+                "unitCostMicroUSD": round(per_minute * 1_000_000),
+                "unitCostUSD": round(per_minute, 6),
+                "unitLabel": "minute",
+            }
+        )
+    return out
