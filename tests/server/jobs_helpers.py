@@ -1,0 +1,41 @@
+"""Helpers shared by the Jobs server tests (imported by conftest and the test modules)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from huggingface_hub import HfApi
+
+from console.server import LocalServer, ServerOptions
+
+NAMESPACE = "tester"
+HF_BIN = Path(sys.executable).parent / "hf"
+
+
+def make_server(**kw: object) -> LocalServer:
+    opts = ServerOptions(namespace=NAMESPACE, port=0, max_running_jobs=4)
+    for key, value in kw.items():
+        setattr(opts, key, value)
+    return LocalServer(opts)
+
+
+def wait_stage(api: HfApi, job_id: str, stages: tuple[str, ...] = (), timeout: float = 15.0):
+    """Poll until the job reaches one of `stages` (or any terminal stage)."""
+    return api.wait_for_job(
+        job_id, timeout=timeout, poll_interval=0.05, stages=list(stages) or None,
+        namespace=NAMESPACE,
+    )
+
+
+def wait_until(check: Callable[[], object], timeout: float = 10.0, interval: float = 0.05):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout}s")
+        time.sleep(interval)
