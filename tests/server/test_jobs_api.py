@@ -11,7 +11,7 @@ import psutil
 import pytest
 from huggingface_hub import HfApi, Volume
 from huggingface_hub.errors import HfHubHTTPError
-from jobs_helpers import NAMESPACE, make_server, wait_stage, wait_until
+from jobs_helpers import NAMESPACE, make_server, wait_stage
 
 from console.prices import SHIPPED_FLAVORS
 from console.server import paths
@@ -156,9 +156,10 @@ def test_cancel_kills_the_whole_process_group(api: HfApi) -> None:
     )
     job = run_py(api, code)
     wait_stage(api, job.id, ("RUNNING",))
-    line = wait_until(lambda: [x for x in api.fetch_job_logs(job_id=job.id, namespace=NAMESPACE)
-                               if x.startswith("pids")])
-    pids = [int(p) for p in line[0].split()[1:]]
+    stream = api.fetch_job_logs(job_id=job.id, follow=True, namespace=NAMESPACE)
+    line = next(x for x in stream if x.startswith("pids"))
+    stream.close()
+    pids = [int(p) for p in line.split()[1:]]
     assert all(psutil.pid_exists(p) for p in pids)
     api.cancel_job(job_id=job.id, namespace=NAMESPACE)
     done = wait_stage(api, job.id, timeout=10)

@@ -9,6 +9,6 @@ can the `hf jobs` CLI (`HF_ENDPOINT=<url> HF_TOKEN=<token>`). It never imports T
 
 from __future__ import annotations
 
-from console.server.serve import LocalServer, ServerOptions
+from console.server.serve import LocalServer, ServerBusyError, ServerOptions
 
-__all__ = ["LocalServer", "ServerOptions"]
+__all__ = ["LocalServer", "ServerBusyError", "ServerOptions"]

@@ -10,9 +10,12 @@ loopback.
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import logging
+import os
 import socket
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import uvicorn
@@ -22,6 +25,10 @@ from console.server.app import create_app
 from console.server.core import JobsService, ServiceSettings
 
 HOST = "127.0.0.1"
+
+
+class ServerBusyError(RuntimeError):
+    """Another server already runs jobs from this data folder."""
 
 
 @dataclass
@@ -64,6 +71,7 @@ class LocalServer:
         self._sock: socket.socket | None = None
         self._uvicorn: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
+        self._lock_fd: int | None = None
         self.port: int | None = None
 
     @property
@@ -72,8 +80,37 @@ class LocalServer:
             raise RuntimeError("the server is not started")
         return f"http://{HOST}:{self.port}"
 
+    def _take_lock(self) -> None:
+        # One server per data folder: two runners on one database would fight over its jobs.
+        fd = os.open(paths.server_dir() / "lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise ServerBusyError(
+                f"another Jobs server already runs from {paths.server_dir()}"
+            ) from None
+        self._lock_fd = fd
+
+    def _release_lock(self) -> None:
+        if self._lock_fd is not None:
+            try:
+                fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+            finally:
+                os.close(self._lock_fd)
+                self._lock_fd = None
+
     def _prepare(self) -> None:
-        self._sock = bind_loopback(self.options.port)
+        try:
+            self._take_lock()
+            try:
+                self._sock = bind_loopback(self.options.port)
+            except OSError:
+                self._release_lock()
+                raise
+        except BaseException:
+            self.service.store.close()
+            raise
         self.port = self._sock.getsockname()[1]
         config = uvicorn.Config(
             self.app,
@@ -104,11 +141,16 @@ class LocalServer:
             self._thread.join(0.01)
         return self.url
 
-    def serve_forever(self) -> None:
-        """Serve in this thread until SIGINT / SIGTERM, then stop everything."""
+    def serve_forever(self, on_ready: Callable[[str], None] | None = None) -> None:
+        """Serve in this thread until SIGINT / SIGTERM, then stop everything.
+
+        `on_ready(url)` runs once the socket listens, before the first request is served.
+        """
         self._prepare()
         assert self._uvicorn is not None and self._sock is not None
         try:
+            if on_ready is not None:
+                on_ready(self.url)
             self._uvicorn.run(sockets=[self._sock])
         finally:
             self._shutdown_service()
@@ -129,6 +171,7 @@ class LocalServer:
             except OSError:
                 pass
             self._sock = None
+        self._release_lock()
 
     def __enter__(self) -> LocalServer:
         self.start()

@@ -1,0 +1,85 @@
+"""`console serve`: run the embedded Jobs server in the foreground, shared by every console here.
+
+It listens on 127.0.0.1 only (port from `--port`, else `server.port` in the config; 0 picks a free
+one), prints its URL and where its token is, and announces itself in ``<data dir>/server.json`` so
+other consoles (and `console` with `backend = "local"`) use it instead of starting their own.
+Ctrl-C stops it: jobs still running are killed and recorded as ERROR ("the server stopped").
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+
+
+def register(subparsers, add_common) -> None:
+    p = subparsers.add_parser(
+        "serve",
+        help="run the local Jobs server (the HF Jobs API on 127.0.0.1) for every console here",
+        description=__doc__.split("\n\n", 1)[1] if __doc__ else None,
+    )
+    add_common(p)
+    p.add_argument("--port", type=int, default=None, metavar="N",
+                   help="port on 127.0.0.1 (default: server.port from the config; 0 = any free)")
+    p.set_defaults(handler=run)
+
+
+def _exit_on_sigterm(signum: int, frame: object) -> None:
+    raise SystemExit(0)
+
+
+def run(args: argparse.Namespace) -> int:
+    from console import backend
+    from console.cli import CommandError, load_config
+    from console.server import LocalServer, ServerBusyError, ServerOptions
+    from console.server import paths as server_paths
+
+    cfg = load_config(args)
+    port = cfg.server.port if args.port is None else args.port
+    if not 0 <= port <= 65535:
+        raise CommandError(f"--port {port}: expected 0 to 65535")
+    running = backend.find_running_server()
+    if running is not None:
+        raise CommandError(f"a local Jobs server already runs at {running[0]}")
+
+    server = LocalServer(
+        ServerOptions(
+            namespace=cfg.namespace,
+            port=port,
+            max_running_jobs=cfg.server.max_running_jobs,
+            python_mode=cfg.server.python,
+        )
+    )
+
+    def ready(url: str) -> None:
+        backend.write_server_info(url)
+        if os.environ.get(server_paths.TOKEN_ENV):
+            where, token_expr = f"${server_paths.TOKEN_ENV}", f"${server_paths.TOKEN_ENV}"
+        else:
+            where = str(server_paths.token_path())
+            token_expr = f"$(cat {where})"
+        print(f"Jobs server listening on {url}", flush=True)
+        print(f"  namespace {cfg.namespace}; bearer token in {where}", flush=True)
+        print(f"  hf CLI: HF_ENDPOINT={url} HF_TOKEN={token_expr} hf jobs ps -a", flush=True)
+        print("Ctrl-C stops it (running jobs are killed).", flush=True)
+
+    # uvicorn re-raises the signal that stopped it once it has shut down; make SIGTERM an exit
+    # that unwinds (so jobs are stopped and server.json removed) instead of a hard kill.
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    try:
+        server.serve_forever(on_ready=ready)
+    except SystemExit:
+        pass
+    except KeyboardInterrupt:
+        pass
+    except ServerBusyError as exc:
+        raise CommandError(str(exc)) from None
+    except OSError as exc:
+        raise CommandError(f"cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}") from None
+    finally:
+        if server.port is not None:
+            backend.forget_server_info(server.url)
+    print("Jobs server stopped.", file=sys.stderr)
+    return 0
