@@ -734,6 +734,71 @@ def write_manifest(plan: Plan, info: dict[str, Any]) -> Path:
     return path
 
 
+def trainer_settings(
+    plan: Plan, config_fields: set[str], *, bf16: bool, fp16: bool, cuda: bool
+) -> dict[str, Any]:
+    """Keyword arguments for `SFTConfig`: where the HF Jobs rules live (pure, testable).
+
+    `config_fields` are the field names of the installed `SFTConfig` (they vary across
+    transformers versions).
+    """
+    args = plan.args
+    assert plan.steps_total is not None
+    logging_steps = args.logging_steps or max(1, plan.steps_total // 100)
+    kwargs: dict[str, Any] = dict(
+        output_dir=str(plan.output_dir),
+        num_train_epochs=args.epochs,
+        max_steps=args.max_steps if args.max_steps > 0 else -1,
+        learning_rate=args.learning_rate,
+        per_device_train_batch_size=args.batch_size,
+        gradient_accumulation_steps=args.grad_accum,
+        logging_steps=logging_steps,
+        logging_first_step=True,
+        logging_nan_inf_filter=False,  # a NaN must reach the monitor, not be averaged away
+        disable_tqdm=True,
+        seed=args.seed,
+        bf16=bf16,
+        fp16=fp16,
+        max_length=args.max_length,
+        packing=args.packing,
+        report_to=["trackio"],
+        project=args.trackio_project,
+        run_name=plan.run_name,
+        trackio_space_id=args.trackio_space_id,
+        trackio_static_space_id=False,  # no surprise Spaces: only the one asked for
+        hub_private_repo=not args.hub_public,
+        dataloader_num_workers=0,
+        dataloader_pin_memory=cuda,
+    )
+    if plan.hub_model_id is not None:
+        # HF Jobs rules: the container is ephemeral, so every checkpoint goes to the Hub, and a
+        # checkpoint is written every 10% of the run (a timeout keeps what was pushed).
+        kwargs.update(
+            push_to_hub=True,
+            hub_model_id=plan.hub_model_id,
+            hub_strategy="every_save",
+            save_strategy="steps",
+            save_steps=0.1,
+            save_total_limit=2,
+        )
+    else:
+        kwargs.update(save_strategy="no", push_to_hub=False)
+    if args.warmup_ratio:
+        if "warmup_ratio" in config_fields:  # transformers 4.x
+            kwargs["warmup_ratio"] = args.warmup_ratio
+        else:  # transformers 5: a float below 1 is a ratio
+            kwargs["warmup_steps"] = args.warmup_ratio
+    checkpointing = args.gradient_checkpointing
+    if checkpointing is None and args.base_model == TINY_MODEL:
+        checkpointing = False  # nothing to save on a 100k-parameter model, only time to lose
+    if checkpointing is not None:
+        kwargs["gradient_checkpointing"] = checkpointing
+    for key in ("trackio_static_space_id", "project", "trackio_space_id"):
+        if config_fields and key not in config_fields:
+            kwargs.pop(key, None)
+    return kwargs
+
+
 def train(plan: Plan, started: float) -> tuple[bool, str]:
     """Run the training; returns (passed, VERDICT line tail)."""
     args = plan.args
@@ -790,58 +855,14 @@ def train(plan: Plan, started: float) -> tuple[bool, str]:
         task_type="CAUSAL_LM",
     )
 
-    logging_steps = args.logging_steps or max(1, plan.steps_total // 100)
     pushing = plan.hub_model_id is not None
-    config_kwargs: dict[str, Any] = dict(
-        output_dir=str(plan.output_dir),
-        num_train_epochs=args.epochs,
-        max_steps=args.max_steps if args.max_steps > 0 else -1,
-        learning_rate=args.learning_rate,
-        per_device_train_batch_size=args.batch_size,
-        gradient_accumulation_steps=args.grad_accum,
-        logging_steps=logging_steps,
-        logging_first_step=True,
-        logging_nan_inf_filter=False,  # a NaN must reach the monitor, not be averaged away
-        disable_tqdm=True,
-        seed=args.seed,
+    config_kwargs = trainer_settings(
+        plan,
+        {f.name for f in dataclasses.fields(SFTConfig)},
         bf16=bf16,
         fp16=fp16,
-        max_length=args.max_length,
-        packing=args.packing,
-        report_to=["trackio"],
-        project=args.trackio_project,
-        run_name=plan.run_name,
-        trackio_space_id=args.trackio_space_id,
-        trackio_static_space_id=False,  # no surprise Spaces: only the one asked for
-        hub_private_repo=not args.hub_public,
-        dataloader_num_workers=0,
-        dataloader_pin_memory=torch.cuda.is_available(),
+        cuda=torch.cuda.is_available(),
     )
-    if pushing:
-        # HF Jobs rules: the container is ephemeral, so every checkpoint goes to the Hub.
-        config_kwargs.update(
-            push_to_hub=True,
-            hub_model_id=plan.hub_model_id,
-            hub_strategy="every_save",
-            save_strategy="steps",
-            save_steps=0.1,
-            save_total_limit=2,
-        )
-    else:
-        config_kwargs.update(save_strategy="no", push_to_hub=False)
-    config_fields = {f.name for f in dataclasses.fields(SFTConfig)}
-    if args.warmup_ratio:
-        if "warmup_ratio" in config_fields:  # transformers 4.x
-            config_kwargs["warmup_ratio"] = args.warmup_ratio
-        else:  # transformers 5: a float below 1 is a ratio
-            config_kwargs["warmup_steps"] = args.warmup_ratio
-    checkpointing = args.gradient_checkpointing
-    if checkpointing is None and args.base_model == TINY_MODEL:
-        checkpointing = False
-    if checkpointing is not None:
-        config_kwargs["gradient_checkpointing"] = checkpointing
-    if "trackio_static_space_id" not in config_fields:
-        config_kwargs.pop("trackio_static_space_id")
     sft_config = SFTConfig(**config_kwargs)
 
     monitor = LossMonitor(

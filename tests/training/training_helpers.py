@@ -1,0 +1,115 @@
+"""Helpers for the training-script tests: the scripts run as subprocesses with this Python."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+
+REPO = Path(__file__).resolve().parents[2]
+TRAINING = REPO / "training"
+DATA = TRAINING / "data"
+SFT = TRAINING / "sft_lora.py"
+VALIDATE = TRAINING / "validate_dataset.py"
+
+
+@dataclass
+class Result:
+    returncode: int
+    stdout: str
+    stderr: str
+    seconds: float
+
+    @property
+    def lines(self) -> list[str]:
+        return self.stdout.splitlines()
+
+    @property
+    def last_line(self) -> str:
+        lines = [line for line in self.lines if line.strip()]
+        return lines[-1] if lines else ""
+
+
+def script_env(tmp_path: Path, **extra: str | None) -> dict[str, str]:
+    """An offline environment with its own Trackio store and artifact folder under tmp_path."""
+    env = dict(os.environ)
+    env.pop("HF_TOKEN", None)
+    env.update(
+        TRACKIO_DIR=str(tmp_path / "trackio"),
+        CONSOLE_ARTIFACTS_DIR=str(tmp_path / "artifacts"),
+        HF_HUB_OFFLINE="1",
+        HF_DATASETS_OFFLINE="1",
+        TOKENIZERS_PARALLELISM="false",
+        OMP_NUM_THREADS="1",  # two runs share two cores under pytest -n 2
+        PYTHONUNBUFFERED="1",
+    )
+    for key, value in extra.items():
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = value
+    return env
+
+
+def run(
+    script: Path,
+    args: list[str],
+    env: dict[str, str],
+    *,
+    cwd: Path | None = None,
+    python_flags: tuple[str, ...] = (),
+    timeout: float = 240,
+) -> Result:
+    t0 = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, *python_flags, str(script), *args],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    return Result(proc.returncode, proc.stdout, proc.stderr, time.monotonic() - t0)
+
+
+def parse_fields(line: str) -> dict[str, str]:
+    """`key=value` pairs of a VERDICT / progress line."""
+    return dict(part.split("=", 1) for part in line.split() if "=" in part)
+
+
+def read_trackio(tmp_path: Path, project: str, run_name: str) -> dict:
+    """Read a run back through trackio's own API, in a process that sees our TRACKIO_DIR."""
+    code = (
+        "import json, sys, trackio\n"
+        "from trackio.sqlite_storage import SQLiteStorage\n"
+        "project, run = sys.argv[1], sys.argv[2]\n"
+        "api = trackio.Api()\n"
+        "runs = [r.name for r in api.runs(project)]\n"
+        "alerts = api.alerts(project, run=run)\n"
+        "logs = SQLiteStorage.get_logs(project, run)\n"
+        "print(json.dumps({'runs': runs, 'alerts': alerts, 'logs': logs}, default=str))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, project, run_name],
+        env=script_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def load_module(path: Path, name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
