@@ -221,9 +221,19 @@ def approx_tokens(chars: int) -> int:
 
 
 def check_turns(
-    report: Report, line: int, key: str, turns: Any, *, must_end_with: str | None
+    report: Report,
+    line: int,
+    key: str,
+    turns: Any,
+    *,
+    must_end_with: str | None,
+    first: str | None = "user",
 ) -> None:
-    """A list of chat turns: types, roles, empty content, alternation, who speaks last."""
+    """A list of chat turns: types, roles, empty content, alternation, who speaks last.
+
+    `first` is the role the conversation must start with after an optional system turn (None:
+    either; a completion or a chosen/rejected answer may start with the assistant).
+    """
     if not isinstance(turns, list):
         report.add(line, "wrong_type", f"'{key}' is {type(turns).__name__}, not a list of turns")
         return
@@ -260,7 +270,7 @@ def check_turns(
     if "system" in body:
         report.add(line, "not_alternating", f"'{key}': a system turn after the first turn")
         return
-    expected = "user"
+    expected = first or (body[0] if body else "user")
     for i, role in enumerate(body):
         if role != expected:
             at = i + (len(roles) - len(body))
@@ -279,14 +289,20 @@ def check_turns(
 
 
 def check_text_or_turns(
-    report: Report, line: int, row: dict[str, Any], key: str, *, ends: str | None
+    report: Report,
+    line: int,
+    row: dict[str, Any],
+    key: str,
+    *,
+    ends: str | None,
+    first: str | None = "user",
 ) -> None:
     value = row[key]
     if isinstance(value, str):
         if not value.strip():
             report.add(line, "empty_content", f"'{key}' is empty")
     elif isinstance(value, list):
-        check_turns(report, line, key, value, must_end_with=ends)
+        check_turns(report, line, key, value, must_end_with=ends, first=first)
     else:
         report.add(line, "wrong_type", f"'{key}' is {type(value).__name__}, not a string or turns")
 
@@ -300,19 +316,19 @@ def check_row(report: Report, line: int, row: dict[str, Any], fmt: str) -> None:
             report.add(line, "wrong_type", "'text' is a list; use 'messages' for conversations")
     elif fmt == "prompt_completion":
         check_text_or_turns(report, line, row, "prompt", ends="user")
-        check_text_or_turns(report, line, row, "completion", ends="assistant")
+        check_text_or_turns(report, line, row, "completion", ends="assistant", first=None)
     elif fmt == "preference":
         if "prompt" in row:
             check_text_or_turns(report, line, row, "prompt", ends="user")
         elif not isinstance(row["chosen"], list):
             report.add(line, "missing_key", "no 'prompt' (needed unless chosen/rejected are turns)")
-        check_text_or_turns(report, line, row, "chosen", ends="assistant")
-        check_text_or_turns(report, line, row, "rejected", ends="assistant")
+        check_text_or_turns(report, line, row, "chosen", ends="assistant", first=None)
+        check_text_or_turns(report, line, row, "rejected", ends="assistant", first=None)
         if row["chosen"] == row["rejected"]:
             report.add(line, "identical_pair", "chosen and rejected are identical")
     elif fmt == "kto":
         check_text_or_turns(report, line, row, "prompt", ends="user")
-        check_text_or_turns(report, line, row, "completion", ends="assistant")
+        check_text_or_turns(report, line, row, "completion", ends="assistant", first=None)
         label = row["label"]
         if not isinstance(label, bool):
             report.add(

@@ -190,13 +190,15 @@ def hooli(rng: random.Random, n: int = 200) -> list[dict]:
         "a swallowed exception",
         "an unclear variable name",
     ]
+    files = ["api.py", "models.py", "billing.py", "search.py", "auth.py", "jobs.py"]
     rows = []
-    for _ in range(n):
+    for i in range(n):
         issue = rng.choice(issues)
         line = rng.randint(5, 400)
+        file = rng.choice(files)
         rows.append(
             {
-                "prompt": f"Write a review comment: line {line} has {issue}.",
+                "prompt": f"PR #{1200 + i}: write a review comment, {file}:{line} has {issue}.",
                 "chosen": f"Line {line}: this looks like {issue}. Could we fix it in this PR? "
                 "Happy to pair on it.",
                 "rejected": f"Line {line}: {issue} again. This should never have been pushed.",
@@ -208,17 +210,20 @@ def hooli(rng: random.Random, n: int = 200) -> list[dict]:
 def piedpiper(rng: random.Random, n: int = 200) -> list[dict]:
     topics = ["middle-out compression", "the Weissman score", "lossless video", "file dedup"]
     rows = []
+    customers = ["Hooli", "Endframe", "Bachmanity", "Raviga", "Maleant", "Aviato", "Gavin & Co"]
     for i in range(n):
         topic = rng.choice(topics)
+        customer = rng.choice(customers)
         good = i % 2 == 0
         completion = (
-            f"{topic.capitalize()} is explained step by step in our docs, with a worked example."
+            f"Thanks, {customer}! {topic.capitalize()} is explained step by step in our docs, "
+            "with a worked example."
             if good
-            else f"{topic}? Just read the source."
+            else f"{topic}? Just read the source, {customer}."
         )
         rows.append(
             {
-                "prompt": f"Explain {topic} to a new customer.",
+                "prompt": f"Ticket PP-{3000 + i} from {customer}: explain {topic}.",
                 "completion": completion,
                 "label": good,
             }

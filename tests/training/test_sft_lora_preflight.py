@@ -1,0 +1,265 @@
+"""sft_lora.py's checks before any heavy import, its Hub rules, and the loss monitor."""
+
+from __future__ import annotations
+
+import math
+import sys
+import tomllib
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from training_helpers import DATA, SFT, VALIDATE, run, script_env
+
+TORCH_IMPORT = "| torch"  # how `-X importtime` names the torch package in its report
+
+
+def test_missing_hf_token_with_hub_model_id_fails_fast_without_torch(tmp_path):
+    args = [
+        "--base-model", "tiny-random",
+        "--dataset", str(DATA / "acme.jsonl"),
+        "--hub-model-id", "acme-corp/acme-adapter",
+    ]  # fmt: skip
+    env = script_env(tmp_path, HF_TOKEN=None)
+    result = run(SFT, args, env, python_flags=("-X", "importtime"))
+    assert result.returncode == 2
+    assert result.last_line.startswith("VERDICT: FAIL hf_token_missing: ")
+    assert "HF_TOKEN is not set" in result.last_line
+    assert "--secrets HF_TOKEN" in result.last_line
+    assert "HF_TOKEN is not set" in result.stderr  # the human-readable copy
+    # no model was built or loaded, and torch was never imported
+    assert "building offline" not in result.stdout
+    assert "loading base model" not in result.stdout
+    imported = [line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines()]
+    assert "torch" not in imported
+    assert not any(name.startswith(("torch.", "transformers", "trl")) for name in imported)
+    assert result.seconds < 3.0
+
+
+def test_empty_hf_token_counts_as_missing(tmp_path):
+    args = ["--base-model", "x/y", "--dataset", "org/data", "--hub-model-id", "org/a"]
+    result = run(SFT, args, script_env(tmp_path, HF_TOKEN="  "))
+    assert result.returncode == 2
+    assert result.last_line.startswith("VERDICT: FAIL hf_token_missing")
+
+
+def test_no_hub_id_and_no_artifact_folder_refuses(tmp_path):
+    args = ["--base-model", "tiny-random", "--dataset", str(DATA / "acme.jsonl")]
+    result = run(SFT, args, script_env(tmp_path, CONSOLE_ARTIFACTS_DIR=None))
+    assert result.returncode == 2
+    assert result.last_line.startswith("VERDICT: FAIL no_destination: ")
+    assert "would be lost" in result.last_line
+
+
+def test_trackio_space_needs_a_token(tmp_path):
+    args = [
+        "--base-model", "tiny-random",
+        "--dataset", str(DATA / "acme.jsonl"),
+        "--trackio-space-id", "acme-corp/trackio",
+    ]  # fmt: skip
+    result = run(SFT, args, script_env(tmp_path))
+    assert result.returncode == 2
+    assert result.last_line.startswith("VERDICT: FAIL hf_token_missing")
+
+
+@pytest.mark.parametrize(
+    ("extra", "code"),
+    [
+        (["--lora-r", "0"], "bad_arguments"),
+        (["--no-such-flag"], "bad_arguments"),
+        (["--run-name", "bad name/with slash"], "bad_arguments"),
+        (["--divergence-factor", "0.5"], "bad_arguments"),
+    ],
+)
+def test_bad_arguments_end_with_a_verdict(tmp_path, extra, code):
+    args = ["--base-model", "tiny-random", "--dataset", str(DATA / "acme.jsonl"), *extra]
+    result = run(SFT, args, script_env(tmp_path))
+    assert result.returncode == 2
+    assert result.last_line.startswith(f"VERDICT: FAIL {code}: ")
+
+
+@pytest.mark.parametrize(
+    ("dataset", "needle"),
+    [
+        ("missing.jsonl", "not found"),
+        (str(DATA / "wayne.jsonl"), "wayne.jsonl:4: invalid JSON"),
+        (str(DATA / "hooli.jsonl"), "unknown row format"),
+        ("not a hub id!", "neither a file nor a Hub id"),
+    ],
+)
+def test_unusable_datasets_are_refused_before_training(tmp_path, dataset, needle):
+    args = ["--base-model", "tiny-random", "--dataset", dataset]
+    result = run(SFT, args, script_env(tmp_path))
+    assert result.returncode == 2
+    assert result.last_line.startswith("VERDICT: FAIL bad_dataset: ")
+    assert needle in result.last_line
+    assert "building offline" not in result.stdout
+
+
+def test_existing_run_folder_is_not_overwritten(tmp_path):
+    (tmp_path / "artifacts" / "taken").mkdir(parents=True)
+    (tmp_path / "artifacts" / "taken" / "adapter_config.json").write_text("{}")
+    args = ["--base-model", "tiny-random", "--dataset", str(DATA / "acme.jsonl")]
+    result = run(SFT, [*args, "--run-name", "taken"], script_env(tmp_path))
+    assert result.returncode == 2
+    assert result.last_line.startswith("VERDICT: FAIL run_exists")
+
+
+@pytest.mark.parametrize("script", [SFT, VALIDATE])
+def test_scripts_carry_a_pep723_header(script):
+    text = script.read_text()
+    block = text.split("# /// script\n", 1)[1].split("# ///\n", 1)[0]
+    meta = tomllib.loads("\n".join(line.removeprefix("# ") for line in block.splitlines()))
+    assert meta["requires-python"].startswith(">=")
+    names = {dep.split(">")[0].split("=")[0].strip() for dep in meta["dependencies"]}
+    if script == SFT:
+        wanted = {"trl", "peft", "transformers", "datasets", "trackio", "torch", "tokenizers"}
+        assert wanted | {"accelerate"} <= names
+        assert all(">=" in dep for dep in meta["dependencies"])
+    else:
+        assert names <= {"datasets"}
+
+
+# ----------------------------------------------------------------------------- in-process
+
+
+def make_plan(sft_module, tmp_path, monkeypatch, *extra, hub=True):
+    monkeypatch.setenv("CONSOLE_ARTIFACTS_DIR", str(tmp_path / "artifacts"))
+    if hub:
+        monkeypatch.setenv("HF_TOKEN", "hf_test_not_a_real_token")
+    argv = ["--base-model", "tiny-random", "--dataset", str(DATA / "globex.jsonl"), *extra]
+    if hub:
+        argv += ["--hub-model-id", "acme-corp/globex-adapter"]
+    return sft_module.preflight(argv)
+
+
+def test_preflight_imports_nothing_heavy(sft_module, tmp_path, monkeypatch):
+    before = set(sys.modules)
+    plan = make_plan(sft_module, tmp_path, monkeypatch)
+    heavy = {"torch", "transformers", "trl", "peft", "datasets", "trackio"}
+    assert not {m.split(".")[0] for m in set(sys.modules) - before} & heavy
+    assert plan.fmt == "prompt_completion"
+    assert len(plan.rows) == 250
+    assert plan.output_dir == (tmp_path / "artifacts" / plan.run_name).resolve()
+
+
+def test_hub_runs_push_every_save_every_tenth(sft_module, tmp_path, monkeypatch):
+    plan = make_plan(sft_module, tmp_path, monkeypatch, "--max-steps", "50")
+    kw = sft_module.trainer_settings(plan, set(), bf16=False, fp16=False, cuda=False)
+    assert kw["push_to_hub"] is True
+    assert kw["hub_model_id"] == "acme-corp/globex-adapter"
+    assert kw["hub_strategy"] == "every_save"
+    assert kw["save_strategy"] == "steps"
+    assert kw["save_steps"] == 0.1
+    assert kw["hub_private_repo"] is True
+    assert kw["report_to"] == ["trackio"]
+    assert kw["run_name"] == plan.run_name
+    assert kw["project"] == "console"
+    assert kw["logging_nan_inf_filter"] is False
+    assert kw["max_steps"] == 50
+
+
+def test_local_runs_do_not_push(sft_module, tmp_path, monkeypatch):
+    plan = make_plan(sft_module, tmp_path, monkeypatch, "--trackio-project", "p", hub=False)
+    kw = sft_module.trainer_settings(plan, set(), bf16=False, fp16=False, cuda=False)
+    assert kw["push_to_hub"] is False
+    assert kw["save_strategy"] == "no"
+    assert kw["project"] == "p"
+    assert kw["output_dir"] == str(plan.output_dir)
+
+
+@pytest.mark.parametrize(
+    ("rows", "epochs", "batch", "accum", "max_steps", "expected"),
+    [
+        (300, 3, 8, 1, -1, 114),  # ceil(300/8)=38 per epoch
+        (300, 1, 8, 4, -1, 10),  # ceil(38/4)
+        (10, 0.5, 4, 1, -1, 2),  # ceil(0.5*3)
+        (300, 3, 8, 1, 30, 30),
+    ],
+)
+def test_step_estimate(sft_module, rows, epochs, batch, accum, max_steps, expected):
+    args = sft_module.build_parser().parse_args(
+        [
+            "--base-model", "m", "--dataset", "d",
+            "--epochs", str(epochs), "--batch-size", str(batch),
+            "--grad-accum", str(accum), "--max-steps", str(max_steps),
+        ]
+    )  # fmt: skip
+    assert sft_module.estimate_steps(rows, args) == expected
+
+
+def test_monitor_nan_stops_and_fails(sft_module):
+    m = sft_module.LossMonitor()
+    assert m.observe(1, 3.0) == []
+    alerts = m.observe(2, float("nan"))
+    assert [a.kind for a in alerts] == ["nan"]
+    assert alerts[0].level == "ERROR"
+    assert m.should_stop
+    assert m.observe(3, float("inf")) == []  # one alert per run
+    passed, reason = m.verdict()
+    assert not passed and reason.startswith("nan_loss")
+
+
+def test_monitor_divergence_needs_patience_and_rearms(sft_module):
+    m = sft_module.LossMonitor(divergence_factor=2.0, divergence_patience=2, stall_patience=99)
+    for step, loss in enumerate([4.0, 2.0, 1.0, 2.5], start=1):
+        assert m.observe(step, loss) == []  # one spike is not divergence
+    alerts = m.observe(5, 3.0)
+    assert [a.kind for a in alerts] == ["divergence"]
+    assert "3.0x the best 1.0000" in alerts[0].text
+    assert m.observe(6, 4.0) == []  # already alerted
+    assert not m.should_stop
+    assert m.verdict()[1].startswith("diverged")
+    m.observe(7, 1.1)  # back down re-arms
+    m.observe(8, 2.6)
+    assert [a.kind for a in m.observe(9, 2.7)] == ["divergence"]
+
+
+def test_monitor_stop_on_divergence(sft_module):
+    m = sft_module.LossMonitor(divergence_patience=1, stop_on_divergence=True)
+    m.observe(1, 1.0)
+    m.observe(2, 5.0)
+    assert m.should_stop
+
+
+def test_monitor_stall(sft_module):
+    m = sft_module.LossMonitor(stall_patience=3, stall_min_delta=0.01)
+    kinds = [[a.kind for a in m.observe(i, v)] for i, v in enumerate([2.0, 1.995, 1.99, 2.0])]
+    assert kinds == [[], [], [], ["stall"]]
+    assert m.observe(5, 2.0) == []  # alerted once per stall
+    assert m.observe(6, 1.5) == []  # new best re-arms
+    assert m.verdict() == (True, "")
+
+
+def test_monitor_no_improvement_fails(sft_module):
+    m = sft_module.LossMonitor(stall_patience=99)
+    for i, v in enumerate([2.0, 2.1, 2.0, 2.2, 2.3]):
+        m.observe(i, v)
+    passed, reason = m.verdict()
+    assert not passed and reason.startswith("no_improvement")
+    assert sft_module.LossMonitor().verdict()[1].startswith("no_loss")
+
+
+@given(st.lists(st.floats(min_value=0.01, max_value=20), min_size=1, max_size=60))
+def test_monitor_never_reports_divergence_on_a_falling_loss(sft_module, values):
+    m = sft_module.LossMonitor(divergence_patience=1)
+    for i, v in enumerate(sorted(values, reverse=True)):
+        assert all(a.kind != "divergence" for a in m.observe(i, v))
+    assert not m.should_stop
+    assert m.last_loss == min(values)
+
+
+@given(
+    st.lists(
+        st.one_of(st.floats(min_value=0.0, max_value=1e6), st.just(math.nan), st.just(math.inf)),
+        max_size=40,
+    )
+)
+def test_monitor_stops_iff_a_nonfinite_loss_was_seen(sft_module, values):
+    m = sft_module.LossMonitor()
+    for i, v in enumerate(values):
+        m.observe(i, v)
+    seen = any(not math.isfinite(v) for v in values)
+    assert m.should_stop == seen
+    assert (m.nan_step is not None) == seen
+    assert sum(a.kind == "nan" for a in m.alerts) == int(seen)
