@@ -47,6 +47,7 @@ from console.server.wire import (
 )
 
 PAGE_SIZE = 1000
+START_WAIT_SECONDS = 0.25
 KEEPALIVE_SECONDS = 15.0
 LOG_POLL_SECONDS = 0.05
 _SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
@@ -113,6 +114,12 @@ def create_app(service: JobsService, token: str) -> Any:
     async def jobs_collection(request: Request) -> Response:
         if request.method == "POST":
             job = service.run_job(await body_json(request))
+            # With a free slot the runner starts the job within milliseconds: answer with that
+            # stage rather than make every client poll once more (the hf CLI waits 2 s per poll).
+            deadline = time.monotonic() + START_WAIT_SECONDS
+            while job.stage == "SCHEDULING" and time.monotonic() < deadline:
+                await asyncio.sleep(0.005)
+                job = service.get_job(job.id)
             return _Json(job_out(job))
         params = request.query_params
         stages = [s.upper() for s in params.getlist("stage")]
