@@ -1,0 +1,134 @@
+"""`console fleet`: the tenant fleet, headless.
+
+    console fleet show [--json]                 the fleet as HF Jobs says it is
+    console fleet apply FILE.toml [--dry-run]   make the scheduled jobs match a fleet file
+
+`apply` prints the plan (create / change / remove) first; `--dry-run` stops there. Applying the same
+file twice changes nothing. Refused in read-only mode (except `--dry-run`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+
+def register(sub, add_common) -> None:
+    p = sub.add_parser("fleet", help="show the tenant fleet, or apply a fleet file",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_common(p)
+    fleet_sub = p.add_subparsers(dest="fleet_command", metavar="ACTION", required=True)
+    show = fleet_sub.add_parser("show", help="the fleet derived from scheduled jobs and job labels")
+    add_common(show)
+    show.add_argument("--json", action="store_true", help="print JSON")
+    show.set_defaults(handler=run_show)
+    apply = fleet_sub.add_parser("apply", help="make the scheduled jobs match a fleet file")
+    add_common(apply)
+    apply.add_argument("file", help="fleet file (TOML; see training/fleet.example.toml)")
+    apply.add_argument("--dry-run", action="store_true", help="print the plan, change nothing")
+    apply.add_argument("--read-only", action="store_true", help=argparse.SUPPRESS)
+    apply.set_defaults(handler=run_apply)
+
+
+def _connect(cfg):
+    from console.backend import BackendError, connect
+    from console.cli import CommandError
+
+    try:
+        return connect(cfg)
+    except BackendError as exc:
+        raise CommandError(str(exc)) from None
+
+
+def _api_error(exc: Exception) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def run_apply(args: argparse.Namespace) -> int:
+    from console.cli import CommandError, load_config
+    from console.fleet import FleetFileError, apply_plan, load_fleet_file, plan_apply
+
+    cfg = load_config(args)
+    try:
+        fleet = load_fleet_file(args.file, default_env=cfg.defaults.env, backend_kind=cfg.backend)
+    except FleetFileError as exc:
+        lines = "\n".join(f"  - {p}" for p in exc.problems)
+        raise CommandError(f"{exc.path}: {len(exc.problems)} problem(s):\n{lines}") from None
+    if cfg.read_only and not args.dry_run:
+        raise CommandError("read-only: fleet apply refused (use --dry-run to see the plan)")
+    token = None
+    if cfg.backend == "hub":
+        from huggingface_hub import get_token
+
+        token = get_token()
+    backend = _connect(cfg)
+    try:
+        try:
+            scheduled = list(backend.api.list_scheduled_jobs(namespace=backend.namespace))
+        except Exception as exc:  # noqa: BLE001 (any API failure is reported, not raised)
+            raise CommandError(f"cannot list scheduled jobs: {_api_error(exc)}") from None
+        plan = plan_apply(fleet, scheduled, backend_kind=backend.kind,
+                          timeout_buffer=cfg.defaults.timeout_buffer, token=token,
+                          trackio_project=cfg.trackio.project)
+        for line in plan.lines():
+            print(line)
+        if args.dry_run or plan.empty:
+            if plan.empty:
+                print("Nothing to do: the scheduled jobs match the fleet file.")
+            return 0
+        try:
+            apply_plan(backend.api, plan, namespace=backend.namespace, report=print)
+        except Exception as exc:  # noqa: BLE001
+            raise CommandError(f"apply stopped: {_api_error(exc)}") from None
+        print("Applied.")
+        return 0
+    finally:
+        backend.close()
+
+
+def run_show(args: argparse.Namespace) -> int:
+    from console.cli import CommandError, load_config
+    from console.fleet import derive_fleet
+    from console.jobs import format_age, format_cost
+
+    cfg = load_config(args)
+    backend = _connect(cfg)
+    try:
+        try:
+            scheduled = list(backend.api.list_scheduled_jobs(namespace=backend.namespace))
+            jobs = list(backend.api.list_jobs(namespace=backend.namespace))
+        except Exception as exc:  # noqa: BLE001
+            raise CommandError(f"cannot read the fleet: {_api_error(exc)}") from None
+    finally:
+        backend.close()
+    from datetime import UTC, datetime
+
+    now = datetime.now(UTC)
+    rows = derive_fleet(scheduled, jobs, now=now)
+    if args.json:
+        print(json.dumps([
+            {
+                "tenant": r.tenant, "env": r.env, "base_model": r.base_model, "flavor": r.flavor,
+                "schedule": r.schedule, "schedule_words": r.schedule_words,
+                "next_run": r.next_run.isoformat() if r.next_run else None,
+                "suspended": r.suspended, "scheduled_job_id": r.scheduled_job_id,
+                "last_job_id": r.last_job_id, "last_stage": r.last_stage,
+                "last_at": r.last_at.isoformat() if r.last_at else None,
+                "cost_per_run_usd": r.cost_per_run, "monthly_usd": r.monthly_usd,
+                "flags": r.flags,
+            }
+            for r in rows
+        ], indent=2))
+        return 0
+    if not rows:
+        print("No tenants yet: `console fleet apply FILE.toml` creates their schedules.")
+        return 0
+    print(f"{'TENANT':<12} {'FLAVOR':<11} {'SCHEDULE':<14} {'LAST RUN':<11} {'AGE':<9} "
+          f"{'$/RUN':>7} {'$/MONTH':>8}  FLAGS")
+    for r in rows:
+        print(f"{r.tenant:<12} {r.flavor or '-':<11} {r.schedule or 'ad hoc':<14} "
+              f"{r.last_stage or 'never':<11} {format_age(r.last_at, now):<9} "
+              f"{format_cost(r.cost_per_run):>7} {format_cost(r.monthly_usd):>8}  "
+              f"{','.join(r.flags)}")
+    return 0

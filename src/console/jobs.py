@@ -1,0 +1,209 @@
+"""The jobs view model: one plain row per job, the filter language, log-text hygiene.
+
+Headless so the UI stays thin and the rules are tested without Textual:
+
+- :func:`job_row` turns a ``JobInfo`` into a :class:`JobRow` (tenant, kind, stage, flavor, started,
+  running time, cost so far at the flavor's per-minute price).
+- :func:`parse_filter` / :meth:`JobFilter.matches`: ``/`` filters like ``tenant:acme stage:running
+  label:env=prod loss`` (bare words match anywhere in the row's text, case-insensitive).
+- :func:`clean_log_line`: a log line as safe plain text — escape sequences (CSI, OSC, DCS...) and
+  other control characters removed, tabs expanded. Markup is never interpreted by the widgets
+  the UI uses, so ``[bold red]x[/]`` stays literal.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from console import jobspec
+from console.costs import cost_of_seconds, format_duration
+from console.prices import PriceBook, shipped_price_book
+
+ACTIVE_STAGES = ("SCHEDULING", "RUNNING")
+STAGE_ORDER = {"RUNNING": 0, "SCHEDULING": 1, "ERROR": 2, "CANCELED": 3, "COMPLETED": 4}
+
+# ESC [ ... final byte | ESC ] ... BEL/ST | ESC P/X/^/_ ... ST | two-byte ESC sequences
+_ESCAPES = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]"
+    r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"
+    r"|\x1b[PX^_][^\x1b]*(?:\x1b\\)?"
+    r"|\x1b[@-Z\\-_]"
+    r"|\x9b[0-?]*[ -/]*[@-~]"
+)
+_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def clean_log_line(text: str) -> str:
+    """Plain text for display: no escape sequences, no control characters, tabs expanded."""
+    if "\r" in text:
+        # a progress bar redraws with \r: what a terminal would show is the last segment
+        parts = [p for p in text.split("\r") if p]
+        text = parts[-1] if parts else ""
+    text = _ESCAPES.sub("", text)
+    text = _CONTROLS.sub("", text)
+    return text.expandtabs(4)
+
+
+@dataclass(frozen=True)
+class JobRow:
+    """One job as the jobs pane shows it."""
+
+    id: str
+    tenant: str
+    kind: str
+    stage: str
+    flavor: str
+    created_at: datetime | None
+    started_at: datetime | None
+    running_seconds: float | None
+    cost_usd: float | None
+    labels: dict[str, str] = field(default_factory=dict)
+    message: str | None = None
+    ssh_url: str | None = None
+    scheduled_job_id: str | None = None
+    owner: str | None = None
+
+    @property
+    def active(self) -> bool:
+        return self.stage in ACTIVE_STAGES
+
+    def text(self) -> str:
+        labels = " ".join(f"{k}={v}" for k, v in self.labels.items())
+        return " ".join(
+            str(x) for x in (self.id, self.tenant, self.kind, self.stage, self.flavor,
+                             labels, self.message or "")
+        ).lower()
+
+
+def _running_seconds(info: Any, now: datetime) -> float | None:
+    durations = getattr(info, "durations", None)
+    if durations is not None and durations.running_secs is not None:
+        if info.status.stage == "RUNNING" and info.started_at is not None:
+            # the server computed it at fetch time; keep counting between refreshes
+            return max(float(durations.running_secs), (now - info.started_at).total_seconds())
+        return float(durations.running_secs)
+    if info.started_at is None:
+        return None
+    end = info.finished_at or now
+    return max(0.0, (end - info.started_at).total_seconds())
+
+
+def job_row(info: Any, *, now: datetime | None = None, prices: PriceBook | None = None) -> JobRow:
+    now = now or datetime.now(UTC)
+    prices = prices or shipped_price_book()
+    labels = jobspec.labels_of(info)
+    running = _running_seconds(info, now)
+    flavor = str(info.flavor or "")
+    cost = None
+    if running is not None and flavor in prices:
+        # billed per minute while Starting/Running
+        cost = cost_of_seconds(math.ceil(running / 60) * 60 if running else 0, flavor, prices)
+    initiator = getattr(info, "initiator", None)
+    scheduled = initiator.id if initiator is not None and initiator.type == "scheduled-job" else None
+    return JobRow(
+        id=info.id,
+        tenant=labels.get("tenant", "-"),
+        kind=labels.get("kind", "-"),
+        stage=info.status.stage,
+        flavor=flavor,
+        created_at=info.created_at,
+        started_at=info.started_at,
+        running_seconds=running,
+        cost_usd=cost,
+        labels=labels,
+        message=info.status.message,
+        ssh_url=info.status.ssh_url,
+        scheduled_job_id=scheduled,
+        owner=info.owner.name if getattr(info, "owner", None) else None,
+    )
+
+
+def sort_key(row: JobRow) -> tuple:
+    created = row.created_at.timestamp() if row.created_at else 0.0
+    return (0 if row.active else 1, -created)
+
+
+def format_age(when: datetime | None, now: datetime) -> str:
+    if when is None:
+        return "-"
+    seconds = (now - when).total_seconds()
+    if seconds < 0:
+        return "in " + format_duration(-seconds)
+    return format_duration(seconds) + " ago"
+
+
+def format_clock(when: datetime | None, now: datetime) -> str:
+    """HH:MM today, else 'Mon 03' / 'Dec 02' (UTC, like the API)."""
+    if when is None:
+        return "-"
+    when = when.astimezone(UTC)
+    if when.date() == now.astimezone(UTC).date():
+        return when.strftime("%H:%M")
+    if abs((now - when).days) < 7:
+        return when.strftime("%a %H:%M")
+    return when.strftime("%b %d")
+
+
+def format_cost(usd: float | None) -> str:
+    if usd is None:
+        return "-"
+    if usd < 0.01:
+        return f"${usd:.3f}"
+    if usd < 100:
+        return f"${usd:.2f}"
+    return f"${usd:,.0f}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Filter
+
+
+@dataclass(frozen=True)
+class JobFilter:
+    tenant: str | None = None
+    stages: tuple[str, ...] = ()
+    labels: tuple[tuple[str, str | None], ...] = ()
+    words: tuple[str, ...] = ()
+    text: str = ""
+
+    @property
+    def empty(self) -> bool:
+        return not (self.tenant or self.stages or self.labels or self.words)
+
+    def matches(self, row: JobRow) -> bool:
+        if self.tenant and self.tenant.lower() not in row.tenant.lower():
+            return False
+        if self.stages and not any(row.stage.lower().startswith(s) for s in self.stages):
+            return False
+        for key, value in self.labels:
+            if key not in row.labels:
+                return False
+            if value is not None and row.labels[key] != value:
+                return False
+        text = row.text()
+        return all(w in text for w in self.words)
+
+
+def parse_filter(text: str) -> JobFilter:
+    """`tenant:acme stage:run,err label:env=prod word`: all terms must match."""
+    tenant = None
+    stages: list[str] = []
+    labels: list[tuple[str, str | None]] = []
+    words: list[str] = []
+    for term in text.split():
+        key, sep, value = term.partition(":")
+        key = key.lower()
+        if sep and key in ("tenant", "t") and value:
+            tenant = value
+        elif sep and key in ("stage", "s") and value:
+            stages.extend(v.lower() for v in value.split(",") if v)
+        elif sep and key in ("label", "l") and value:
+            k, eq, v = value.partition("=")
+            labels.append((k, v if eq else None))
+        else:
+            words.append(term.lower())
+    return JobFilter(tenant, tuple(stages), tuple(labels), tuple(words), text)

@@ -1,0 +1,391 @@
+"""How the console builds a job submission, and reads one back from what HF Jobs returns.
+
+A :class:`TrainingRequest` says what to train (tenant, dataset, base model, size, examples, epochs,
+flavor...). :func:`build_submission` turns it into a :class:`Submission` — image, command, env,
+secrets, flavor, labels and the padded timeout (estimate x ``cfg.defaults.timeout_buffer``) — that
+goes to ``HfApi.run_job`` / ``create_scheduled_job`` as keyword arguments. :func:`read_request`
+does the reverse from a ``JobInfo`` or a ``ScheduledJobInfo``: the labels carry what the cost
+model needs and the command's arguments carry the rest, so any console can rebuild the fleet from
+HF Jobs alone.
+
+Local backend: the embedded server sees this machine's files, so the shipped script is run by
+absolute path (``uv run /abs/training/sft_lora.py ...``). Hub backend: HF containers cannot see
+local files, so the script travels with the job — gzip + base64 in ``CONSOLE_SCRIPT_B64`` — and a
+small ``bash -c`` decodes it and runs ``uv run`` on it. Secrets (``HF_TOKEN``) go in ``secrets``
+only and are never shown or written anywhere.
+
+No UI, no network.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import hashlib
+import json
+import re
+import shlex
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from console import paths
+from console.costs import CostInputError, RunSpec, estimate_run
+from console.prices import PriceBook, shipped_price_book
+
+LABEL_VALUE_RE = re.compile(r"^[A-Za-z0-9._-]{0,63}$")
+SCRIPT_ENV = "CONSOLE_SCRIPT_B64"
+HUB_IMAGE = "ghcr.io/astral-sh/uv:python3.12-bookworm-slim"
+LOCAL_IMAGE = "console/local-uv"
+PREFLIGHT_FLAVOR = "cpu-basic"
+# A dataset check reads the file once: minutes on a CPU flavor (~$0.01), whatever the model size.
+PREFLIGHT_TIMEOUT_SECONDS = 15 * 60
+KINDS = ("sft", "validate")
+SCRIPTS = {"sft": "sft_lora.py", "validate": "validate_dataset.py"}
+# Arguments the console passes, in the order it passes them; read back by :func:`read_request`.
+_ARG_FIELDS: tuple[tuple[str, str], ...] = (
+    ("--base-model", "base_model"),
+    ("--dataset", "dataset"),
+    ("--epochs", "epochs"),
+    ("--max-steps", "max_steps"),
+    ("--learning-rate", "learning_rate"),
+    ("--lora-r", "lora_r"),
+    ("--lora-alpha", "lora_alpha"),
+    ("--hub-model-id", "hub_model_id"),
+    ("--run-name", "run_name"),
+    ("--trackio-project", "trackio_project"),
+    ("--trackio-space-id", "trackio_space_id"),
+)
+
+
+class SubmissionError(ValueError):
+    """A request the console refuses to submit; the message says which field and why."""
+
+
+def label_value(value: Any) -> str:
+    """A label value HF accepts: [A-Za-z0-9._-], at most 63 characters (other characters -> '-')."""
+    text = re.sub(r"[^A-Za-z0-9._-]", "-", str(value)).strip("-")
+    return text[:63]
+
+
+def format_number(value: float) -> str:
+    """3 -> '3', 0.5 -> '0.5': how numbers read in labels and arguments."""
+    return f"{value:g}"
+
+
+@dataclass(frozen=True)
+class TrainingRequest:
+    """What one tenant's run is. Every field is plain data (round-trips through labels + args)."""
+
+    tenant: str
+    dataset: str
+    base_model: str = "tiny-random"
+    model_b: float = 1.0
+    examples: int = 1000
+    epochs: float = 3.0
+    flavor: str = "l4x1"
+    kind: str = "sft"
+    env: str = "dev"
+    unsloth: bool = False
+    max_steps: int | None = None
+    learning_rate: float | None = None
+    lora_r: int | None = None
+    lora_alpha: int | None = None
+    hub_model_id: str | None = None
+    run_name: str | None = None
+    trackio_project: str | None = None
+    trackio_space_id: str | None = None
+    ssh: bool = False
+    scheduled: bool = False
+    """A scheduled job's template: each run names itself (no --run-name); run=<tenant>-scheduled."""
+    timeout_seconds: int | None = None
+    """Explicit timeout; None means estimate x buffer."""
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+    def run_spec(self) -> RunSpec:
+        return RunSpec(self.model_b, self.examples, self.epochs, self.flavor, self.unsloth)
+
+
+@dataclass(frozen=True)
+class Submission:
+    """Everything `HfApi.run_job` needs; `secrets` values are never displayed."""
+
+    image: str
+    command: list[str]
+    env: dict[str, str]
+    secrets: dict[str, str]
+    flavor: str
+    timeout_seconds: int
+    labels: dict[str, str]
+    ssh: bool = False
+    estimate_hours: float = 0.0
+    estimate_usd: float = 0.0
+
+    def run_kwargs(self) -> dict[str, Any]:
+        kwargs: dict[str, Any] = dict(
+            image=self.image,
+            command=list(self.command),
+            env=dict(self.env),
+            flavor=self.flavor,
+            timeout=self.timeout_seconds,
+            labels=dict(self.labels),
+            name=self.labels.get("run") or None,
+        )
+        if self.secrets:
+            kwargs["secrets"] = dict(self.secrets)
+        if self.ssh:
+            kwargs["ssh"] = True
+        return kwargs
+
+    def scheduled_kwargs(self, schedule: str, *, suspend: bool = False) -> dict[str, Any]:
+        kwargs = self.run_kwargs()
+        kwargs.pop("ssh", None)  # scheduled jobs take no ssh flag
+        kwargs["schedule"] = schedule
+        if suspend:
+            kwargs["suspend"] = True
+        return kwargs
+
+    def fingerprint(self) -> str:
+        """A short hash of what the job does (not its secrets): equal specs, equal fingerprints."""
+        doc = {
+            "image": self.image,
+            "command": self.command,
+            "env": self.env,
+            "flavor": self.flavor,
+            "timeout": self.timeout_seconds,
+            "labels": {k: v for k, v in self.labels.items() if k not in ("run", "spec")},
+            "secrets": sorted(self.secrets),
+        }
+        return hashlib.sha1(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:12]
+
+    def describe(self) -> str:
+        """A one-line, secret-free summary for confirmations and dry runs."""
+        return (
+            f"{self.labels.get('kind', '?')} {self.labels.get('tenant', '?')} on {self.flavor}, "
+            f"timeout {self.timeout_seconds}s, est ${self.estimate_usd:.2f}"
+        )
+
+
+def default_run_name(tenant: str, kind: str = "sft", now: datetime | None = None) -> str:
+    stamp = (now or datetime.now(UTC)).strftime("%Y%m%d-%H%M%S")
+    return label_value(f"{tenant}-{kind}-{stamp}")
+
+
+def estimate_timeout(req: TrainingRequest, buffer: float, prices: PriceBook | None = None) -> int:
+    """The padded timeout (seconds) for a request: estimate x buffer; preflight has a fixed one."""
+    if req.kind == "validate":
+        return PREFLIGHT_TIMEOUT_SECONDS
+    return estimate_run(req.run_spec(), prices, timeout_buffer=buffer).timeout_seconds
+
+
+def build_submission(
+    req: TrainingRequest,
+    *,
+    backend_kind: str = "local",
+    timeout_buffer: float = 1.3,
+    token: str | None = None,
+    prices: PriceBook | None = None,
+    script_dir: Path | None = None,
+) -> Submission:
+    """The job submission for a training (kind="sft") or dataset preflight (kind="validate") run.
+
+    Raises SubmissionError with a reason for anything HF would refuse or the cost model rejects.
+    """
+    prices = prices or shipped_price_book()
+    if req.kind not in KINDS:
+        raise SubmissionError(f"kind must be one of {', '.join(KINDS)}, got {req.kind!r}")
+    if not req.tenant or label_value(req.tenant) != req.tenant:
+        raise SubmissionError(
+            f"tenant id {req.tenant!r} must be letters, digits, '.', '-', '_' (at most 63)"
+        )
+    if not req.dataset:
+        raise SubmissionError("dataset is required")
+    if label_value(req.env) != req.env or not req.env:
+        raise SubmissionError(f"env {req.env!r} must be a label value")
+    flavor = PREFLIGHT_FLAVOR if req.kind == "validate" else req.flavor
+    if flavor not in prices:
+        raise SubmissionError(f"unknown flavor {flavor!r}")
+    try:
+        if req.kind == "sft":
+            est = estimate_run(req.run_spec(), prices, timeout_buffer=timeout_buffer)
+            hours, usd, timeout = est.hours, est.cost_usd, est.timeout_seconds
+        else:
+            timeout = PREFLIGHT_TIMEOUT_SECONDS
+            hours = timeout / 3600 / 1.3
+            usd = hours * prices.price_per_hour(flavor)
+    except CostInputError as exc:
+        raise SubmissionError(str(exc)) from None
+    if req.timeout_seconds is not None:
+        if req.timeout_seconds <= 0:
+            raise SubmissionError("timeout must be longer than zero")
+        timeout = int(req.timeout_seconds)
+
+    if req.scheduled:
+        run_name = f"{req.tenant}-scheduled"
+    else:
+        run_name = req.run_name or default_run_name(req.tenant, req.kind)
+    labels = {
+        "app": "console",
+        "tenant": req.tenant,
+        "env": req.env,
+        "kind": req.kind,
+        "model_b": label_value(format_number(req.model_b)),
+        "examples": str(int(req.examples)),
+        "epochs": label_value(format_number(req.epochs)),
+        "unsloth": "1" if req.unsloth else "0",
+        "run": label_value(run_name),
+    }
+    args = _script_args(replace(req, run_name=None if req.scheduled else run_name))
+    script = SCRIPTS[req.kind]
+    env = {k: str(v) for k, v in req.extra_env.items()}
+    secrets: dict[str, str] = {}
+    if backend_kind == "hub":
+        if token:
+            secrets["HF_TOKEN"] = token
+        source = (script_dir or paths.training_dir()) / script
+        env[SCRIPT_ENV] = encode_script(source.read_bytes())
+        command = hub_command(script, args)
+        image = HUB_IMAGE
+    else:
+        source = (script_dir or paths.training_dir()) / script
+        command = ["uv", "run", str(source), *args]
+        image = LOCAL_IMAGE
+    sub = Submission(
+        image=image,
+        command=command,
+        env=env,
+        secrets=secrets,
+        flavor=flavor,
+        timeout_seconds=timeout,
+        labels=labels,
+        ssh=req.ssh,
+        estimate_hours=hours,
+        estimate_usd=usd,
+    )
+    return sub
+
+
+def _script_args(req: TrainingRequest) -> list[str]:
+    if req.kind == "validate":
+        # validate_dataset.py DATASET --method sft
+        return [req.dataset, "--method", "sft"]
+    out: list[str] = []
+    for flag, attr in _ARG_FIELDS:
+        value = getattr(req, attr)
+        if value is None:
+            continue
+        if isinstance(value, float):
+            value = format_number(value)
+        out += [flag, str(value)]
+    return out
+
+
+def encode_script(source: bytes) -> str:
+    return base64.b64encode(gzip.compress(source, mtime=0)).decode("ascii")
+
+
+def decode_script(text: str) -> bytes:
+    return gzip.decompress(base64.b64decode(text))
+
+
+def hub_command(script: str, args: list[str]) -> list[str]:
+    """`bash -c` that writes the shipped script from $CONSOLE_SCRIPT_B64 and runs it with uv."""
+    path = f"/tmp/{script}"
+    inline = (
+        f'echo "${SCRIPT_ENV}" | base64 -d | gunzip > {path} && exec uv run {path} "$@"'
+    )
+    return ["bash", "-c", inline, script, *args]
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading a submission back
+
+
+def labels_of(info: Any) -> dict[str, str]:
+    """Labels of a JobInfo or ScheduledJobInfo (its job_spec's), never None."""
+    labels = getattr(info, "labels", None)
+    if labels is None and getattr(info, "job_spec", None) is not None:
+        labels = info.job_spec.labels
+    return dict(labels or {})
+
+
+def is_console_job(info: Any) -> bool:
+    return labels_of(info).get("app") == "console"
+
+
+def command_of(info: Any) -> list[str]:
+    spec = getattr(info, "job_spec", None) or info
+    return list(spec.command or []) + list(spec.arguments or [])
+
+
+def script_args_of(command: list[str]) -> list[str]:
+    """The script's own arguments, after `uv run SCRIPT` or the hub wrapper's `bash -c ... NAME`."""
+    if len(command) >= 3 and command[0] == "uv" and command[1] == "run":
+        return command[3:]
+    if len(command) >= 4 and command[0] == "bash" and command[1] == "-c":
+        return command[4:]
+    return []
+
+
+def _parse_float(text: str | None) -> float | None:
+    try:
+        return float(text) if text not in (None, "") else None
+    except ValueError:
+        return None
+
+
+def read_request(info: Any) -> TrainingRequest | None:
+    """The TrainingRequest behind a console job or scheduled job (None for other jobs)."""
+    labels = labels_of(info)
+    if labels.get("app") != "console" or not labels.get("tenant"):
+        return None
+    args = script_args_of(command_of(info))
+    values: dict[str, str] = {}
+    i = 0
+    flags = dict(_ARG_FIELDS)
+    if labels.get("kind") == "validate" and args:
+        values["dataset"] = args[0]
+    while i < len(args):
+        if args[i] in flags and i + 1 < len(args):
+            values[flags[args[i]]] = args[i + 1]
+            i += 2
+        else:
+            i += 1
+    spec = getattr(info, "job_spec", None) or info
+    env = dict(getattr(spec, "environment", None) or {})
+    env.pop(SCRIPT_ENV, None)
+    timeout = getattr(spec, "timeout", None)
+
+    def _int(name: str) -> int | None:
+        v = _parse_float(values.get(name))
+        return int(v) if v is not None else None
+
+    return TrainingRequest(
+        tenant=labels["tenant"],
+        dataset=values.get("dataset", ""),
+        base_model=values.get("base_model", "tiny-random"),
+        model_b=_parse_float(labels.get("model_b")) or 1.0,
+        examples=int(_parse_float(labels.get("examples")) or 1000),
+        epochs=_parse_float(labels.get("epochs")) or _parse_float(values.get("epochs")) or 3.0,
+        flavor=str(getattr(spec, "flavor", None) or "l4x1"),
+        kind=labels.get("kind", "sft"),
+        env=labels.get("env", "dev"),
+        unsloth=labels.get("unsloth") == "1",
+        max_steps=_int("max_steps"),
+        learning_rate=_parse_float(values.get("learning_rate")),
+        lora_r=_int("lora_r"),
+        lora_alpha=_int("lora_alpha"),
+        hub_model_id=values.get("hub_model_id"),
+        run_name=values.get("run_name") or labels.get("run"),
+        scheduled=getattr(info, "job_spec", None) is not None and "run_name" not in values,
+        trackio_project=values.get("trackio_project"),
+        trackio_space_id=values.get("trackio_space_id"),
+        timeout_seconds=int(timeout) if timeout else None,
+        extra_env={k: str(v) for k, v in env.items()},
+    )
+
+
+def shell_line(command: list[str]) -> str:
+    """A command as one copyable shell line (the hub wrapper's script payload is not in it)."""
+    return shlex.join(command)

@@ -1,0 +1,800 @@
+"""ConsoleApp: the fleet, the jobs and their live logs, and the actions an on-call engineer needs.
+
+Layout (legible at 80x24, no mouse needed)::
+
+    status line: namespace  plan  backend endpoint  refreshed 2s ago | STALE
+    [1 Fleet] [2 Jobs] [3 Costs]
+      Fleet: FleetTable (one row per tenant, derived from HF Jobs)
+      Jobs:  JobsPane (filter + JobsTable) over LogPane (+ #metrics-panel when wide)
+      Costs: #ledger-pane (the cost ledger / what-if widgets mount here)
+    footer: the keys
+
+Every HfApi call runs in a thread worker; results come back as messages (`DataRefreshed`,
+`ActionDone`) and failures are handled in one `on_worker_state_changed`. Polling re-arms a
+one-shot timer after each fetch, so refreshes never pile up. Mutating actions are refused in
+read-only mode, and the ones that cost money or kill work ask first.
+
+Hooks for other panes: the JobsTable posts `JobsTable.JobSelected` (it bubbles to the app) and
+the app mirrors it in the reactive `selected_job_id`; widgets elsewhere can
+`self.watch(self.app, "selected_job_id", ...)`. The ledger pane mounts into `#ledger-pane`, the
+metrics / sparkline panel into `#metrics-panel` (beside the log, shown from 120 columns).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from functools import partial
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from textual import work
+from textual.app import App, ComposeResult, SuspendNotSupported, SystemCommand
+from textual.binding import Binding
+from textual.containers import Container, Horizontal, Vertical
+from textual.message import Message
+from textual.reactive import reactive
+from textual.widgets import Footer, Static, TabbedContent, TabPane
+from textual.worker import Worker, WorkerState, get_current_worker
+
+from console import jobspec, paths
+from console.config import Config
+from console.fleet import RunOutcome, TenantRow, derive_fleet, parse_outcome
+from console.jobs import JobRow, format_cost, job_row
+from console.jobspec import TrainingRequest
+from console.prices import PriceBook, shipped_price_book
+from console.ui.screens.confirm import ConfirmScreen
+from console.ui.screens.help import HelpScreen
+from console.ui.screens.prompt import PromptScreen
+from console.ui.screens.reschedule import RescheduleScreen
+from console.ui.screens.submit import SubmitResult, SubmitScreen
+from console.ui.widgets.fleet_table import FleetTable
+from console.ui.widgets.jobs_pane import JobsPane
+from console.ui.widgets.jobs_table import JobsTable
+from console.ui.widgets.log_pane import DEFAULT_MAX_LINES, LogPane
+from console.ui.widgets.status_line import StatusLine
+
+SSH_SHELL_ENV = "CONSOLE_SSH_SHELL"
+REFRESH_SECONDS = 2.0
+RETRY_SECONDS = 5.0
+LOG_BACKLOG_LIMIT = 50_000
+TERMINAL = ("COMPLETED", "ERROR", "CANCELED", "DELETED")
+
+
+@dataclass
+class DataRefreshed(Message):
+    """A refresh worker's result: every job and scheduled job in the namespace."""
+
+    jobs: list[Any]
+    scheduled: list[Any]
+    outcomes: dict[str, RunOutcome]
+    at: datetime
+
+
+@dataclass
+class ActionDone(Message):
+    text: str
+    severity: str = "information"
+    refresh: bool = True
+
+
+@dataclass
+class MetricsSample(Message):
+    job_id: str
+    sample: dict[str, Any] = field(default_factory=dict)
+
+
+class ConsoleApp(App[None]):
+    """The console TUI against one backend (`console.backend.Backend` or anything shaped like it)."""
+
+    CSS_PATH = str(paths.stylesheet_path())
+    TITLE = "console"
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
+    BINDINGS = [
+        Binding("1", "show_tab('fleet')", "Fleet", tooltip="The tenant fleet", id="tab-fleet"),
+        Binding("2", "show_tab('jobs')", "Jobs", tooltip="Jobs and their logs", id="tab-jobs"),
+        Binding("3", "show_tab('costs')", "Costs", tooltip="Cost ledger", id="tab-costs",
+                show=False),
+        Binding("s", "submit", "Submit", tooltip="Submit a training job (form)", id="submit"),
+        Binding("c", "cancel_job", "Cancel", tooltip="Cancel the selected job", id="cancel"),
+        Binding("x", "ssh", "Shell", tooltip="Open a shell in the selected job", id="ssh"),
+        Binding("r", "reschedule", "Resched", tooltip="Edit the tenant's cron", id="reschedule"),
+        Binding("p", "toggle_suspend", "Pause", tooltip="Suspend / resume the tenant's schedule",
+                id="suspend"),
+        Binding("t", "trigger", "Trigger", tooltip="Run the tenant's scheduled job now",
+                id="trigger"),
+        Binding("R", "rerun", "Rerun", tooltip="Run the selected job again", id="rerun"),
+        Binding("slash", "filter", "Filter", tooltip="Filter jobs (tenant:, stage:, label:)",
+                id="filter"),
+        Binding("ctrl+s", "save_log", "Save log", tooltip="Save the full log to a file",
+                id="save-log", show=False),
+        Binding("ctrl+r", "refresh_now", "Refresh", tooltip="Refresh now", id="refresh",
+                show=False),
+        Binding("question_mark", "help", "Help", tooltip="All keys", id="help"),
+        Binding("q", "quit", "Quit", tooltip="Quit the console", id="quit"),
+    ]
+    MUTATING = {
+        "submit": "submit",
+        "cancel_job": "cancel",
+        "reschedule": "reschedule",
+        "toggle_suspend": "suspend/resume",
+        "trigger": "trigger",
+        "rerun": "rerun",
+        "ssh": "open a shell in",
+    }
+
+    selected_job_id: reactive[str | None] = reactive(None)
+    """The job highlighted in the jobs table (None when there is none)."""
+
+    def __init__(
+        self,
+        cfg: Config,
+        backend: Any,
+        *,
+        clock: Callable[[], datetime] | None = None,
+        refresh_seconds: float = REFRESH_SECONDS,
+        log_max_lines: int = DEFAULT_MAX_LINES,
+        prices: PriceBook | None = None,
+        start_tab: str = "jobs",
+        stream_metrics: bool = True,
+    ) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.backend = backend
+        self.clock = clock or (lambda: datetime.now(UTC))
+        self.refresh_seconds = refresh_seconds
+        self.log_max_lines = log_max_lines
+        self.prices = prices or shipped_price_book()
+        self.start_tab = start_tab
+        self.stream_metrics = stream_metrics
+        self.read_only = bool(cfg.read_only)
+        self.namespace = getattr(backend, "namespace", None) or cfg.namespace
+        self.job_infos: dict[str, Any] = {}
+        self.job_rows: dict[str, JobRow] = {}
+        self.scheduled: dict[str, Any] = {}
+        self.fleet_rows: dict[str, TenantRow] = {}
+        self.outcomes: dict[str, RunOutcome] = {}
+        self.last_refresh: datetime | None = None
+        self.refresh_count = 0
+        self._refresh_timer = None
+        self._log_job: str | None = None
+
+    # -- layout ----------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield StatusLine(
+            namespace=self.namespace,
+            plan=self.cfg.plan,
+            backend=getattr(self.backend, "kind", self.cfg.backend),
+            endpoint=getattr(self.backend, "url", "") or "",
+            read_only=self.read_only,
+            clock=self.clock,
+            id="status-line",
+        )
+        with TabbedContent(initial=self.start_tab, id="tabs"):
+            with TabPane("1 Fleet", id="fleet"):
+                yield FleetTable(id="fleet-table")
+            with TabPane("2 Jobs", id="jobs"):
+                yield JobsPane(self.clock, id="jobs-pane")
+                with Horizontal(id="log-row"):
+                    yield LogPane(max_lines=self.log_max_lines, id="log-pane")
+                    yield Vertical(id="metrics-panel")
+            with TabPane("3 Costs", id="costs"):
+                with Container(id="ledger-pane"):
+                    yield Static(
+                        "Cost ledger: spent and projected per tenant (see `console ledger`).",
+                        id="ledger-placeholder",
+                    )
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        self.title = f"console - {self.namespace}"
+        self.refresh_data()
+        if self.start_tab == "jobs":
+            self.query_one(JobsTable).focus()
+        else:
+            self.query_one(FleetTable).focus()
+
+    @property
+    def api(self) -> Any:
+        return self.backend.api
+
+    @property
+    def log_pane(self) -> LogPane:
+        return self.query_one(LogPane)
+
+    @property
+    def jobs_table(self) -> JobsTable:
+        return self.query_one(JobsTable)
+
+    @property
+    def fleet_table(self) -> FleetTable:
+        return self.query_one(FleetTable)
+
+    # -- refresh ---------------------------------------------------------------------------
+
+    @work(thread=True, exclusive=True, group="refresh", exit_on_error=False,
+          description="refresh jobs and scheduled jobs")
+    def refresh_data(self) -> None:
+        api, ns = self.api, self.namespace
+        jobs = list(api.list_jobs(namespace=ns))
+        scheduled = list(api.list_scheduled_jobs(namespace=ns))
+        outcomes = self._fetch_outcomes(jobs)
+        self.post_message(DataRefreshed(jobs, scheduled, outcomes, self.clock()))
+
+    def _fetch_outcomes(self, jobs: list[Any]) -> dict[str, RunOutcome]:
+        """For each tenant's newest completed run: its last loss and adapter (from the log tail)."""
+        newest: dict[str, Any] = {}
+        for job in jobs:
+            labels = jobspec.labels_of(job)
+            if labels.get("app") != "console" or labels.get("kind") != "sft":
+                continue
+            if job.status.stage != "COMPLETED":
+                continue
+            tenant = labels.get("tenant", "")
+            prev = newest.get(tenant)
+            if prev is None or (job.created_at and prev.created_at and job.created_at > prev.created_at):
+                newest[tenant] = job
+        found: dict[str, RunOutcome] = {}
+        for job in newest.values():
+            if job.id in self.outcomes:
+                continue
+            try:
+                tail = list(self.api.fetch_job_logs(job_id=job.id, namespace=self.namespace,
+                                                    follow=False, tail=40))
+            except Exception:  # the outcome is a nicety; the next refresh retries
+                continue
+            found[job.id] = parse_outcome(tail)
+        return found
+
+    def on_data_refreshed(self, message: DataRefreshed) -> None:
+        self.outcomes.update(message.outcomes)
+        now = self.clock()
+        self.job_infos = {j.id: j for j in message.jobs}
+        self.scheduled = {s.id: s for s in message.scheduled}
+        rows = [job_row(j, now=now, prices=self.prices) for j in message.jobs]
+        self.job_rows = {r.id: r for r in rows}
+        fleet = derive_fleet(message.scheduled, message.jobs, now=now, prices=self.prices,
+                             outcomes=self.outcomes)
+        self.fleet_rows = {r.tenant: r for r in fleet}
+        self.query_one(JobsPane).update_rows(rows)
+        self.fleet_table.update_rows(fleet, now)
+        self.last_refresh = message.at
+        self.refresh_count += 1
+        self.query_one(StatusLine).mark_ok(message.at)
+        if self._log_job and self._log_job in self.job_rows:
+            self.log_pane.set_stage(self.job_rows[self._log_job].stage)
+        self._arm_refresh(self.refresh_seconds)
+
+    def _arm_refresh(self, delay: float) -> None:
+        if self._refresh_timer is not None:
+            self._refresh_timer.stop()
+        self._refresh_timer = self.set_timer(delay, self.refresh_data)
+
+    def action_refresh_now(self) -> None:
+        self.refresh_data()
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        worker = event.worker
+        if event.state != WorkerState.ERROR:
+            return
+        error = _describe_error(worker.error)
+        if worker.group == "refresh":
+            self.query_one(StatusLine).mark_failed(error)
+            self._arm_refresh(RETRY_SECONDS)
+        elif worker.group == "actions":
+            self.notify(f"{worker.description} failed: {error}", severity="error", timeout=8)
+            self.refresh_data()
+        elif worker.group == "logs":
+            self.log_pane.end(self.log_pane.generation, error)
+        elif worker.group == "save":
+            self.notify(f"Saving the log failed: {error}", severity="error")
+
+    # -- selection, logs and metrics --------------------------------------------------------
+
+    def on_jobs_table_job_selected(self, message: JobsTable.JobSelected) -> None:
+        self.selected_job_id = message.job_id
+        if message.job_id != self._log_job:
+            self.open_log(message.job_id)
+
+    def on_jobs_table_job_opened(self, message: JobsTable.JobOpened) -> None:
+        self.log_pane.log_widget.focus()
+
+    def on_fleet_table_tenant_opened(self, message: FleetTable.TenantOpened) -> None:
+        self.action_show_tab("jobs")
+        self.query_one(JobsPane).set_filter(f"tenant:{message.tenant}")
+
+    def open_log(self, job_id: str | None) -> None:
+        """Show `job_id`'s log, streaming (the previous stream's lines are dropped)."""
+        self._log_job = job_id
+        row = self.job_rows.get(job_id or "")
+        label = f"{row.tenant} {row.kind}" if row else ""
+        generation = self.log_pane.start(job_id, label, row.stage if row else "")
+        if job_id is None:
+            return
+        self.stream_logs(job_id, generation)
+        if self.stream_metrics and row is not None and row.stage == "RUNNING":
+            self.stream_job_metrics(job_id)
+
+    @work(thread=True, exclusive=True, group="logs", exit_on_error=False,
+          description="stream the job's log")
+    def stream_logs(self, job_id: str, generation: int) -> None:
+        worker = get_current_worker()
+        pane = self.log_pane
+        stream = self.api.fetch_job_logs(job_id=job_id, namespace=self.namespace, follow=True)
+        for line in stream:
+            if worker.is_cancelled or pane.generation != generation:
+                return
+            pane.feed(generation, [line])
+            while pane.backlog() > LOG_BACKLOG_LIMIT and not worker.is_cancelled:
+                time.sleep(0.01)  # backpressure: the UI drains in batches
+        pane.end(generation)
+
+    @work(thread=True, exclusive=True, group="metrics", exit_on_error=False,
+          description="stream the job's metrics")
+    def stream_job_metrics(self, job_id: str) -> None:
+        worker = get_current_worker()
+        for sample in self.api.fetch_job_metrics(job_id=job_id, namespace=self.namespace,
+                                                 follow=True):
+            if worker.is_cancelled or self._log_job != job_id:
+                return
+            if isinstance(sample, dict):
+                self.post_message(MetricsSample(job_id, sample))
+
+    def on_metrics_sample(self, message: MetricsSample) -> None:
+        self.log_pane.show_metrics(message.job_id, message.sample)
+
+    # -- navigation ------------------------------------------------------------------------
+
+    def action_show_tab(self, tab: str) -> None:
+        self.query_one(TabbedContent).active = tab
+        if tab == "jobs":
+            self.jobs_table.focus()
+        elif tab == "fleet":
+            self.fleet_table.focus()
+
+    def action_filter(self) -> None:
+        self.action_show_tab("jobs")
+        self.query_one(JobsPane).open_filter()
+
+    def get_system_commands(self, screen: Any) -> Any:
+        """The command palette lists every action of the key bindings, with its key."""
+        yield from super().get_system_commands(screen)
+        for binding in self.BINDINGS:
+            if not isinstance(binding, Binding) or binding.action == "quit":
+                continue
+            key = binding.key.replace("question_mark", "?").replace("slash", "/")
+            yield SystemCommand(
+                f"{binding.description} ({key})",
+                binding.tooltip or binding.description,
+                partial(self.run_action, binding.action),
+            )
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen())
+
+    # -- what an action applies to ---------------------------------------------------------
+
+    @property
+    def active_tab(self) -> str:
+        return self.query_one(TabbedContent).active
+
+    def selected_job(self) -> JobRow | None:
+        """The job the action applies to: the highlighted job, or on the fleet tab the tenant's last."""
+        if self.active_tab == "fleet":
+            tenant = self.fleet_table.selected_row
+            if tenant and tenant.last_job_id:
+                return self.job_rows.get(tenant.last_job_id)
+            return None
+        return self.jobs_table.selected_row
+
+    def selected_tenant(self) -> TenantRow | None:
+        if self.active_tab == "fleet":
+            return self.fleet_table.selected_row
+        job = self.jobs_table.selected_row
+        if job is None:
+            return None
+        return self.fleet_rows.get(job.tenant)
+
+    def _refuse_if_read_only(self, action: str) -> bool:
+        if self.read_only:
+            what = self.MUTATING.get(action, action)
+            self.notify(f"Read-only: {what} refused (started with --read-only or read_only = true)",
+                        severity="warning", title="read-only")
+            return True
+        return False
+
+    def _schedule_of(self, tenant: TenantRow | None) -> Any | None:
+        if tenant is None or not tenant.scheduled_job_id:
+            return None
+        return self.scheduled.get(tenant.scheduled_job_id)
+
+    @work(thread=True, group="actions", exit_on_error=False)
+    def call_api(self, description: str, fn: Callable[[], str]) -> None:
+        """Run a blocking API call; its outcome (or error) comes back as a notification."""
+        text = fn()
+        self.post_message(ActionDone(text))
+
+    def _start(self, description: str, fn: Callable[[], str]) -> None:
+        worker = self.call_api(description, fn)
+        worker.description = description
+
+    def on_action_done(self, message: ActionDone) -> None:
+        self.notify(message.text, severity=message.severity, timeout=6)
+        if message.refresh:
+            self.refresh_data()
+
+    # -- actions ---------------------------------------------------------------------------
+
+    def action_cancel_job(self) -> None:
+        if self._refuse_if_read_only("cancel_job"):
+            return
+        job = self.selected_job()
+        if job is None:
+            self.notify("No job selected", severity="warning")
+            return
+        if not job.active:
+            self.notify(f"Job {job.id} is {job.stage}: nothing to cancel", severity="warning")
+            return
+
+        def confirmed(yes: bool | None) -> None:
+            if not yes:
+                self.notify("Cancel: not done", timeout=3)
+                return
+            ns = self.namespace
+
+            def cancel() -> str:
+                self.api.cancel_job(job_id=job.id, namespace=ns)
+                return f"Canceled {job.id} ({job.tenant})"
+
+            self._start(f"Cancel {job.id}", cancel)
+
+        self.push_screen(
+            ConfirmScreen(
+                f"Cancel job {job.id}?",
+                [f"tenant {job.tenant}, {job.kind}, {job.stage} on {job.flavor}",
+                 f"cost so far {format_cost(job.cost_usd)}; its work since the last push is lost"],
+                yes_label="Cancel job",
+            ),
+            confirmed,
+        )
+
+    def _initial_request(self) -> TrainingRequest:
+        tenant = self.selected_tenant()
+        base = tenant.request if tenant and tenant.request else None
+        if base is None:
+            job = self.selected_job()
+            info = self.job_infos.get(job.id) if job else None
+            base = jobspec.read_request(info) if info is not None else None
+        if base is None:
+            base = TrainingRequest(tenant=tenant.tenant if tenant else "", dataset="",
+                                   flavor=self.cfg.defaults.flavor)
+        return replace(
+            base,
+            env=self.cfg.defaults.env,
+            run_name=None,
+            scheduled=False,
+            timeout_seconds=None,
+            ssh=self.backend_kind == "local",
+            trackio_project=base.trackio_project or self.cfg.trackio.project,
+            trackio_space_id=base.trackio_space_id or self.cfg.trackio.space_id,
+        )
+
+    @property
+    def backend_kind(self) -> str:
+        return getattr(self.backend, "kind", self.cfg.backend)
+
+    def _token(self) -> str | None:
+        if self.backend_kind != "hub":
+            return None
+        from huggingface_hub import get_token
+
+        return get_token()
+
+    def action_submit(self) -> None:
+        if self._refuse_if_read_only("submit"):
+            return
+        screen = SubmitScreen(
+            self._initial_request(),
+            backend_kind=self.backend_kind,
+            timeout_buffer=self.cfg.defaults.timeout_buffer,
+            token=None,
+            prices=self.prices,
+        )
+        self.push_screen(screen, self._submit_form_done)
+
+    def _submit_form_done(self, result: SubmitResult | None) -> None:
+        if result is None:
+            self.notify("Submit: nothing submitted", timeout=3)
+            return
+        sub = result.submission
+        what = f"a scheduled job ({result.schedule})" if result.schedule else "a job now"
+        details = [
+            f"tenant {result.request.tenant} on {sub.flavor} "
+            f"(${self.prices.price_per_hour(sub.flavor):.2f}/h)",
+            f"estimated {sub.estimate_hours * 60:.0f} min, ${sub.estimate_usd:.2f} per run; "
+            f"timeout {sub.timeout_seconds}s",
+        ]
+        if result.preflight:
+            details.append("a CPU dataset preflight (~$0.01) runs first; training starts if it passes")
+
+        def confirmed(yes: bool | None) -> None:
+            if yes:
+                self._start(f"Submit {result.request.tenant}", lambda: self._do_submit(result))
+            else:
+                self.notify("Submit: nothing submitted", timeout=3)
+
+        self.push_screen(ConfirmScreen(f"Submit {what}?", details, yes_label="Submit"), confirmed)
+
+    def _do_submit(self, result: SubmitResult) -> str:
+        """Worker thread: optional preflight, then the job or the scheduled job."""
+        token = self._token()
+        request = result.request
+        ns = self.namespace
+        build = dict(backend_kind=self.backend_kind,
+                     timeout_buffer=self.cfg.defaults.timeout_buffer, token=token,
+                     prices=self.prices)
+        submission = jobspec.build_submission(request, **build)
+        if result.preflight:
+            check = jobspec.build_submission(replace(request, kind="validate", ssh=False,
+                                                     run_name=None, scheduled=False), **build)
+            job = self.api.run_job(**check.run_kwargs(), namespace=ns)
+            self.post_message(ActionDone(f"Preflight {job.id} started for {request.tenant}",
+                                         refresh=True))
+            stage = _wait_terminal(self.api, job.id, ns)
+            if stage != "COMPLETED":
+                return f"Preflight {job.id} ended {stage}: training not submitted (see its log)"
+        if result.schedule:
+            sj = self.api.create_scheduled_job(**submission.scheduled_kwargs(result.schedule),
+                                               namespace=ns)
+            return f"Scheduled {request.tenant} ({sj.id}): {result.schedule}"
+        job = self.api.run_job(**submission.run_kwargs(), namespace=ns)
+        return (f"Submitted {job.id} for {request.tenant} "
+                f"(timeout {submission.timeout_seconds}s, est ${submission.estimate_usd:.2f})")
+
+    def action_rerun(self) -> None:
+        if self._refuse_if_read_only("rerun"):
+            return
+        job = self.selected_job()
+        info = self.job_infos.get(job.id) if job else None
+        if job is None or info is None:
+            self.notify("No job selected", severity="warning")
+            return
+        request = jobspec.read_request(info)
+        ns = self.namespace
+        if request is not None:
+            request = replace(request, run_name=None, scheduled=False, timeout_seconds=None,
+                              ssh=bool(job.ssh_url) or self.backend_kind == "local")
+            try:
+                sub = jobspec.build_submission(
+                    request, backend_kind=self.backend_kind,
+                    timeout_buffer=self.cfg.defaults.timeout_buffer, prices=self.prices,
+                )
+            except jobspec.SubmissionError as exc:
+                self.notify(f"Rerun refused: {exc}", severity="error")
+                return
+            cost = f"${sub.estimate_usd:.2f} est"
+
+            def rerun() -> str:
+                s = replace(sub, secrets={"HF_TOKEN": t} if (t := self._token()) else {})
+                new = self.api.run_job(**s.run_kwargs(), namespace=ns)
+                return f"Rerun of {job.id}: {new.id} ({request.tenant})"
+        else:
+            cost = "cost unknown (not a console job)"
+
+            def rerun() -> str:
+                new = self.api.run_job(image=info.docker_image or "python:3.12",
+                                       command=list(info.command or []) + list(info.arguments or []),
+                                       env=dict(info.environment or {}), flavor=info.flavor,
+                                       labels=jobspec.labels_of(info), namespace=ns)
+                return f"Rerun of {job.id}: {new.id} (secrets are not copied)"
+
+        def confirmed(yes: bool | None) -> None:
+            if yes:
+                self._start(f"Rerun {job.id}", rerun)
+            else:
+                self.notify("Rerun: not done", timeout=3)
+
+        self.push_screen(ConfirmScreen(f"Run job {job.id} again?",
+                                       [f"tenant {job.tenant}, {job.kind} on {job.flavor}", cost],
+                                       yes_label="Rerun"), confirmed)
+
+    def _need_schedule(self) -> tuple[TenantRow, Any] | None:
+        tenant = self.selected_tenant()
+        sj = self._schedule_of(tenant)
+        if tenant is None or sj is None:
+            who = f"{tenant.tenant} has" if tenant else "no tenant selected, or it has"
+            self.notify(f"{who} no scheduled job", severity="warning")
+            return None
+        return tenant, sj
+
+    def action_reschedule(self) -> None:
+        if self._refuse_if_read_only("reschedule"):
+            return
+        found = self._need_schedule()
+        if found is None:
+            return
+        tenant, sj = found
+        ns = self.namespace
+
+        def done(cron: str | None) -> None:
+            if not cron:
+                self.notify("Reschedule: not changed", timeout=3)
+                return
+
+            def reschedule() -> str:
+                self.api.update_scheduled_job_schedule(scheduled_job_id=sj.id, schedule=cron,
+                                                       namespace=ns)
+                return f"Rescheduled {tenant.tenant}: {cron}"
+
+            self._start(f"Reschedule {tenant.tenant}", reschedule)
+
+        self.push_screen(RescheduleScreen(tenant.tenant, sj.schedule or "", clock=self.clock), done)
+
+    def action_toggle_suspend(self) -> None:
+        if self._refuse_if_read_only("toggle_suspend"):
+            return
+        found = self._need_schedule()
+        if found is None:
+            return
+        tenant, sj = found
+        ns = self.namespace
+        if sj.suspend:
+            def resume() -> str:
+                self.api.resume_scheduled_job(scheduled_job_id=sj.id, namespace=ns)
+                return f"Resumed {tenant.tenant}'s schedule ({sj.schedule})"
+
+            self._start(f"Resume {tenant.tenant}", resume)
+        else:
+            def suspend() -> str:
+                self.api.suspend_scheduled_job(scheduled_job_id=sj.id, namespace=ns)
+                return f"Suspended {tenant.tenant}'s schedule (p resumes)"
+
+            self._start(f"Suspend {tenant.tenant}", suspend)
+
+    def action_trigger(self) -> None:
+        if self._refuse_if_read_only("trigger"):
+            return
+        found = self._need_schedule()
+        if found is None:
+            return
+        tenant, sj = found
+        ns = self.namespace
+
+        def confirmed(yes: bool | None) -> None:
+            if not yes:
+                self.notify("Trigger: not done", timeout=3)
+                return
+
+            def trigger() -> str:
+                job = self.api.trigger_scheduled_job(scheduled_job_id=sj.id, namespace=ns)
+                return f"Triggered {tenant.tenant}: job {job.id}"
+
+            self._start(f"Trigger {tenant.tenant}", trigger)
+
+        self.push_screen(
+            ConfirmScreen(f"Run {tenant.tenant}'s scheduled job now?",
+                          [f"{tenant.flavor}, est {format_cost(tenant.cost_per_run)} per run",
+                           f"schedule {sj.schedule} is unchanged"], yes_label="Trigger"),
+            confirmed,
+        )
+
+    # -- ssh -------------------------------------------------------------------------------
+
+    def action_ssh(self) -> None:
+        if self._refuse_if_read_only("ssh"):
+            return
+        job = self.selected_job()
+        if job is None:
+            self.notify("No job selected", severity="warning")
+            return
+        if job.stage != "RUNNING":
+            self.notify(f"Job {job.id} is {job.stage}: a shell needs a running job",
+                        severity="warning")
+            return
+        url = job.ssh_url
+        if not url:
+            self.notify(f"Job {job.id} was started without ssh (submit with ssh on to get a shell)",
+                        severity="warning")
+            return
+        if url.startswith("file://"):
+            self._local_shell(job, Path(url.removeprefix("file://")))
+        else:
+            ssh = shutil.which("ssh")
+            if ssh is None:
+                self.notify("No `ssh` program on this machine: install OpenSSH to open a shell",
+                            severity="error")
+                return
+            self._hand_terminal([ssh, url], None, None, f"ssh {url}")
+
+    def _local_shell(self, job: JobRow, folder: Path) -> None:
+        if not folder.is_dir():
+            self.notify(f"Job {job.id}'s working folder is gone ({folder})", severity="error")
+            return
+        shell = os.environ.get(SSH_SHELL_ENV) or os.environ.get("SHELL") or "/bin/sh"
+        env = _job_environment(folder, self.job_infos.get(job.id), job.id)
+        self._hand_terminal([shell], folder, env, f"shell in {folder}")
+
+    def _hand_terminal(self, argv: list[str], cwd: Path | None, env: dict[str, str] | None,
+                       what: str) -> None:
+        try:
+            with self.suspend():
+                code = subprocess.call(argv, cwd=cwd, env=env)
+        except SuspendNotSupported:
+            # No terminal to hand over (headless, tests): run it detached from the screen.
+            code = subprocess.call(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL)
+        except OSError as exc:
+            self.notify(f"Could not start {argv[0]}: {exc}", severity="error")
+            return
+        self.notify(f"Back from {what} (exit {code})", timeout=4)
+        self.refresh_data()
+
+    # -- save log --------------------------------------------------------------------------
+
+    def action_save_log(self) -> None:
+        job_id = self._log_job
+        if not job_id:
+            self.notify("No job selected", severity="warning")
+            return
+        default = str(Path.cwd() / f"{job_id}.log")
+
+        def chosen(path: str | None) -> None:
+            if path:
+                self.save_log(job_id, Path(path).expanduser())
+
+        self.push_screen(PromptScreen(f"Save the full log of {job_id} to:", default), chosen)
+
+    @work(thread=True, group="save", exit_on_error=False, description="save the log")
+    def save_log(self, job_id: str, path: Path) -> None:
+        lines = list(self.api.fetch_job_logs(job_id=job_id, namespace=self.namespace,
+                                             follow=False))
+        path.write_text("\n".join(lines) + ("\n" if lines else ""), encoding="utf-8")
+        self.post_message(ActionDone(f"Saved {len(lines)} lines to {path}", refresh=False))
+
+
+def _wait_terminal(api: Any, job_id: str, namespace: str, poll: float = 1.0,
+                   limit: float = 3600.0) -> str:
+    deadline = time.monotonic() + limit
+    worker = get_current_worker()
+    while time.monotonic() < deadline and not worker.is_cancelled:
+        stage = api.inspect_job(job_id=job_id, namespace=namespace).status.stage
+        if stage in TERMINAL:
+            return stage
+        time.sleep(poll)
+    return "UNFINISHED"
+
+
+def _job_environment(folder: Path, info: Any, job_id: str) -> dict[str, str]:
+    """The running job's own environment (read from its process), else ours plus its env."""
+    try:
+        import psutil
+
+        for proc in psutil.process_iter(["cwd"]):
+            try:
+                if proc.info.get("cwd") and Path(proc.info["cwd"]) == folder:
+                    env = proc.environ()
+                    if env.get("JOB_ID") == job_id or "JOB_ID" not in env:
+                        return dict(env)
+            except (psutil.Error, OSError):
+                continue
+    except ImportError:
+        pass
+    env = dict(os.environ)
+    env.update({k: str(v) for k, v in ((info.environment if info else None) or {}).items()})
+    env["JOB_ID"] = job_id
+    return env
+
+
+def _describe_error(error: BaseException | None) -> str:
+    if error is None:
+        return "unknown error"
+    text = str(error).strip().splitlines()
+    first = text[0] if text else type(error).__name__
+    if len(first) > 200:
+        first = first[:197] + "..."
+    return f"{type(error).__name__}: {first}"

@@ -1,0 +1,46 @@
+"""A yes/no confirmation: the question, the facts that matter (job, tenant, cost), y / n."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Static
+
+
+class ConfirmScreen(ModalScreen[bool]):
+    """Ask before anything that costs money or kills work. Dismisses True on yes."""
+
+    BINDINGS = [
+        Binding("y", "yes", "Yes", tooltip="Confirm"),
+        Binding("n,escape", "no", "No", tooltip="Cancel"),
+    ]
+
+    def __init__(self, title: str, details: list[str], *, yes_label: str = "Yes") -> None:
+        super().__init__()
+        self.title_text = title
+        self.details = details
+        self.yes_label = yes_label
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="confirm-dialog", classes="dialog"):
+            yield Static(Text(self.title_text, style="bold"), id="confirm-title")
+            for line in self.details:
+                yield Static(Text(line), classes="confirm-detail")
+            with Horizontal(classes="dialog-buttons"):
+                yield Button(f"{self.yes_label} (y)", variant="error", id="yes")
+                yield Button("No (n)", id="no")
+
+    def on_mount(self) -> None:
+        self.query_one("#no", Button).focus()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id == "yes")
+
+    def action_yes(self) -> None:
+        self.dismiss(True)
+
+    def action_no(self) -> None:
+        self.dismiss(False)

@@ -1,0 +1,84 @@
+"""Edit a scheduled job's cron: the expression in words and its next runs, before saving."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Static
+
+from console.costs import CostInputError, describe_cron, next_runs, normalize_cron, runs_per_month
+
+
+def preview(expr: str, now: datetime, n: int = 3) -> tuple[str | None, Text]:
+    """(normalized cron or None, the preview text: words, runs/month, next runs or the error)."""
+    try:
+        cron = normalize_cron(expr)
+        words = describe_cron(cron)
+        runs = next_runs(cron, n, after=now)
+        rpm = runs_per_month(cron)
+    except CostInputError as exc:
+        return None, Text(str(exc), style="bold red")
+    text = Text()
+    text.append(f"{words}", style="bold")
+    text.append(f"  ({rpm:.1f} runs/month)\n", style="dim")
+    text.append("next: " + ", ".join(r.strftime("%a %b %d %H:%M") for r in runs) + " UTC")
+    return cron, text
+
+
+class RescheduleScreen(ModalScreen[str | None]):
+    """Dismisses with the new cron expression, or None."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel", tooltip="Close without saving")]
+
+    def __init__(self, tenant: str, current: str, clock: Callable[[], datetime] | None = None) -> None:
+        super().__init__()
+        self.tenant = tenant
+        self.current = current
+        self.clock = clock or (lambda: datetime.now(UTC))
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="reschedule-dialog", classes="dialog"):
+            yield Static(Text(f"Reschedule {self.tenant} (now: {self.current})", style="bold"))
+            yield Input(self.current, placeholder="cron: m h dom mon dow, or weekly / daily",
+                        id="cron-input")
+            yield Static(id="cron-preview")
+            with Horizontal(classes="dialog-buttons"):
+                yield Button("Save", variant="primary", id="save")
+                yield Button("Cancel (esc)", id="cancel")
+
+    def on_mount(self) -> None:
+        self._update(self.current)
+
+    def _update(self, value: str) -> str | None:
+        cron, text = preview(value, self.clock())
+        self.query_one("#cron-preview", Static).update(text)
+        return cron
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        self._update(event.value)
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self._save()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        if event.button.id == "save":
+            self._save()
+        else:
+            self.dismiss(None)
+
+    def _save(self) -> None:
+        cron = self._update(self.query_one("#cron-input", Input).value)
+        if cron is None:
+            self.app.notify("Not saved: fix the cron expression", severity="error")
+            return
+        self.dismiss(cron)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)

@@ -1,0 +1,237 @@
+"""The submit form: one tenant's training job, with its cost and padded timeout before confirming.
+
+Fields: tenant, dataset, base model, model size, examples, epochs, flavor (with its price and fit),
+timeout (pre-filled with estimate x buffer and kept in step until edited), max steps, a CPU
+dataset preflight first, ssh on/off and an optional cron that makes it a scheduled job. The form
+refuses invalid input with the reason and only dismisses with a request that `jobspec` accepts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Button, Checkbox, Input, Label, Select, Static
+
+from console import jobspec
+from console.costs import (
+    CostInputError,
+    describe_cron,
+    format_duration,
+    normalize_cron,
+    parse_timeout,
+)
+from console.jobspec import Submission, SubmissionError, TrainingRequest
+from console.prices import PriceBook, shipped_price_book
+
+
+@dataclass(frozen=True)
+class SubmitResult:
+    request: TrainingRequest
+    submission: Submission
+    schedule: str | None
+    preflight: bool
+
+
+class SubmitScreen(ModalScreen[SubmitResult | None]):
+    BINDINGS = [
+        Binding("escape", "cancel", "Cancel", tooltip="Close without submitting"),
+        Binding("ctrl+s", "submit", "Submit", tooltip="Check the form and submit"),
+    ]
+
+    def __init__(
+        self,
+        initial: TrainingRequest,
+        *,
+        backend_kind: str,
+        timeout_buffer: float,
+        token: str | None = None,
+        prices: PriceBook | None = None,
+    ) -> None:
+        super().__init__()
+        self.initial = initial
+        self.backend_kind = backend_kind
+        self.timeout_buffer = timeout_buffer
+        self.token = token
+        self.prices = prices or shipped_price_book()
+        self._timeout_edited = False
+        self._setting_timeout = False
+
+    def _row(self, label: str, widget) -> Horizontal:  # noqa: ANN001
+        return Horizontal(Label(label, classes="form-label"), widget, classes="form-row")
+
+    def compose(self) -> ComposeResult:
+        r = self.initial
+        options = []
+        for f in self.prices.gpu_flavors():
+            options.append((f"{f.name} ${f.price_per_hour:.2f}/h {f.fits}", f.name))
+        flavor = r.flavor if r.flavor in self.prices else options[0][1]
+        with Vertical(id="submit-dialog", classes="dialog"):
+            yield Static(Text("Submit a training job", style="bold"), id="submit-title")
+            with VerticalScroll(id="submit-fields"):
+                yield self._row("Tenant", Input(r.tenant, id="f-tenant", compact=True))
+                yield self._row("Dataset", Input(r.dataset, id="f-dataset", compact=True))
+                yield self._row("Base model", Input(r.base_model, id="f-base-model", compact=True))
+                yield self._row("Model (B)", Input(f"{r.model_b:g}", id="f-model-b", compact=True))
+                yield self._row("Examples", Input(str(r.examples), id="f-examples", compact=True))
+                yield self._row("Epochs", Input(f"{r.epochs:g}", id="f-epochs", compact=True))
+                yield self._row(
+                    "Flavor",
+                    Select(options, value=flavor, allow_blank=False, id="f-flavor", compact=True),
+                )
+                yield self._row("Timeout", Input("", id="f-timeout", compact=True))
+                yield self._row(
+                    "Max steps",
+                    Input("" if r.max_steps is None else str(r.max_steps), id="f-max-steps",
+                          placeholder="(all)", compact=True),
+                )
+                yield self._row(
+                    "Cron", Input("", id="f-cron", placeholder="(run once now)", compact=True)
+                )
+                yield Checkbox("CPU dataset preflight first (~$0.01)", value=False,
+                               id="f-preflight", compact=True)
+                yield Checkbox("ssh into the job", value=r.ssh, id="f-ssh", compact=True)
+            yield Static(id="submit-estimate")
+            yield Static(id="submit-error")
+            with Horizontal(classes="dialog-buttons"):
+                yield Button("Submit (ctrl+s)", variant="primary", id="submit")
+                yield Button("Cancel (esc)", id="cancel")
+
+    def on_mount(self) -> None:
+        self.query_one("#f-tenant", Input).focus()
+        self._recompute()
+
+    # -- reading the form ------------------------------------------------------------------
+
+    def _value(self, field_id: str) -> str:
+        return self.query_one(f"#{field_id}", Input).value.strip()
+
+    def _number(self, field_id: str, name: str, kind: type = float) -> float:
+        text = self._value(field_id)
+        try:
+            value = kind(text)
+        except ValueError:
+            raise SubmissionError(f"{name}: {text!r} is not a {'whole ' if kind is int else ''}number") from None
+        return value
+
+    def read_request(self) -> tuple[TrainingRequest, str | None]:
+        """The request the form describes (raises SubmissionError with a reason)."""
+        flavor = self.query_one("#f-flavor", Select).value
+        max_steps_text = self._value("f-max-steps")
+        max_steps = None
+        if max_steps_text:
+            max_steps = int(self._number("f-max-steps", "max steps", int))
+            if max_steps < 1:
+                raise SubmissionError("max steps must be at least 1")
+        timeout_text = self._value("f-timeout")
+        timeout = None
+        if timeout_text and self._timeout_edited:
+            try:
+                timeout = parse_timeout(timeout_text)
+            except CostInputError as exc:
+                raise SubmissionError(str(exc)) from None
+        cron_text = self._value("f-cron")
+        cron = None
+        if cron_text:
+            try:
+                cron = normalize_cron(cron_text)
+            except CostInputError as exc:
+                raise SubmissionError(str(exc)) from None
+        req = replace(
+            self.initial,
+            tenant=self._value("f-tenant"),
+            dataset=self._value("f-dataset"),
+            base_model=self._value("f-base-model"),
+            model_b=self._number("f-model-b", "model size"),
+            examples=int(self._number("f-examples", "examples", int)),
+            epochs=self._number("f-epochs", "epochs"),
+            flavor=str(flavor),
+            max_steps=max_steps,
+            timeout_seconds=timeout,
+            ssh=self.query_one("#f-ssh", Checkbox).value,
+            scheduled=cron is not None,
+            kind="sft",
+        )
+        if not req.base_model:
+            raise SubmissionError("base model is required")
+        return req, cron
+
+    def _build(self) -> SubmitResult:
+        req, cron = self.read_request()
+        fl = self.prices.get(req.flavor)
+        if fl.max_model_b < req.model_b:
+            raise SubmissionError(
+                f"a {req.model_b:g}B model does not fit {req.flavor} ({fl.fits}); pick a larger flavor"
+            )
+        sub = jobspec.build_submission(
+            req, backend_kind=self.backend_kind, timeout_buffer=self.timeout_buffer,
+            token=self.token, prices=self.prices,
+        )
+        preflight = self.query_one("#f-preflight", Checkbox).value
+        return SubmitResult(req, sub, cron, preflight)
+
+    def _recompute(self) -> SubmitResult | None:
+        estimate = self.query_one("#submit-estimate", Static)
+        error = self.query_one("#submit-error", Static)
+        try:
+            result = self._build()
+        except (SubmissionError, CostInputError, KeyError) as exc:
+            error.update(Text(str(exc).strip("'\""), style="bold red"))
+            estimate.update("")
+            return None
+        sub = result.submission
+        if not self._timeout_edited:
+            self._setting_timeout = True
+            self.query_one("#f-timeout", Input).value = format_duration(sub.timeout_seconds)
+            self._setting_timeout = False
+        text = Text()
+        text.append(f"est {format_duration(sub.estimate_hours * 3600)} ", style="bold")
+        text.append(f"${sub.estimate_usd:.2f}", style="bold green")
+        text.append(f" on {sub.flavor}; timeout {format_duration(sub.timeout_seconds)}")
+        if not self._timeout_edited:
+            text.append(f" (estimate x {self.timeout_buffer:g})", style="dim")
+        if result.preflight:
+            text.append(" + preflight ~$0.01", style="dim")
+        if result.schedule:
+            text.append(f"\nscheduled: {describe_cron(result.schedule)}", style="cyan")
+        estimate.update(text)
+        error.update("")
+        return result
+
+    # -- events ----------------------------------------------------------------------------
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if event.input.id == "f-timeout" and not self._setting_timeout:
+            self._timeout_edited = bool(event.value.strip())
+        self._recompute()
+
+    def on_select_changed(self, event: Select.Changed) -> None:
+        self._recompute()
+
+    def on_checkbox_changed(self, event: Checkbox.Changed) -> None:
+        self._recompute()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.action_submit()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        if event.button.id == "submit":
+            self.action_submit()
+        else:
+            self.dismiss(None)
+
+    def action_submit(self) -> None:
+        result = self._recompute()
+        if result is None:
+            self.app.notify("Not submitted: " + str(self.query_one("#submit-error", Static).render()),
+                            severity="error")
+            return
+        self.dismiss(result)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)

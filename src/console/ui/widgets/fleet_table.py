@@ -1,0 +1,158 @@
+"""The fleet pane's table: one row per tenant, derived from HF Jobs (see `console.fleet`).
+
+Columns: tenant, base model, flavor, schedule (in words) and next run, last run's stage and age,
+last loss, where the adapter went, $/run and $/month. Tenants whose last run failed, whose schedule
+is suspended or whose adapter is older than its cadence are flagged in the first column and
+coloured. Rows update in place by tenant id; :class:`FleetTable.TenantSelected` is posted when the
+highlighted tenant changes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from rich.text import Text
+from textual.coordinate import Coordinate
+from textual.message import Message
+from textual.widgets import DataTable
+
+from console.fleet import TenantRow
+from console.jobs import format_age, format_clock, format_cost
+from console.ui.widgets.jobs_table import STAGE_STYLES, plain
+
+COLUMNS = (
+    ("tenant", "Tenant", 10),
+    ("last", "Last run", 10),
+    ("age", "Age", 6),
+    ("loss", "Loss", 6),
+    ("next", "Next run", 9),
+    ("per_run", "$/run", 6),
+    ("monthly", "$/mo", 7),
+    ("schedule", "Schedule", 28),
+    ("flavor", "Flavor", 10),
+    ("model", "Base model", 14),
+    ("adapter", "Adapter", 24),
+)
+
+
+def _flag(row: TenantRow) -> tuple[str, str]:
+    if row.failed:
+        return "!", "bold red"
+    if row.suspended:
+        return "=", "yellow"
+    if row.stale:
+        return "~", "bold yellow"
+    return " ", ""
+
+
+class FleetTable(DataTable):
+    """Tenants, their schedules, last runs and costs."""
+
+    @dataclass
+    class TenantSelected(Message):
+        tenant: str | None
+        row: TenantRow | None
+
+    @dataclass
+    class TenantOpened(Message):
+        """Enter on a tenant: show its jobs."""
+
+        tenant: str
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id, cursor_type="row")
+        self.rows_by_tenant: dict[str, TenantRow] = {}
+        self._cells: dict[str, tuple[str, ...]] = {}
+        self._selected: str | None = None
+
+    def on_mount(self) -> None:
+        for key, label, width in COLUMNS:
+            self.add_column(label, key=key, width=width)
+
+    @property
+    def selected_row(self) -> TenantRow | None:
+        return self.rows_by_tenant.get(self._selected) if self._selected else None
+
+    def _cells_for(self, row: TenantRow, now: datetime) -> tuple[Text, ...]:
+        mark, style = _flag(row)
+        tenant = Text(no_wrap=True, overflow="ellipsis")
+        tenant.append(mark, style=style)
+        tenant.append(plain(row.tenant, style if row.failed or row.stale else ""))
+        if row.schedule:
+            words = row.schedule_words or row.schedule
+            schedule = plain(f"{row.schedule} ({words})", "yellow" if row.suspended else "")
+        else:
+            schedule = plain("ad hoc", "dim")
+        if row.suspended:
+            next_run = plain("suspended", "yellow")
+        else:
+            next_run = plain(format_clock(row.next_run, now) if row.next_run else "-")
+        loss = "-" if row.last_loss is None else f"{row.last_loss:.3g}"
+        adapter = row.adapter or "-"
+        if len(adapter) > 24:
+            adapter = "…" + adapter[-23:]
+        return (
+            tenant,
+            plain(row.last_stage or "never", STAGE_STYLES.get(row.last_stage or "", "dim")),
+            plain(format_age(row.last_at, now).removesuffix(" ago"),
+                  "bold yellow" if row.stale else ""),
+            plain(loss),
+            next_run,
+            plain(format_cost(row.cost_per_run)),
+            plain(format_cost(row.monthly_usd)),
+            schedule,
+            plain(row.flavor or "-"),
+            plain(row.base_model or "-"),
+            plain(adapter),
+        )
+
+    def update_rows(self, rows: list[TenantRow], now: datetime) -> None:
+        wanted = {r.tenant: r for r in rows}
+        keep = self._selected
+        with self.app.batch_update():
+            for tenant in list(self.rows_by_tenant):
+                if tenant not in wanted:
+                    self.remove_row(tenant)
+                    del self.rows_by_tenant[tenant]
+                    self._cells.pop(tenant, None)
+            added = False
+            for row in rows:
+                cells = self._cells_for(row, now)
+                plain_cells = tuple(c.plain for c in cells)
+                if row.tenant in self.rows_by_tenant:
+                    old = self._cells[row.tenant]
+                    for (key, _, _), cell, new, before in zip(
+                        COLUMNS, cells, plain_cells, old, strict=True
+                    ):
+                        if new != before:
+                            self.update_cell(row.tenant, key, cell)
+                else:
+                    self.add_row(*cells, key=row.tenant)
+                    added = True
+                self.rows_by_tenant[row.tenant] = row
+                self._cells[row.tenant] = plain_cells
+            if added:
+                self.sort("tenant", key=lambda cell: cell.plain[1:])
+            if keep in self.rows_by_tenant:
+                index = self.get_row_index(keep)
+                if index != self.cursor_row:
+                    self.move_cursor(row=index, animate=False)
+        self._announce()
+
+    def _announce(self) -> None:
+        tenant: str | None = None
+        if self.row_count and 0 <= self.cursor_row < self.row_count:
+            tenant = self.coordinate_to_cell_key(Coordinate(self.cursor_row, 0)).row_key.value
+        if tenant != self._selected:
+            self._selected = tenant
+            self.post_message(self.TenantSelected(tenant, self.rows_by_tenant.get(tenant or "")))
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        event.stop()
+        self._announce()
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        if event.row_key.value:
+            self.post_message(self.TenantOpened(event.row_key.value))

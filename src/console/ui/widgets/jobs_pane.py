@@ -1,0 +1,85 @@
+"""The jobs pane: a `/` filter box over the live jobs table.
+
+The filter language is `console.jobs.parse_filter`: `tenant:acme stage:running,error
+label:env=prod` plus free words; it applies as you type, enter keeps it, escape closes the box
+(an empty box clears the filter).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.widgets import Input, Static
+
+from console.jobs import JobRow, parse_filter
+from console.ui.widgets.jobs_table import JobsTable
+
+
+class JobsPane(Vertical):
+    BINDINGS = [
+        Binding("escape", "close_filter", "Close filter", show=False),
+    ]
+
+    def __init__(self, clock: Callable[[], datetime], *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.clock = clock
+
+    def compose(self) -> ComposeResult:
+        yield Input(placeholder="filter: tenant:acme stage:running label:env=prod words",
+                    id="jobs-filter", compact=True)
+        yield Static(id="jobs-filter-state")
+        yield JobsTable(id="jobs-table")
+
+    def on_mount(self) -> None:
+        self.query_one("#jobs-filter", Input).display = False
+        self.query_one("#jobs-filter-state", Static).display = False
+
+    @property
+    def table(self) -> JobsTable:
+        return self.query_one(JobsTable)
+
+    def update_rows(self, rows: list[JobRow]) -> None:
+        self.table.update_rows(rows, self.clock())
+        self._show_state()
+
+    def open_filter(self) -> None:
+        box = self.query_one("#jobs-filter", Input)
+        box.display = True
+        box.focus()
+
+    def set_filter(self, text: str) -> None:
+        self.query_one("#jobs-filter", Input).value = text
+        self.table.set_filter(parse_filter(text), self.clock())
+        self._show_state()
+
+    def _show_state(self) -> None:
+        state = self.query_one("#jobs-filter-state", Static)
+        table = self.table
+        text = table.job_filter.text.strip()
+        box_open = self.query_one("#jobs-filter", Input).display
+        state.display = bool(text) and not box_open
+        if text:
+            shown = table.row_count
+            state.update(Text(f" filter: {text}  ({shown} of {len(table.all_rows)} jobs)  / to edit",
+                              style="magenta", no_wrap=True, overflow="ellipsis"))
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if event.input.id == "jobs-filter":
+            event.stop()
+            self.table.set_filter(parse_filter(event.value), self.clock())
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id == "jobs-filter":
+            event.stop()
+            self.action_close_filter()
+
+    def action_close_filter(self) -> None:
+        box = self.query_one("#jobs-filter", Input)
+        box.display = False
+        self.table.focus()
+        self._show_state()

@@ -1,0 +1,174 @@
+"""The jobs pane's table: one row per job, updated in place by job id.
+
+Rows are never rebuilt: a refresh updates changed cells, adds new jobs and removes vanished ones,
+then re-sorts (active jobs first, newest first) and puts the cursor back on the job it was on.
+Whenever the highlighted job changes, the table posts :class:`JobsTable.JobSelected` — the hook
+the log pane, the metrics panel and the cost widgets listen to.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from rich.text import Text
+from textual.coordinate import Coordinate
+from textual.message import Message
+from textual.widgets import DataTable
+
+from console.costs import format_duration
+from console.jobs import JobFilter, JobRow, clean_log_line, format_clock, format_cost, sort_key
+
+STAGE_STYLES = {
+    "RUNNING": "bold green",
+    "SCHEDULING": "yellow",
+    "COMPLETED": "dim",
+    "ERROR": "bold red",
+    "CANCELED": "magenta",
+    "DELETED": "dim",
+}
+COLUMNS = (
+    ("id", "ID", 8),
+    ("tenant", "Tenant", 9),
+    ("kind", "Kind", 3),
+    ("stage", "Stage", 10),
+    ("flavor", "Flavor", 10),
+    ("started", "Started", 9),
+    ("running", "Ran", 6),
+    ("cost", "Cost", 6),
+)
+KIND_SHORT = {"validate": "val"}
+
+
+def short_id(job_id: str) -> str:
+    """The random tail of a job id (HF ids start with a timestamp, so heads look alike)."""
+    return job_id[-8:]
+
+
+def plain(value: object, style: str = "") -> Text:
+    """Untrusted text as a Text (DataTable would read a str as markup)."""
+    return Text(clean_log_line(str(value)), style=style, no_wrap=True, overflow="ellipsis")
+
+
+class JobsTable(DataTable):
+    """Live list of jobs (id, tenant, kind, stage, flavor, started, running time, cost so far)."""
+
+    @dataclass
+    class JobSelected(Message):
+        """The highlighted job changed (job_id None when the table is empty)."""
+
+        job_id: str | None
+        row: JobRow | None
+
+    @dataclass
+    class JobOpened(Message):
+        """Enter on a job: show its logs."""
+
+        job_id: str
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id, cursor_type="row", zebra_stripes=False)
+        self.rows_by_id: dict[str, JobRow] = {}
+        self.all_rows: dict[str, JobRow] = {}
+        self.job_filter = JobFilter()
+        self._selected: str | None = None
+        self._cells: dict[str, tuple[str, ...]] = {}
+
+    def on_mount(self) -> None:
+        for key, label, width in COLUMNS:
+            self.add_column(label, key=key, width=width)
+
+    @property
+    def selected_job_id(self) -> str | None:
+        return self._selected
+
+    @property
+    def selected_row(self) -> JobRow | None:
+        return self.rows_by_id.get(self._selected) if self._selected else None
+
+    def _cells_for(self, row: JobRow, now: datetime) -> tuple[Text, ...]:
+        ran = format_duration(row.running_seconds) if row.running_seconds is not None else "-"
+        return (
+            plain(short_id(row.id)),
+            plain(row.tenant),
+            plain(KIND_SHORT.get(row.kind, row.kind)),
+            plain(row.stage, STAGE_STYLES.get(row.stage, "")),
+            plain(row.flavor),
+            plain(format_clock(row.started_at or row.created_at, now)),
+            plain(ran),
+            plain(format_cost(row.cost_usd)),
+        )
+
+    def set_filter(self, job_filter: JobFilter, now: datetime) -> None:
+        self.job_filter = job_filter
+        self.update_rows(list(self.all_rows.values()), now)
+
+    def update_rows(self, rows: list[JobRow], now: datetime) -> None:
+        """Make the table show `rows` (filtered), by key: update, add, remove, re-sort."""
+        self.all_rows = {r.id: r for r in rows}
+        wanted = sorted(
+            (r for r in rows if self.job_filter.matches(r)), key=sort_key
+        )
+        wanted_ids = {r.id for r in wanted}
+        keep = self._selected
+        with self.app.batch_update():
+            for job_id in list(self.rows_by_id):
+                if job_id not in wanted_ids:
+                    self.remove_row(job_id)
+                    del self.rows_by_id[job_id]
+                    self._cells.pop(job_id, None)
+            order_changed = False
+            for row in wanted:
+                cells = self._cells_for(row, now)
+                plain_cells = tuple(c.plain for c in cells)
+                if row.id in self.rows_by_id:
+                    old = self._cells.get(row.id, ())
+                    for (key, _, _), cell, new, before in zip(
+                        COLUMNS, cells, plain_cells, old or (None,) * len(COLUMNS), strict=True
+                    ):
+                        if new != before:
+                            self.update_cell(row.id, key, cell)
+                else:
+                    self.add_row(*cells, key=row.id)
+                    order_changed = True
+                self.rows_by_id[row.id] = row
+                self._cells[row.id] = plain_cells
+            current = [k.value for k in self.rows]
+            desired = [r.id for r in wanted]
+            if order_changed or current != desired:
+                rank = {job_id: i for i, job_id in enumerate(desired)}
+                self._sort_by_rank(rank)
+            if keep is not None and keep in self.rows_by_id:
+                index = self.get_row_index(keep)
+                if self.cursor_row != index:
+                    self.move_cursor(row=index, animate=False)
+        self._announce()
+
+    def _sort_by_rank(self, rank: dict[str, int]) -> None:
+        # DataTable.sort orders by column values; order by our own rank through the id column.
+        by_short = {short_id(job_id): r for job_id, r in rank.items()}
+        self.sort("id", key=lambda cell: by_short.get(cell.plain, 1 << 30))
+
+    def _announce(self) -> None:
+        job_id: str | None = None
+        if self.row_count and 0 <= self.cursor_row < self.row_count:
+            job_id = self.coordinate_to_cell_key(Coordinate(self.cursor_row, 0)).row_key.value
+        if job_id != self._selected:
+            self._selected = job_id
+            self.post_message(self.JobSelected(job_id, self.rows_by_id.get(job_id) if job_id else None))
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        event.stop()
+        self._announce()
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        if event.row_key.value:
+            self.post_message(self.JobOpened(event.row_key.value))
+
+    def select_job(self, job_id: str) -> bool:
+        if job_id not in self.rows_by_id:
+            return False
+        self.move_cursor(row=self.get_row_index(job_id), animate=False)
+        self._announce()
+        return True

@@ -1,0 +1,304 @@
+"""The log pane: the selected job's log, streaming, batched, bounded, searchable.
+
+Lines arrive from a thread worker through :meth:`LogPane.feed` (thread-safe: a deque append)
+tagged with the stream's generation; a 50 ms timer drains them into the `JobLog` in one
+`write_lines` call, at most `batch_limit` lines per tick so a chatty job cannot freeze the app.
+Only the newest `max_lines` stay in memory (the full log stays on the server: save fetches it).
+Lines are plain text: escape sequences and control characters are removed, markup never applies.
+
+Keys (when the pane has focus): `f` follow, `w` wrap, `end`/`G` jump to the end, `/` search,
+`n` / `N` next / previous match. Save (`ctrl+s`) is an app action: it needs the API.
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+from dataclasses import dataclass
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.widgets import Input, Static
+
+from console.jobs import clean_log_line
+from console.ui.widgets.job_log import JobLog
+from console.ui.widgets.job_metrics import JobMetricsBar
+
+DEFAULT_MAX_LINES = 5000
+BATCH_INTERVAL = 0.05
+BATCH_LIMIT = 2000
+
+
+class LogPane(Vertical, can_focus=False):
+    """Header (job, stage, follow/wrap state, search), live metrics, the log, a search box."""
+
+    BINDINGS = [
+        Binding("f", "toggle_follow", "Follow", tooltip="Follow the end of the log on/off"),
+        Binding("w", "toggle_wrap", "Wrap", tooltip="Wrap long lines on/off"),
+        Binding("G,end", "jump_end", "End", tooltip="Jump to the end (resumes follow)", show=False),
+        Binding("slash", "search", "Search", tooltip="Search the log"),
+        Binding("n", "next_match", "Next", tooltip="Next search match", show=False),
+        Binding("N", "previous_match", "Prev", tooltip="Previous search match", show=False),
+        Binding("escape", "close_search", "Close search", show=False),
+    ]
+
+    @dataclass
+    class SearchMoved(Message):
+        index: int | None
+
+    def __init__(
+        self,
+        *,
+        max_lines: int = DEFAULT_MAX_LINES,
+        batch_limit: int = BATCH_LIMIT,
+        id: str | None = None,
+    ) -> None:
+        super().__init__(id=id)
+        self.max_lines = max_lines
+        self.batch_limit = batch_limit
+        self.job_id: str | None = None
+        self.job_label = ""
+        self.stage = ""
+        self.generation = 0
+        self.follow = True
+        self.wrap = False
+        self.ended = False
+        self.error: str | None = None
+        self.lines: collections.deque[str] = collections.deque(maxlen=max_lines)
+        self.received = 0
+        self._pending: collections.deque[tuple[int, str | None]] = collections.deque()
+        self._lock = threading.Lock()
+        self.search_term = ""
+        self.matches: list[int] = []
+        self.match_index: int | None = None
+        self._wrap_width = 0
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(id="log-header"):
+            yield Static(id="log-title")
+            yield JobMetricsBar(id="job-metrics")
+        yield JobLog(max_lines=self.max_lines, id="job-log")
+        yield Input(placeholder="search the log (enter: find, esc: close)", id="log-search")
+
+    def on_mount(self) -> None:
+        self.query_one("#log-search", Input).display = False
+        self.set_interval(BATCH_INTERVAL, self.drain)
+        self._render_title()
+
+    @property
+    def log_widget(self) -> JobLog:
+        return self.query_one("#job-log", JobLog)
+
+    # -- the stream ------------------------------------------------------------------------
+
+    def start(self, job_id: str | None, label: str = "", stage: str = "") -> int:
+        """Show a new job's log (empty); returns the generation its stream must use."""
+        with self._lock:
+            self.generation += 1
+            self._pending.clear()
+        self.job_id = job_id
+        self.job_label = label
+        self.stage = stage
+        self.lines.clear()
+        self.received = 0
+        self.ended = False
+        self.error = None
+        self.matches = []
+        self.match_index = None
+        self.follow = True
+        log = self.log_widget
+        log.clear()
+        log.auto_scroll = True
+        self.query_one(JobMetricsBar).show(job_id, None)
+        self._render_title()
+        return self.generation
+
+    def feed(self, generation: int, lines: list[str]) -> None:
+        """Queue lines from any thread; stale generations are dropped at drain time."""
+        with self._lock:
+            self._pending.extend((generation, line) for line in lines)
+
+    def backlog(self) -> int:
+        """Lines queued but not yet shown (the stream worker waits while this is large)."""
+        return len(self._pending)
+
+    def end(self, generation: int, error: str | None = None) -> None:
+        """The stream finished (the job ended) or failed with `error`; thread-safe."""
+        with self._lock:
+            self._pending.append((generation, None if error is None else "\x00" + error))
+
+    def drain(self) -> None:
+        batch: list[str] = []
+        finished = False
+        error = None
+        with self._lock:
+            n = 0
+            while self._pending and n < self.batch_limit:
+                generation, line = self._pending.popleft()
+                if generation != self.generation:
+                    continue
+                if line is None:
+                    finished = True
+                    continue
+                if line.startswith("\x00"):
+                    finished = True
+                    error = line[1:]
+                    continue
+                batch.append(line)
+                n += 1
+        if batch:
+            cleaned = [clean_log_line(line) for line in batch]
+            self.lines.extend(cleaned)
+            self.received += len(cleaned)
+            log = self.log_widget
+            log.write_lines(self._display(cleaned), scroll_end=self.follow)
+        if finished:
+            self.ended = True
+            self.error = error
+        if batch or finished:
+            self._render_title()
+
+    def _display(self, lines: list[str]) -> list[str]:
+        if not self.wrap:
+            return lines
+        width = self._width()
+        out: list[str] = []
+        for line in lines:
+            if len(line) <= width:
+                out.append(line)
+            else:
+                out.extend(line[i : i + width] for i in range(0, len(line), width))
+        return out
+
+    def _width(self) -> int:
+        width = self.log_widget.scrollable_content_region.width or 80
+        return max(10, width - 1)
+
+    def _rerender(self) -> None:
+        log = self.log_widget
+        log.clear()
+        log.auto_scroll = self.follow
+        log.write_lines(self._display(list(self.lines)), scroll_end=self.follow)
+
+    def on_resize(self) -> None:
+        if self.wrap and self._width() != self._wrap_width:
+            self._wrap_width = self._width()
+            self._rerender()
+
+    # -- header ----------------------------------------------------------------------------
+
+    def set_stage(self, stage: str) -> None:
+        if stage != self.stage:
+            self.stage = stage
+            self._render_title()
+
+    def _render_title(self) -> None:
+        text = Text(no_wrap=True, overflow="ellipsis")
+        if self.job_id is None:
+            text.append(" no job selected", style="dim")
+        else:
+            text.append(f" {self.job_id}", style="bold")
+            if self.job_label:
+                text.append(f" {clean_log_line(self.job_label)}")
+            if self.stage:
+                text.append(f" {self.stage}", style="cyan")
+            text.append(" follow" if self.follow else " paused", style="green" if self.follow else "yellow")
+            if self.wrap:
+                text.append(" wrap", style="dim")
+            kept = f"{len(self.lines)}/{self.received}" if self.received > len(self.lines) else str(self.received)
+            text.append(f" {kept} lines", style="dim")
+            if self.ended:
+                text.append(" (ended)" if not self.error else f" (stream error: {clean_log_line(self.error)})",
+                            style="dim" if not self.error else "red")
+            if self.search_term:
+                where = "no match" if not self.matches else f"{(self.match_index or 0) + 1}/{len(self.matches)}"
+                text.append(f" /{clean_log_line(self.search_term)} {where}", style="magenta")
+        self.query_one("#log-title", Static).update(text)
+
+    def show_metrics(self, job_id: str, sample: dict) -> None:
+        if job_id == self.job_id:
+            self.query_one(JobMetricsBar).show(job_id, sample)
+
+    # -- actions ---------------------------------------------------------------------------
+
+    def set_follow(self, on: bool) -> None:
+        self.follow = on
+        log = self.log_widget
+        log.auto_scroll = on
+        if on:
+            log.scroll_end(animate=False)
+        self._render_title()
+
+    def action_toggle_follow(self) -> None:
+        self.set_follow(not self.follow)
+        self.app.notify(f"Follow {'on' if self.follow else 'paused'}", timeout=2)
+
+    def on_job_log_follow_paused(self, event: JobLog.FollowPaused) -> None:
+        event.stop()
+        self.set_follow(False)
+
+    def action_toggle_wrap(self) -> None:
+        self.wrap = not self.wrap
+        self._wrap_width = self._width()
+        self._rerender()
+        self._render_title()
+        self.app.notify(f"Wrap {'on' if self.wrap else 'off'}", timeout=2)
+
+    def action_jump_end(self) -> None:
+        self.set_follow(True)
+
+    def action_search(self) -> None:
+        box = self.query_one("#log-search", Input)
+        box.display = True
+        box.focus()
+
+    def action_close_search(self) -> None:
+        box = self.query_one("#log-search", Input)
+        box.display = False
+        self.log_widget.focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id != "log-search":
+            return
+        event.stop()
+        self.search(event.value)
+        event.input.display = False
+        self.log_widget.focus()
+
+    def search(self, term: str) -> int:
+        """Find `term` (case-insensitive) in the kept lines; jump to the last match."""
+        self.search_term = term
+        needle = term.lower()
+        self.matches = [i for i, line in enumerate(self.lines) if needle and needle in line.lower()]
+        self.match_index = len(self.matches) - 1 if self.matches else None
+        self._go_to_match()
+        return len(self.matches)
+
+    def action_next_match(self) -> None:
+        if self.matches:
+            self.match_index = ((self.match_index or 0) + 1) % len(self.matches)
+            self._go_to_match()
+
+    def action_previous_match(self) -> None:
+        if self.matches:
+            self.match_index = ((self.match_index or 0) - 1) % len(self.matches)
+            self._go_to_match()
+
+    def _go_to_match(self) -> None:
+        if self.match_index is None:
+            self._render_title()
+            if self.search_term:
+                self.app.notify(f"No match for {self.search_term!r}", severity="warning", timeout=3)
+            return
+        line = self.matches[self.match_index]
+        y = line
+        if self.wrap:
+            width = self._width()
+            y = sum(max(1, -(-len(s) // width)) for s in list(self.lines)[:line])
+        self.set_follow(False)
+        self.log_widget.scroll_to(y=max(0, y - 2), animate=False)
+        self.post_message(self.SearchMoved(line))
+        self._render_title()

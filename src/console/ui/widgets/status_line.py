@@ -1,0 +1,100 @@
+"""The status line: who and where (namespace, plan, backend, endpoint) and how fresh the data is.
+
+It shows the time since the last successful refresh and turns into a visible STALE state when
+refreshes fail, so an on-call engineer never mistakes an old picture for the current one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+from rich.text import Text
+from textual.widgets import Static
+
+from console.costs import format_duration
+from console.jobs import clean_log_line
+
+STALE_AFTER_SECONDS = 15.0
+
+
+class StatusLine(Static):
+    """One line: `ns  plan  backend endpoint  refreshed 3s ago` (or STALE with the error)."""
+
+    DEFAULT_CSS = """
+    StatusLine { height: 1; width: 1fr; }
+    """
+
+    def __init__(
+        self,
+        *,
+        namespace: str,
+        plan: str,
+        backend: str,
+        endpoint: str,
+        read_only: bool,
+        clock: Callable[[], datetime] | None = None,
+        id: str | None = None,
+    ) -> None:
+        super().__init__(id=id)
+        self.namespace = namespace
+        self.plan = plan
+        self.backend = backend
+        self.endpoint = endpoint
+        self.read_only = read_only
+        self.clock = clock or (lambda: datetime.now(UTC))
+        self.last_ok: datetime | None = None
+        self.last_error: str | None = None
+        self.failures = 0
+
+    def on_mount(self) -> None:
+        self.refresh_text()
+        self.set_interval(1.0, self.refresh_text)
+
+    def mark_ok(self, when: datetime) -> None:
+        self.last_ok = when
+        self.last_error = None
+        self.failures = 0
+        self.refresh_text()
+
+    def mark_failed(self, error: str) -> None:
+        self.last_error = clean_log_line(error)
+        self.failures += 1
+        self.refresh_text()
+
+    @property
+    def stale(self) -> bool:
+        if self.last_error is not None:
+            return True
+        if self.last_ok is None:
+            return False
+        return (self.clock() - self.last_ok).total_seconds() > STALE_AFTER_SECONDS
+
+    def render_text(self) -> Text:
+        text = Text(no_wrap=True, overflow="ellipsis")
+        text.append(f" {self.namespace} ", style="bold")
+        text.append(f"{self.plan} ", style="dim")
+        text.append(f"{self.backend} ", style="bold cyan")
+        text.append(self.endpoint.removeprefix("http://").removeprefix("https://") + " ", style="dim")
+        if self.read_only:
+            text.append(" READ-ONLY ", style="bold black on yellow")
+            text.append(" ")
+        if self.last_ok is None and self.last_error is None:
+            text.append("loading...", style="italic")
+        else:
+            age = (
+                format_duration((self.clock() - self.last_ok).total_seconds())
+                if self.last_ok
+                else "never"
+            )
+            if self.stale:
+                text.append(" STALE ", style="bold white on red")
+                text.append(f" last ok {age} ago", style="bold red")
+                if self.last_error:
+                    text.append(f": {self.last_error}", style="red")
+            else:
+                text.append(f"refreshed {age} ago", style="green")
+        return text
+
+    def refresh_text(self) -> None:
+        self.update(self.render_text())
