@@ -40,6 +40,7 @@ from console.server.metrics import TreeSampler
 from console.server.store import TERMINAL_STAGES
 from console.server.wire import (
     ApiError,
+    dumps_bytes,
     hardware_json,
     job_json,
     scheduled_job_json,
@@ -61,8 +62,7 @@ def _error(status: int, message: str) -> JSONResponse:
                         headers={"X-Error-Message": header})
 
 
-def _dumps(obj: Any) -> bytes:
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+_dumps = dumps_bytes
 
 
 class _Json(JSONResponse):
@@ -134,17 +134,16 @@ def create_app(service: JobsService, token: str) -> Any:
             cursor = int(params["cursor"]) if "cursor" in params else None
         except ValueError:
             raise ApiError(400, "limit and cursor must be whole numbers") from None
-        jobs = service.list_jobs(stages=stages, labels=labels, before_seq=cursor, limit=limit + 1)
+        body, next_cursor = service.list_jobs_page(
+            stages=stages, labels=labels, before_seq=cursor, limit=limit
+        )
         headers = {}
-        if len(jobs) > limit:
-            jobs = jobs[:limit]
+        if next_cursor is not None:
             query = [(k, v) for k, v in params.multi_items() if k != "cursor"]
-            query.append(("cursor", str(jobs[-1].seq)))
+            query.append(("cursor", str(next_cursor)))
             next_url = str(request.url.replace(query=urlencode(query)))
             headers["Link"] = f'<{next_url}>; rel="next"'
-        now = time.time()
-        return _Json([job_json(j, now=now, ssh_url=service.ssh_url(j)) for j in jobs],
-                     headers=headers)
+        return Response(body, media_type="application/json", headers=headers)
 
     async def job_item(request: Request) -> Response:
         return _Json(job_out(service.get_job(request.path_params["job_id"])))

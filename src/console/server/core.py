@@ -23,9 +23,10 @@ from console.server.store import (
     ScheduledJobRecord,
     Store,
 )
-from console.server.wire import ApiError, parse_job_spec, parse_labels
+from console.server.wire import ApiError, dumps_bytes, job_json, parse_job_spec, parse_labels
 
 STAGES = (*ACTIVE_STAGES, *TERMINAL_STAGES)
+_RENDER_CACHE_MAX = 200_000
 
 
 def new_id() -> str:
@@ -52,6 +53,7 @@ class JobsService:
         )
         self.scheduler = Scheduler(self.store, self._fire_scheduled)
         self._started = False
+        self._rendered: dict[str, bytes] = {}
 
     def start(self) -> None:
         if self._started:
@@ -139,6 +141,43 @@ class JobsService:
             self.namespace, stages=stages, labels=labels, before_seq=before_seq, limit=limit
         )
 
+    def list_jobs_page(
+        self, *, stages: list[str], labels: dict[str, str], before_seq: int | None, limit: int
+    ) -> tuple[bytes, int | None]:
+        """One page of the job list as a JSON array, and the cursor of the next page (if any).
+
+        Finished jobs never change except by a label update, so their JSON is rendered once and
+        kept: a 10,000-job history lists without re-encoding it on every call.
+        """
+        bad = [s for s in stages if s not in STAGES]
+        if bad:
+            raise ApiError(400, f"unknown stage {bad[0]!r}; stages: {', '.join(STAGES)}")
+        keys = self.store.list_job_keys(
+            self.namespace, stages=stages, labels=labels, before_seq=before_seq, limit=limit + 1
+        )
+        next_cursor = None
+        if len(keys) > limit:
+            keys = keys[:limit]
+            next_cursor = keys[-1][0]
+        cache = self._rendered
+        missing = [job_id for _, job_id, _ in keys if job_id not in cache]
+        fresh = self.store.get_jobs(missing) if missing else {}
+        now = time.time()
+        parts: list[bytes] = []
+        for _, job_id, _ in keys:
+            doc = cache.get(job_id)
+            if doc is None:
+                job = fresh.get(job_id)
+                if job is None:  # deleted meanwhile
+                    continue
+                doc = dumps_bytes(job_json(job, now=now, ssh_url=self.ssh_url(job)))
+                if job.stage in TERMINAL_STAGES:
+                    if len(cache) >= _RENDER_CACHE_MAX:
+                        cache.clear()
+                    cache[job_id] = doc
+            parts.append(doc)
+        return b"[" + b",".join(parts) + b"]", next_cursor
+
     def cancel_job(self, job_id: str) -> None:
         self._job(job_id)
         self.runner.cancel(job_id)
@@ -158,6 +197,7 @@ class JobsService:
             raise ApiError(400, 'the body must be {"labels": {...}}')
         labels = parse_labels(body["labels"])
         self.store.set_job_labels(job_id, labels)
+        self._rendered.pop(job_id, None)
         return self._job(job_id)
 
     # -- scheduled jobs --------------------------------------------------------------------

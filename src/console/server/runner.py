@@ -334,11 +334,8 @@ class Runner:
             self.store.update_job(job.id, attempt=job.attempt)
             self._launch(job, retry=True)
             return
-        if running.reason == "cancel":
-            # Cancel already set the stage when the job was queued; make sure it reads CANCELED.
-            self.store.update_job(job.id, stage="CANCELED", message=None, finished_at=time.time())
-        else:
-            self.store.finish_job_if_active(job.id, stage, message, time.time())
+        # (A job canceled while it was being launched is CANCELED already: this is then a no-op.)
+        self.store.finish_job_if_active(job.id, stage, message, time.time())
         self.store.update_job(job.id, pid=None, pgid=None)
 
     def _outcome(self, running: _Running, rc: int) -> tuple[str, str | None]:

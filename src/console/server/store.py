@@ -42,6 +42,7 @@ CREATE TABLE IF NOT EXISTS jobs (
     pgid INTEGER
 );
 CREATE INDEX IF NOT EXISTS jobs_ns_stage ON jobs(namespace, stage);
+CREATE INDEX IF NOT EXISTS jobs_ns_seq ON jobs(namespace, seq);
 CREATE INDEX IF NOT EXISTS jobs_sched ON jobs(scheduled_job_id);
 CREATE TABLE IF NOT EXISTS job_labels (
     job_id TEXT NOT NULL,
@@ -280,6 +281,48 @@ class Store:
         with self._lock:
             rows = self._db.execute(" ".join(sql), args).fetchall()
         return [_job_from_row(r) for r in rows]
+
+    def list_job_keys(
+        self,
+        namespace: str,
+        *,
+        stages: Sequence[str] = (),
+        labels: dict[str, str] | None = None,
+        before_seq: int | None = None,
+        limit: int | None = None,
+    ) -> list[tuple[int, str, str]]:
+        """Like :meth:`list_jobs` but only (seq, id, stage): cheap enough for every list call."""
+        sql = ["SELECT seq, id, stage FROM jobs WHERE namespace = ?"]
+        args: list[Any] = [namespace]
+        if stages:
+            sql.append(f"AND stage IN ({','.join('?' * len(stages))})")
+            args.extend(stages)
+        for key, value in (labels or {}).items():
+            sql.append("AND id IN (SELECT job_id FROM job_labels WHERE key = ? AND value = ?)")
+            args.extend((key, value))
+        if before_seq is not None:
+            sql.append("AND seq < ?")
+            args.append(before_seq)
+        sql.append("ORDER BY seq DESC")
+        if limit is not None:
+            sql.append("LIMIT ?")
+            args.append(limit)
+        with self._lock:
+            return [tuple(r) for r in self._db.execute(" ".join(sql), args).fetchall()]
+
+    def get_jobs(self, job_ids: Sequence[str]) -> dict[str, JobRecord]:
+        out: dict[str, JobRecord] = {}
+        for start in range(0, len(job_ids), 500):
+            chunk = list(job_ids[start:start + 500])
+            with self._lock:
+                rows = self._db.execute(
+                    f"SELECT {_JOB_COLUMNS} FROM jobs WHERE id IN ({','.join('?' * len(chunk))})",
+                    chunk,
+                ).fetchall()
+            for row in rows:
+                job = _job_from_row(row)
+                out[job.id] = job
+        return out
 
     def jobs_in_stages(self, stages: Sequence[str]) -> list[JobRecord]:
         """Oldest first: the order the runner starts queued jobs in."""

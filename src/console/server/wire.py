@@ -12,6 +12,7 @@ a job's `secrets` answer carries the names only, each mapped to null.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import time
 from datetime import UTC, datetime
@@ -42,6 +43,11 @@ def iso(ts: float | None) -> str | None:
         return None
     dt = datetime.fromtimestamp(ts, tz=UTC)
     return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
+
+
+def dumps_bytes(obj: Any) -> bytes:
+    """Compact UTF-8 JSON."""
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
 def owner_json(namespace: str) -> dict[str, str]:
