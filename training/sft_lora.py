@@ -579,8 +579,8 @@ def preflight(argv: list[str] | None) -> Plan:
     elif args.dataset.endswith((".jsonl", ".json")) or args.dataset.startswith(("/", ".", "~")):
         raise Refusal(
             "bad_dataset",
-            f"dataset file {args.dataset} not found (on HF Jobs local files are not available: "
-            "push the dataset to the Hub and pass its id)",
+            f"dataset file {args.dataset} not found (a job sees only the files shipped with it; "
+            "on HF Jobs pass a Hub dataset id or a local file to `hf jobs uv run`)",
         )
     elif HUB_ID_RE.match(args.dataset):
         local = False
@@ -812,7 +812,7 @@ def train(plan: Plan, started: float) -> tuple[bool, str]:
     assert plan.rows is not None and plan.fmt is not None and plan.steps_total is not None
 
     import datasets
-    import torch  # noqa: F401  (heavy imports start here, after every check passed)
+    import torch  # heavy imports start here, after every check passed
     import trackio
     from datasets import Dataset
     from peft import LoraConfig
@@ -831,6 +831,9 @@ def train(plan: Plan, started: float) -> tuple[bool, str]:
 
     t0 = time.monotonic()
     if args.base_model == TINY_MODEL:
+        if not os.environ.get("OMP_NUM_THREADS"):
+            # 64-wide matrices gain nothing from threads, and several demo jobs share the CPU
+            torch.set_num_threads(1)
         say(f"building offline base model {TINY_MODEL} (LlamaForCausalLM hidden=64 layers=2)")
         model, tokenizer = build_tiny(
             plan.rows, args.max_length, args.seed, str(plan.output_dir / "base_model")
