@@ -58,6 +58,7 @@ from console.ui.widgets.jobs_pane import JobsPane
 from console.ui.widgets.jobs_table import JobsTable
 from console.ui.widgets.log_pane import DEFAULT_MAX_LINES, LogPane
 from console.ui.widgets.status_line import StatusLine
+from console.ui.streams import iterate_cancellable
 
 SSH_SHELL_ENV = "CONSOLE_SSH_SHELL"
 REFRESH_SECONDS = 2.0
@@ -326,23 +327,27 @@ class ConsoleApp(App[None]):
     def stream_logs(self, job_id: str, generation: int) -> None:
         worker = get_current_worker()
         pane = self.log_pane
-        stream = self.api.fetch_job_logs(job_id=job_id, namespace=self.namespace, follow=True)
+        ns = self.namespace
+        stream = iterate_cancellable(
+            lambda: self.api.fetch_job_logs(job_id=job_id, namespace=ns, follow=True),
+            lambda: worker.is_cancelled or pane.generation != generation,
+        )
         for line in stream:
-            if worker.is_cancelled or pane.generation != generation:
-                return
             pane.feed(generation, [line])
             while pane.backlog() > LOG_BACKLOG_LIMIT and not worker.is_cancelled:
                 time.sleep(0.01)  # backpressure: the UI drains in batches
-        pane.end(generation)
+        if not worker.is_cancelled and pane.generation == generation:
+            pane.end(generation)
 
     @work(thread=True, exclusive=True, group="metrics", exit_on_error=False,
           description="stream the job's metrics")
     def stream_job_metrics(self, job_id: str) -> None:
         worker = get_current_worker()
-        for sample in self.api.fetch_job_metrics(job_id=job_id, namespace=self.namespace,
-                                                 follow=True):
-            if worker.is_cancelled or self._log_job != job_id:
-                return
+        ns = self.namespace
+        for sample in iterate_cancellable(
+            lambda: self.api.fetch_job_metrics(job_id=job_id, namespace=ns, follow=True),
+            lambda: worker.is_cancelled or self._log_job != job_id,
+        ):
             if isinstance(sample, dict):
                 self.post_message(MetricsSample(job_id, sample))
 

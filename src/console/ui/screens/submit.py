@@ -59,7 +59,7 @@ class SubmitScreen(ModalScreen[SubmitResult | None]):
         self.token = token
         self.prices = prices or shipped_price_book()
         self._timeout_edited = False
-        self._setting_timeout = False
+        self._auto_timeout = ""
 
     def _row(self, label: str, widget) -> Horizontal:  # noqa: ANN001
         return Horizontal(Label(label, classes="form-label"), widget, classes="form-row")
@@ -185,9 +185,8 @@ class SubmitScreen(ModalScreen[SubmitResult | None]):
             return None
         sub = result.submission
         if not self._timeout_edited:
-            self._setting_timeout = True
-            self.query_one("#f-timeout", Input).value = format_duration(sub.timeout_seconds)
-            self._setting_timeout = False
+            self._auto_timeout = format_duration(sub.timeout_seconds)
+            self.query_one("#f-timeout", Input).value = self._auto_timeout
         text = Text()
         text.append(f"est {format_duration(sub.estimate_hours * 3600)} ", style="bold")
         text.append(f"${sub.estimate_usd:.2f}", style="bold green")
@@ -205,8 +204,9 @@ class SubmitScreen(ModalScreen[SubmitResult | None]):
     # -- events ----------------------------------------------------------------------------
 
     def on_input_changed(self, event: Input.Changed) -> None:
-        if event.input.id == "f-timeout" and not self._setting_timeout:
-            self._timeout_edited = bool(event.value.strip())
+        if event.input.id == "f-timeout":
+            value = event.value.strip()
+            self._timeout_edited = bool(value) and value != self._auto_timeout
         self._recompute()
 
     def on_select_changed(self, event: Select.Changed) -> None:

@@ -1,0 +1,84 @@
+"""Fixtures for the TUI tests: a real embedded Jobs server (real subprocess jobs) per test."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+import urllib.request
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+import pytest
+
+from console.backend import connect
+from console.config import Config, ServerSettings
+
+
+@pytest.fixture
+def cfg() -> Config:
+    return Config(namespace="oncall", plan="pro", server=ServerSettings(max_running_jobs=4))
+
+
+@pytest.fixture
+def backend(cfg):
+    b = connect(cfg)
+    try:
+        yield b
+    finally:
+        b.close()
+
+
+def console_labels(tenant: str = "acme", kind: str = "sft", **extra: str) -> dict[str, str]:
+    labels = {"app": "console", "tenant": tenant, "env": "dev", "kind": kind, "model_b": "1",
+              "examples": "100", "epochs": "1", "unsloth": "0", "run": f"{tenant}-test"}
+    labels.update(extra)
+    return labels
+
+
+def run_python(backend, code: str, *, tenant: str = "acme", ssh: bool = False,
+               flavor: str = "t4-small", timeout: int = 120):
+    """A cheap job: `python -c CODE` with console labels."""
+    return backend.api.run_job(
+        image="python:3.12", command=[sys.executable, "-u", "-c", code], flavor=flavor,
+        labels=console_labels(tenant), timeout=timeout, ssh=ssh, namespace=backend.namespace,
+    )
+
+
+def wait_stage(backend, job_id: str, stages: tuple[str, ...], timeout: float = 30.0) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        stage = backend.api.inspect_job(job_id=job_id, namespace=backend.namespace).status.stage
+        if stage in stages:
+            return stage
+        time.sleep(0.1)
+    raise AssertionError(f"job {job_id} never reached {stages}")
+
+
+def raw_job(backend, job_id: str) -> dict:
+    """The job's JSON as the server sends it (JobInfo drops timeoutSeconds)."""
+    token = backend.api.token
+    req = urllib.request.Request(
+        f"{backend.url}/api/jobs/{backend.namespace}/{job_id}",
+        headers={"authorization": f"Bearer {token}"},
+    )
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        return json.loads(resp.read())
+
+
+async def wait_for(pilot, condition: Callable[[], bool], timeout: float = 20.0,
+                   what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        await pilot.pause(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+async def wait_thread(func, *args, **kwargs):
+    return await asyncio.to_thread(func, *args, **kwargs)
+
+
+FROZEN_NOW = datetime(2026, 12, 2, 10, 0, 0, tzinfo=UTC)

@@ -1,0 +1,204 @@
+"""Actions against the real embedded server: submit, cancel, reschedule, ssh, read-only."""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+import textwrap
+
+from textual.widgets import Input
+
+from console import paths
+from console.costs import RunSpec, estimate_run
+from console.ui.app import ConsoleApp
+from console.ui.screens.confirm import ConfirmScreen
+from console.ui.screens.reschedule import RescheduleScreen
+from console.ui.screens.submit import SubmitScreen
+from tests.ui.conftest import console_labels, raw_job, run_python, wait_for, wait_stage, wait_thread
+
+
+def _notes(app) -> list[str]:
+    return [str(n.message) for n in app._notifications]
+
+
+async def _type(pilot, widget: Input, text: str) -> None:
+    widget.value = ""
+    widget.focus()
+    await pilot.pause()
+    for ch in text:
+        await pilot.press(ch if ch != " " else "space")
+
+
+async def test_cancel_asks_then_the_job_ends_canceled(backend, cfg):
+    job = run_python(backend, "import time\nprint('working', flush=True)\ntime.sleep(60)")
+    app = ConsoleApp(cfg, backend, refresh_seconds=0.3, stream_metrics=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: job.id in app.jobs_table.rows_by_id
+                       and app.jobs_table.rows_by_id[job.id].stage == "RUNNING")
+        app.jobs_table.select_job(job.id)
+        await pilot.press("c")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        shown = " ".join(str(s.render()) for s in app.screen.query("Static"))
+        assert job.id in shown and "acme" in shown and "cost so far" in shown
+        await pilot.press("n")  # first: say no, nothing happens
+        await pilot.pause(0.3)
+        assert backend.api.inspect_job(job_id=job.id, namespace=backend.namespace).status.stage == "RUNNING"
+        await pilot.press("c")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("y")
+        await wait_thread(wait_stage, backend, job.id, ("CANCELED",), 20)
+        await wait_for(pilot, lambda: app.jobs_table.rows_by_id[job.id].stage == "CANCELED")
+        assert any("Canceled" in n for n in _notes(app))
+
+
+async def test_submit_creates_a_job_with_the_padded_timeout_and_labels(backend, cfg):
+    dataset = str(paths.training_dir() / "data" / "acme.jsonl")
+    app = ConsoleApp(cfg, backend, refresh_seconds=0.3, stream_metrics=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.refresh_count > 0)
+        await pilot.press("s")
+        await wait_for(pilot, lambda: isinstance(app.screen, SubmitScreen))
+        form = app.screen
+        await _type(pilot, form.query_one("#f-tenant", Input), "acme")
+        await _type(pilot, form.query_one("#f-dataset", Input), dataset)
+        await _type(pilot, form.query_one("#f-examples", Input), "abc")
+        await pilot.pause(0.1)
+        assert "not a whole number" in str(form.query_one("#submit-error").render())
+        await pilot.press("ctrl+s")  # refused in the form, with the reason
+        await pilot.pause(0.1)
+        assert isinstance(app.screen, SubmitScreen)
+        await _type(pilot, form.query_one("#f-examples", Input), "400")
+        await _type(pilot, form.query_one("#f-max-steps", Input), "2")
+        await pilot.pause(0.1)
+        estimate = str(form.query_one("#submit-estimate").render())
+        assert "$" in estimate and "x 1.3" in estimate
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("y")
+        await wait_for(pilot, lambda: any(n.startswith("Submitted") for n in _notes(app)),
+                       timeout=20, what="the submit notification")
+    jobs = [j for j in backend.api.list_jobs(namespace=backend.namespace)]
+    assert len(jobs) == 1
+    raw = raw_job(backend, jobs[0].id)
+    expected = estimate_run(RunSpec(1.0, 400, 3.0, cfg.defaults.flavor),
+                            timeout_buffer=cfg.defaults.timeout_buffer).timeout_seconds
+    assert raw["timeoutSeconds"] == expected
+    labels = raw["labels"]
+    for key, value in {"app": "console", "tenant": "acme", "env": cfg.defaults.env, "kind": "sft",
+                       "model_b": "1", "examples": "400", "epochs": "3", "unsloth": "0"}.items():
+        assert labels[key] == value
+    assert labels["run"].startswith("acme-sft-")
+    assert all(len(v) <= 63 for v in labels.values())
+    assert raw["command"][:3] == ["uv", "run", str(paths.training_dir() / "sft_lora.py")]
+    backend.api.cancel_job(job_id=jobs[0].id, namespace=backend.namespace)
+
+
+async def test_reschedule_changes_the_cron_and_the_preview(backend, cfg):
+    sj = backend.api.create_scheduled_job(
+        image="python:3.12", command=[sys.executable, "-c", "print(1)"], schedule="0 3 * * 1",
+        labels=console_labels("acme"), flavor="t4-small", namespace=backend.namespace,
+    )
+    app = ConsoleApp(cfg, backend, refresh_seconds=0.3, start_tab="fleet", stream_metrics=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: "acme" in app.fleet_table.rows_by_tenant)
+        await pilot.press("r")
+        await wait_for(pilot, lambda: isinstance(app.screen, RescheduleScreen))
+        preview = lambda: str(app.screen.query_one("#cron-preview").render())  # noqa: E731
+        assert "Monday" in preview() and "next:" in preview()
+        box = app.screen.query_one("#cron-input", Input)
+        await _type(pilot, box, "0 3 * * 9")
+        await pilot.pause(0.1)
+        assert "not a valid cron" in preview() or "never" in preview()
+        await _type(pilot, box, "15 6 * * 2")
+        await pilot.pause(0.1)
+        assert "06:15" in preview() and "Tuesday" in preview()
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: any("Rescheduled" in n for n in _notes(app)))
+        await wait_for(pilot, lambda: app.fleet_table.rows_by_tenant["acme"].schedule == "15 6 * * 2")
+    info = backend.api.inspect_scheduled_job(scheduled_job_id=sj.id, namespace=backend.namespace)
+    assert info.schedule == "15 6 * * 2"
+
+
+async def test_suspend_resume_and_trigger(backend, cfg):
+    sj = backend.api.create_scheduled_job(
+        image="python:3.12", command=[sys.executable, "-c", "print('triggered')"],
+        schedule="0 3 * * 1", labels=console_labels("acme"), flavor="t4-small",
+        namespace=backend.namespace,
+    )
+    app = ConsoleApp(cfg, backend, refresh_seconds=0.3, start_tab="fleet", stream_metrics=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: "acme" in app.fleet_table.rows_by_tenant)
+        await pilot.press("p")
+        await wait_for(pilot, lambda: app.fleet_table.rows_by_tenant["acme"].suspended)
+        await pilot.press("p")
+        await wait_for(pilot, lambda: not app.fleet_table.rows_by_tenant["acme"].suspended)
+        await pilot.press("t")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("y")
+        await wait_for(pilot, lambda: app.fleet_table.rows_by_tenant["acme"].last_job_id is not None)
+    jobs = list(backend.api.list_jobs(namespace=backend.namespace))
+    assert len(jobs) == 1 and jobs[0].labels["tenant"] == "acme"
+    assert sj.id
+
+
+async def test_read_only_refuses_every_action(backend, cfg):
+    cfg.read_only = True
+    job = run_python(backend, "import time; time.sleep(30)", ssh=True)
+    backend.api.create_scheduled_job(
+        image="python:3.12", command=[sys.executable, "-c", "print(1)"], schedule="0 3 * * 1",
+        labels=console_labels("acme"), flavor="t4-small", namespace=backend.namespace,
+    )
+    app = ConsoleApp(cfg, backend, refresh_seconds=0.3, stream_metrics=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: job.id in app.jobs_table.rows_by_id and app.fleet_rows)
+        app.jobs_table.select_job(job.id)
+        for key in ("s", "c", "x", "r", "p", "t", "R"):
+            before = len(app._notifications)
+            await pilot.press(key)
+            await pilot.pause(0.05)
+            assert app.screen is app.screen_stack[0], f"{key} opened a screen in read-only mode"
+            assert len(app._notifications) == before + 1
+            assert "Read-only" in _notes(app)[-1]
+        assert "READ-ONLY" in str(app.query_one("#status-line").render())
+    assert [j.id for j in backend.api.list_jobs(namespace=backend.namespace)] == [job.id]
+    assert backend.api.inspect_job(job_id=job.id, namespace=backend.namespace).status.stage == "RUNNING"
+
+
+async def test_ssh_runs_the_shell_in_the_jobs_folder_and_the_app_resumes(backend, cfg, tmp_path,
+                                                                      monkeypatch):
+    out = tmp_path / "shell.out"
+    shell = tmp_path / "fake-shell"
+    shell.write_text(textwrap.dedent(f"""\
+        #!/bin/sh
+        {{ pwd; echo "JOB_ID=$JOB_ID"; echo "MARK=$DEMO_MARK"; }} > {out}
+        """))
+    shell.chmod(shell.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("CONSOLE_SSH_SHELL", str(shell))
+    job = backend.api.run_job(
+        image="python:3.12", command=[sys.executable, "-c", "import time; time.sleep(60)"],
+        env={"DEMO_MARK": "from-the-job"}, labels=console_labels("acme"), ssh=True,
+        flavor="t4-small", namespace=backend.namespace,
+    )
+    plain = run_python(backend, "import time; time.sleep(60)", tenant="globex")
+    app = ConsoleApp(cfg, backend, refresh_seconds=0.3, stream_metrics=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        table = app.jobs_table
+        await wait_for(pilot, lambda: all(
+            j in table.rows_by_id and table.rows_by_id[j].stage == "RUNNING"
+            and (j != job.id or table.rows_by_id[j].ssh_url) for j in (job.id, plain.id)))
+        table.select_job(plain.id)
+        await pilot.press("x")
+        await pilot.pause(0.1)
+        assert "without ssh" in _notes(app)[-1]
+        table.select_job(job.id)
+        await pilot.press("x")
+        await wait_for(pilot, lambda: out.exists() and any("Back from" in n for n in _notes(app)))
+        folder = table.rows_by_id[job.id].ssh_url.removeprefix("file://")
+        lines = out.read_text().splitlines()
+        assert os.path.realpath(lines[0]) == os.path.realpath(folder)
+        assert lines[1] == f"JOB_ID={job.id}"
+        assert lines[2] == "MARK=from-the-job"
+        assert app.screen is app.screen_stack[0] and app.is_running
+        count = app.refresh_count
+        await wait_for(pilot, lambda: app.refresh_count > count)  # refreshes go on

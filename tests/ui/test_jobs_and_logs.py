@@ -1,0 +1,118 @@
+"""The jobs pane and the log pane against a real embedded server with real subprocess jobs."""
+
+from __future__ import annotations
+
+import pytest
+
+from console.ui.app import ConsoleApp
+from console.ui.widgets.job_log import JobLog
+from console.ui.widgets.jobs_table import JobsTable, short_id
+from tests.ui.conftest import run_python, wait_for, wait_stage, wait_thread
+
+CHATTY = (
+    "import sys, time\n"
+    "for i in range(3000):\n"
+    "    print(f'line {i:05d} ' + 'x' * (i % 50))\n"
+    "    if i % 500 == 0: sys.stdout.flush(); time.sleep(0.05)\n"
+)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)])
+async def test_selected_job_streams_every_line_in_order(backend, cfg, size):
+    job = run_python(backend, CHATTY)
+    app = ConsoleApp(cfg, backend, refresh_seconds=0.3, stream_metrics=False)
+    async with app.run_test(size=size) as pilot:
+        await wait_for(pilot, lambda: job.id in app.jobs_table.rows_by_id, what="the job row")
+        app.jobs_table.select_job(job.id)
+        pane = app.log_pane
+        await wait_for(pilot, lambda: pane.job_id == job.id and pane.ended, timeout=30,
+                       what="the end of the stream")
+        await wait_thread(wait_stage, backend, job.id, ("COMPLETED",))
+        full = list(backend.api.fetch_job_logs(job_id=job.id, namespace=backend.namespace))
+        expected = [f"line {i:05d} " + "x" * (i % 50) for i in range(3000)]
+        assert [line for line in full if line.startswith("line ")] == expected
+        assert list(pane.lines) == full  # none lost, none doubled, in order
+        assert pane.received == len(full)
+
+
+async def test_log_pane_keeps_a_bounded_tail(backend, cfg):
+    job = run_python(backend, CHATTY)
+    app = ConsoleApp(cfg, backend, refresh_seconds=0.3, log_max_lines=500, stream_metrics=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: job.id in app.jobs_table.rows_by_id)
+        app.jobs_table.select_job(job.id)
+        pane = app.log_pane
+        await wait_for(pilot, lambda: pane.ended, timeout=30, what="the end of the stream")
+        full = list(backend.api.fetch_job_logs(job_id=job.id, namespace=backend.namespace))
+        assert len(pane.lines) == 500
+        assert list(pane.lines) == full[-500:]
+        assert len(app.query_one(JobLog).lines) <= 500
+        assert pane.received == len(full)
+
+
+async def test_markup_and_escape_sequences_show_as_literal_text(backend, cfg):
+    code = (
+        "print('[bold red]x[/]')\n"
+        "print('\\x1b[31mred\\x1b[0m plain')\n"
+        "print('\\x1b]0;stolen title\\x07after-osc')\n"
+        "print('bell\\x07 and backspace\\x08 gone')\n"
+        "print('[link=https://example.com]click[/link]')\n"
+    )
+    job = run_python(backend, code)
+    app = ConsoleApp(cfg, backend, refresh_seconds=0.3, stream_metrics=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: job.id in app.jobs_table.rows_by_id)
+        app.jobs_table.select_job(job.id)
+        pane = app.log_pane
+        await wait_for(pilot, lambda: pane.ended, timeout=20)
+        await pilot.pause(0.1)
+        lines = list(pane.lines)
+        assert "[bold red]x[/]" in lines
+        assert "red plain" in lines
+        assert "after-osc" in lines
+        assert "bell and backspace gone" in lines
+        assert "[link=https://example.com]click[/link]" in lines
+        assert not any("\x1b" in line or "\x07" in line for line in lines)
+        log = app.query_one(JobLog)
+        shown = [log.render_line(y).text for y in range(log.size.height)]
+        assert any("[bold red]x[/]" in row for row in shown)
+        assert any("[link=https://example.com]click[/link]" in row for row in shown)
+
+
+async def test_jobs_pane_updates_rows_in_place_and_keeps_the_cursor(backend, cfg):
+    first = run_python(backend, "import time; time.sleep(30)", tenant="acme")
+    second = run_python(backend, "print('done')", tenant="globex")
+    app = ConsoleApp(cfg, backend, refresh_seconds=0.2, stream_metrics=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        table = app.jobs_table
+        await wait_for(pilot, lambda: {first.id, second.id} <= set(table.rows_by_id))
+        table.select_job(second.id)
+        await wait_for(pilot, lambda: table.rows_by_id[second.id].stage == "COMPLETED",
+                       what="the second job to complete")
+        count = app.refresh_count
+        third = run_python(backend, "import time; time.sleep(30)", tenant="hooli")
+        await wait_for(pilot, lambda: third.id in table.rows_by_id and app.refresh_count > count)
+        assert table.selected_job_id == second.id  # the cursor stayed on its job
+        assert table.get_row_index(second.id) == table.cursor_row
+        text = [table.get_row_at(i)[0].plain for i in range(table.row_count)]
+        assert short_id(third.id) in text
+
+
+async def test_filter_by_tenant_and_stage(backend, cfg):
+    run_python(backend, "import time; time.sleep(30)", tenant="acme")
+    done = run_python(backend, "print('ok')", tenant="globex")
+    await wait_thread(wait_stage, backend, done.id, ("COMPLETED",))
+    app = ConsoleApp(cfg, backend, refresh_seconds=0.3, stream_metrics=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        table = app.query_one(JobsTable)
+        await wait_for(pilot, lambda: table.row_count == 2)
+        await pilot.press("slash")
+        for ch in "tenant:glob":
+            await pilot.press(ch)
+        await wait_for(pilot, lambda: table.row_count == 1)
+        assert list(table.rows_by_id) == [done.id]
+        await pilot.press("enter")
+        app.query_one("JobsPane").set_filter("stage:running")
+        await wait_for(pilot, lambda: table.row_count == 1 and done.id not in table.rows_by_id)
+        app.query_one("JobsPane").set_filter("")
+        await wait_for(pilot, lambda: table.row_count == 2)
