@@ -263,3 +263,44 @@ def test_monitor_stops_iff_a_nonfinite_loss_was_seen(sft_module, values):
     assert m.should_stop == seen
     assert (m.nan_step is not None) == seen
     assert sum(a.kind == "nan" for a in m.alerts) == int(seen)
+
+
+def test_hub_dataset_rows_are_normalized(sft_module, tmp_path, monkeypatch):
+    """A Hub dataset id: loaded with `datasets` after the checks, extra columns dropped."""
+    import datasets
+
+    rows = [
+        {"id": i, "messages": [{"role": "user", "content": f"q{i}", "name": "x"},
+                               {"role": "assistant", "content": "a"}]}
+        for i in range(5)
+    ]  # fmt: skip
+    calls = []
+
+    def fake_load(name, split):
+        calls.append((name, split))
+        return datasets.Dataset.from_list(rows)
+
+    monkeypatch.setattr(datasets, "load_dataset", fake_load)
+    monkeypatch.setenv("CONSOLE_ARTIFACTS_DIR", str(tmp_path))
+    plan = sft_module.preflight(
+        ["--base-model", "tiny-random", "--dataset", "acme-corp/support", "--dataset-split", "v2"]
+    )
+    assert plan.rows is None and plan.steps_total is None  # nothing downloaded in the preflight
+    assert plan.run_name.startswith("support-")
+    fmt, loaded = sft_module.load_hub_dataset(plan)
+    assert calls == [("acme-corp/support", "v2")]
+    assert fmt == "messages"
+    assert loaded[0] == {"messages": [{"role": "user", "content": "q0"},
+                                      {"role": "assistant", "content": "a"}]}  # fmt: skip
+
+
+def test_validator_reads_hub_datasets_by_row(validator, monkeypatch):
+    import datasets
+
+    rows = [{"text": "fine"}, {"text": ""}]
+    monkeypatch.setattr(
+        datasets, "load_dataset", lambda name, split: datasets.Dataset.from_list(rows)
+    )
+    report = validator.validate("acme-corp/kb", "sft", None)
+    assert report.unit == "row"
+    assert [(i.line, i.code) for i in report.issues] == [(2, "empty_content")]
