@@ -1,0 +1,153 @@
+"""`console fleet apply` against a real embedded server: dry run, apply, no-op, change, remove."""
+
+from __future__ import annotations
+
+import shutil
+import textwrap
+
+import pytest
+
+from console import jobspec, paths
+from console.backend import connect
+from console.cli import main
+from console.config import Config, save
+
+FLEET = """\
+base_model = "tiny-random"
+model_b = 1.0
+flavor = "t4-small"
+epochs = 3
+schedule = "0 3 * * 1"
+env = "prod"
+
+[[tenant]]
+id = "acme"
+dataset = "data/acme.jsonl"
+examples = 300
+max_steps = 10
+
+[[tenant]]
+id = "globex"
+dataset = "data/globex.jsonl"
+examples = 250
+schedule = "30 3 * * 1"
+"""
+
+
+@pytest.fixture
+def server(tmp_path):
+    """A `console serve`-like server the CLI finds through server.json (same data folder)."""
+    cfg = Config(namespace="oncall")
+    save(cfg)  # the CLI reads $CONSOLE_CONFIG
+    b = connect(cfg)
+    try:
+        yield b
+    finally:
+        b.close()
+
+
+@pytest.fixture
+def fleet_file(tmp_path):
+    (tmp_path / "data").mkdir()
+    for name in ("acme", "globex"):
+        shutil.copy(paths.training_dir() / "data" / f"{name}.jsonl", tmp_path / "data")
+    path = tmp_path / "fleet.toml"
+    path.write_text(FLEET)
+    return path
+
+
+def scheduled(server):
+    out = {}
+    for sj in server.api.list_scheduled_jobs(namespace=server.namespace):
+        out[jobspec.labels_of(sj)["tenant"]] = sj
+    return out
+
+
+def apply(capsys, *args) -> tuple[int, str]:
+    code = main(["fleet", "apply", *args])
+    captured = capsys.readouterr()
+    return code, captured.out + captured.err
+
+
+def test_dry_run_apply_noop_change_remove(server, fleet_file, capsys):
+    code, out = apply(capsys, str(fleet_file), "--dry-run")
+    assert code == 0
+    assert "+ create  acme: 0 3 * * 1 on t4-small" in out
+    assert "+ create  globex: 30 3 * * 1 on t4-small" in out
+    assert "2 to create, 0 to change, 0 to remove" in out
+    assert scheduled(server) == {}  # a dry run changes nothing
+
+    code, out = apply(capsys, str(fleet_file))
+    assert code == 0 and "Applied." in out
+    have = scheduled(server)
+    assert set(have) == {"acme", "globex"}
+    acme = have["acme"]
+    assert acme.schedule == "0 3 * * 1"
+    assert acme.job_spec.flavor == "t4-small"
+    labels = jobspec.labels_of(acme)
+    assert labels["app"] == "console" and labels["env"] == "prod" and labels["kind"] == "sft"
+    assert labels["examples"] == "300" and labels["model_b"] == "1" and labels["epochs"] == "3"
+    request = jobspec.read_request(acme)
+    assert request.max_steps == 10 and request.dataset == str(fleet_file.parent / "data/acme.jsonl")
+    assert acme.job_spec.timeout == jobspec.estimate_timeout(request, 1.3)
+
+    code, out = apply(capsys, str(fleet_file))
+    assert code == 0 and "Nothing to do" in out and "0 to create, 0 to change, 0 to remove" in out
+    assert {k: v.id for k, v in scheduled(server).items()} == {k: v.id for k, v in have.items()}
+
+    # change: a schedule (in place) and a flavor (replaced); remove: a tenant left out
+    text = FLEET.replace('schedule = "30 3 * * 1"', 'schedule = "0 6 * * 2"')
+    text = text.replace("examples = 300\nmax_steps = 10",
+                        'examples = 300\nmax_steps = 10\nflavor = "l4x1"')
+    fleet_file.write_text(text)
+    code, out = apply(capsys, str(fleet_file), "--dry-run")
+    assert "~ change  acme" in out and "flavor 't4-small' -> 'l4x1'" in out
+    assert "~ change  globex" in out and "schedule '30 3 * * 1' -> '0 6 * * 2'" in out
+    assert "0 to create, 2 to change, 0 to remove" in out
+    code, out = apply(capsys, str(fleet_file))
+    assert code == 0
+    now = scheduled(server)
+    assert now["globex"].id == have["globex"].id and now["globex"].schedule == "0 6 * * 2"
+    assert now["acme"].job_spec.flavor == "l4x1"
+    code, out = apply(capsys, str(fleet_file))
+    assert "Nothing to do" in out
+
+    fleet_file.write_text(text.split("[[tenant]]\nid = \"globex\"")[0])
+    code, out = apply(capsys, str(fleet_file), "--dry-run")
+    assert f"- remove  globex ({now['globex'].id})" in out
+    code, out = apply(capsys, str(fleet_file))
+    assert set(scheduled(server)) == {"acme"}
+
+
+def test_an_invalid_file_is_refused_before_touching_anything(server, fleet_file, capsys):
+    fleet_file.write_text(FLEET + textwrap.dedent("""
+        [[tenant]]
+        id = "acme"
+        dataset = "data/acme.jsonl"
+        examples = 1
+        flavor = "nope"
+    """))
+    code, out = apply(capsys, str(fleet_file))
+    assert code == 2
+    assert "2 problem(s)" in out and "duplicate tenant id 'acme'" in out and "unknown flavor" in out
+    assert scheduled(server) == {}
+
+
+def test_read_only_refuses_apply_but_not_the_dry_run(server, fleet_file, capsys):
+    code, out = apply(capsys, str(fleet_file), "--read-only")
+    assert code == 2 and "read-only" in out
+    code, out = apply(capsys, str(fleet_file), "--dry-run", "--read-only")
+    assert code == 0 and "2 to create" in out
+    assert scheduled(server) == {}
+
+
+def test_other_envs_and_other_apps_are_left_alone(server, fleet_file, capsys):
+    api, ns = server.api, server.namespace
+    api.create_scheduled_job(image="python:3.12", command=["python", "-c", "1"], schedule="@daily",
+                             labels={"app": "console", "tenant": "zed", "env": "dev",
+                                     "kind": "sft"}, namespace=ns)
+    api.create_scheduled_job(image="python:3.12", command=["python", "-c", "1"], schedule="@daily",
+                             labels={"team": "other"}, namespace=ns)
+    code, out = apply(capsys, str(fleet_file))
+    assert code == 0 and "0 to remove" in out and "- remove" not in out
+    assert len(list(api.list_scheduled_jobs(namespace=ns))) == 4
