@@ -10,6 +10,7 @@ script runs unchanged on the packages already installed. `server.python = "uv"` 
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from dataclasses import dataclass
@@ -38,10 +39,18 @@ class Plan:
     """A script URL to fetch into the working folder first (its local name is argv[1])."""
 
 
+def find_uv() -> str | None:
+    """The uv a job would run: the server's environment's own first (it leads a job's PATH)."""
+    local = Path(sys.executable).parent / "uv"
+    if local.is_file() and os.access(local, os.X_OK):
+        return str(local)
+    return shutil.which("uv")
+
+
 def resolve_python_mode(mode: str) -> str:
     """"self" or "uv" for a configured mode ("auto" picks uv when it is installed)."""
     if mode == "auto":
-        return "uv" if shutil.which("uv") else "self"
+        return "uv" if find_uv() else "self"
     return mode
 
 
@@ -75,7 +84,7 @@ def plan_command(argv: list[str], python_mode: str) -> Plan:
         return Plan(list(argv))
     flags, rest = uv
     if mode == "uv":
-        if shutil.which(argv[0]) is None:
+        if find_uv() is None:
             return Plan(list(argv), note="uv is not installed on this machine")
         return Plan(list(argv))
     if not rest:
