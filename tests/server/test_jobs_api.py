@@ -193,7 +193,9 @@ def test_running_limit_keeps_the_rest_scheduling(tmp_path) -> None:
         second = run_py(api, "print('second ran')")
         wait_stage(api, first.id, ("RUNNING",))
         time.sleep(0.3)
-        assert api.inspect_job(job_id=second.id, namespace=NAMESPACE).status.stage == "SCHEDULING"
+        queued = api.inspect_job(job_id=second.id, namespace=NAMESPACE)
+        assert queued.status.stage == "SCHEDULING"
+        assert "Waiting for a free slot: 1 of 1" in queued.status.message
         api.cancel_job(job_id=first.id, namespace=NAMESPACE)
         assert wait_stage(api, second.id).status.stage == "COMPLETED"
         # A queued job can be canceled before it ever runs.

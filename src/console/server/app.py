@@ -42,7 +42,6 @@ from console.server.wire import (
     ApiError,
     dumps_bytes,
     hardware_json,
-    job_json,
     scheduled_job_json,
     whoami_json,
 )
@@ -99,7 +98,7 @@ def create_app(service: JobsService, token: str) -> Any:
             raise ApiError(400, "the request body is not valid JSON") from None
 
     def job_out(job: Any) -> dict[str, Any]:
-        return job_json(job, ssh_url=service.ssh_url(job))
+        return service.present(job)
 
     # -- account and hardware ---------------------------------------------------------------
 

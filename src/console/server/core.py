@@ -98,6 +98,17 @@ class JobsService:
             return None
         return f"file://{paths.job_workdir(job.id)}"
 
+    def present(self, job: JobRecord) -> dict[str, Any]:
+        """The API answer for a job (a queued job says why it waits)."""
+        if job.stage == "SCHEDULING" and job.message is None:
+            running, limit = self.runner.running_count(), self.runner.max_running
+            if running >= limit:
+                job.message = (
+                    f"Waiting for a free slot: {running} of {limit} local jobs running "
+                    "(server.max_running_jobs)"
+                )
+        return job_json(job, ssh_url=self.ssh_url(job))
+
     # -- jobs ------------------------------------------------------------------------------
 
     def create_job(
@@ -162,7 +173,6 @@ class JobsService:
         cache = self._rendered
         missing = [job_id for _, job_id, _ in keys if job_id not in cache]
         fresh = self.store.get_jobs(missing) if missing else {}
-        now = time.time()
         parts: list[bytes] = []
         for _, job_id, _ in keys:
             doc = cache.get(job_id)
@@ -170,7 +180,7 @@ class JobsService:
                 job = fresh.get(job_id)
                 if job is None:  # deleted meanwhile
                     continue
-                doc = dumps_bytes(job_json(job, now=now, ssh_url=self.ssh_url(job)))
+                doc = dumps_bytes(self.present(job))
                 if job.stage in TERMINAL_STAGES:
                     if len(cache) >= _RENDER_CACHE_MAX:
                         cache.clear()
