@@ -40,13 +40,39 @@ from console.jobspec import Submission, TrainingRequest, label_value
 from console.prices import PriceBook, shipped_price_book
 
 _TENANT_KEYS = {
-    "id", "dataset", "examples", "base_model", "model_b", "flavor", "epochs", "schedule",
-    "max_steps", "learning_rate", "lora_r", "lora_alpha", "unsloth", "hub_model_id", "suspend",
+    "id",
+    "dataset",
+    "examples",
+    "base_model",
+    "model_b",
+    "flavor",
+    "epochs",
+    "schedule",
+    "max_steps",
+    "learning_rate",
+    "lora_r",
+    "lora_alpha",
+    "unsloth",
+    "hub_model_id",
+    "suspend",
 }
 _TOP_KEYS = {
-    "base_model", "model_b", "flavor", "epochs", "schedule", "env", "max_steps",
-    "learning_rate", "lora_r", "lora_alpha", "unsloth", "examples", "tenant", "name",
-    "description", "trackio_project",
+    "base_model",
+    "model_b",
+    "flavor",
+    "epochs",
+    "schedule",
+    "env",
+    "max_steps",
+    "learning_rate",
+    "lora_r",
+    "lora_alpha",
+    "unsloth",
+    "examples",
+    "tenant",
+    "name",
+    "description",
+    "trackio_project",
 }
 TERMINAL_STAGES = ("COMPLETED", "ERROR", "CANCELED", "DELETED")
 _LOSS_RE = re.compile(r"\blast_loss=([-+0-9.eEnaif]+)")
@@ -182,8 +208,12 @@ def parse_fleet(
     if problems:
         raise FleetFileError(path, problems)
     project = doc.get("trackio_project")
-    return FleetFile(path=path, env=env, tenants=tuple(tenants),
-                     trackio_project=project if isinstance(project, str) else None)
+    return FleetFile(
+        path=path,
+        env=env,
+        tenants=tuple(tenants),
+        trackio_project=project if isinstance(project, str) else None,
+    )
 
 
 def _tenant(
@@ -627,32 +657,54 @@ def plan_apply(
     unchanged: list[str] = []
     for tenant in fleet.tenants:
         sub = desired_submission(
-            tenant, fleet, backend_kind=backend_kind, timeout_buffer=timeout_buffer,
-            token=token, prices=prices, trackio_project=trackio_project,
+            tenant,
+            fleet,
+            backend_kind=backend_kind,
+            timeout_buffer=timeout_buffer,
+            token=token,
+            prices=prices,
+            trackio_project=trackio_project,
         )
         found = existing.pop(tenant.id, [])
         if not found:
-            actions.append(Action("create", tenant.id, tenant.schedule, submission=sub,
-                                  suspend=tenant.suspend))
+            actions.append(
+                Action("create", tenant.id, tenant.schedule, submission=sub, suspend=tenant.suspend)
+            )
             continue
         current, extras = found[0], found[1:]
         for extra in extras:
-            actions.append(Action("remove", tenant.id, scheduled_job_id=extra.id,
-                                  changes=["duplicate schedule for this tenant"]))
+            actions.append(
+                Action(
+                    "remove",
+                    tenant.id,
+                    scheduled_job_id=extra.id,
+                    changes=["duplicate schedule for this tenant"],
+                )
+            )
         changes = _differences(current, tenant, sub)
         if not changes:
             unchanged.append(tenant.id)
             continue
         schedule_only = all(c.startswith(("schedule", "suspend")) for c in changes)
         actions.append(
-            Action("change", tenant.id, tenant.schedule, scheduled_job_id=current.id,
-                   submission=sub, changes=changes, schedule_only=schedule_only,
-                   suspend=tenant.suspend)
+            Action(
+                "change",
+                tenant.id,
+                tenant.schedule,
+                scheduled_job_id=current.id,
+                submission=sub,
+                changes=changes,
+                schedule_only=schedule_only,
+                suspend=tenant.suspend,
+            )
         )
     for tenant_id, leftovers in sorted(existing.items()):
         for sj in leftovers:
-            actions.append(Action("remove", tenant_id, scheduled_job_id=sj.id,
-                                  changes=["not in the fleet file"]))
+            actions.append(
+                Action(
+                    "remove", tenant_id, scheduled_job_id=sj.id, changes=["not in the fleet file"]
+                )
+            )
     return ApplyPlan(env=fleet.env, actions=actions, unchanged=unchanged)
 
 
@@ -664,10 +716,17 @@ def _differences(current: Any, tenant: TenantSpec, sub: Submission) -> list[str]
         changes.append(f"suspend {bool(current.suspend)} -> {tenant.suspend}")
     have = jobspec.read_request(current)
     want = {
-        "base_model": tenant.base_model, "dataset": tenant.dataset, "model_b": tenant.model_b,
-        "examples": tenant.examples, "epochs": tenant.epochs, "flavor": tenant.flavor,
-        "max_steps": tenant.max_steps, "learning_rate": tenant.learning_rate,
-        "lora_r": tenant.lora_r, "lora_alpha": tenant.lora_alpha, "unsloth": tenant.unsloth,
+        "base_model": tenant.base_model,
+        "dataset": tenant.dataset,
+        "model_b": tenant.model_b,
+        "examples": tenant.examples,
+        "epochs": tenant.epochs,
+        "flavor": tenant.flavor,
+        "max_steps": tenant.max_steps,
+        "learning_rate": tenant.learning_rate,
+        "lora_r": tenant.lora_r,
+        "lora_alpha": tenant.lora_alpha,
+        "unsloth": tenant.unsloth,
         "timeout_seconds": sub.timeout_seconds,
     }
     detail: list[str] = []
@@ -744,6 +803,8 @@ def apply_plan(
                 **action.submission.scheduled_kwargs(action.schedule, suspend=action.suspend),
                 namespace=namespace,
             )
-            say(f"replaced {action.tenant} ({action.scheduled_job_id} -> {sj.id}): "
-                + "; ".join(action.changes))
+            say(
+                f"replaced {action.tenant} ({action.scheduled_job_id} -> {sj.id}): "
+                + "; ".join(action.changes)
+            )
     return done

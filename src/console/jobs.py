@@ -74,8 +74,16 @@ class JobRow:
     def text(self) -> str:
         labels = " ".join(f"{k}={v}" for k, v in self.labels.items())
         return " ".join(
-            str(x) for x in (self.id, self.tenant, self.kind, self.stage, self.flavor,
-                             labels, self.message or "")
+            str(x)
+            for x in (
+                self.id,
+                self.tenant,
+                self.kind,
+                self.stage,
+                self.flavor,
+                labels,
+                self.message or "",
+            )
         ).lower()
 
 
@@ -103,7 +111,9 @@ def job_row(info: Any, *, now: datetime | None = None, prices: PriceBook | None 
         # billed per minute while Starting/Running
         cost = cost_of_seconds(math.ceil(running / 60) * 60 if running else 0, flavor, prices)
     initiator = getattr(info, "initiator", None)
-    scheduled = initiator.id if initiator is not None and initiator.type == "scheduled-job" else None
+    scheduled = (
+        initiator.id if initiator is not None and initiator.type == "scheduled-job" else None
+    )
     return JobRow(
         id=info.id,
         tenant=labels.get("tenant", "-"),
@@ -123,8 +133,10 @@ def job_row(info: Any, *, now: datetime | None = None, prices: PriceBook | None 
 
 
 def sort_key(row: JobRow) -> tuple:
+    """Running first, then queued, then finished jobs; newest first within each."""
     created = row.created_at.timestamp() if row.created_at else 0.0
-    return (0 if row.active else 1, -created)
+    group = {"RUNNING": 0, "SCHEDULING": 1}.get(row.stage, 2)
+    return (group, -created)
 
 
 def format_age(when: datetime | None, now: datetime) -> str:

@@ -292,9 +292,7 @@ def decode_script(text: str) -> bytes:
 def hub_command(script: str, args: list[str]) -> list[str]:
     """`bash -c` that writes the shipped script from $CONSOLE_SCRIPT_B64 and runs it with uv."""
     path = f"/tmp/{script}"
-    inline = (
-        f'echo "${SCRIPT_ENV}" | base64 -d | gunzip > {path} && exec uv run {path} "$@"'
-    )
+    inline = f'echo "${SCRIPT_ENV}" | base64 -d | gunzip > {path} && exec uv run {path} "$@"'
     return ["bash", "-c", inline, script, *args]
 
 

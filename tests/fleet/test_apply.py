@@ -97,8 +97,9 @@ def test_dry_run_apply_noop_change_remove(server, fleet_file, capsys):
 
     # change: a schedule (in place) and a flavor (replaced); remove: a tenant left out
     text = FLEET.replace('schedule = "30 3 * * 1"', 'schedule = "0 6 * * 2"')
-    text = text.replace("examples = 300\nmax_steps = 10",
-                        'examples = 300\nmax_steps = 10\nflavor = "l4x1"')
+    text = text.replace(
+        "examples = 300\nmax_steps = 10", 'examples = 300\nmax_steps = 10\nflavor = "l4x1"'
+    )
     fleet_file.write_text(text)
     code, out = apply(capsys, str(fleet_file), "--dry-run")
     assert "~ change  acme" in out and "flavor 't4-small' -> 'l4x1'" in out
@@ -112,7 +113,7 @@ def test_dry_run_apply_noop_change_remove(server, fleet_file, capsys):
     code, out = apply(capsys, str(fleet_file))
     assert "Nothing to do" in out
 
-    fleet_file.write_text(text.split("[[tenant]]\nid = \"globex\"")[0])
+    fleet_file.write_text(text.split('[[tenant]]\nid = "globex"')[0])
     code, out = apply(capsys, str(fleet_file), "--dry-run")
     assert f"- remove  globex ({now['globex'].id})" in out
     code, out = apply(capsys, str(fleet_file))
@@ -120,13 +121,16 @@ def test_dry_run_apply_noop_change_remove(server, fleet_file, capsys):
 
 
 def test_an_invalid_file_is_refused_before_touching_anything(server, fleet_file, capsys):
-    fleet_file.write_text(FLEET + textwrap.dedent("""
+    fleet_file.write_text(
+        FLEET
+        + textwrap.dedent("""
         [[tenant]]
         id = "acme"
         dataset = "data/acme.jsonl"
         examples = 1
         flavor = "nope"
-    """))
+    """)
+    )
     code, out = apply(capsys, str(fleet_file))
     assert code == 2
     assert "2 problem(s)" in out and "duplicate tenant id 'acme'" in out and "unknown flavor" in out
@@ -143,11 +147,20 @@ def test_read_only_refuses_apply_but_not_the_dry_run(server, fleet_file, capsys)
 
 def test_other_envs_and_other_apps_are_left_alone(server, fleet_file, capsys):
     api, ns = server.api, server.namespace
-    api.create_scheduled_job(image="python:3.12", command=["python", "-c", "1"], schedule="@daily",
-                             labels={"app": "console", "tenant": "zed", "env": "dev",
-                                     "kind": "sft"}, namespace=ns)
-    api.create_scheduled_job(image="python:3.12", command=["python", "-c", "1"], schedule="@daily",
-                             labels={"team": "other"}, namespace=ns)
+    api.create_scheduled_job(
+        image="python:3.12",
+        command=["python", "-c", "1"],
+        schedule="@daily",
+        labels={"app": "console", "tenant": "zed", "env": "dev", "kind": "sft"},
+        namespace=ns,
+    )
+    api.create_scheduled_job(
+        image="python:3.12",
+        command=["python", "-c", "1"],
+        schedule="@daily",
+        labels={"team": "other"},
+        namespace=ns,
+    )
     code, out = apply(capsys, str(fleet_file))
     assert code == 0 and "0 to remove" in out and "- remove" not in out
     assert len(list(api.list_scheduled_jobs(namespace=ns))) == 4

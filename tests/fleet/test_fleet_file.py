@@ -34,7 +34,9 @@ def test_the_example_fleet_is_valid():
 
 
 def test_every_conflict_is_reported(tmp_path):
-    path = write(tmp_path, """\
+    path = write(
+        tmp_path,
+        """\
         base_model = "tiny-random"
         model_b = 1.0
         flavor = "t4-small"
@@ -68,7 +70,8 @@ def test_every_conflict_is_reported(tmp_path):
         dataset = "data/acme.jsonl"
         examples = 100
         model_b = 13
-    """)
+    """,
+    )
     with pytest.raises(FleetFileError) as err:
         load_fleet_file(path)
     problems = "\n".join(err.value.problems)
@@ -86,19 +89,29 @@ def test_every_conflict_is_reported(tmp_path):
         ('[[tenant]]\nid = "a"\ndataset = "data/acme.jsonl"\n', "examples is required"),
         ('[[tenant]]\nid = "a b"\ndataset = "data/acme.jsonl"\nexamples = 1\n', "must be letters"),
         ('[[tenant]]\nid = "a"\ndataset = "data/acme.jsonl"\nexamples = "ten"\n', "whole number"),
-        ('[[tenant]]\nid = "a"\ndataset = "data/acme.jsonl"\nexamples = 1\ncolour = 1\n',
-         "unknown key 'colour'"),
-        ('[[tenant]]\nid = "a"\ndataset = "data/acme.jsonl"\nexamples = 1\nflavor = "cpu-basic"\n',
-         "CPU flavor"),
-        ('[[tenant]]\nid = "a"\ndataset = "data/acme.jsonl"\nexamples = 1\nschedule = "0 3 * * 9"\n',
-         "not a valid cron"),
-        ('tenant = 3\n', "[[tenant]] tables"),
-        ('x = [\n', "not valid TOML"),
+        (
+            '[[tenant]]\nid = "a"\ndataset = "data/acme.jsonl"\nexamples = 1\ncolour = 1\n',
+            "unknown key 'colour'",
+        ),
+        (
+            '[[tenant]]\nid = "a"\ndataset = "data/acme.jsonl"\nexamples = 1\n'
+            'flavor = "cpu-basic"\n',
+            "CPU flavor",
+        ),
+        (
+            '[[tenant]]\nid = "a"\ndataset = "data/acme.jsonl"\nexamples = 1\n'
+            'schedule = "0 3 * * 9"\n',
+            "not a valid cron",
+        ),
+        ("tenant = 3\n", "[[tenant]] tables"),
+        ("x = [\n", "not valid TOML"),
     ],
 )
 def test_single_problems(tmp_path, body, expected):
-    head = ('base_model = "tiny-random"\nmodel_b = 1\nflavor = "t4-small"\nepochs = 1\n'
-            'schedule = "weekly"\n')
+    head = (
+        'base_model = "tiny-random"\nmodel_b = 1\nflavor = "t4-small"\nepochs = 1\n'
+        'schedule = "weekly"\n'
+    )
     path = write(tmp_path, head + body)
     with pytest.raises(FleetFileError) as err:
         load_fleet_file(path)
@@ -106,7 +119,9 @@ def test_single_problems(tmp_path, body, expected):
 
 
 def test_local_datasets_are_refused_for_the_hub_backend(tmp_path):
-    path = write(tmp_path, """\
+    path = write(
+        tmp_path,
+        """\
         base_model = "org/model"
         model_b = 1
         flavor = "t4-small"
@@ -120,7 +135,8 @@ def test_local_datasets_are_refused_for_the_hub_backend(tmp_path):
         id = "globex"
         dataset = "org/globex-chats"
         examples = 10
-    """)
+    """,
+    )
     with pytest.raises(FleetFileError) as err:
         load_fleet_file(path, backend_kind="hub")
     assert err.value.problems == [

@@ -31,18 +31,39 @@ def backend(cfg):
 
 
 def console_labels(tenant: str = "acme", kind: str = "sft", **extra: str) -> dict[str, str]:
-    labels = {"app": "console", "tenant": tenant, "env": "dev", "kind": kind, "model_b": "1",
-              "examples": "100", "epochs": "1", "unsloth": "0", "run": f"{tenant}-test"}
+    labels = {
+        "app": "console",
+        "tenant": tenant,
+        "env": "dev",
+        "kind": kind,
+        "model_b": "1",
+        "examples": "100",
+        "epochs": "1",
+        "unsloth": "0",
+        "run": f"{tenant}-test",
+    }
     labels.update(extra)
     return labels
 
 
-def run_python(backend, code: str, *, tenant: str = "acme", ssh: bool = False,
-               flavor: str = "t4-small", timeout: int = 120):
+def run_python(
+    backend,
+    code: str,
+    *,
+    tenant: str = "acme",
+    ssh: bool = False,
+    flavor: str = "t4-small",
+    timeout: int = 120,
+):
     """A cheap job: `python -c CODE` with console labels."""
     return backend.api.run_job(
-        image="python:3.12", command=[sys.executable, "-u", "-c", code], flavor=flavor,
-        labels=console_labels(tenant), timeout=timeout, ssh=ssh, namespace=backend.namespace,
+        image="python:3.12",
+        command=[sys.executable, "-u", "-c", code],
+        flavor=flavor,
+        labels=console_labels(tenant),
+        timeout=timeout,
+        ssh=ssh,
+        namespace=backend.namespace,
     )
 
 
@@ -67,8 +88,9 @@ def raw_job(backend, job_id: str) -> dict:
         return json.loads(resp.read())
 
 
-async def wait_for(pilot, condition: Callable[[], bool], timeout: float = 20.0,
-                   what: str = "condition") -> None:
+async def wait_for(
+    pilot, condition: Callable[[], bool], timeout: float = 20.0, what: str = "condition"
+) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if condition():

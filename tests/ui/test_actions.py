@@ -7,6 +7,7 @@ import stat
 import sys
 import textwrap
 
+from tests.ui.conftest import console_labels, raw_job, run_python, wait_for, wait_stage, wait_thread
 from textual.widgets import Input
 
 from console import paths
@@ -15,7 +16,6 @@ from console.ui.app import ConsoleApp
 from console.ui.screens.confirm import ConfirmScreen
 from console.ui.screens.reschedule import RescheduleScreen
 from console.ui.screens.submit import SubmitScreen
-from tests.ui.conftest import console_labels, raw_job, run_python, wait_for, wait_stage, wait_thread
 
 
 def _notes(app) -> list[str]:
@@ -34,8 +34,13 @@ async def test_cancel_asks_then_the_job_ends_canceled(backend, cfg):
     job = run_python(backend, "import time\nprint('working', flush=True)\ntime.sleep(60)")
     app = ConsoleApp(cfg, backend, refresh_seconds=0.3, stream_metrics=False)
     async with app.run_test(size=(80, 24)) as pilot:
-        await wait_for(pilot, lambda: job.id in app.jobs_table.rows_by_id
-                       and app.jobs_table.rows_by_id[job.id].stage == "RUNNING")
+        await wait_for(
+            pilot,
+            lambda: (
+                job.id in app.jobs_table.rows_by_id
+                and app.jobs_table.rows_by_id[job.id].stage == "RUNNING"
+            ),
+        )
         app.jobs_table.select_job(job.id)
         await pilot.press("c")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
@@ -43,7 +48,10 @@ async def test_cancel_asks_then_the_job_ends_canceled(backend, cfg):
         assert job.id in shown and "acme" in shown and "cost so far" in shown
         await pilot.press("n")  # first: say no, nothing happens
         await pilot.pause(0.3)
-        assert backend.api.inspect_job(job_id=job.id, namespace=backend.namespace).status.stage == "RUNNING"
+        assert (
+            backend.api.inspect_job(job_id=job.id, namespace=backend.namespace).status.stage
+            == "RUNNING"
+        )
         await pilot.press("c")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         await pilot.press("y")
@@ -76,17 +84,30 @@ async def test_submit_creates_a_job_with_the_padded_timeout_and_labels(backend, 
         await pilot.press("ctrl+s")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         await pilot.press("y")
-        await wait_for(pilot, lambda: any(n.startswith("Submitted") for n in _notes(app)),
-                       timeout=20, what="the submit notification")
+        await wait_for(
+            pilot,
+            lambda: any(n.startswith("Submitted") for n in _notes(app)),
+            timeout=20,
+            what="the submit notification",
+        )
     jobs = [j for j in backend.api.list_jobs(namespace=backend.namespace)]
     assert len(jobs) == 1
     raw = raw_job(backend, jobs[0].id)
-    expected = estimate_run(RunSpec(1.0, 400, 3.0, cfg.defaults.flavor),
-                            timeout_buffer=cfg.defaults.timeout_buffer).timeout_seconds
+    expected = estimate_run(
+        RunSpec(1.0, 400, 3.0, cfg.defaults.flavor), timeout_buffer=cfg.defaults.timeout_buffer
+    ).timeout_seconds
     assert raw["timeoutSeconds"] == expected
     labels = raw["labels"]
-    for key, value in {"app": "console", "tenant": "acme", "env": cfg.defaults.env, "kind": "sft",
-                       "model_b": "1", "examples": "400", "epochs": "3", "unsloth": "0"}.items():
+    for key, value in {
+        "app": "console",
+        "tenant": "acme",
+        "env": cfg.defaults.env,
+        "kind": "sft",
+        "model_b": "1",
+        "examples": "400",
+        "epochs": "3",
+        "unsloth": "0",
+    }.items():
         assert labels[key] == value
     assert labels["run"].startswith("acme-sft-")
     assert all(len(v) <= 63 for v in labels.values())
@@ -96,8 +117,12 @@ async def test_submit_creates_a_job_with_the_padded_timeout_and_labels(backend, 
 
 async def test_reschedule_changes_the_cron_and_the_preview(backend, cfg):
     sj = backend.api.create_scheduled_job(
-        image="python:3.12", command=[sys.executable, "-c", "print(1)"], schedule="0 3 * * 1",
-        labels=console_labels("acme"), flavor="t4-small", namespace=backend.namespace,
+        image="python:3.12",
+        command=[sys.executable, "-c", "print(1)"],
+        schedule="0 3 * * 1",
+        labels=console_labels("acme"),
+        flavor="t4-small",
+        namespace=backend.namespace,
     )
     app = ConsoleApp(cfg, backend, refresh_seconds=0.3, start_tab="fleet", stream_metrics=False)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -115,15 +140,20 @@ async def test_reschedule_changes_the_cron_and_the_preview(backend, cfg):
         assert "06:15" in preview() and "Tuesday" in preview()
         await pilot.press("enter")
         await wait_for(pilot, lambda: any("Rescheduled" in n for n in _notes(app)))
-        await wait_for(pilot, lambda: app.fleet_table.rows_by_tenant["acme"].schedule == "15 6 * * 2")
+        await wait_for(
+            pilot, lambda: app.fleet_table.rows_by_tenant["acme"].schedule == "15 6 * * 2"
+        )
     info = backend.api.inspect_scheduled_job(scheduled_job_id=sj.id, namespace=backend.namespace)
     assert info.schedule == "15 6 * * 2"
 
 
 async def test_suspend_resume_and_trigger(backend, cfg):
     sj = backend.api.create_scheduled_job(
-        image="python:3.12", command=[sys.executable, "-c", "print('triggered')"],
-        schedule="0 3 * * 1", labels=console_labels("acme"), flavor="t4-small",
+        image="python:3.12",
+        command=[sys.executable, "-c", "print('triggered')"],
+        schedule="0 3 * * 1",
+        labels=console_labels("acme"),
+        flavor="t4-small",
         namespace=backend.namespace,
     )
     app = ConsoleApp(cfg, backend, refresh_seconds=0.3, start_tab="fleet", stream_metrics=False)
@@ -136,7 +166,9 @@ async def test_suspend_resume_and_trigger(backend, cfg):
         await pilot.press("t")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         await pilot.press("y")
-        await wait_for(pilot, lambda: app.fleet_table.rows_by_tenant["acme"].last_job_id is not None)
+        await wait_for(
+            pilot, lambda: app.fleet_table.rows_by_tenant["acme"].last_job_id is not None
+        )
     jobs = list(backend.api.list_jobs(namespace=backend.namespace))
     assert len(jobs) == 1 and jobs[0].labels["tenant"] == "acme"
     assert sj.id
@@ -146,8 +178,12 @@ async def test_read_only_refuses_every_action(backend, cfg):
     cfg.read_only = True
     job = run_python(backend, "import time; time.sleep(30)", ssh=True)
     backend.api.create_scheduled_job(
-        image="python:3.12", command=[sys.executable, "-c", "print(1)"], schedule="0 3 * * 1",
-        labels=console_labels("acme"), flavor="t4-small", namespace=backend.namespace,
+        image="python:3.12",
+        command=[sys.executable, "-c", "print(1)"],
+        schedule="0 3 * * 1",
+        labels=console_labels("acme"),
+        flavor="t4-small",
+        namespace=backend.namespace,
     )
     app = ConsoleApp(cfg, backend, refresh_seconds=0.3, stream_metrics=False)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -162,31 +198,47 @@ async def test_read_only_refuses_every_action(backend, cfg):
             assert "Read-only" in _notes(app)[-1]
         assert "READ-ONLY" in str(app.query_one("#status-line").render())
     assert [j.id for j in backend.api.list_jobs(namespace=backend.namespace)] == [job.id]
-    assert backend.api.inspect_job(job_id=job.id, namespace=backend.namespace).status.stage == "RUNNING"
+    assert (
+        backend.api.inspect_job(job_id=job.id, namespace=backend.namespace).status.stage
+        == "RUNNING"
+    )
 
 
-async def test_ssh_runs_the_shell_in_the_jobs_folder_and_the_app_resumes(backend, cfg, tmp_path,
-                                                                      monkeypatch):
+async def test_ssh_runs_the_shell_in_the_jobs_folder_and_the_app_resumes(
+    backend, cfg, tmp_path, monkeypatch
+):
     out = tmp_path / "shell.out"
     shell = tmp_path / "fake-shell"
-    shell.write_text(textwrap.dedent(f"""\
+    shell.write_text(
+        textwrap.dedent(f"""\
         #!/bin/sh
         {{ pwd; echo "JOB_ID=$JOB_ID"; echo "MARK=$DEMO_MARK"; }} > {out}
-        """))
+        """)
+    )
     shell.chmod(shell.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setenv("CONSOLE_SSH_SHELL", str(shell))
     job = backend.api.run_job(
-        image="python:3.12", command=[sys.executable, "-c", "import time; time.sleep(60)"],
-        env={"DEMO_MARK": "from-the-job"}, labels=console_labels("acme"), ssh=True,
-        flavor="t4-small", namespace=backend.namespace,
+        image="python:3.12",
+        command=[sys.executable, "-c", "import time; time.sleep(60)"],
+        env={"DEMO_MARK": "from-the-job"},
+        labels=console_labels("acme"),
+        ssh=True,
+        flavor="t4-small",
+        namespace=backend.namespace,
     )
     plain = run_python(backend, "import time; time.sleep(60)", tenant="globex")
     app = ConsoleApp(cfg, backend, refresh_seconds=0.3, stream_metrics=False)
     async with app.run_test(size=(80, 24)) as pilot:
         table = app.jobs_table
-        await wait_for(pilot, lambda: all(
-            j in table.rows_by_id and table.rows_by_id[j].stage == "RUNNING"
-            and (j != job.id or table.rows_by_id[j].ssh_url) for j in (job.id, plain.id)))
+        await wait_for(
+            pilot,
+            lambda: all(
+                j in table.rows_by_id
+                and table.rows_by_id[j].stage == "RUNNING"
+                and (j != job.id or table.rows_by_id[j].ssh_url)
+                for j in (job.id, plain.id)
+            ),
+        )
         table.select_job(plain.id)
         await pilot.press("x")
         await pilot.pause(0.1)

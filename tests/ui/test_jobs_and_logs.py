@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from tests.ui.conftest import run_python, wait_for, wait_stage, wait_thread
 
 from console.ui.app import ConsoleApp
 from console.ui.widgets.job_log import JobLog
 from console.ui.widgets.jobs_table import JobsTable, short_id
-from tests.ui.conftest import run_python, wait_for, wait_stage, wait_thread
 
 CHATTY = (
     "import sys, time\n"
@@ -25,8 +25,12 @@ async def test_selected_job_streams_every_line_in_order(backend, cfg, size):
         await wait_for(pilot, lambda: job.id in app.jobs_table.rows_by_id, what="the job row")
         app.jobs_table.select_job(job.id)
         pane = app.log_pane
-        await wait_for(pilot, lambda: pane.job_id == job.id and pane.ended, timeout=30,
-                       what="the end of the stream")
+        await wait_for(
+            pilot,
+            lambda: pane.job_id == job.id and pane.ended,
+            timeout=30,
+            what="the end of the stream",
+        )
         await wait_thread(wait_stage, backend, job.id, ("COMPLETED",))
         full = list(backend.api.fetch_job_logs(job_id=job.id, namespace=backend.namespace))
         expected = [f"line {i:05d} " + "x" * (i % 50) for i in range(3000)]
@@ -87,8 +91,11 @@ async def test_jobs_pane_updates_rows_in_place_and_keeps_the_cursor(backend, cfg
         table = app.jobs_table
         await wait_for(pilot, lambda: {first.id, second.id} <= set(table.rows_by_id))
         table.select_job(second.id)
-        await wait_for(pilot, lambda: table.rows_by_id[second.id].stage == "COMPLETED",
-                       what="the second job to complete")
+        await wait_for(
+            pilot,
+            lambda: table.rows_by_id[second.id].stage == "COMPLETED",
+            what="the second job to complete",
+        )
         count = app.refresh_count
         third = run_python(backend, "import time; time.sleep(30)", tenant="hooli")
         await wait_for(pilot, lambda: third.id in table.rows_by_id and app.refresh_count > count)

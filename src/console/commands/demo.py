@@ -13,11 +13,13 @@ import dataclasses
 
 
 def register(sub, add_common) -> None:
-    p = sub.add_parser("demo", help="the example fleet on the embedded server, in the TUI",
-                       description=__doc__)
+    p = sub.add_parser(
+        "demo", help="the example fleet on the embedded server, in the TUI", description=__doc__
+    )
     add_common(p)
-    p.add_argument("--trigger", type=int, default=2, metavar="N",
-                   help="tenants to run right away (default 2)")
+    p.add_argument(
+        "--trigger", type=int, default=2, metavar="N", help="tenants to run right away (default 2)"
+    )
     p.add_argument("--no-tui", action="store_true", help="set the demo up and exit")
     p.set_defaults(handler=run)
 
@@ -29,9 +31,13 @@ def setup_demo(backend, cfg, *, trigger: int = 2, report=print) -> list[str]:
 
     fleet = load_fleet_file(paths.training_dir() / "fleet.example.toml", backend_kind="local")
     api, ns = backend.api, backend.namespace
-    plan = plan_apply(fleet, list(api.list_scheduled_jobs(namespace=ns)), backend_kind="local",
-                      timeout_buffer=cfg.defaults.timeout_buffer,
-                      trackio_project=cfg.trackio.project)
+    plan = plan_apply(
+        fleet,
+        list(api.list_scheduled_jobs(namespace=ns)),
+        backend_kind="local",
+        timeout_buffer=cfg.defaults.timeout_buffer,
+        trackio_project=cfg.trackio.project,
+    )
     if plan.empty:
         report(f"Example fleet already in place ({len(plan.unchanged)} tenants, env={fleet.env}).")
     else:
@@ -39,7 +45,8 @@ def setup_demo(backend, cfg, *, trigger: int = 2, report=print) -> list[str]:
             report(line)
         apply_plan(api, plan, namespace=ns, report=report)
     active = [
-        j for j in api.list_jobs(namespace=ns, labels={"app": "console", "env": fleet.env})
+        j
+        for j in api.list_jobs(namespace=ns, labels={"app": "console", "env": fleet.env})
         if j.status.stage in ("SCHEDULING", "RUNNING")
     ]
     if active:

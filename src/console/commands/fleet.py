@@ -14,8 +14,12 @@ import json
 
 
 def register(sub, add_common) -> None:
-    p = sub.add_parser("fleet", help="show the tenant fleet, or apply a fleet file",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser(
+        "fleet",
+        help="show the tenant fleet, or apply a fleet file",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     add_common(p)
     fleet_sub = p.add_subparsers(dest="fleet_command", metavar="ACTION", required=True)
     show = fleet_sub.add_parser("show", help="the fleet derived from scheduled jobs and job labels")
@@ -68,9 +72,14 @@ def run_apply(args: argparse.Namespace) -> int:
             scheduled = list(backend.api.list_scheduled_jobs(namespace=backend.namespace))
         except Exception as exc:  # noqa: BLE001 (any API failure is reported, not raised)
             raise CommandError(f"cannot list scheduled jobs: {_api_error(exc)}") from None
-        plan = plan_apply(fleet, scheduled, backend_kind=backend.kind,
-                          timeout_buffer=cfg.defaults.timeout_buffer, token=token,
-                          trackio_project=cfg.trackio.project)
+        plan = plan_apply(
+            fleet,
+            scheduled,
+            backend_kind=backend.kind,
+            timeout_buffer=cfg.defaults.timeout_buffer,
+            token=token,
+            trackio_project=cfg.trackio.project,
+        )
         for line in plan.lines():
             print(line)
         if args.dry_run or plan.empty:
@@ -107,28 +116,44 @@ def run_show(args: argparse.Namespace) -> int:
     now = datetime.now(UTC)
     rows = derive_fleet(scheduled, jobs, now=now)
     if args.json:
-        print(json.dumps([
-            {
-                "tenant": r.tenant, "env": r.env, "base_model": r.base_model, "flavor": r.flavor,
-                "schedule": r.schedule, "schedule_words": r.schedule_words,
-                "next_run": r.next_run.isoformat() if r.next_run else None,
-                "suspended": r.suspended, "scheduled_job_id": r.scheduled_job_id,
-                "last_job_id": r.last_job_id, "last_stage": r.last_stage,
-                "last_at": r.last_at.isoformat() if r.last_at else None,
-                "cost_per_run_usd": r.cost_per_run, "monthly_usd": r.monthly_usd,
-                "flags": r.flags,
-            }
-            for r in rows
-        ], indent=2))
+        print(
+            json.dumps(
+                [
+                    {
+                        "tenant": r.tenant,
+                        "env": r.env,
+                        "base_model": r.base_model,
+                        "flavor": r.flavor,
+                        "schedule": r.schedule,
+                        "schedule_words": r.schedule_words,
+                        "next_run": r.next_run.isoformat() if r.next_run else None,
+                        "suspended": r.suspended,
+                        "scheduled_job_id": r.scheduled_job_id,
+                        "last_job_id": r.last_job_id,
+                        "last_stage": r.last_stage,
+                        "last_at": r.last_at.isoformat() if r.last_at else None,
+                        "cost_per_run_usd": r.cost_per_run,
+                        "monthly_usd": r.monthly_usd,
+                        "flags": r.flags,
+                    }
+                    for r in rows
+                ],
+                indent=2,
+            )
+        )
         return 0
     if not rows:
         print("No tenants yet: `console fleet apply FILE.toml` creates their schedules.")
         return 0
-    print(f"{'TENANT':<12} {'FLAVOR':<11} {'SCHEDULE':<14} {'LAST RUN':<11} {'AGE':<9} "
-          f"{'$/RUN':>7} {'$/MONTH':>8}  FLAGS")
+    print(
+        f"{'TENANT':<12} {'FLAVOR':<11} {'SCHEDULE':<14} {'LAST RUN':<11} {'AGE':<9} "
+        f"{'$/RUN':>7} {'$/MONTH':>8}  FLAGS"
+    )
     for r in rows:
-        print(f"{r.tenant:<12} {r.flavor or '-':<11} {r.schedule or 'ad hoc':<14} "
-              f"{r.last_stage or 'never':<11} {format_age(r.last_at, now):<9} "
-              f"{format_cost(r.cost_per_run):>7} {format_cost(r.monthly_usd):>8}  "
-              f"{','.join(r.flags)}")
+        print(
+            f"{r.tenant:<12} {r.flavor or '-':<11} {r.schedule or 'ad hoc':<14} "
+            f"{r.last_stage or 'never':<11} {format_age(r.last_at, now):<9} "
+            f"{format_cost(r.cost_per_run):>7} {format_cost(r.monthly_usd):>8}  "
+            f"{','.join(r.flags)}"
+        )
     return 0

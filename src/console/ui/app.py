@@ -28,8 +28,8 @@ import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from functools import partial
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -53,12 +53,13 @@ from console.ui.screens.help import HelpScreen
 from console.ui.screens.prompt import PromptScreen
 from console.ui.screens.reschedule import RescheduleScreen
 from console.ui.screens.submit import SubmitResult, SubmitScreen
+from console.ui.streams import iterate_cancellable
 from console.ui.widgets.fleet_table import FleetTable
+from console.ui.widgets.job_details import JobDetails
 from console.ui.widgets.jobs_pane import JobsPane
 from console.ui.widgets.jobs_table import JobsTable
 from console.ui.widgets.log_pane import DEFAULT_MAX_LINES, LogPane
 from console.ui.widgets.status_line import StatusLine
-from console.ui.streams import iterate_cancellable
 
 SSH_SHELL_ENV = "CONSOLE_SSH_SHELL"
 REFRESH_SECONDS = 2.0
@@ -91,7 +92,7 @@ class MetricsSample(Message):
 
 
 class ConsoleApp(App[None]):
-    """The console TUI against one backend (`console.backend.Backend` or anything shaped like it)."""
+    """The console TUI against one backend (a `console.backend.Backend` or the like)."""
 
     CSS_PATH = str(paths.stylesheet_path())
     TITLE = "console"
@@ -99,23 +100,42 @@ class ConsoleApp(App[None]):
     BINDINGS = [
         Binding("1", "show_tab('fleet')", "Fleet", tooltip="The tenant fleet", id="tab-fleet"),
         Binding("2", "show_tab('jobs')", "Jobs", tooltip="Jobs and their logs", id="tab-jobs"),
-        Binding("3", "show_tab('costs')", "Costs", tooltip="Cost ledger", id="tab-costs",
-                show=False),
+        Binding(
+            "3", "show_tab('costs')", "Costs", tooltip="Cost ledger", id="tab-costs", show=False
+        ),
         Binding("s", "submit", "Submit", tooltip="Submit a training job (form)", id="submit"),
         Binding("c", "cancel_job", "Cancel", tooltip="Cancel the selected job", id="cancel"),
         Binding("x", "ssh", "Shell", tooltip="Open a shell in the selected job", id="ssh"),
         Binding("r", "reschedule", "Resched", tooltip="Edit the tenant's cron", id="reschedule"),
-        Binding("p", "toggle_suspend", "Pause", tooltip="Suspend / resume the tenant's schedule",
-                id="suspend"),
-        Binding("t", "trigger", "Trigger", tooltip="Run the tenant's scheduled job now",
-                id="trigger"),
+        Binding(
+            "p",
+            "toggle_suspend",
+            "Pause",
+            tooltip="Suspend / resume the tenant's schedule",
+            id="suspend",
+        ),
+        Binding(
+            "t", "trigger", "Trigger", tooltip="Run the tenant's scheduled job now", id="trigger"
+        ),
         Binding("R", "rerun", "Rerun", tooltip="Run the selected job again", id="rerun"),
-        Binding("slash", "filter", "Filter", tooltip="Filter jobs (tenant:, stage:, label:)",
-                id="filter"),
-        Binding("ctrl+s", "save_log", "Save log", tooltip="Save the full log to a file",
-                id="save-log", show=False),
-        Binding("ctrl+r", "refresh_now", "Refresh", tooltip="Refresh now", id="refresh",
-                show=False),
+        Binding(
+            "slash",
+            "filter",
+            "Filter",
+            tooltip="Filter jobs (tenant:, stage:, label:)",
+            id="filter",
+        ),
+        Binding(
+            "ctrl+s",
+            "save_log",
+            "Save log",
+            tooltip="Save the full log to a file",
+            id="save-log",
+            show=False,
+        ),
+        Binding(
+            "ctrl+r", "refresh_now", "Refresh", tooltip="Refresh now", id="refresh", show=False
+        ),
         Binding("question_mark", "help", "Help", tooltip="All keys", id="help"),
         Binding("q", "quit", "Quit", tooltip="Quit the console", id="quit"),
     ]
@@ -184,7 +204,8 @@ class ConsoleApp(App[None]):
                 yield JobsPane(self.clock, id="jobs-pane")
                 with Horizontal(id="log-row"):
                     yield LogPane(max_lines=self.log_max_lines, id="log-pane")
-                    yield Vertical(id="metrics-panel")
+                    with Vertical(id="metrics-panel"):
+                        yield JobDetails(id="job-details")
             with TabPane("3 Costs", id="costs"):
                 with Container(id="ledger-pane"):
                     yield Static(
@@ -219,8 +240,13 @@ class ConsoleApp(App[None]):
 
     # -- refresh ---------------------------------------------------------------------------
 
-    @work(thread=True, exclusive=True, group="refresh", exit_on_error=False,
-          description="refresh jobs and scheduled jobs")
+    @work(
+        thread=True,
+        exclusive=True,
+        group="refresh",
+        exit_on_error=False,
+        description="refresh jobs and scheduled jobs",
+    )
     def refresh_data(self) -> None:
         api, ns = self.api, self.namespace
         jobs = list(api.list_jobs(namespace=ns))
@@ -239,15 +265,20 @@ class ConsoleApp(App[None]):
                 continue
             tenant = labels.get("tenant", "")
             prev = newest.get(tenant)
-            if prev is None or (job.created_at and prev.created_at and job.created_at > prev.created_at):
+            if prev is None or (
+                job.created_at and prev.created_at and job.created_at > prev.created_at
+            ):
                 newest[tenant] = job
         found: dict[str, RunOutcome] = {}
         for job in newest.values():
             if job.id in self.outcomes:
                 continue
             try:
-                tail = list(self.api.fetch_job_logs(job_id=job.id, namespace=self.namespace,
-                                                    follow=False, tail=40))
+                tail = list(
+                    self.api.fetch_job_logs(
+                        job_id=job.id, namespace=self.namespace, follow=False, tail=40
+                    )
+                )
             except Exception:  # the outcome is a nicety; the next refresh retries
                 continue
             found[job.id] = parse_outcome(tail)
@@ -260,8 +291,9 @@ class ConsoleApp(App[None]):
         self.scheduled = {s.id: s for s in message.scheduled}
         rows = [job_row(j, now=now, prices=self.prices) for j in message.jobs]
         self.job_rows = {r.id: r for r in rows}
-        fleet = derive_fleet(message.scheduled, message.jobs, now=now, prices=self.prices,
-                             outcomes=self.outcomes)
+        fleet = derive_fleet(
+            message.scheduled, message.jobs, now=now, prices=self.prices, outcomes=self.outcomes
+        )
         self.fleet_rows = {r.tenant: r for r in fleet}
         self.query_one(JobsPane).update_rows(rows)
         self.fleet_table.update_rows(fleet, now)
@@ -270,6 +302,7 @@ class ConsoleApp(App[None]):
         self.query_one(StatusLine).mark_ok(message.at)
         if self._log_job and self._log_job in self.job_rows:
             self.log_pane.set_stage(self.job_rows[self._log_job].stage)
+            self.query_one(JobDetails).show(self.job_rows[self._log_job])
         self._arm_refresh(self.refresh_seconds)
 
     def _arm_refresh(self, delay: float) -> None:
@@ -300,6 +333,7 @@ class ConsoleApp(App[None]):
 
     def on_jobs_table_job_selected(self, message: JobsTable.JobSelected) -> None:
         self.selected_job_id = message.job_id
+        self.query_one(JobDetails).show(message.row)
         if message.job_id != self._log_job:
             self.open_log(message.job_id)
 
@@ -322,8 +356,13 @@ class ConsoleApp(App[None]):
         if self.stream_metrics and row is not None and row.stage == "RUNNING":
             self.stream_job_metrics(job_id)
 
-    @work(thread=True, exclusive=True, group="logs", exit_on_error=False,
-          description="stream the job's log")
+    @work(
+        thread=True,
+        exclusive=True,
+        group="logs",
+        exit_on_error=False,
+        description="stream the job's log",
+    )
     def stream_logs(self, job_id: str, generation: int) -> None:
         worker = get_current_worker()
         pane = self.log_pane
@@ -339,8 +378,13 @@ class ConsoleApp(App[None]):
         if not worker.is_cancelled and pane.generation == generation:
             pane.end(generation)
 
-    @work(thread=True, exclusive=True, group="metrics", exit_on_error=False,
-          description="stream the job's metrics")
+    @work(
+        thread=True,
+        exclusive=True,
+        group="metrics",
+        exit_on_error=False,
+        description="stream the job's metrics",
+    )
     def stream_job_metrics(self, job_id: str) -> None:
         worker = get_current_worker()
         ns = self.namespace
@@ -390,7 +434,7 @@ class ConsoleApp(App[None]):
         return self.query_one(TabbedContent).active
 
     def selected_job(self) -> JobRow | None:
-        """The job the action applies to: the highlighted job, or on the fleet tab the tenant's last."""
+        """The job an action applies to: the highlighted one (fleet tab: the tenant's last)."""
         if self.active_tab == "fleet":
             tenant = self.fleet_table.selected_row
             if tenant and tenant.last_job_id:
@@ -409,8 +453,11 @@ class ConsoleApp(App[None]):
     def _refuse_if_read_only(self, action: str) -> bool:
         if self.read_only:
             what = self.MUTATING.get(action, action)
-            self.notify(f"Read-only: {what} refused (started with --read-only or read_only = true)",
-                        severity="warning", title="read-only")
+            self.notify(
+                f"Read-only: {what} refused (started with --read-only or read_only = true)",
+                severity="warning",
+                title="read-only",
+            )
             return True
         return False
 
@@ -462,8 +509,11 @@ class ConsoleApp(App[None]):
         self.push_screen(
             ConfirmScreen(
                 f"Cancel job {job.id}?",
-                [f"tenant {job.tenant}, {job.kind}, {job.stage} on {job.flavor}",
-                 f"cost so far {format_cost(job.cost_usd)}; its work since the last push is lost"],
+                [
+                    f"tenant {job.tenant}, {job.kind}, {job.stage} on {job.flavor}",
+                    f"cost so far {format_cost(job.cost_usd)}; "
+                    "its work since the last push is lost",
+                ],
                 yes_label="Cancel job",
             ),
             confirmed,
@@ -477,8 +527,9 @@ class ConsoleApp(App[None]):
             info = self.job_infos.get(job.id) if job else None
             base = jobspec.read_request(info) if info is not None else None
         if base is None:
-            base = TrainingRequest(tenant=tenant.tenant if tenant else "", dataset="",
-                                   flavor=self.cfg.defaults.flavor)
+            base = TrainingRequest(
+                tenant=tenant.tenant if tenant else "", dataset="", flavor=self.cfg.defaults.flavor
+            )
         return replace(
             base,
             env=self.cfg.defaults.env,
@@ -526,7 +577,9 @@ class ConsoleApp(App[None]):
             f"timeout {sub.timeout_seconds}s",
         ]
         if result.preflight:
-            details.append("a CPU dataset preflight (~$0.01) runs first; training starts if it passes")
+            details.append(
+                "a CPU dataset preflight (~$0.01) runs first; training starts if it passes"
+            )
 
         def confirmed(yes: bool | None) -> None:
             if yes:
@@ -541,26 +594,35 @@ class ConsoleApp(App[None]):
         token = self._token()
         request = result.request
         ns = self.namespace
-        build = dict(backend_kind=self.backend_kind,
-                     timeout_buffer=self.cfg.defaults.timeout_buffer, token=token,
-                     prices=self.prices)
+        build = dict(
+            backend_kind=self.backend_kind,
+            timeout_buffer=self.cfg.defaults.timeout_buffer,
+            token=token,
+            prices=self.prices,
+        )
         submission = jobspec.build_submission(request, **build)
         if result.preflight:
-            check = jobspec.build_submission(replace(request, kind="validate", ssh=False,
-                                                     run_name=None, scheduled=False), **build)
+            check = jobspec.build_submission(
+                replace(request, kind="validate", ssh=False, run_name=None, scheduled=False),
+                **build,
+            )
             job = self.api.run_job(**check.run_kwargs(), namespace=ns)
-            self.post_message(ActionDone(f"Preflight {job.id} started for {request.tenant}",
-                                         refresh=True))
+            self.post_message(
+                ActionDone(f"Preflight {job.id} started for {request.tenant}", refresh=True)
+            )
             stage = _wait_terminal(self.api, job.id, ns)
             if stage != "COMPLETED":
                 return f"Preflight {job.id} ended {stage}: training not submitted (see its log)"
         if result.schedule:
-            sj = self.api.create_scheduled_job(**submission.scheduled_kwargs(result.schedule),
-                                               namespace=ns)
+            sj = self.api.create_scheduled_job(
+                **submission.scheduled_kwargs(result.schedule), namespace=ns
+            )
             return f"Scheduled {request.tenant} ({sj.id}): {result.schedule}"
         job = self.api.run_job(**submission.run_kwargs(), namespace=ns)
-        return (f"Submitted {job.id} for {request.tenant} "
-                f"(timeout {submission.timeout_seconds}s, est ${submission.estimate_usd:.2f})")
+        return (
+            f"Submitted {job.id} for {request.tenant} "
+            f"(timeout {submission.timeout_seconds}s, est ${submission.estimate_usd:.2f})"
+        )
 
     def action_rerun(self) -> None:
         if self._refuse_if_read_only("rerun"):
@@ -573,12 +635,19 @@ class ConsoleApp(App[None]):
         request = jobspec.read_request(info)
         ns = self.namespace
         if request is not None:
-            request = replace(request, run_name=None, scheduled=False, timeout_seconds=None,
-                              ssh=bool(job.ssh_url) or self.backend_kind == "local")
+            request = replace(
+                request,
+                run_name=None,
+                scheduled=False,
+                timeout_seconds=None,
+                ssh=bool(job.ssh_url) or self.backend_kind == "local",
+            )
             try:
                 sub = jobspec.build_submission(
-                    request, backend_kind=self.backend_kind,
-                    timeout_buffer=self.cfg.defaults.timeout_buffer, prices=self.prices,
+                    request,
+                    backend_kind=self.backend_kind,
+                    timeout_buffer=self.cfg.defaults.timeout_buffer,
+                    prices=self.prices,
                 )
             except jobspec.SubmissionError as exc:
                 self.notify(f"Rerun refused: {exc}", severity="error")
@@ -593,10 +662,14 @@ class ConsoleApp(App[None]):
             cost = "cost unknown (not a console job)"
 
             def rerun() -> str:
-                new = self.api.run_job(image=info.docker_image or "python:3.12",
-                                       command=list(info.command or []) + list(info.arguments or []),
-                                       env=dict(info.environment or {}), flavor=info.flavor,
-                                       labels=jobspec.labels_of(info), namespace=ns)
+                new = self.api.run_job(
+                    image=info.docker_image or "python:3.12",
+                    command=list(info.command or []) + list(info.arguments or []),
+                    env=dict(info.environment or {}),
+                    flavor=info.flavor,
+                    labels=jobspec.labels_of(info),
+                    namespace=ns,
+                )
                 return f"Rerun of {job.id}: {new.id} (secrets are not copied)"
 
         def confirmed(yes: bool | None) -> None:
@@ -605,9 +678,14 @@ class ConsoleApp(App[None]):
             else:
                 self.notify("Rerun: not done", timeout=3)
 
-        self.push_screen(ConfirmScreen(f"Run job {job.id} again?",
-                                       [f"tenant {job.tenant}, {job.kind} on {job.flavor}", cost],
-                                       yes_label="Rerun"), confirmed)
+        self.push_screen(
+            ConfirmScreen(
+                f"Run job {job.id} again?",
+                [f"tenant {job.tenant}, {job.kind} on {job.flavor}", cost],
+                yes_label="Rerun",
+            ),
+            confirmed,
+        )
 
     def _need_schedule(self) -> tuple[TenantRow, Any] | None:
         tenant = self.selected_tenant()
@@ -633,8 +711,9 @@ class ConsoleApp(App[None]):
                 return
 
             def reschedule() -> str:
-                self.api.update_scheduled_job_schedule(scheduled_job_id=sj.id, schedule=cron,
-                                                       namespace=ns)
+                self.api.update_scheduled_job_schedule(
+                    scheduled_job_id=sj.id, schedule=cron, namespace=ns
+                )
                 return f"Rescheduled {tenant.tenant}: {cron}"
 
             self._start(f"Reschedule {tenant.tenant}", reschedule)
@@ -650,12 +729,14 @@ class ConsoleApp(App[None]):
         tenant, sj = found
         ns = self.namespace
         if sj.suspend:
+
             def resume() -> str:
                 self.api.resume_scheduled_job(scheduled_job_id=sj.id, namespace=ns)
                 return f"Resumed {tenant.tenant}'s schedule ({sj.schedule})"
 
             self._start(f"Resume {tenant.tenant}", resume)
         else:
+
             def suspend() -> str:
                 self.api.suspend_scheduled_job(scheduled_job_id=sj.id, namespace=ns)
                 return f"Suspended {tenant.tenant}'s schedule (p resumes)"
@@ -683,9 +764,14 @@ class ConsoleApp(App[None]):
             self._start(f"Trigger {tenant.tenant}", trigger)
 
         self.push_screen(
-            ConfirmScreen(f"Run {tenant.tenant}'s scheduled job now?",
-                          [f"{tenant.flavor}, est {format_cost(tenant.cost_per_run)} per run",
-                           f"schedule {sj.schedule} is unchanged"], yes_label="Trigger"),
+            ConfirmScreen(
+                f"Run {tenant.tenant}'s scheduled job now?",
+                [
+                    f"{tenant.flavor}, est {format_cost(tenant.cost_per_run)} per run",
+                    f"schedule {sj.schedule} is unchanged",
+                ],
+                yes_label="Trigger",
+            ),
             confirmed,
         )
 
@@ -699,21 +785,26 @@ class ConsoleApp(App[None]):
             self.notify("No job selected", severity="warning")
             return
         if job.stage != "RUNNING":
-            self.notify(f"Job {job.id} is {job.stage}: a shell needs a running job",
-                        severity="warning")
+            self.notify(
+                f"Job {job.id} is {job.stage}: a shell needs a running job", severity="warning"
+            )
             return
         url = job.ssh_url
         if not url:
-            self.notify(f"Job {job.id} was started without ssh (submit with ssh on to get a shell)",
-                        severity="warning")
+            self.notify(
+                f"Job {job.id} was started without ssh (submit with ssh on to get a shell)",
+                severity="warning",
+            )
             return
         if url.startswith("file://"):
             self._local_shell(job, Path(url.removeprefix("file://")))
         else:
             ssh = shutil.which("ssh")
             if ssh is None:
-                self.notify("No `ssh` program on this machine: install OpenSSH to open a shell",
-                            severity="error")
+                self.notify(
+                    "No `ssh` program on this machine: install OpenSSH to open a shell",
+                    severity="error",
+                )
                 return
             self._hand_terminal([ssh, url], None, None, f"ssh {url}")
 
@@ -725,8 +816,9 @@ class ConsoleApp(App[None]):
         env = _job_environment(folder, self.job_infos.get(job.id), job.id)
         self._hand_terminal([shell], folder, env, f"shell in {folder}")
 
-    def _hand_terminal(self, argv: list[str], cwd: Path | None, env: dict[str, str] | None,
-                       what: str) -> None:
+    def _hand_terminal(
+        self, argv: list[str], cwd: Path | None, env: dict[str, str] | None, what: str
+    ) -> None:
         try:
             with self.suspend():
                 code = subprocess.call(argv, cwd=cwd, env=env)
@@ -756,14 +848,14 @@ class ConsoleApp(App[None]):
 
     @work(thread=True, group="save", exit_on_error=False, description="save the log")
     def save_log(self, job_id: str, path: Path) -> None:
-        lines = list(self.api.fetch_job_logs(job_id=job_id, namespace=self.namespace,
-                                             follow=False))
+        lines = list(self.api.fetch_job_logs(job_id=job_id, namespace=self.namespace, follow=False))
         path.write_text("\n".join(lines) + ("\n" if lines else ""), encoding="utf-8")
         self.post_message(ActionDone(f"Saved {len(lines)} lines to {path}", refresh=False))
 
 
-def _wait_terminal(api: Any, job_id: str, namespace: str, poll: float = 1.0,
-                   limit: float = 3600.0) -> str:
+def _wait_terminal(
+    api: Any, job_id: str, namespace: str, poll: float = 1.0, limit: float = 3600.0
+) -> str:
     deadline = time.monotonic() + limit
     worker = get_current_worker()
     while time.monotonic() < deadline and not worker.is_cancelled:

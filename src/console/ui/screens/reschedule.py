@@ -36,7 +36,9 @@ class RescheduleScreen(ModalScreen[str | None]):
 
     BINDINGS = [Binding("escape", "cancel", "Cancel", tooltip="Close without saving")]
 
-    def __init__(self, tenant: str, current: str, clock: Callable[[], datetime] | None = None) -> None:
+    def __init__(
+        self, tenant: str, current: str, clock: Callable[[], datetime] | None = None
+    ) -> None:
         super().__init__()
         self.tenant = tenant
         self.current = current
@@ -45,8 +47,11 @@ class RescheduleScreen(ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="reschedule-dialog", classes="dialog"):
             yield Static(Text(f"Reschedule {self.tenant} (now: {self.current})", style="bold"))
-            yield Input(self.current, placeholder="cron: m h dom mon dow, or weekly / daily",
-                        id="cron-input")
+            yield Input(
+                self.current,
+                placeholder="cron: m h dom mon dow, or weekly / daily",
+                id="cron-input",
+            )
             yield Static(id="cron-preview")
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Save", variant="primary", id="save")

@@ -86,14 +86,22 @@ class SubmitScreen(ModalScreen[SubmitResult | None]):
                 yield self._row("Timeout", Input("", id="f-timeout", compact=True))
                 yield self._row(
                     "Max steps",
-                    Input("" if r.max_steps is None else str(r.max_steps), id="f-max-steps",
-                          placeholder="(all)", compact=True),
+                    Input(
+                        "" if r.max_steps is None else str(r.max_steps),
+                        id="f-max-steps",
+                        placeholder="(all)",
+                        compact=True,
+                    ),
                 )
                 yield self._row(
                     "Cron", Input("", id="f-cron", placeholder="(run once now)", compact=True)
                 )
-                yield Checkbox("CPU dataset preflight first (~$0.01)", value=False,
-                               id="f-preflight", compact=True)
+                yield Checkbox(
+                    "CPU dataset preflight first (~$0.01)",
+                    value=False,
+                    id="f-preflight",
+                    compact=True,
+                )
                 yield Checkbox("ssh into the job", value=r.ssh, id="f-ssh", compact=True)
             yield Static(id="submit-estimate")
             yield Static(id="submit-error")
@@ -115,7 +123,9 @@ class SubmitScreen(ModalScreen[SubmitResult | None]):
         try:
             value = kind(text)
         except ValueError:
-            raise SubmissionError(f"{name}: {text!r} is not a {'whole ' if kind is int else ''}number") from None
+            raise SubmissionError(
+                f"{name}: {text!r} is not a {'whole ' if kind is int else ''}number"
+            ) from None
         return value
 
     def read_request(self) -> tuple[TrainingRequest, str | None]:
@@ -165,11 +175,15 @@ class SubmitScreen(ModalScreen[SubmitResult | None]):
         fl = self.prices.get(req.flavor)
         if fl.max_model_b < req.model_b:
             raise SubmissionError(
-                f"a {req.model_b:g}B model does not fit {req.flavor} ({fl.fits}); pick a larger flavor"
+                f"a {req.model_b:g}B model does not fit {req.flavor} ({fl.fits}); "
+                "pick a larger flavor"
             )
         sub = jobspec.build_submission(
-            req, backend_kind=self.backend_kind, timeout_buffer=self.timeout_buffer,
-            token=self.token, prices=self.prices,
+            req,
+            backend_kind=self.backend_kind,
+            timeout_buffer=self.timeout_buffer,
+            token=self.token,
+            prices=self.prices,
         )
         preflight = self.query_one("#f-preflight", Checkbox).value
         return SubmitResult(req, sub, cron, preflight)
@@ -228,8 +242,10 @@ class SubmitScreen(ModalScreen[SubmitResult | None]):
     def action_submit(self) -> None:
         result = self._recompute()
         if result is None:
-            self.app.notify("Not submitted: " + str(self.query_one("#submit-error", Static).render()),
-                            severity="error")
+            self.app.notify(
+                "Not submitted: " + str(self.query_one("#submit-error", Static).render()),
+                severity="error",
+            )
             return
         self.dismiss(result)
 

@@ -95,8 +95,10 @@ class FleetTable(DataTable):
         return (
             tenant,
             plain(row.last_stage or "never", STAGE_STYLES.get(row.last_stage or "", "dim")),
-            plain(format_age(row.last_at, now).removesuffix(" ago"),
-                  "bold yellow" if row.stale else ""),
+            plain(
+                format_age(row.last_at, now).removesuffix(" ago"),
+                "bold yellow" if row.stale else "",
+            ),
             plain(loss),
             next_run,
             plain(format_cost(row.cost_per_run)),

@@ -1,4 +1,4 @@
-"""A one-line readout of the selected job's live metrics: cpu, memory, gpu where the backend gives it.
+"""A one-line readout of the selected job's live metrics: cpu, memory, gpu where given.
 
 Fed by the app's metrics worker (`HfApi.fetch_job_metrics`); shows `-` until a sample arrives
 and clears when the job changes.

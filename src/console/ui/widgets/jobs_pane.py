@@ -30,8 +30,11 @@ class JobsPane(Vertical):
         self.clock = clock
 
     def compose(self) -> ComposeResult:
-        yield Input(placeholder="filter: tenant:acme stage:running label:env=prod words",
-                    id="jobs-filter", compact=True)
+        yield Input(
+            placeholder="filter: tenant:acme stage:running label:env=prod words",
+            id="jobs-filter",
+            compact=True,
+        )
         yield Static(id="jobs-filter-state")
         yield JobsTable(id="jobs-table")
 
@@ -65,8 +68,14 @@ class JobsPane(Vertical):
         state.display = bool(text) and not box_open
         if text:
             shown = table.row_count
-            state.update(Text(f" filter: {text}  ({shown} of {len(table.all_rows)} jobs)  / to edit",
-                              style="magenta", no_wrap=True, overflow="ellipsis"))
+            state.update(
+                Text(
+                    f" filter: {text}  ({shown} of {len(table.all_rows)} jobs)  / to edit",
+                    style="magenta",
+                    no_wrap=True,
+                    overflow="ellipsis",
+                )
+            )
 
     def on_input_changed(self, event: Input.Changed) -> None:
         if event.input.id == "jobs-filter":

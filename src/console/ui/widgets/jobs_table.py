@@ -30,12 +30,13 @@ STAGE_STYLES = {
 COLUMNS = (
     ("id", "ID", 8),
     ("tenant", "Tenant", 9),
-    ("kind", "Kind", 3),
+    ("kind", "Kind", 4),
     ("stage", "Stage", 10),
     ("flavor", "Flavor", 10),
     ("started", "Started", 9),
     ("running", "Ran", 6),
     ("cost", "Cost", 6),
+    ("message", "Message", 60),
 )
 KIND_SHORT = {"validate": "val"}
 
@@ -97,6 +98,7 @@ class JobsTable(DataTable):
             plain(format_clock(row.started_at or row.created_at, now)),
             plain(ran),
             plain(format_cost(row.cost_usd)),
+            plain(row.message or "", "red" if row.stage == "ERROR" else "dim"),
         )
 
     def set_filter(self, job_filter: JobFilter, now: datetime) -> None:
@@ -106,9 +108,7 @@ class JobsTable(DataTable):
     def update_rows(self, rows: list[JobRow], now: datetime) -> None:
         """Make the table show `rows` (filtered), by key: update, add, remove, re-sort."""
         self.all_rows = {r.id: r for r in rows}
-        wanted = sorted(
-            (r for r in rows if self.job_filter.matches(r)), key=sort_key
-        )
+        wanted = sorted((r for r in rows if self.job_filter.matches(r)), key=sort_key)
         wanted_ids = {r.id for r in wanted}
         keep = self._selected
         with self.app.batch_update():
@@ -155,7 +155,9 @@ class JobsTable(DataTable):
             job_id = self.coordinate_to_cell_key(Coordinate(self.cursor_row, 0)).row_key.value
         if job_id != self._selected:
             self._selected = job_id
-            self.post_message(self.JobSelected(job_id, self.rows_by_id.get(job_id) if job_id else None))
+            self.post_message(
+                self.JobSelected(job_id, self.rows_by_id.get(job_id) if job_id else None)
+            )
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         event.stop()

@@ -205,16 +205,30 @@ class LogPane(Vertical, can_focus=False):
                 text.append(f" {clean_log_line(self.job_label)}")
             if self.stage:
                 text.append(f" {self.stage}", style="cyan")
-            text.append(" follow" if self.follow else " paused", style="green" if self.follow else "yellow")
+            text.append(
+                " follow" if self.follow else " paused", style="green" if self.follow else "yellow"
+            )
             if self.wrap:
                 text.append(" wrap", style="dim")
-            kept = f"{len(self.lines)}/{self.received}" if self.received > len(self.lines) else str(self.received)
+            kept = (
+                f"{len(self.lines)}/{self.received}"
+                if self.received > len(self.lines)
+                else str(self.received)
+            )
             text.append(f" {kept} lines", style="dim")
             if self.ended:
-                text.append(" (ended)" if not self.error else f" (stream error: {clean_log_line(self.error)})",
-                            style="dim" if not self.error else "red")
+                text.append(
+                    " (ended)"
+                    if not self.error
+                    else f" (stream error: {clean_log_line(self.error)})",
+                    style="dim" if not self.error else "red",
+                )
             if self.search_term:
-                where = "no match" if not self.matches else f"{(self.match_index or 0) + 1}/{len(self.matches)}"
+                where = (
+                    "no match"
+                    if not self.matches
+                    else f"{(self.match_index or 0) + 1}/{len(self.matches)}"
+                )
                 text.append(f" /{clean_log_line(self.search_term)} {where}", style="magenta")
         self.query_one("#log-title", Static).update(text)
 

@@ -75,7 +75,9 @@ class StatusLine(Static):
         text.append(f" {self.namespace} ", style="bold")
         text.append(f"{self.plan} ", style="dim")
         text.append(f"{self.backend} ", style="bold cyan")
-        text.append(self.endpoint.removeprefix("http://").removeprefix("https://") + " ", style="dim")
+        text.append(
+            self.endpoint.removeprefix("http://").removeprefix("https://") + " ", style="dim"
+        )
         if self.read_only:
             text.append(" READ-ONLY ", style="bold black on yellow")
             text.append(" ")

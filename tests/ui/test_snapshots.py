@@ -1,0 +1,44 @@
+"""SVG snapshots of the main screen at 80x24 and 160x48 (fixed data, frozen clock).
+
+Update with `pytest tests/ui/test_snapshots.py --snapshot-update` after an intended change.
+"""
+
+from __future__ import annotations
+
+import pytest
+from tests.ui.canned import CannedApi, CannedBackend
+from tests.ui.conftest import FROZEN_NOW
+
+from console.config import Config
+from console.ui.app import ConsoleApp
+
+
+def make_app(tab: str = "jobs") -> ConsoleApp:
+    cfg = Config(namespace="oncall", plan="pro")
+    return ConsoleApp(
+        cfg,
+        CannedBackend(CannedApi()),
+        clock=lambda: FROZEN_NOW,
+        refresh_seconds=3600,
+        start_tab=tab,
+        stream_metrics=True,
+    )
+
+
+async def _settle(pilot) -> None:
+    app = pilot.app
+    for _ in range(100):
+        if app.refresh_count and app.log_pane.ended:
+            break
+        await pilot.pause(0.05)
+    await pilot.pause(0.2)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)])
+def test_jobs_screen(snap_compare, size):
+    assert snap_compare(make_app("jobs"), terminal_size=size, run_before=_settle)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)])
+def test_fleet_screen(snap_compare, size):
+    assert snap_compare(make_app("fleet"), terminal_size=size, run_before=_settle)
