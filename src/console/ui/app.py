@@ -126,6 +126,30 @@ class ConsoleApp(App[None]):
             id="filter",
         ),
         Binding(
+            "f",
+            "log('toggle_follow')",
+            "Follow",
+            tooltip="Follow the log on/off",
+            id="follow",
+            show=False,
+        ),
+        Binding(
+            "w",
+            "log('toggle_wrap')",
+            "Wrap",
+            tooltip="Wrap log lines on/off",
+            id="wrap",
+            show=False,
+        ),
+        Binding(
+            "G",
+            "log('jump_end')",
+            "End",
+            tooltip="Jump to the end of the log",
+            id="end",
+            show=False,
+        ),
+        Binding(
             "ctrl+s",
             "save_log",
             "Save log",
@@ -423,6 +447,12 @@ class ConsoleApp(App[None]):
                 binding.tooltip or binding.description,
                 partial(self.run_action, binding.action),
             )
+
+    def action_log(self, action: str) -> None:
+        """Log-pane keys from anywhere on the jobs tab."""
+        if self.active_tab != "jobs":
+            self.action_show_tab("jobs")
+        getattr(self.log_pane, f"action_{action}")()
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen())

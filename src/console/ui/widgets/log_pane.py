@@ -193,6 +193,8 @@ class LogPane(Vertical, can_focus=False):
     def set_stage(self, stage: str) -> None:
         if stage != self.stage:
             self.stage = stage
+            if stage not in ("RUNNING", "SCHEDULING"):
+                self.query_one(JobMetricsBar).show(self.job_id, None)  # no live metrics any more
             self._render_title()
 
     def _render_title(self) -> None:
@@ -200,7 +202,7 @@ class LogPane(Vertical, can_focus=False):
         if self.job_id is None:
             text.append(" no job selected", style="dim")
         else:
-            text.append(f" {self.job_id}", style="bold")
+            text.append(f" {self.job_id[-8:]}", style="bold")  # the full id is in the details
             if self.job_label:
                 text.append(f" {clean_log_line(self.job_label)}")
             if self.stage:
