@@ -66,7 +66,9 @@ def test_cpu_flavors_and_unknown_flavors_are_refused_with_a_reason():
         costs.estimate_run(RunSpec(1, 100, 1, "warp-drive"))
 
 
-@pytest.mark.parametrize("field, value", [("model_b", -1), ("model_b", 0), ("examples", 0), ("epochs", float("nan")), ("model_b", 1e9)])
+@pytest.mark.parametrize(
+    "field, value", [("model_b", -1), ("model_b", 0), ("examples", 0), ("epochs", float("nan")), ("model_b", 1e9)]
+)
 def test_absurd_inputs_are_refused(field, value):
     args = {"model_b": 3, "examples": 1000, "epochs": 3}
     args[field] = value
@@ -180,7 +182,8 @@ def test_live_prices_replace_shipped_ones():
 
     hw = [
         JobHardwareInfo(name="l4x1", prettyName="L4", cpu="8 vCPU", ram="30 GB", ephemeralStorage="400 GB",
-                        accelerator={"type": "gpu", "model": "L4", "quantity": "1", "vram": "24 GB", "manufacturer": "Nvidia"},
+                        accelerator={"type": "gpu", "model": "L4", "quantity": "1", "vram": "24 GB",
+                                     "manufacturer": "Nvidia"},
                         unitCostMicroUSD=15000, unitCostUSD=0.015, unitLabel="minute"),
     ]
     book = price_book_from_hardware(hw)
@@ -189,12 +192,18 @@ def test_live_prices_replace_shipped_ones():
     assert "best $/perf" in book.get("l4x1").fits
 
 
-@pytest.mark.parametrize("text, seconds", [(7200, 7200), ("7200", 7200), ("90m", 5400), ("2h", 7200), ("1.5h", 5400), ("30s", 30), ("1d", 86400), (" 45M ", 2700), (1.5, 2)])
+@pytest.mark.parametrize(
+    "text, seconds",
+    [(7200, 7200), ("7200", 7200), ("90m", 5400), ("2h", 7200), ("1.5h", 5400), ("30s", 30), ("1d", 86400),
+     (" 45M ", 2700), (1.5, 2)],
+)
 def test_timeouts_in_every_accepted_form(text, seconds):
     assert costs.parse_timeout(text) == seconds
 
 
-@pytest.mark.parametrize("bad", ["", "abc", "-5m", "0", "5 minutes", "2h30m", "8d", True, None, float("inf"), "1e3"])
+@pytest.mark.parametrize(
+    "bad", ["", "abc", "-5m", "0", "5 minutes", "2h30m", "8d", True, None, float("inf"), "1e3"]
+)
 def test_timeouts_refused_with_a_reason(bad):
     with pytest.raises(CostInputError, match="timeout"):
         costs.parse_timeout(bad)

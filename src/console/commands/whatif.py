@@ -90,9 +90,9 @@ def run(args: argparse.Namespace) -> int:
         parts.append(f"plan floor ${proj.plan_floor_usd:,.2f} ({s.plan} x {s.seats})")
         print(f"Monthly:  {' + '.join(parts)} = ${proj.monthly_usd:,.2f}")
     if not proj.plan_can_run_jobs:
-        from console.costs import plan_refusal
-
         import sys
+
+        from console.costs import plan_refusal
 
         print(f"warning: {plan_refusal(scenario.plan)}", file=sys.stderr)
     return 0
