@@ -1,0 +1,169 @@
+"""`console ledger`: bring the cost ledger up to date from the backend, then print it, headless.
+
+The default output is the pane's summary (month to date, by tenant, by month, wasted spend, plan
+floor, projection to month end, budget) and the most recent entries. `--json` prints the list of
+entries (each with job_id, tenant, flavor, running_seconds, cost_usd and the rest of the row),
+`--csv` the same as CSV; `--summary --json` prints the summary object instead. `--no-refresh`
+prints what the ledger already holds without asking the backend.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import re
+import sys
+
+CSV_COLUMNS = (
+    "job_id", "tenant", "kind", "env", "flavor", "price_per_hour", "running_seconds", "cost_usd",
+    "stage", "wasted", "created_at", "started_at", "finished_at", "month", "model_b", "examples",
+    "epochs", "unsloth", "run_name", "scheduled_job_id", "running_source", "price_source",
+    "message",
+)
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def register(sub, add_common) -> None:
+    p = sub.add_parser(
+        "ledger",
+        help="what finished jobs cost: refresh the cost ledger from the backend and print it",
+        description=(
+            "Record every finished job's cost (running seconds x the flavor's price) in the "
+            "ledger, once per job id, then print spend by tenant and month, the projection to "
+            "month end and the budget."
+        ),
+    )
+    add_common(p)
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="print the entries as a JSON list")
+    out.add_argument("--csv", action="store_true", help="print the entries as CSV")
+    p.add_argument(
+        "--summary", action="store_true", help="with --json: print the summary object instead"
+    )
+    p.add_argument("--no-refresh", action="store_true", help="do not ask the backend; print the ledger")
+    p.add_argument("--month", help="only entries of this month (YYYY-MM)")
+    p.add_argument("--tenant", help="only entries of this tenant")
+    p.add_argument("--limit", type=int, default=15, help="entries listed in the text output (default 15)")
+    p.add_argument("--ledger", metavar="PATH", help="ledger file (default: the user data dir)")
+    p.set_defaults(handler=run)
+
+
+def plain(text: object, width: int | None = None) -> str:
+    """Untrusted text made safe for a terminal: control characters become spaces."""
+    s = _CONTROL.sub(" ", "" if text is None else str(text))
+    if width is not None and len(s) > width:
+        s = s[: max(0, width - 1)] + "…"
+    return s
+
+
+def _csv_cell(value: object) -> object:
+    # A cell a spreadsheet would run as a formula is quoted as text (job messages are untrusted).
+    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        return "'" + value
+    return value
+
+
+def run(args: argparse.Namespace) -> int:
+    from console.cli import CommandError, load_config
+    from console.ledger import Ledger, LedgerError, summary_for_config
+
+    if args.month is not None and not re.fullmatch(r"\d{4}-(0[1-9]|1[0-2])", args.month):
+        raise CommandError(f"--month must look like 2026-12, got {args.month!r}")
+    if args.summary and not args.json:
+        raise CommandError("--summary goes with --json")
+    cfg = load_config(args)
+    try:
+        ledger = Ledger(args.ledger)
+    except LedgerError as exc:
+        raise CommandError(str(exc)) from None
+
+    snapshot = None
+    if not args.no_refresh:
+        snapshot = _refresh(ledger, cfg)
+        r = snapshot.refresh
+        print(
+            f"ledger: {r.added} new entr{'y' if r.added == 1 else 'ies'} "
+            f"({r.terminal} finished, {len(r.active)} active job(s) seen; {r.price_source})",
+            file=sys.stderr,
+        )
+    entries = ledger.entries(month=args.month, tenant=args.tenant)
+
+    if args.json and args.summary:
+        print(json.dumps(summary_for_config(ledger, cfg, snapshot).to_dict(), indent=2))
+        return 0
+    if args.json:
+        print(json.dumps([e.to_dict() for e in entries], indent=2))
+        return 0
+    if args.csv:
+        writer = csv.writer(sys.stdout, lineterminator="\n")
+        writer.writerow(CSV_COLUMNS)
+        for e in entries:
+            d = e.to_dict()
+            writer.writerow([_csv_cell(d[c]) for c in CSV_COLUMNS])
+        return 0
+    _print_text(summary_for_config(ledger, cfg, snapshot), entries, args.limit, ledger.path)
+    return 0
+
+
+def _refresh(ledger, cfg):
+    from console.cli import CommandError
+    from console.ledger import LedgerError, refresh_from_api
+
+    try:
+        from console import backend as backend_mod
+    except ImportError:
+        raise CommandError(
+            "this console has no backend module: use --no-refresh to print the ledger as it is"
+        ) from None
+    try:
+        backend = backend_mod.connect(cfg)
+    except Exception as exc:
+        raise CommandError(f"cannot reach the {cfg.backend} backend: {plain(exc)}") from None
+    try:
+        return refresh_from_api(ledger, backend.api, namespace=cfg.namespace)
+    except LedgerError as exc:
+        raise CommandError(str(exc)) from None
+    except Exception as exc:
+        raise CommandError(f"listing jobs failed: {plain(exc)}") from None
+    finally:
+        backend.close()
+
+
+def _print_text(s, entries, limit: int, path) -> None:
+    from console.costs import format_duration
+
+    print(f"Cost ledger {path} — {s.entries} entr{'y' if s.entries == 1 else 'ies'}")
+    print(f"Month {s.month}:  spent ${s.month_to_date_usd:,.2f}", end="")
+    if s.in_flight_usd:
+        print(f" + ${s.in_flight_usd:,.2f} in flight", end="")
+    print(f"; wasted on timeouts ${s.wasted_usd:,.2f} ({s.wasted_runs} run(s))")
+    print(f"Plan floor:   ${s.plan_floor_usd:,.2f} ({s.plan} x {s.seats} seat(s))")
+    print(
+        f"Schedules:    ${s.scheduled_remaining_usd:,.2f} more this month from "
+        f"{sum(f.remaining_runs for f in s.schedules)} firing(s) of {len(s.schedules)} schedule(s)"
+    )
+    budget = "no budget set" if s.budget_usd is None else f"budget ${s.budget_usd:,.2f}"
+    print(f"Projection:   ${s.projection_usd:,.2f} by month end ({budget})")
+    if s.budget_warning:
+        print(f"WARNING: {s.budget_warning}")
+    if s.by_tenant:
+        print()
+        print(f"  {'Tenant':<24}{'Runs':>6}{'This month':>13}{'All time':>12}{'Wasted':>10}")
+        for t in s.by_tenant:
+            print(
+                f"  {plain(t.tenant, 23):<24}{t.runs:>6}{'$' + format(t.month_usd, ',.2f'):>13}"
+                f"{'$' + format(t.total_usd, ',.2f'):>12}{'$' + format(t.wasted_usd, ',.2f'):>10}"
+            )
+    if len(s.by_month) > 1 or (s.by_month and s.month not in s.by_month):
+        print()
+        print("  " + "  ".join(f"{m} ${v:,.2f}" for m, v in s.by_month.items()))
+    if entries and limit > 0:
+        print()
+        print(f"  {'Job':<26}{'Tenant':<16}{'Flavor':<12}{'Ran':>8}{'Cost':>10}  Stage")
+        for e in entries[-limit:]:
+            stage = e.stage + (" (timed out: wasted)" if e.wasted else "")
+            print(
+                f"  {plain(e.job_id, 25):<26}{plain(e.tenant, 15):<16}{plain(e.flavor, 11):<12}"
+                f"{format_duration(e.running_seconds):>8}{'$' + format(e.cost_usd, ',.4f'):>10}  {stage}"
+            )

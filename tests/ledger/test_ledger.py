@@ -1,0 +1,261 @@
+"""The cost ledger on real SQLite with jobs as huggingface_hub parses the Jobs API's JSON."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from jobjson import T0, job, scheduled, tenant_labels
+
+from console.costs import Observation, RunSpec, calibrate, estimate_run
+from console.ledger import (
+    Ledger,
+    entry_from_job,
+    month_end,
+    observations_from,
+    remaining_firings,
+    running_seconds_of,
+    summarize,
+    timed_out,
+)
+from console.prices import price_book_from_hardware, shipped_price_book
+
+
+@pytest.fixture
+def ledger(tmp_path) -> Ledger:
+    return Ledger(tmp_path / "ledger.sqlite")
+
+
+def test_two_finished_jobs_make_exactly_two_entries_costed_at_running_seconds_x_price(ledger):
+    jobs = [
+        job("j1", flavor="l4x1", ran=1800, labels=tenant_labels("acme")),
+        job("j2", flavor="a10g-large", ran=600, labels=tenant_labels("globex")),
+    ]
+    result = ledger.refresh(jobs)
+    assert result.added == 2 and len(ledger) == 2
+    e1, e2 = ledger.get("j1"), ledger.get("j2")
+    assert e1.running_seconds == 1800 and e1.cost_usd == pytest.approx(1800 / 3600 * 0.80)
+    assert e2.running_seconds == 600 and e2.cost_usd == pytest.approx(600 / 3600 * 1.50)
+    assert (e1.tenant, e1.kind, e1.env, e1.month) == ("acme", "sft", "prod", "2026-12")
+    assert (e1.model_b, e1.examples, e1.epochs, e1.unsloth, e1.run_name) == (3, 1000, 3, False, "acme-run")
+    assert e1.price_per_hour == 0.80 and e1.running_source == "durations"
+
+
+def test_refreshing_again_or_reopening_the_file_adds_nothing(ledger, tmp_path):
+    jobs = [job("j1", ran=60), job("j2", ran=120)]
+    assert ledger.refresh(jobs).added == 2
+    assert ledger.refresh(jobs).added == 0
+    again = Ledger(tmp_path / "ledger.sqlite")
+    assert again.refresh(jobs).added == 0
+    assert again.record([entry_from_job(jobs[0])]) == 0  # even a direct insert cannot double-count
+    assert len(again) == 2
+    assert sum(e.cost_usd for e in again.entries()) == pytest.approx(180 / 3600 * 0.80)
+
+
+def test_a_job_is_costed_once_it_ends_not_while_it_runs(ledger):
+    running = job("j1", stage="RUNNING", ran=300)
+    queued = job("j2", stage="SCHEDULING", ran=None)
+    result = ledger.refresh([running, queued])
+    assert result.added == 0 and len(ledger) == 0 and len(result.active) == 2
+    assert ledger.refresh([job("j1", ran=900), queued]).added == 1
+    assert ledger.get("j1").running_seconds == 900
+
+
+def test_timed_out_job_is_counted_as_wasted(ledger):
+    out = job("t1", stage="ERROR", ran=2, message="Job timed out after 2s (timeoutSeconds)",
+              labels=tenant_labels("acme"))
+    failed = job("f1", stage="ERROR", ran=30, message="exit code 1", labels=tenant_labels("acme"))
+    assert timed_out(out) and not timed_out(failed)
+    ledger.refresh([out, failed, job("ok", ran=60, labels=tenant_labels("acme"))])
+    assert ledger.get("t1").wasted and not ledger.get("f1").wasted and not ledger.get("ok").wasted
+    s = summarize(ledger.entries(), now=T0 + timedelta(hours=1))
+    assert s.wasted_runs == 1
+    assert s.wasted_usd == pytest.approx(2 / 3600 * 0.80)
+    assert s.by_tenant[0].wasted_usd == pytest.approx(2 / 3600 * 0.80)
+
+
+def test_running_time_from_durations_then_timestamps_then_never_started():
+    with_durations = job("a", ran=125)
+    assert running_seconds_of(with_durations) == (125.0, "durations")
+    from_stamps = job("b", ran=125, durations=False)
+    assert from_stamps.durations is None
+    assert running_seconds_of(from_stamps) == (125.0, "timestamps")
+    cancelled_in_queue = job("c", stage="CANCELED", ran=None, durations=False)
+    assert running_seconds_of(cancelled_in_queue) == (0.0, "never-started")
+    assert entry_from_job(cancelled_in_queue).cost_usd == 0.0
+
+
+def test_price_is_the_one_in_effect_when_recorded(ledger):
+    class Hw:  # what list_jobs_hardware answers, per minute
+        def __init__(self, name, per_minute):
+            self.name, self.unit_cost_usd, self.unit_label, self.accelerator = name, per_minute, "minute", None
+
+    live = price_book_from_hardware([Hw("l4x1", 0.02)])  # $1.20/hr
+    ledger.refresh([job("j1", ran=3600)], live)
+    ledger.refresh([job("j1", ran=3600)], shipped_price_book())
+    e = ledger.get("j1")
+    assert e.price_per_hour == pytest.approx(1.20) and e.cost_usd == pytest.approx(1.20)
+    assert e.price_source == "live"
+
+
+def test_committed_entries_survive_kill_9(tmp_path):
+    path = tmp_path / "ledger.sqlite"
+    code = (
+        "import os, signal, sys\n"
+        f"sys.path.insert(0, {str(os.path.dirname(__file__))!r})\n"
+        "from jobjson import job\n"
+        "from console.ledger import Ledger\n"
+        f"led = Ledger({str(path)!r})\n"
+        "led.refresh([job(f'j{i}', ran=60) for i in range(50)])\n"
+        "led.refresh([job(f'k{i}', ran=60) for i in range(25)])\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    assert len(Ledger(path)) == 75
+
+
+def test_two_consoles_refreshing_at_once_never_double_count(tmp_path):
+    path = tmp_path / "ledger.sqlite"
+    jobs = [job(f"j{i}", ran=60 + i) for i in range(200)]
+    added: list[int] = []
+
+    def worker():
+        added.append(Ledger(path).refresh(jobs).added)
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sum(added) == 200 and len(Ledger(path)) == 200
+
+
+def test_summary_by_tenant_month_plan_floor_and_budget():
+    nov = datetime(2026, 11, 20, 9, tzinfo=UTC)
+    jobs = [
+        job("a1", ran=3600, labels=tenant_labels("acme")),                     # $0.80 in Dec
+        job("a2", ran=1800, labels=tenant_labels("acme"), created=nov),        # $0.40 in Nov
+        job("g1", ran=3600, flavor="a10g-large", labels=tenant_labels("globex")),  # $1.50 in Dec
+        job("n1", ran=36, flavor="cpu-basic"),                                 # no labels
+    ]
+    entries = [entry_from_job(j) for j in jobs]
+    now = datetime(2026, 12, 15, tzinfo=UTC)
+    s = summarize(entries, now=now, plan="team", seats=3, budget_usd=70.0)
+    assert s.month == "2026-12"
+    assert s.month_to_date_usd == pytest.approx(0.80 + 1.50 + 36 / 3600 * 0.01)
+    assert s.by_month == pytest.approx({"2026-11": 0.40, "2026-12": 0.80 + 1.50 + 0.0001})
+    tenants = {t.tenant: t for t in s.by_tenant}
+    assert tenants["acme"].runs == 2 and tenants["acme"].month_usd == pytest.approx(0.80)
+    assert tenants["acme"].total_usd == pytest.approx(1.20)
+    assert tenants["(none)"].runs == 1
+    assert [t.tenant for t in s.by_tenant][0] == "globex"  # biggest spender this month first
+    assert s.plan_floor_usd == 60.0
+    assert s.projection_usd == pytest.approx(s.month_to_date_usd + 60.0)
+    assert not s.over_budget and s.budget_warning is None
+    tight = summarize(entries, now=now, plan="team", seats=3, budget_usd=61.0)
+    assert tight.over_budget and "exceeds the monthly budget $61.00" in tight.budget_warning
+
+
+def test_projection_to_month_end_from_the_schedules():
+    now = datetime(2026, 12, 15, 12, tzinfo=UTC)  # a Tuesday
+    weekly = scheduled("s1", "0 3 * * 1", labels=tenant_labels("acme"))  # Mondays 03:00
+    nightly_validate = scheduled(
+        "s2", "@daily", flavor="cpu-basic", labels=tenant_labels("acme", kind="validate")
+    )
+    paused = scheduled("s3", "@hourly", labels=tenant_labels("globex"), suspend=True)
+    assert month_end(now) == datetime(2027, 1, 1, tzinfo=UTC)
+    assert remaining_firings("0 3 * * 1", now) == 2  # Dec 21 and Dec 28
+    assert remaining_firings("@daily", now) == 16  # Dec 16 .. Dec 31
+    past_validate = entry_from_job(
+        job("v1", flavor="cpu-basic", ran=360, labels=tenant_labels("acme", kind="validate"))
+    )
+    s = summarize([past_validate], now=now, scheduled_jobs=[weekly, nightly_validate, paused],
+                  budget_usd=11.0)
+    per_run = estimate_run(RunSpec(3, 1000, 3, "l4x1")).cost_usd  # $0.864
+    forecasts = {f.scheduled_job_id: f for f in s.schedules}
+    assert set(forecasts) == {"s1", "s2"}  # a suspended schedule will not fire
+    assert forecasts["s1"].remaining_runs == 2 and forecasts["s1"].basis == "heuristic"
+    assert forecasts["s1"].remaining_usd == pytest.approx(2 * per_run)
+    assert forecasts["s2"].basis == "observed"  # CPU validation: the heuristic has no formula
+    assert forecasts["s2"].remaining_usd == pytest.approx(16 * past_validate.cost_usd)
+    assert s.projection_usd == pytest.approx(
+        past_validate.cost_usd + 2 * per_run + 16 * past_validate.cost_usd + 9.0
+    )
+    assert not s.over_budget  # $10.75 against $11
+    assert summarize([past_validate], now=now, scheduled_jobs=[weekly, nightly_validate],
+                     budget_usd=10.0).over_budget
+
+
+def test_projection_uses_the_calibration_from_real_runs():
+    now = datetime(2026, 12, 15, 12, tzinfo=UTC)
+    predicted = estimate_run(RunSpec(3, 1000, 3, "l4x1")).hours
+    history = [
+        entry_from_job(job(f"r{i}", ran=predicted * 3600 * 1.5, labels=tenant_labels("acme")))
+        for i in range(3)
+    ]
+    weekly = scheduled("s1", "0 3 * * 1", labels=tenant_labels("acme"))
+    s = summarize(history, now=now, scheduled_jobs=[weekly])
+    assert s.calibration_runs == 3
+    assert s.schedules[0].basis == "calibrated"
+    assert s.schedules[0].per_run_usd == pytest.approx(
+        estimate_run(RunSpec(3, 1000, 3, "l4x1")).cost_usd * 1.5, rel=1e-3
+    )
+
+
+def test_calibration_from_ledger_runs_recovers_the_factor_they_were_generated_with(ledger):
+    import random
+
+    rng = random.Random(7)
+    factor = 1.37
+    jobs = []
+    for i in range(40):
+        spec = RunSpec(rng.choice([1, 3, 7]), rng.choice([500, 1000, 3000]), rng.choice([1, 3]),
+                       rng.choice(["l4x1", "a10g-large", "t4-small"]), rng.random() < 0.3)
+        seconds = estimate_run(spec).hours * factor * rng.uniform(0.95, 1.05) * 3600
+        labels = tenant_labels(f"t{i}", model_b=str(spec.model_b), examples=str(spec.examples),
+                               epochs=str(spec.epochs), unsloth="1" if spec.unsloth else "0")
+        jobs.append(job(f"c{i}", flavor=spec.flavor, ran=seconds, labels=labels))
+    # what must not count: a timeout, a failure, a validation job, and a run without labels
+    jobs.append(job("x1", stage="ERROR", ran=10, message="Job timed out after 10s",
+                    labels=tenant_labels("t1")))
+    jobs.append(job("x2", stage="ERROR", ran=10, message="exit 1", labels=tenant_labels("t1")))
+    jobs.append(job("x3", flavor="cpu-basic", ran=10, labels=tenant_labels("t1", kind="validate")))
+    jobs.append(job("x4", ran=10))
+    ledger.refresh(jobs)
+    cal = ledger.calibration()
+    assert cal.runs == 40
+    assert cal.overall_factor == pytest.approx(factor, rel=0.02)
+    for flavor in ("l4x1", "a10g-large", "t4-small"):
+        assert cal.factor_for(flavor) == pytest.approx(factor, rel=0.03)
+    # the same numbers as calibrating the observations directly
+    obs = observations_from(ledger.entries())
+    assert calibrate(obs).overall_factor == pytest.approx(cal.overall_factor)
+    assert all(isinstance(o, Observation) for o in obs)
+
+
+def test_untrusted_labels_and_messages_are_stored_verbatim(ledger):
+    evil = "\x1b[31m[bold]pwn[/bold]\x07"
+    ledger.refresh([job("e1", stage="ERROR", ran=5, message=evil, labels={"tenant": "a-b.c"})])
+    e = ledger.get("e1")
+    assert e.message == evil and e.tenant == "a-b.c"
+    assert replace(e, message=None).message is None
+
+
+def test_a_newer_ledger_file_is_refused_with_a_reason(tmp_path):
+    import sqlite3
+
+    from console.ledger import LedgerError
+
+    path = tmp_path / "ledger.sqlite"
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA user_version = 99")
+    conn.close()
+    with pytest.raises(LedgerError, match="newer console"):
+        Ledger(path)
