@@ -382,3 +382,18 @@ def tenant_loss_trends(
 ) -> dict[str, RunMetrics]:
     """Each tenant's last run (tenant -> run name, from the jobs' `run` labels) with its curves."""
     return {tenant: reader.run_metrics(project, run) for tenant, run in last_runs.items() if run}
+
+
+_BLOCKS = "▁▂▃▄▅▆▇█"
+
+
+def spark_text(values: Sequence[float], width: int = 8) -> str:
+    """A curve as block characters, for a table cell (a Sparkline widget cannot sit in a cell)."""
+    finite = [v for v in values if math.isfinite(v)]
+    if not finite:
+        return ""
+    pts = downsample(finite, width)
+    lo, hi = min(pts), max(pts)
+    if hi == lo:
+        return _BLOCKS[3] * len(pts)
+    return "".join(_BLOCKS[min(7, int((v - lo) / (hi - lo) * 7.999))] for v in pts)

@@ -2,7 +2,9 @@
 
 Flags keep these names (scripts call them): --model-b --examples --epochs --flavor --tenants
 --cadence --plan --seats --unsloth --json. `--reference` prints the reference document's §4 tables
-recomputed by the model.
+recomputed by the model. `--calibrated` adds the estimate calibrated from the cost ledger's real
+runs (how many runs it rests on, the factor per flavor) and the cheaper flavors that still fit; its
+JSON adds a `calibrated` object and `cheaper_flavors`, every other key stays as it is.
 """
 
 from __future__ import annotations
@@ -34,6 +36,12 @@ def register(sub, add_common) -> None:
     p.add_argument("--builder-examples", type=int, default=3000, help="builder examples (default 3000)")
     p.add_argument("--builder-flavor", default="a100-large", help="builder flavor (default a100-large)")
     p.add_argument("--builder-cadence", default="weekly", help="builder cadence (default weekly)")
+    p.add_argument(
+        "--calibrated",
+        action="store_true",
+        help="also show the estimate calibrated from the cost ledger's real runs, and cheaper flavors",
+    )
+    p.add_argument("--ledger", metavar="PATH", help="ledger file for --calibrated (default: the user data dir)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--reference", action="store_true", help="print the reference document's tables, recomputed")
     p.set_defaults(handler=run)
@@ -63,12 +71,15 @@ def run(args: argparse.Namespace) -> int:
         )
         proj = project(scenario)
         words = describe_cron(scenario.cadence)
+        calibrated = _calibrated(args, scenario) if args.calibrated else None
     except CostInputError as exc:
         raise CommandError(str(exc)) from None
 
     if args.json:
         out = proj.to_dict()
         out["cadence_words"] = words
+        if calibrated is not None:
+            out.update(calibrated)
         print(json.dumps(out, indent=2))
     else:
         s, e = scenario, proj.per_run
@@ -89,6 +100,8 @@ def run(args: argparse.Namespace) -> int:
             parts.append(f"builder ${proj.builder_usd:,.2f} ({b.hours:.1f} h, ${b.cost_usd:.2f}/run)")
         parts.append(f"plan floor ${proj.plan_floor_usd:,.2f} ({s.plan} x {s.seats})")
         print(f"Monthly:  {' + '.join(parts)} = ${proj.monthly_usd:,.2f}")
+        if calibrated is not None:
+            _print_calibrated(calibrated)
     if not proj.plan_can_run_jobs:
         import sys
 
@@ -96,6 +109,71 @@ def run(args: argparse.Namespace) -> int:
 
         print(f"warning: {plan_refusal(scenario.plan)}", file=sys.stderr)
     return 0
+
+
+def _calibrated(args: argparse.Namespace, scenario) -> dict:
+    """The scenario again with the ledger's calibration, and the cheaper flavors that fit."""
+    from console.cli import CommandError
+    from console.costs import cheaper_flavors_that_fit, project
+    from console.ledger import Ledger, LedgerError
+
+    try:
+        cal = Ledger(args.ledger).calibration()
+    except LedgerError as exc:
+        raise CommandError(str(exc)) from None
+    proj = project(scenario, calibration=cal)
+    flavor = scenario.run.flavor
+    own = cal.per_flavor.get(flavor)
+    cheaper = cheaper_flavors_that_fit(scenario.run, calibration=cal if cal.runs else None)
+    return {
+        "calibrated": {
+            "hours_per_run": proj.per_run.hours,
+            "cost_per_run_usd": proj.per_run.cost_usd,
+            "timeout_seconds": proj.per_run.timeout_seconds,
+            "monthly_usd": proj.monthly_usd,
+            "calibration_factor": proj.per_run.calibration_factor,
+            "calibration_runs": cal.runs,
+            "flavor_runs": own.runs if own else 0,
+            "factor_source": "flavor" if own else ("all runs" if cal.runs else "none (heuristic)"),
+            "per_flavor": {
+                f.flavor: {"factor": f.factor, "runs": f.runs,
+                           "heuristic_error_pct": f.heuristic_error_pct,
+                           "calibrated_error_pct": f.calibrated_error_pct}
+                for f in cal.per_flavor.values()
+            },
+        },
+        "cheaper_flavors": [
+            {"flavor": e.flavor, "hours_per_run": e.hours, "cost_per_run_usd": e.cost_usd,
+             "timeout_seconds": e.timeout_seconds}
+            for e in cheaper
+        ],
+    }
+
+
+def _print_calibrated(c: dict) -> None:
+    from console.costs import format_duration
+
+    cal = c["calibrated"]
+    if cal["calibration_runs"] == 0:
+        print("Calibrated: no completed runs with cost labels in the ledger yet: the heuristic stands")
+    else:
+        where = (
+            f"{cal['flavor_runs']} run(s) on this flavor"
+            if cal["factor_source"] == "flavor"
+            else f"all {cal['calibration_runs']} run(s), none on this flavor"
+        )
+        print(
+            f"Calibrated: x{cal['calibration_factor']:.3g} from {where} "
+            f"({cal['calibration_runs']} in the ledger): {cal['hours_per_run']:.2f} h, "
+            f"${cal['cost_per_run_usd']:.2f}/run, timeout {format_duration(cal['timeout_seconds'])}, "
+            f"${cal['monthly_usd']:,.2f}/month"
+        )
+    if c["cheaper_flavors"]:
+        best = c["cheaper_flavors"][0]
+        print(
+            f"Cheaper:    {best['flavor']} fits the model: ${best['cost_per_run_usd']:.2f}/run, "
+            f"{best['hours_per_run']:.2f} h"
+        )
 
 
 def _print_reference(as_json: bool) -> int:
