@@ -1,0 +1,235 @@
+"""The costs pane: what the fleet has cost this month, what it will cost by month end, the budget.
+
+Shows month to date (and minutes in flight), wasted spend on timeouts, the plan floor, the
+schedules' remaining firings, the projection to month end against the configured monthly budget
+(a warning when over), spend by tenant (this month, all time, wasted) and by month.
+
+Self-contained: construct it with a :class:`console.ledger.Ledger` and the config. Feed it either
+
+* :meth:`LedgerPane.ingest` with the jobs and scheduled jobs the app already listed (no extra HTTP
+  request: the ledger write and the summary run in a thread worker), or
+* :meth:`LedgerPane.refresh_from` with an `HfApi` and a namespace (the worker lists them itself).
+
+It posts :class:`LedgerPane.Updated` after every refresh and :class:`LedgerPane.BudgetExceeded`
+when the projection first goes over the budget in a month. `w` opens the what-if explorer.
+Tenant names come from job labels: untrusted, rendered as plain `Text`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.message import Message
+from textual.widgets import DataTable, Static
+
+from console.jobs import clean_log_line
+from console.ledger import Ledger, LedgerSummary, TenantSpend, refresh_from_api, summarize
+from console.prices import PriceBook
+
+TENANT_COLUMNS = (("tenant", "Tenant"), ("runs", "Runs"), ("month", "This month"),
+                  ("total", "All time"), ("wasted", "Wasted"))
+
+
+def _plain(text: object, style: str = "") -> Text:
+    return Text(clean_log_line(str(text)), style=style, no_wrap=True, overflow="ellipsis")
+
+
+def _money(v: float) -> Text:
+    return Text(f"${v:,.2f}", justify="right")
+
+
+class LedgerPane(Vertical):
+    """Spend, projection and budget from the cost ledger."""
+
+    DEFAULT_CSS = """
+    LedgerPane { height: 1fr; padding: 0 1; }
+    LedgerPane #ledger-summary { height: auto; }
+    LedgerPane #ledger-warning { height: auto; color: $error; text-style: bold; }
+    LedgerPane #ledger-months { height: auto; color: $text-muted; }
+    LedgerPane #ledger-tenants { height: 1fr; }
+    """
+
+    BINDINGS = [
+        Binding("w", "whatif", "What-if", tooltip="Open the what-if explorer", id="ledger-whatif"),
+    ]
+
+    @dataclass
+    class Updated(Message):
+        """The ledger was brought up to date; `added` new entries."""
+
+        summary: LedgerSummary
+        added: int
+
+    @dataclass
+    class BudgetExceeded(Message):
+        """The month's projection went over the budget (posted once per month)."""
+
+        warning: str
+
+    @dataclass
+    class Failed(Message):
+        error: str
+
+    def __init__(self, ledger: Ledger, cfg: Any, *, id: str | None = None,
+                 classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self.ledger = ledger
+        self.cfg = cfg
+        self.summary: LedgerSummary | None = None
+        self.scheduled: list[Any] = []
+        self.prices: PriceBook | None = None
+        self.refreshes = 0
+        self._warned_month: str | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static(_plain("Cost ledger: reading..."), id="ledger-summary")
+        yield Static("", id="ledger-warning")
+        yield Static("", id="ledger-months")
+        table: DataTable = DataTable(id="ledger-tenants", cursor_type="row", zebra_stripes=False)
+        for key, label in TENANT_COLUMNS:
+            table.add_column(label, key=key)
+        yield table
+
+    def on_mount(self) -> None:
+        self.load()
+
+    # -- what the app calls
+
+    def ingest(self, jobs: Sequence[Any], scheduled: Sequence[Any], prices: PriceBook | None = None,
+               now: datetime | None = None) -> None:
+        """Record newly finished jobs among `jobs` and redraw (the app's refresh already has them)."""
+        self.scheduled = list(scheduled)
+        self.prices = prices or self.prices
+        self._ingest(list(jobs), self.scheduled, self.prices, now)
+
+    def refresh_from(self, api: Any, namespace: str | None) -> None:
+        """List jobs and schedules from the backend in a worker, record, redraw."""
+        self._refresh_from(api, namespace)
+
+    def load(self) -> None:
+        """Redraw from what the ledger file holds (no backend)."""
+        self._ingest([], self.scheduled, self.prices, None)
+
+    # -- workers
+
+    @work(thread=True, exclusive=True, group="ledger", exit_on_error=False,
+          description="update the cost ledger")
+    def _ingest(self, jobs: list[Any], scheduled: list[Any], prices: PriceBook | None,
+                now: datetime | None) -> None:
+        try:
+            result = self.ledger.refresh(jobs, prices, now=now)
+            summary = self._summarize(scheduled, result.active, prices, now)
+        except Exception as exc:
+            self.post_message(self.Failed(str(exc) or type(exc).__name__))
+            return
+        self.post_message(self.Updated(summary, result.added))
+
+    @work(thread=True, exclusive=True, group="ledger", exit_on_error=False,
+          description="refresh the cost ledger from the backend")
+    def _refresh_from(self, api: Any, namespace: str | None) -> None:
+        try:
+            snap = refresh_from_api(self.ledger, api, namespace=namespace)
+            self.scheduled, self.prices = snap.scheduled_jobs, snap.prices
+            summary = self._summarize(snap.scheduled_jobs, snap.refresh.active, snap.prices, None)
+        except Exception as exc:
+            self.post_message(self.Failed(str(exc) or type(exc).__name__))
+            return
+        self.post_message(self.Updated(summary, snap.refresh.added))
+
+    def _summarize(self, scheduled: Sequence[Any], active: Sequence[Any],
+                   prices: PriceBook | None, now: datetime | None) -> LedgerSummary:
+        return summarize(
+            self.ledger.entries(),
+            now=now,
+            plan=self.cfg.plan,
+            seats=self.cfg.seats,
+            budget_usd=self.cfg.monthly_budget_usd,
+            scheduled_jobs=scheduled,
+            active_jobs=active,
+            prices=prices,
+        )
+
+    # -- drawing
+
+    def on_ledger_pane_updated(self, message: Updated) -> None:
+        self.refreshes += 1
+        self.summary = s = message.summary
+        self.query_one("#ledger-summary", Static).update(self._summary_text(s))
+        self.query_one("#ledger-warning", Static).update(
+            _plain(f"Over budget: {s.budget_warning}") if s.budget_warning else ""
+        )
+        months = "  ".join(f"{m} ${v:,.2f}" for m, v in list(s.by_month.items())[-6:])
+        self.query_one("#ledger-months", Static).update(_plain(f"By month: {months}" if months else ""))
+        self._update_tenants(s.by_tenant)
+        if s.budget_warning and self._warned_month != s.month:
+            self._warned_month = s.month
+            self.post_message(self.BudgetExceeded(s.budget_warning))
+
+    def on_ledger_pane_failed(self, message: Failed) -> None:
+        self.query_one("#ledger-warning", Static).update(_plain(f"Ledger: {message.error}"))
+
+    @staticmethod
+    def _summary_text(s: LedgerSummary) -> Text:
+        t = Text()
+        t.append(f"{s.month}  ", style="bold")
+        t.append(f"spent ${s.month_to_date_usd:,.2f}")
+        if s.in_flight_usd:
+            t.append(f" + ${s.in_flight_usd:,.2f} running")
+        t.append(f"  wasted ${s.wasted_usd:,.2f}", style="red" if s.wasted_usd else "dim")
+        t.append(f" ({s.wasted_runs} timeout{'s' if s.wasted_runs != 1 else ''})\n",
+                 style="red" if s.wasted_usd else "dim")
+        t.append(f"plan floor ${s.plan_floor_usd:,.2f} ({s.plan} x {s.seats})  ")
+        runs = sum(f.remaining_runs for f in s.schedules)
+        t.append(f"schedules +${s.scheduled_remaining_usd:,.2f} ({runs} run{'s' if runs != 1 else ''} left)\n")
+        t.append("projection ", style="bold")
+        t.append(f"${s.projection_usd:,.2f}", style="bold red" if s.over_budget else "bold")
+        if s.budget_usd is None:
+            t.append("  no budget set (monthly_budget_usd)", style="dim")
+        else:
+            t.append(f"  budget ${s.budget_usd:,.2f}", style="red" if s.over_budget else "green")
+        t.append(f"  · {s.entries} jobs costed, calibration on {s.calibration_runs} run(s)", style="dim")
+        return t
+
+    def _update_tenants(self, rows: Sequence[TenantSpend]) -> None:
+        table = self.query_one("#ledger-tenants", DataTable)
+        wanted = {r.tenant: r for r in rows}
+        with self.app.batch_update():
+            for key in [k.value for k in list(table.rows)]:
+                if key not in wanted:
+                    table.remove_row(key)
+            present = {k.value for k in table.rows}
+            for r in rows:
+                cells = {
+                    "tenant": _plain(r.tenant),
+                    "runs": Text(str(r.runs), justify="right"),
+                    "month": _money(r.month_usd),
+                    "total": _money(r.total_usd),
+                    "wasted": Text(f"${r.wasted_usd:,.2f}", justify="right",
+                                   style="red" if r.wasted_usd else "dim"),
+                }
+                if r.tenant in present:
+                    for col, value in cells.items():
+                        table.update_cell(r.tenant, col, value)
+                else:
+                    table.add_row(*cells.values(), key=r.tenant)
+            if [k.value for k in table.rows] != [r.tenant for r in rows]:
+                # the summary's order: biggest spender this month first
+                order = {clean_log_line(r.tenant): i for i, r in enumerate(rows)}
+                table.sort("tenant", key=lambda cell: order.get(cell.plain, len(order)))
+
+    # -- the what-if explorer
+
+    def action_whatif(self) -> None:
+        from console.ui.widgets.costs.whatif_screen import WhatIfScreen
+
+        self.app.push_screen(
+            WhatIfScreen(self.cfg, ledger=self.ledger, scheduled_jobs=self.scheduled, prices=self.prices)
+        )
