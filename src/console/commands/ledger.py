@@ -121,7 +121,8 @@ def _refresh(ledger, cfg):
     except Exception as exc:
         raise CommandError(f"cannot reach the {cfg.backend} backend: {plain(exc)}") from None
     try:
-        return refresh_from_api(ledger, backend.api, namespace=cfg.namespace)
+        namespace = getattr(backend, "namespace", None) or cfg.namespace
+        return refresh_from_api(ledger, backend.api, namespace=namespace)
     except LedgerError as exc:
         raise CommandError(str(exc)) from None
     except Exception as exc:
