@@ -1,0 +1,365 @@
+"""Shared parts of the benchmark suite: a seeded fleet, a shared `console serve`, a console in a pty.
+
+Everything runs on loopback in a throwaway data folder (`CONSOLE_DATA_DIR`, `CONSOLE_CONFIG`), so
+the user's own config, ledger and server are never touched. Processes started here are stopped
+by their process id when the suite ends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import pty
+import re
+import select
+import signal
+import statistics
+import struct
+import subprocess
+import sys
+import termios
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+BIN = Path(sys.executable).parent
+CONSOLE_BIN = BIN / "console"
+HF_BIN = BIN / "hf"
+NAMESPACE = "bench"
+READY_ENV = "CONSOLE_BENCH_READY_FILE"
+
+CRONS = ("0 3 * * 1", "30 2 * * *", "0 4 1 * *", "15 5 * * 0", "0 */6 * * *")
+FLAVORS = ("l4x1", "a10g-small", "t4-small", "a10g-large")
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def p95(values: list[float]) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))]
+
+
+@dataclass
+class Workspace:
+    """A data folder and config file that the console, `console serve` and `hf` all share."""
+
+    root: Path
+    max_running_jobs: int = 4
+
+    @property
+    def data_dir(self) -> Path:
+        return self.root / "data"
+
+    @property
+    def config_path(self) -> Path:
+        return self.root / "config.toml"
+
+    def env(self, **extra: str) -> dict[str, str]:
+        env = dict(os.environ)
+        env.pop("CONSOLE_SERVER_TOKEN", None)
+        env.update(
+            CONSOLE_DATA_DIR=str(self.data_dir),
+            CONSOLE_CONFIG=str(self.config_path),
+            HF_HUB_DISABLE_TELEMETRY="1",
+            HF_HUB_OFFLINE="0",
+            TERM="xterm-256color",
+            COLUMNS="80",
+            LINES="24",
+        )
+        env.update(extra)
+        return env
+
+    def write_config(self) -> None:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.config_path.write_text(
+            f'namespace = "{NAMESPACE}"\nplan = "pro"\nbackend = "local"\n\n'
+            f"[server]\nmax_running_jobs = {self.max_running_jobs}\n",
+            encoding="utf-8",
+        )
+
+
+def seed_fleet(ws: Workspace, tenants: int, jobs: int) -> None:
+    """`tenants` scheduled jobs through the real API, then `jobs` finished jobs into the store.
+
+    Scheduled jobs are created by `HfApi.create_scheduled_job` with real console submissions (so
+    the fleet derives exactly as in production); the job history is bulk-inserted with each
+    tenant's own spec and labels, spread over the last 30 days, one in 12 ending in ERROR.
+    """
+    ws.write_config()
+    os.environ["CONSOLE_DATA_DIR"] = str(ws.data_dir)
+    os.environ["CONSOLE_CONFIG"] = str(ws.config_path)
+    os.environ.pop("CONSOLE_SERVER_TOKEN", None)
+    from huggingface_hub import HfApi
+
+    from console import jobspec
+    from console.server import LocalServer, ServerOptions
+    from console.server.core import new_id
+    from console.server.store import JobRecord
+
+    with LocalServer(ServerOptions(namespace=NAMESPACE, max_running_jobs=1)) as server:
+        api = HfApi(endpoint=server.url, token=server.token)
+        specs: list[tuple[str, dict]] = []
+        for i in range(tenants):
+            tenant = f"t{i:04d}"
+            request = jobspec.TrainingRequest(
+                tenant=tenant,
+                dataset=f"bench/{tenant}-chats",
+                model_b=(1.0, 3.0, 7.0)[i % 3],
+                examples=500 + (i * 37) % 4000,
+                epochs=(1.0, 2.0, 3.0)[i % 3],
+                flavor=FLAVORS[i % len(FLAVORS)] if i % 3 != 2 else "a10g-large",
+                env="prod",
+            )
+            sub = jobspec.build_submission(request, backend_kind="hub", token=None)
+            kwargs = sub.scheduled_kwargs(CRONS[i % len(CRONS)], suspend=(i % 50 == 7))
+            kwargs.pop("name", None)
+            api.create_scheduled_job(**kwargs, namespace=NAMESPACE)
+        for sj in server.service.store.list_scheduled(NAMESPACE):
+            specs.append((sj.spec["labels"]["tenant"], sj.spec))
+        start = time.time() - 30 * 86400
+        step = (30 * 86400 - 3600) / max(1, jobs)
+
+        def records() -> Iterator[JobRecord]:
+            for n in range(jobs):
+                tenant, spec = specs[n % len(specs)]
+                created = start + n * step
+                failed = n % 12 == 5
+                yield JobRecord(
+                    id=new_id(),
+                    namespace=NAMESPACE,
+                    created_at=created,
+                    stage="ERROR" if failed else "COMPLETED",
+                    spec=spec,
+                    labels=dict(spec.get("labels") or {}),
+                    started_at=created + 20,
+                    finished_at=created + (300 if failed else 1500),
+                    message="CUDA out of memory" if failed else None,
+                )
+
+        server.service.store.insert_jobs_bulk(records())
+
+
+@dataclass
+class SharedServer:
+    """`console serve` in its own process: the consoles and `hf` under test all talk to it."""
+
+    ws: Workspace
+    proc: subprocess.Popen | None = None
+    url: str = ""
+    token: str = ""
+
+    def start(self, timeout: float = 30.0) -> SharedServer:
+        info = self.ws.data_dir / "server.json"
+        with contextlib.suppress(FileNotFoundError):
+            info.unlink()
+        self.proc = subprocess.Popen(
+            [str(CONSOLE_BIN), "serve"],
+            env=self.ws.env(),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if info.exists():
+                try:
+                    self.url = json.loads(info.read_text())["url"]
+                    break
+                except (ValueError, KeyError):
+                    pass
+            time.sleep(0.05)
+        else:
+            raise RuntimeError("console serve did not announce itself")
+        self.token = (self.ws.data_dir / "server" / "token").read_text().strip()
+        self.get("/api/whoami-v2")
+        return self
+
+    def get(self, path: str) -> bytes:
+        req = urllib.request.Request(
+            self.url + path, headers={"authorization": f"Bearer {self.token}"}
+        )
+        with urllib.request.urlopen(req, timeout=30) as resp:  # noqa: S310 (loopback)
+            return resp.read()
+
+    def api(self):
+        from huggingface_hub import HfApi
+
+        return HfApi(endpoint=self.url, token=self.token)
+
+    def hf_env(self) -> dict[str, str]:
+        return self.ws.env(HF_ENDPOINT=self.url, HF_TOKEN=self.token, NO_COLOR="1")
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(5)
+        self.proc = None
+
+
+@dataclass
+class PtyProcess:
+    """A program on a real pseudo-terminal (80x24), its screen output drained by a thread."""
+
+    argv: list[str]
+    env: dict[str, str]
+    cols: int = 80
+    rows: int = 24
+    pid: int = 0
+    fd: int = -1
+    spawned_at: float = 0.0
+    output: bytearray = field(default_factory=bytearray)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _reader: threading.Thread | None = None
+    _closed: bool = False
+
+    def spawn(self) -> PtyProcess:
+        self.spawned_at = time.time()
+        pid, fd = pty.fork()
+        if pid == 0:  # child
+            try:
+                os.execve(self.argv[0], self.argv, self.env)
+            finally:
+                os._exit(127)
+        self.pid, self.fd = pid, fd
+        fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", self.rows, self.cols, 0, 0))
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+        return self
+
+    def _read(self) -> None:
+        while not self._closed:
+            try:
+                ready, _, _ = select.select([self.fd], [], [], 0.1)
+                if not ready:
+                    continue
+                chunk = os.read(self.fd, 1 << 16)
+            except OSError:
+                return
+            if not chunk:
+                return
+            with self._lock:
+                self.output += chunk
+
+    def size(self) -> int:
+        with self._lock:
+            return len(self.output)
+
+    def wait_for(self, pattern: bytes | re.Pattern, since: int = 0, timeout: float = 10.0):
+        """Wait until `pattern` appears in the output after offset `since`; returns (time, match end)."""
+        regex = pattern if isinstance(pattern, re.Pattern) else re.compile(re.escape(pattern))
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self._lock:
+                m = regex.search(self.output, since)
+            if m:
+                return time.perf_counter(), m.end()
+            time.sleep(0.001)
+        return None, since
+
+    def send(self, data: bytes) -> None:
+        os.write(self.fd, data)
+
+    def clear_output(self) -> None:
+        with self._lock:
+            self.output.clear()
+
+    def alive(self) -> bool:
+        try:
+            pid, _ = os.waitpid(self.pid, os.WNOHANG)
+        except ChildProcessError:
+            return False
+        return pid == 0
+
+    def close(self, quit_key: bytes | None = b"q", timeout: float = 5.0) -> None:
+        if self.pid and self.alive():
+            if quit_key:
+                with contextlib.suppress(OSError):
+                    self.send(quit_key)
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline and self.alive():
+                time.sleep(0.05)
+            if self.alive():
+                os.kill(self.pid, signal.SIGTERM)
+                time.sleep(0.5)
+            if self.alive():
+                os.kill(self.pid, signal.SIGKILL)
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(self.pid, 0)
+        self._closed = True
+        if self._reader is not None:
+            self._reader.join(1)
+        with contextlib.suppress(OSError):
+            os.close(self.fd)
+
+
+def start_console(ws: Workspace, ready_file: Path, *extra_args: str) -> PtyProcess:
+    """The real `console` (TUI) in a pty; it writes `ready_file` at its first filled frame."""
+    with contextlib.suppress(FileNotFoundError):
+        ready_file.unlink()
+    env = ws.env(**{READY_ENV: str(ready_file)})
+    return PtyProcess([str(CONSOLE_BIN), *extra_args], env).spawn()
+
+
+def wait_ready(proc: PtyProcess, ready_file: Path, timeout: float = 60.0) -> float:
+    """Seconds from spawn to the console's first frame with the jobs table filled."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            text = ready_file.read_text().strip()
+            if text:
+                return float(text) - proc.spawned_at
+        except (FileNotFoundError, ValueError):
+            pass
+        if not proc.alive():
+            raise RuntimeError(
+                "console exited before its first frame: " + proc.output[-2000:].decode(errors="replace")
+            )
+        time.sleep(0.005)
+    raise RuntimeError("console did not paint a filled jobs table in time")
+
+
+def machine() -> dict[str, str]:
+    """What the figures ran on: CPU model and count, memory, load, OS, Python and key packages."""
+    import platform
+    from importlib import metadata
+
+    model = platform.processor() or platform.machine()
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    mem = ""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal"):
+                mem = f"{int(line.split()[1]) / 1024 / 1024:.1f} GiB"
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+    def version(name: str) -> str:
+        try:
+            return metadata.version(name)
+        except metadata.PackageNotFoundError:
+            return "-"
+
+    return {
+        "cpu": f"{model}, {os.cpu_count()} logical CPUs",
+        "memory": mem,
+        "os": f"{platform.system()} {platform.release()}",
+        "python": sys.version.split()[0],
+        "packages": f"textual {version('textual')}, huggingface_hub {version('huggingface_hub')}",
+        "load": load,
+    }
