@@ -1,11 +1,13 @@
 """Real tiny training runs (training/sft_lora.py --base-model tiny-random) writing a Trackio store.
 
 One healthy run and one with a NaN forced at step 12 (the script's `--inject-nan-at-step`), run in
-parallel once per test process; the store is in a tmp folder, away from the user's data.
+parallel once per test session — under pytest-xdist the first worker trains and the others wait for
+its store (a file lock in the session's shared tmp folder); the store is away from the user's data.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -13,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "training" / "sft_lora.py"
@@ -58,7 +61,23 @@ def _train(run_name: str, trackio_dir: Path, root: Path, *extra: str) -> subproc
 
 @pytest.fixture(scope="session")
 def trained_store(tmp_path_factory) -> TrainedStore:
-    root = tmp_path_factory.mktemp("training")
+    shared = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = shared.parent  # this session's folder, the same for every xdist worker
+    root = shared / "trained-store"
+    with FileLock(str(shared / "trained-store.lock")):
+        if (root / "done.json").exists():
+            logs = json.loads((root / "done.json").read_text())
+        else:
+            logs = _train_both(root)
+            (root / "done.json").write_text(json.dumps(logs))
+    assert "VERDICT: PASS" in logs[HEALTHY], logs[HEALTHY][-2000:]
+    assert "VERDICT: FAIL nan_loss" in logs[POISONED], logs[POISONED][-2000:]
+    return TrainedStore(root / "trackio", PROJECT, HEALTHY, POISONED, STEPS, NAN_AT, logs)
+
+
+def _train_both(root: Path) -> dict[str, str]:
+    root.mkdir(parents=True, exist_ok=True)
     trackio_dir = root / "trackio"
     procs = {
         HEALTHY: _train(HEALTHY, trackio_dir, root),
@@ -68,6 +87,4 @@ def trained_store(tmp_path_factory) -> TrainedStore:
     for name, proc in procs.items():
         out, _ = proc.communicate(timeout=300)
         logs[name] = out
-    assert "VERDICT: PASS" in logs[HEALTHY], logs[HEALTHY][-2000:]
-    assert "VERDICT: FAIL nan_loss" in logs[POISONED], logs[POISONED][-2000:]
-    return TrainedStore(trackio_dir, PROJECT, HEALTHY, POISONED, STEPS, NAN_AT, logs)
+    return logs
