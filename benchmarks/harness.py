@@ -318,7 +318,7 @@ def wait_ready(proc: PtyProcess, ready_file: Path, timeout: float = 60.0) -> flo
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
-            text = ready_file.read_text().strip()
+            text = ready_file.read_text().split("\n", 1)[0].strip()
             if text:
                 return float(text) - proc.spawned_at
         except (FileNotFoundError, ValueError):
@@ -329,6 +329,20 @@ def wait_ready(proc: PtyProcess, ready_file: Path, timeout: float = 60.0) -> flo
             )
         time.sleep(0.005)
     raise RuntimeError("console did not paint a filled jobs table in time")
+
+
+def wait_full(proc: PtyProcess, ready_file: Path, timeout: float = 60.0) -> float:
+    """Seconds from spawn to the first frame showing the whole job list ("full" stamp)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            for line in ready_file.read_text().splitlines():
+                if line.startswith("full "):
+                    return float(line[5:]) - proc.spawned_at
+        except (FileNotFoundError, ValueError):
+            pass
+        time.sleep(0.005)
+    raise RuntimeError("console did not paint the whole job list in time")
 
 
 def machine() -> dict[str, str]:

@@ -142,6 +142,22 @@ class FleetTable(DataTable):
                     self.move_cursor(row=index, animate=False)
         self._announce()
 
+    def refresh_rows(self, rows: list[TenantRow], now: datetime) -> None:
+        """Redraw the changed cells of these tenants only (e.g. when an outcome arrives)."""
+        with self.app.batch_update():
+            for row in rows:
+                if row.tenant not in self.rows_by_tenant:
+                    continue
+                cells = self._cells_for(row, now)
+                plain_cells = tuple(c.plain for c in cells)
+                for (key, _, _), cell, new, before in zip(
+                    COLUMNS, cells, plain_cells, self._cells[row.tenant], strict=True
+                ):
+                    if new != before:
+                        self.update_cell(row.tenant, key, cell)
+                self.rows_by_tenant[row.tenant] = row
+                self._cells[row.tenant] = plain_cells
+
     def _announce(self) -> None:
         tenant: str | None = None
         if self.row_count and 0 <= self.cursor_row < self.row_count:

@@ -50,6 +50,11 @@ class JobsPane(Vertical):
         self.table.update_rows(rows, self.clock())
         self._show_state()
 
+    def apply_changes(self, changed: list[JobRow], gone: list[str]) -> None:
+        """Only what changed since the last refresh (see `JobsTable.apply_changes`)."""
+        self.table.apply_changes(changed, gone, self.clock())
+        self._show_state()
+
     def open_filter(self) -> None:
         box = self.query_one("#jobs-filter", Input)
         box.display = True

@@ -144,6 +144,56 @@ class JobsTable(DataTable):
                     self.move_cursor(row=index, animate=False)
         self._announce()
 
+    def apply_changes(self, changed: list[JobRow], gone: list[str], now: datetime) -> None:
+        """Like `update_rows`, for a refresh that brought only `changed` rows and `gone` ids.
+
+        Work is proportional to the change, not to the history: unchanged rows are not touched,
+        and the table is re-sorted only when a row arrives or moves between active and finished.
+        """
+        for job_id in gone:
+            self.all_rows.pop(job_id, None)
+        keep = self._selected
+        reorder = False
+        with self.app.batch_update():
+            for job_id in gone:
+                if job_id in self.rows_by_id:
+                    self.remove_row(job_id)
+                    del self.rows_by_id[job_id]
+                    self._cells.pop(job_id, None)
+            for row in changed:
+                self.all_rows[row.id] = row
+                shown = row.id in self.rows_by_id
+                if not self.job_filter.matches(row):
+                    if shown:
+                        self.remove_row(row.id)
+                        del self.rows_by_id[row.id]
+                        self._cells.pop(row.id, None)
+                    continue
+                cells = self._cells_for(row, now)
+                plain_cells = tuple(c.plain for c in cells)
+                if shown:
+                    before = self.rows_by_id[row.id]
+                    if sort_key(before)[0] != sort_key(row)[0]:
+                        reorder = True
+                    for (key, _, _), cell, new, old in zip(
+                        COLUMNS, cells, plain_cells, self._cells[row.id], strict=True
+                    ):
+                        if new != old:
+                            self.update_cell(row.id, key, cell)
+                else:
+                    self.add_row(*cells, key=row.id)
+                    reorder = True
+                self.rows_by_id[row.id] = row
+                self._cells[row.id] = plain_cells
+            if reorder:
+                ordered = sorted(self.rows_by_id.values(), key=sort_key)
+                self._sort_by_rank({r.id: i for i, r in enumerate(ordered)})
+            if keep is not None and keep in self.rows_by_id:
+                index = self.get_row_index(keep)
+                if self.cursor_row != index:
+                    self.move_cursor(row=index, animate=False)
+        self._announce()
+
     def _sort_by_rank(self, rank: dict[str, int]) -> None:
         # DataTable.sort orders by column values; order by our own rank through the id column.
         by_short = {short_id(job_id): r for job_id, r in rank.items()}

@@ -136,6 +136,16 @@ class LogPane(Vertical, can_focus=False):
         error = None
         with self._lock:
             n = 0
+            # Lines beyond the newest `max_lines` of the backlog would scroll out of the kept
+            # window before they could be seen: count them and skip their cleaning and layout.
+            skip = len(self._pending) - self.max_lines
+            while skip > 0 and self._pending:
+                generation, line = self._pending[0]
+                if line is None or (line.startswith("\x00")) or generation != self.generation:
+                    break
+                self._pending.popleft()
+                self.received += 1
+                skip -= 1
             while self._pending and n < self.batch_limit:
                 generation, line = self._pending.popleft()
                 if generation != self.generation:
