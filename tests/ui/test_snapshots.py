@@ -28,7 +28,7 @@ def make_app(tab: str = "jobs") -> ConsoleApp:
 async def _settle(pilot) -> None:
     app = pilot.app
     for _ in range(100):
-        if app.refresh_count and app.log_pane.ended:
+        if app.synced and app.log_pane.ended and not app.outcomes_pending:
             break
         await pilot.pause(0.05)
     await pilot.pause(0.2)

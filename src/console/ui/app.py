@@ -38,6 +38,7 @@ from textual import work
 from textual.app import App, ComposeResult, SuspendNotSupported, SystemCommand
 from textual.binding import Binding
 from textual.containers import Container, Horizontal, Vertical
+from textual.coordinate import Coordinate
 from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import Footer, Static, TabbedContent, TabPane
@@ -66,10 +67,13 @@ SSH_SHELL_ENV = "CONSOLE_SSH_SHELL"
 BENCH_READY_ENV = "CONSOLE_BENCH_READY_FILE"
 """If set, the app writes `time.time()` to this file once its first filled frame is painted."""
 REFRESH_SECONDS = 2.0
-FULL_SYNC_SECONDS = 60.0
+FULL_SYNC_SECONDS = 120.0
 """Every this often a refresh re-reads the whole job list and every scheduled job."""
 FIRST_FRAME_JOBS = 500
 """The first refresh paints the newest this many jobs (plus every active one) before the rest."""
+HEAD_SCAN_EVERY = 5
+"""Every this many refreshes, also read the head of the job list (jobs that began and ended
+between two refreshes); the others read only the active jobs."""
 OUTCOME_FETCHES_PER_REFRESH = 8
 """Log tails read per refresh for the fleet's last loss / adapter: bounded, whatever the tenants."""
 RETRY_SECONDS = 5.0
@@ -278,6 +282,16 @@ class ConsoleApp(App[None]):
         return self.backend.api
 
     @property
+    def synced(self) -> bool:
+        """True once the whole job list has been read (the first frame shows only the newest)."""
+        return self._synced
+
+    @property
+    def outcomes_pending(self) -> bool:
+        """A worker is reading log tails for the fleet's last loss / adapter."""
+        return any(w.group == "outcomes" and w.is_running for w in self.workers)
+
+    @property
     def log_pane(self) -> LogPane:
         return self.query_one(LogPane)
 
@@ -324,19 +338,20 @@ class ConsoleApp(App[None]):
             self.post_message(DataRefreshed(jobs, sched, self.clock(), full=True))
             return
         changed: list[Any] = []
-        for job in api.list_jobs(namespace=ns):
-            old = known.get(job.id)
-            if old is not None and old.status.stage in TERMINAL and job.status.stage in TERMINAL:
-                break
-            changed.append(job)
+        if self.refresh_count % HEAD_SCAN_EVERY == 0:
+            for job in api.list_jobs(namespace=ns):
+                old = known.get(job.id)
+                if old is not None and old.status.stage in TERMINAL and job.status.stage in TERMINAL:
+                    break
+                changed.append(job)
         seen = {j.id for j in changed}
+        for job in api.list_jobs(namespace=ns, status=["RUNNING", "SCHEDULING"]):
+            if job.id not in seen:
+                changed.append(job)
+                seen.add(job.id)
         active = [i for i, j in known.items() if j.status.stage not in TERMINAL and i not in seen]
         gone: list[str] = []
         if active:
-            for job in api.list_jobs(namespace=ns, status=["RUNNING", "SCHEDULING"]):
-                if job.id not in seen:
-                    changed.append(job)
-                    seen.add(job.id)
             for job_id in active:
                 if job_id in seen:
                     continue
@@ -393,11 +408,19 @@ class ConsoleApp(App[None]):
         }
         if not missing:
             return
-        order = list(self.fleet_table.rows_by_tenant) or sorted(missing)
-        first = max(0, min(int(self.fleet_table.scroll_offset.y), len(order) - 1))
-        picked = [
-            missing[t] for t in order[first:] + order[:first] if t in missing
-        ][:OUTCOME_FETCHES_PER_REFRESH]
+        table = self.fleet_table
+        if self.active_tab == "fleet":
+            order = [
+                table.coordinate_to_cell_key(Coordinate(i, 0)).row_key.value
+                for i in range(
+                    int(table.scroll_offset.y),
+                    min(table.row_count, int(table.scroll_offset.y) + max(table.size.height, 50)),
+                )
+            ]
+        else:
+            job = self.selected_job()
+            order = [job.tenant] if job is not None else []
+        picked = [missing[t] for t in order if t in missing][:OUTCOME_FETCHES_PER_REFRESH]
         if picked:
             self.fetch_outcomes(picked)
 
@@ -423,16 +446,14 @@ class ConsoleApp(App[None]):
                 infos[j.id] = j
             # active jobs' running time and cost tick between refreshes
             fresh = {j.id for j in message.jobs}
-            for job_id, info in infos.items():
-                if job_id in fresh or info.status.stage not in TERMINAL:
-                    rows[job_id] = job_row(info, now=now, prices=self.prices)
+            fresh.update(i for i, r in self.job_rows.items() if r.stage not in TERMINAL)
+            for job_id in fresh:
+                if job_id in infos:
+                    rows[job_id] = job_row(infos[job_id], now=now, prices=self.prices)
         if message.scheduled is not None:
             self.scheduled = {s.id: s for s in message.scheduled}
             fleet_changed = True
-        changed_rows = (
-            None if message.full else [rows[i] for i in rows if i not in self.job_rows
-                                       or rows[i] is not self.job_rows[i]]
-        )
+        changed_rows = None if message.full else [rows[i] for i in fresh if i in rows]
         self.job_infos, self.job_rows = infos, rows
         pane = self.query_one(JobsPane)
         if changed_rows is None:

@@ -29,7 +29,7 @@ from console.ui.widgets.job_metrics import JobMetricsBar
 
 DEFAULT_MAX_LINES = 5000
 BATCH_INTERVAL = 0.05
-BATCH_LIMIT = 2000
+BATCH_LIMIT = 500
 
 
 class LogPane(Vertical, can_focus=False):
