@@ -337,8 +337,19 @@ class _LineReader:
             self.fh.close()
 
 
+# Line breaks a JSON string may hold raw but that line-splitting SSE clients (httpx's
+# `iter_lines`, like `str.splitlines`) break lines at: NEL, LINE and PARAGRAPH SEPARATOR. Sent
+# raw, a job printing one would split its event in two and end the client's stream with a JSON
+# error; escaped, the event says the same thing on one line.
+_SPLITTERS = ((b"\xc2\x85", b"\\u0085"), (b"\xe2\x80\xa8", b"\\u2028"), (b"\xe2\x80\xa9", b"\\u2029"))
+
+
 def _sse(lines: list[bytes]) -> bytes:
-    return b"".join(b"data: " + line + b"\n\n" for line in lines)
+    out = b"".join(b"data: " + line + b"\n\n" for line in lines)
+    for raw, escaped in _SPLITTERS:
+        if raw in out:
+            out = out.replace(raw, escaped)
+    return out
 
 
 async def _log_events(service: JobsService, job_id: str, tail: int | None) -> AsyncIterator[bytes]:

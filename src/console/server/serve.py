@@ -23,6 +23,7 @@ import uvicorn
 from console.server import paths
 from console.server.app import create_app
 from console.server.core import JobsService, ServiceSettings
+from console.server.faults import FaultMiddleware, FaultPlan, faults_enabled_by_env
 
 HOST = "127.0.0.1"
 
@@ -39,6 +40,9 @@ class ServerOptions:
     python_mode: str = "self"
     token: str | None = None
     """None: $CONSOLE_SERVER_TOKEN or the token file under the data folder (created if needed)."""
+    faults: bool = False
+    """Arm the fault-injection hooks (console.server.faults); also on with $CONSOLE_SERVER_FAULTS=1.
+    Off for every real use: tests turn it on."""
 
 
 def bind_loopback(port: int) -> socket.socket:
@@ -71,6 +75,11 @@ class LocalServer:
             )
         )
         self.app = create_app(self.service, self.token)
+        self.faults: FaultPlan | None = None
+        """The armed faults (None unless started with faults on)."""
+        if options.faults or faults_enabled_by_env():
+            self.faults = FaultPlan()
+            self.app = FaultMiddleware(self.app, self.faults, self.token)
         self._sock: socket.socket | None = None
         self._uvicorn: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
