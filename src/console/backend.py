@@ -163,6 +163,13 @@ class ResilientTransport(httpx2.BaseTransport):
             delay: float | None
             try:
                 response = self.inner.handle_request(request)
+                if not response.headers.get("content-type", "").startswith("text/event-stream"):
+                    # Read plain answers here, so a connection that breaks mid-body is retried
+                    # like one that broke before it (streams are read, and resumed, by callers).
+                    try:
+                        response.read()
+                    finally:
+                        response.close()
             except (httpx2.ConnectError, httpx2.ConnectTimeout) as exc:
                 # nothing reached the server: always safe to try again
                 if not self._may_retry(policy, attempt, started):
@@ -192,7 +199,6 @@ class ResilientTransport(httpx2.BaseTransport):
                     hf_http.hf_raise_for_status(response)
                     return response
                 delay = wait if wait is not None else policy.backoff(attempt)
-                response.read()
                 response.close()
             policy.retries += 1
             # (request bodies here are json=/content= byte streams: they replay as they are)

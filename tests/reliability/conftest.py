@@ -71,3 +71,7 @@ def wait_stage(backend: Backend, job_id: str, stages=("COMPLETED", "ERROR", "CAN
 
 def job_count(backend: Backend) -> int:
     return len(list(backend.api.list_jobs(namespace=backend.namespace)))
+
+
+COUNTER = "import time\nfor i in range({n}):\n    print('line', i, flush=True)\n    time.sleep({pause})\n"
+"""A job printing `line 0` .. `line n-1`, one every `pause` seconds."""

@@ -11,14 +11,14 @@ import urllib.request
 
 import pytest
 from huggingface_hub.errors import HfHubHTTPError
-from tests.reliability.conftest import fast_policy, job_count, run_python, wait_stage
+from tests.reliability.conftest import COUNTER, fast_policy, job_count, run_python, wait_stage
 
 from console.backend import connect, retry_after_seconds
 from console.server import LocalServer, ServerOptions
 from console.server.faults import ADMIN_PATH, Fault
 
 JOBS = r"/api/jobs/oncall$"
-COUNTER = "import time\nfor i in range({n}):\n    print('line', i, flush=True)\n    time.sleep({pause})\n"
+
 
 
 def test_5xx_on_reads_is_retried_until_it_passes(server, backend):
