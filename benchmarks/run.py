@@ -232,10 +232,10 @@ async def _measure_refreshes(refreshes: int) -> dict[str, float]:
 def _steady_in_subprocess(ws: Workspace, refreshes: int) -> dict:
     import json
 
+    here = str(Path(__file__).resolve().parent)
     code = (
-        "import asyncio, json, sys; sys.path.insert(0, %r); import run; "
-        "print('RESULT', json.dumps(asyncio.run(run._measure_refreshes(%d))))"
-        % (str(Path(__file__).resolve().parent), refreshes)
+        f"import asyncio, json, sys; sys.path.insert(0, {here!r}); import run; "
+        f"print('RESULT', json.dumps(asyncio.run(run._measure_refreshes({refreshes}))))"
     )
     proc = subprocess.run([sys.executable, "-c", code], env=ws.env(), capture_output=True,
                           text=True, timeout=300)

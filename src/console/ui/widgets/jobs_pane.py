@@ -70,12 +70,23 @@ class JobsPane(Vertical):
         table = self.table
         text = table.job_filter.text.strip()
         box_open = self.query_one("#jobs-filter", Input).display
-        state.display = bool(text) and not box_open
+        capped = table.matching > table.row_count
+        state.display = (bool(text) or capped) and not box_open
+        if not text and capped:
+            state.update(
+                Text(
+                    f" newest {table.row_count} of {len(table.all_rows)} jobs  / to filter",
+                    style="dim",
+                    no_wrap=True,
+                    overflow="ellipsis",
+                )
+            )
         if text:
             shown = table.row_count
             state.update(
                 Text(
-                    f" filter: {text}  ({shown} of {len(table.all_rows)} jobs)  / to edit",
+                    f" filter: {text}  ({shown} of {table.matching} matching, "
+                    f"{len(table.all_rows)} jobs)  / to edit",
                     style="magenta",
                     no_wrap=True,
                     overflow="ellipsis",

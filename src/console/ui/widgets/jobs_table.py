@@ -39,6 +39,10 @@ COLUMNS = (
     ("message", "Message", 60),
 )
 KIND_SHORT = {"validate": "val"}
+MAX_ROWS = 500
+"""Rows the table holds: every active job and the newest finished ones up to this many. The
+filter searches every job; older ones are a filter away (a DataTable of 10,000 rows costs
+seconds to build and hundreds of MB)."""
 
 
 def short_id(job_id: str) -> str:
@@ -74,6 +78,9 @@ class JobsTable(DataTable):
         self.job_filter = JobFilter()
         self._selected: str | None = None
         self._cells: dict[str, tuple[str, ...]] = {}
+        self.max_rows = MAX_ROWS
+        self.matching = 0
+        """Jobs that match the filter (the table shows at most `max_rows` of them)."""
 
     def on_mount(self) -> None:
         for key, label, width in COLUMNS:
@@ -108,7 +115,9 @@ class JobsTable(DataTable):
     def update_rows(self, rows: list[JobRow], now: datetime) -> None:
         """Make the table show `rows` (filtered), by key: update, add, remove, re-sort."""
         self.all_rows = {r.id: r for r in rows}
-        wanted = sorted((r for r in rows if self.job_filter.matches(r)), key=sort_key)
+        matching = sorted((r for r in rows if self.job_filter.matches(r)), key=sort_key)
+        self.matching = len(matching)
+        wanted = matching[: max(self.max_rows, sum(1 for r in matching if r.active))]
         wanted_ids = {r.id for r in wanted}
         keep = self._selected
         with self.app.batch_update():
@@ -187,7 +196,19 @@ class JobsTable(DataTable):
                 self._cells[row.id] = plain_cells
             if reorder:
                 ordered = sorted(self.rows_by_id.values(), key=sort_key)
+                for row in ordered[self.max_rows :]:
+                    if not row.active:  # the oldest finished rows make room for new jobs
+                        self.remove_row(row.id)
+                        del self.rows_by_id[row.id]
+                        self._cells.pop(row.id, None)
+                ordered = [r for r in ordered if r.id in self.rows_by_id]
                 self._sort_by_rank({r.id: i for i, r in enumerate(ordered)})
+            if changed or gone:
+                self.matching = (
+                    len(self.all_rows)
+                    if self.job_filter.empty
+                    else sum(1 for r in self.all_rows.values() if self.job_filter.matches(r))
+                )
             if keep is not None and keep in self.rows_by_id:
                 index = self.get_row_index(keep)
                 if self.cursor_row != index:
