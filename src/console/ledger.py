@@ -85,6 +85,7 @@ CREATE TABLE IF NOT EXISTS entries (
     run_name TEXT,
     scheduled_job_id TEXT,
     labels TEXT NOT NULL,
+    endpoint TEXT NOT NULL DEFAULT '',
     recorded_at TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS entries_month ON entries (month);
@@ -95,7 +96,7 @@ _COLUMNS = (
     "job_id", "tenant", "kind", "env", "flavor", "price_per_hour", "price_source",
     "running_seconds", "running_source", "cost_usd", "stage", "message", "wasted", "created_at",
     "started_at", "finished_at", "month", "model_b", "examples", "epochs", "unsloth", "run_name",
-    "scheduled_job_id", "labels", "recorded_at",
+    "scheduled_job_id", "labels", "endpoint", "recorded_at",
 )
 
 
@@ -140,7 +141,14 @@ class LedgerEntry:
     run_name: str | None = None
     scheduled_job_id: str | None = None
     labels: dict[str, str] = field(default_factory=dict)
+    endpoint: str = ""
+    """The Jobs API the job ran on (huggingface.co, or the embedded server on loopback)."""
     recorded_at: str = ""
+
+    @property
+    def local(self) -> bool:
+        """Ran on the embedded server (this machine's CPU): real time, but not HF hardware's."""
+        return is_loopback(self.endpoint)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -182,6 +190,13 @@ def _stage(job: Any) -> str:
 def _flavor(job: Any) -> str:
     flavor = getattr(job, "flavor", None)
     return str(getattr(flavor, "value", flavor) or "cpu-basic")
+
+
+def is_loopback(endpoint: str) -> bool:
+    from urllib.parse import urlsplit
+
+    host = (urlsplit(endpoint).hostname or "").lower()
+    return host in ("localhost", "::1") or host.startswith("127.")
 
 
 def is_terminal(job: Any) -> bool:
@@ -280,6 +295,7 @@ def entry_from_job(
         run_name=labels.get("run") or None,
         scheduled_job_id=scheduled,
         labels=labels,
+        endpoint=str(getattr(job, "endpoint", "") or ""),
         recorded_at=_iso(now or datetime.now(UTC)) or "",
     )
 
@@ -425,21 +441,24 @@ class Ledger:
 
     # -- calibration
 
-    def observations(self) -> list[Observation]:
-        return observations_from(self.entries())
+    def observations(self, *, local: bool | None = None) -> list[Observation]:
+        return observations_from(self.entries(), local=local)
 
-    def calibration(self) -> Calibration:
-        return calibrate(self.observations())
+    def calibration(self, *, local: bool | None = None) -> Calibration:
+        return calibrate(self.observations(local=local))
 
 
-def observations_from(entries: Iterable[LedgerEntry]) -> list[Observation]:
+def observations_from(entries: Iterable[LedgerEntry], *, local: bool | None = None) -> list[Observation]:
     """Completed training runs with the labels the heuristic needs, as calibration observations.
 
     Timed-out, failed and cancelled runs are left out: their running time says nothing about how
-    long the recipe takes.
+    long the recipe takes. `local=False` keeps only runs on HF hardware, `True` only the embedded
+    server's (CPU) runs, None both.
     """
     out = []
     for e in entries:
+        if local is not None and e.local != local:
+            continue
         if e.stage != "COMPLETED" or e.kind not in ("sft", "") or e.running_seconds <= 0:
             continue
         if e.model_b is None or not e.examples or e.epochs is None:
@@ -455,6 +474,20 @@ def observations_from(entries: Iterable[LedgerEntry]) -> list[Observation]:
             )
         )
     return out
+
+
+def estimate_calibration(entries: Iterable[LedgerEntry]) -> tuple[Calibration, str]:
+    """The calibration for cost estimates and what it rests on: "hf" | "local" | "none".
+
+    Runs on HF hardware when there are any; otherwise the embedded server's runs (real, but timed
+    on this machine's CPU, so they calibrate the local fleet, not HF's GPUs).
+    """
+    entries = list(entries)
+    hf = calibrate(observations_from(entries, local=False))
+    if hf.runs:
+        return hf, "hf"
+    local = calibrate(observations_from(entries, local=True))
+    return local, "local" if local.runs else "none"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -637,7 +670,7 @@ def summarize(
     prices = prices or shipped_price_book()
     month = month_of(now)
     if calibration is None:
-        calibration = calibrate(observations_from(entries))
+        calibration, _ = estimate_calibration(entries)
     tenants: dict[str, list[float]] = {}
     by_month: dict[str, float] = {}
     mtd = wasted = 0.0

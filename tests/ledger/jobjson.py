@@ -32,6 +32,7 @@ def job(
     message: str | None = None,
     durations: bool = True,
     initiator: dict | None = None,
+    endpoint: str = "http://127.0.0.1:1",
 ) -> JobInfo:
     """A job that waited `queued` seconds then ran `ran` seconds (None: never started)."""
     started = None if ran is None else created + timedelta(seconds=queued)
@@ -62,7 +63,7 @@ def job(
             "runningSecs": None if ran is None else int(ran),
             "totalSecs": int(queued + (ran or 0)),
         }
-    return JobInfo(**body, endpoint="http://127.0.0.1:1")
+    return JobInfo(**body, endpoint=endpoint)
 
 
 def tenant_labels(tenant: str, *, model_b="3", examples="1000", epochs="3", unsloth="0",

@@ -267,3 +267,21 @@ def test_headless_modules_import_no_ui_and_no_training_stack(module):
     loaded = set(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                                 check=True).stdout.split())
     assert not loaded & {"textual", "trackio", "torch", "transformers", "trl", "peft", "datasets"}
+
+
+def test_estimates_calibrate_from_hf_runs_when_there_are_any_not_the_local_servers_cpu(ledger):
+    from console.ledger import estimate_calibration
+
+    hours = estimate_run(RunSpec(3, 1000, 3, "l4x1")).hours
+    local = [job(f"l{i}", ran=hours * 3600 * 150, labels=tenant_labels("acme")) for i in range(3)]
+    ledger.refresh(local)
+    cal, basis = estimate_calibration(ledger.entries())
+    assert basis == "local" and cal.runs == 3 and cal.overall_factor == pytest.approx(150)
+    assert ledger.get("l0").local and ledger.get("l0").endpoint == "http://127.0.0.1:1"
+    hf = [job(f"h{i}", ran=hours * 3600 * 1.2, labels=tenant_labels("acme"),
+              endpoint="https://huggingface.co") for i in range(2)]
+    ledger.refresh(hf)
+    cal, basis = estimate_calibration(ledger.entries())
+    assert basis == "hf" and cal.runs == 2 and cal.overall_factor == pytest.approx(1.2)
+    assert not ledger.get("h0").local
+    assert ledger.calibration().runs == 5 and ledger.calibration(local=False).runs == 2

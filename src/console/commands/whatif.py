@@ -115,10 +115,10 @@ def _calibrated(args: argparse.Namespace, scenario) -> dict:
     """The scenario again with the ledger's calibration, and the cheaper flavors that fit."""
     from console.cli import CommandError
     from console.costs import cheaper_flavors_that_fit, project
-    from console.ledger import Ledger, LedgerError
+    from console.ledger import Ledger, LedgerError, estimate_calibration
 
     try:
-        cal = Ledger(args.ledger).calibration()
+        cal, basis = estimate_calibration(Ledger(args.ledger).entries())
     except LedgerError as exc:
         raise CommandError(str(exc)) from None
     proj = project(scenario, calibration=cal)
@@ -135,6 +135,7 @@ def _calibrated(args: argparse.Namespace, scenario) -> dict:
             "calibration_runs": cal.runs,
             "flavor_runs": own.runs if own else 0,
             "factor_source": "flavor" if own else ("all runs" if cal.runs else "none (heuristic)"),
+            "runs_from": basis,
             "per_flavor": {
                 f.flavor: {"factor": f.factor, "runs": f.runs,
                            "heuristic_error_pct": f.heuristic_error_pct,
@@ -168,6 +169,8 @@ def _print_calibrated(c: dict) -> None:
             f"${cal['cost_per_run_usd']:.2f}/run, timeout {format_duration(cal['timeout_seconds'])}, "
             f"${cal['monthly_usd']:,.2f}/month"
         )
+        if cal["runs_from"] == "local":
+            print("            (runs on the local server, timed on this machine's CPU: not HF GPU timings)")
     if c["cheaper_flavors"]:
         best = c["cheaper_flavors"][0]
         print(

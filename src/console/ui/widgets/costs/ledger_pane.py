@@ -87,6 +87,7 @@ class LedgerPane(Vertical):
         self.scheduled: list[Any] = []
         self.prices: PriceBook | None = None
         self.refreshes = 0
+        self._active: dict[str, Any] = {}
         self._warned_month: str | None = None
 
     def compose(self) -> ComposeResult:
@@ -103,12 +104,29 @@ class LedgerPane(Vertical):
 
     # -- what the app calls
 
-    def ingest(self, jobs: Sequence[Any], scheduled: Sequence[Any], prices: PriceBook | None = None,
-               now: datetime | None = None) -> None:
-        """Record newly finished jobs among `jobs` and redraw (the app's refresh already has them)."""
-        self.scheduled = list(scheduled)
+    def ingest(self, jobs: Sequence[Any], scheduled: Sequence[Any] | None = None,
+               prices: PriceBook | None = None, now: datetime | None = None, *, full: bool = True,
+               gone: Sequence[str] = ()) -> None:
+        """Record newly finished jobs among `jobs` and redraw (the app's refresh already has them).
+
+        Takes the app's refresh as it comes: `full=False` means `jobs` holds only the jobs that
+        changed (and `gone` the ids that disappeared); `scheduled=None` keeps the last schedules.
+        The pane keeps the active jobs itself, so the minutes in flight stay right either way.
+        """
+        if scheduled is not None:
+            self.scheduled = list(scheduled)
         self.prices = prices or self.prices
-        self._ingest(list(jobs), self.scheduled, self.prices, now)
+        if full:
+            self._active = {}
+        for job_id in gone:
+            self._active.pop(job_id, None)
+        for job in jobs:
+            stage = str(getattr(getattr(job.status, "stage", None), "value", job.status.stage))
+            if stage in ("SCHEDULING", "RUNNING"):
+                self._active[job.id] = job
+            else:
+                self._active.pop(job.id, None)
+        self._ingest(list(jobs), self.scheduled, self.prices, now, list(self._active.values()))
 
     def refresh_from(self, api: Any, namespace: str | None) -> None:
         """List jobs and schedules from the backend in a worker, record, redraw."""
@@ -116,17 +134,17 @@ class LedgerPane(Vertical):
 
     def load(self) -> None:
         """Redraw from what the ledger file holds (no backend)."""
-        self._ingest([], self.scheduled, self.prices, None)
+        self._ingest([], self.scheduled, self.prices, None, list(self._active.values()))
 
     # -- workers
 
     @work(thread=True, exclusive=True, group="ledger", exit_on_error=False,
           description="update the cost ledger")
     def _ingest(self, jobs: list[Any], scheduled: list[Any], prices: PriceBook | None,
-                now: datetime | None) -> None:
+                now: datetime | None, active: list[Any]) -> None:
         try:
             result = self.ledger.refresh(jobs, prices, now=now)
-            summary = self._summarize(scheduled, result.active, prices, now)
+            summary = self._summarize(scheduled, active, prices, now)
         except Exception as exc:
             self.post_message(self.Failed(str(exc) or type(exc).__name__))
             return
@@ -138,6 +156,7 @@ class LedgerPane(Vertical):
         try:
             snap = refresh_from_api(self.ledger, api, namespace=namespace)
             self.scheduled, self.prices = snap.scheduled_jobs, snap.prices
+            self._active = {j.id: j for j in snap.refresh.active}
             summary = self._summarize(snap.scheduled_jobs, snap.refresh.active, snap.prices, None)
         except Exception as exc:
             self.post_message(self.Failed(str(exc) or type(exc).__name__))

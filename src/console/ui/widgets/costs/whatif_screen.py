@@ -34,14 +34,13 @@ from console.costs import (
     Projection,
     RunSpec,
     Scenario,
-    calibrate,
     cheaper_flavors_that_fit,
     check_range,
     format_duration,
     normalize_cron,
     project,
 )
-from console.ledger import FleetCosts, Ledger, fleet_costs
+from console.ledger import FleetCosts, Ledger, estimate_calibration, fleet_costs
 from console.prices import PLANS, PriceBook, shipped_price_book
 
 NO_CALIBRATION = Calibration({}, None, 0)
@@ -123,6 +122,7 @@ class WhatIfScreen(ModalScreen[None]):
     class CalibrationRead(Message):
         calibration: Calibration
         fleet: FleetCosts
+        basis: str = "hf"
 
     def __init__(
         self,
@@ -139,6 +139,8 @@ class WhatIfScreen(ModalScreen[None]):
         self.prices = prices or shipped_price_book()
         self.scheduled_jobs = list(scheduled_jobs)
         self.calibration = calibration or NO_CALIBRATION
+        self.calibration_basis = "hf" if self.calibration.runs else "none"
+        """hf | local (the embedded server's CPU runs) | none"""
         self.fleet = self._fleet(self.calibration)
         self.result: WhatIfResult | None = None
         self.error: str | None = None
@@ -200,11 +202,12 @@ class WhatIfScreen(ModalScreen[None]):
           description="read the ledger's calibration")
     def _read_calibration(self) -> None:
         assert self.ledger is not None
-        cal = calibrate(self.ledger.observations())
-        self.post_message(self.CalibrationRead(cal, self._fleet(cal)))
+        cal, basis = estimate_calibration(self.ledger.entries())
+        self.post_message(self.CalibrationRead(cal, self._fleet(cal), basis))
 
     def on_what_if_screen_calibration_read(self, message: CalibrationRead) -> None:
         self.calibration = message.calibration
+        self.calibration_basis = message.basis
         self.fleet = message.fleet
         self.recompute()
 
@@ -338,6 +341,9 @@ class WhatIfScreen(ModalScreen[None]):
                    f"{own.calibrated_error_pct:.0f}%" if own else "")
             lines.append(Text(f"Calibration: x{factor:.3g} from {where}, "
                               f"{r.calibration_runs} run(s) in the ledger{err}"))
+            if self.calibration_basis == "local":
+                lines.append(Text("  (runs on the local server, timed on this machine's CPU: not HF "
+                                  "GPU timings)", style="yellow"))
         if r.cheaper:
             best = r.cheaper[0]
             saving = r.calibrated.per_run.cost_usd - best.cost_usd
