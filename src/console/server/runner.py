@@ -387,6 +387,8 @@ def _pump(popen: subprocess.Popen[bytes], fh: IO[str], redact: list[str]) -> Non
             buf += chunk
             lines = buf.split(b"\n")
             buf = lines.pop()
+            if any(len(line) > _MAX_LINE_BYTES for line in lines):
+                lines = [piece for line in lines for piece in _pieces(line)]
             while len(buf) > _MAX_LINE_BYTES:
                 lines.append(buf[:_MAX_LINE_BYTES])
                 buf = buf[_MAX_LINE_BYTES:]
@@ -403,6 +405,11 @@ def _pump(popen: subprocess.Popen[bytes], fh: IO[str], redact: list[str]) -> Non
             stream.close()
         except OSError:
             pass
+
+
+def _pieces(line: bytes) -> list[bytes]:
+    """A line cut into log events of at most _MAX_LINE_BYTES (a 10 MB line is 160 events)."""
+    return [line[i : i + _MAX_LINE_BYTES] for i in range(0, len(line), _MAX_LINE_BYTES)] or [line]
 
 
 def _events(lines: list[bytes], redact: list[str]) -> str:

@@ -47,7 +47,7 @@ from textual.worker import Worker, WorkerState, get_current_worker
 from console import jobspec, paths
 from console.config import Config
 from console.fleet import RunOutcome, TenantRow, derive_fleet, parse_outcome
-from console.jobs import JobRow, format_cost, job_row
+from console.jobs import JobRow, clean_log_line, format_cost, job_row
 from console.jobspec import TrainingRequest
 from console.prices import PriceBook, shipped_price_book
 from console.ui.screens.confirm import ConfirmScreen
@@ -608,6 +608,22 @@ class ConsoleApp(App[None]):
         if self.active_tab != "jobs":
             self.action_show_tab("jobs")
         getattr(self.log_pane, f"action_{action}")()
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: Any = "information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None:
+        """Notifications carry server errors, tenant names and labels: plain text, never markup
+        (a label like `[@click=app.quit]` must not become a link), and no escape sequences."""
+        super().notify(
+            clean_log_line(str(message)), title=clean_log_line(str(title)), severity=severity,
+            timeout=timeout, markup=markup,
+        )
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen())

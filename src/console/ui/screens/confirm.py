@@ -9,6 +9,8 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
+from console.jobs import clean_log_line
+
 
 class ConfirmScreen(ModalScreen[bool]):
     """Ask before anything that costs money or kills work. Dismisses True on yes."""
@@ -26,9 +28,10 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="confirm-dialog", classes="dialog"):
-            yield Static(Text(self.title_text, style="bold"), id="confirm-title")
+            # titles and details name tenants, jobs and flavors: untrusted text, shown inert
+            yield Static(Text(clean_log_line(self.title_text), style="bold"), id="confirm-title")
             for line in self.details:
-                yield Static(Text(line), classes="confirm-detail")
+                yield Static(Text(clean_log_line(line)), classes="confirm-detail")
             with Horizontal(classes="dialog-buttons"):
                 yield Button(f"{self.yes_label} (y)", variant="error", id="yes")
                 yield Button("No (n)", id="no")

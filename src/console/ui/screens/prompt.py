@@ -8,6 +8,8 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
+from console.jobs import clean_log_line
+
 
 class PromptScreen(ModalScreen[str | None]):
     BINDINGS = [Binding("escape", "cancel", "Cancel", tooltip="Close without doing anything")]
@@ -20,7 +22,7 @@ class PromptScreen(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="prompt-dialog", classes="dialog"):
-            yield Static(self.title_text, id="prompt-title", markup=False)
+            yield Static(clean_log_line(self.title_text), id="prompt-title", markup=False)
             yield Input(self.value, placeholder=self.placeholder, id="prompt-input")
             yield Static("enter: ok   esc: cancel", classes="dialog-hint")
 

@@ -13,6 +13,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static
 
 from console.costs import CostInputError, describe_cron, next_runs, normalize_cron, runs_per_month
+from console.jobs import clean_log_line
 
 
 def preview(expr: str, now: datetime, n: int = 3) -> tuple[str | None, Text]:
@@ -46,7 +47,9 @@ class RescheduleScreen(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="reschedule-dialog", classes="dialog"):
-            yield Static(Text(f"Reschedule {self.tenant} (now: {self.current})", style="bold"))
+            yield Static(
+                Text(clean_log_line(f"Reschedule {self.tenant} (now: {self.current})"), style="bold")
+            )
             yield Input(
                 self.current,
                 placeholder="cron: m h dom mon dow, or weekly / daily",

@@ -32,6 +32,13 @@ BATCH_INTERVAL = 0.05
 BATCH_LIMIT = 500
 
 
+@dataclass(frozen=True)
+class _StreamEnd:
+    """Queued after a stream's last line: it ended (error None) or failed with `error`."""
+
+    error: str | None = None
+
+
 class LogPane(Vertical, can_focus=False):
     """Header (job, stage, follow/wrap state, search), live metrics, the log, a search box."""
 
@@ -69,7 +76,7 @@ class LogPane(Vertical, can_focus=False):
         self.error: str | None = None
         self.lines: collections.deque[str] = collections.deque(maxlen=max_lines)
         self.received = 0
-        self._pending: collections.deque[tuple[int, str | None]] = collections.deque()
+        self._pending: collections.deque[tuple[int, str | _StreamEnd]] = collections.deque()
         self._lock = threading.Lock()
         self.search_term = ""
         self.matches: list[int] = []
@@ -128,7 +135,7 @@ class LogPane(Vertical, can_focus=False):
     def end(self, generation: int, error: str | None = None) -> None:
         """The stream finished (the job ended) or failed with `error`; thread-safe."""
         with self._lock:
-            self._pending.append((generation, None if error is None else "\x00" + error))
+            self._pending.append((generation, _StreamEnd(error)))
 
     def drain(self) -> None:
         batch: list[str] = []
@@ -141,7 +148,7 @@ class LogPane(Vertical, can_focus=False):
             skip = len(self._pending) - self.max_lines
             while skip > 0 and self._pending:
                 generation, line = self._pending[0]
-                if line is None or (line.startswith("\x00")) or generation != self.generation:
+                if isinstance(line, _StreamEnd) or generation != self.generation:
                     break
                 self._pending.popleft()
                 self.received += 1
@@ -150,12 +157,10 @@ class LogPane(Vertical, can_focus=False):
                 generation, line = self._pending.popleft()
                 if generation != self.generation:
                     continue
-                if line is None:
+                if isinstance(line, _StreamEnd):
+                    # (a marker object, not text: a job's line may start with anything, NUL too)
                     finished = True
-                    continue
-                if line.startswith("\x00"):
-                    finished = True
-                    error = line[1:]
+                    error = line.error
                     continue
                 batch.append(line)
                 n += 1
