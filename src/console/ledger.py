@@ -329,6 +329,8 @@ class Ledger:
     def __init__(self, path: Path | str | None = None) -> None:
         self.path = Path(path).expanduser() if path is not None else default_path()
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._cache: tuple[int, list[LedgerEntry]] | None = None
+        self._calibration: tuple[int, tuple[Calibration, str]] | None = None
         with self._connect() as conn:
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             if version > SCHEMA_VERSION:
@@ -424,7 +426,33 @@ class Ledger:
         return None if row is None else LedgerEntry._from_row(row)
 
     def entries(self, *, month: str | None = None, tenant: str | None = None) -> list[LedgerEntry]:
-        """Entries, oldest first (by when they started, then by id)."""
+        """Entries, oldest first (by when they started, then by id).
+
+        Entries are only ever added, so the unfiltered list is cached by the row count: a pane
+        refreshing every few seconds re-reads the file only when a job was recorded.
+        """
+        if month is None and tenant is None:
+            count = len(self)
+            cached = self._cache
+            if cached is not None and cached[0] == count:
+                return list(cached[1])
+            entries = self._read_entries(None, None)
+            self._cache = (len(entries), entries)
+            self._calibration = None
+            return list(entries)
+        return self._read_entries(month, tenant)
+
+    def estimate_calibration(self) -> tuple[Calibration, str]:
+        """:func:`estimate_calibration` of all entries, cached until a new entry is recorded."""
+        entries = self.entries()
+        cached = self._calibration
+        if cached is not None and cached[0] == len(entries):
+            return cached[1]
+        result = estimate_calibration(entries)
+        self._calibration = (len(entries), result)
+        return result
+
+    def _read_entries(self, month: str | None, tenant: str | None) -> list[LedgerEntry]:
         where, params = [], []
         if month is not None:
             where.append("month = ?")

@@ -165,9 +165,11 @@ class LedgerPane(Vertical):
 
     def _summarize(self, scheduled: Sequence[Any], active: Sequence[Any],
                    prices: PriceBook | None, now: datetime | None) -> LedgerSummary:
+        calibration, _ = self.ledger.estimate_calibration()
         return summarize(
             self.ledger.entries(),
             now=now,
+            calibration=calibration,
             plan=self.cfg.plan,
             seats=self.cfg.seats,
             budget_usd=self.cfg.monthly_budget_usd,

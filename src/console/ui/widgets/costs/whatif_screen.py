@@ -40,7 +40,7 @@ from console.costs import (
     normalize_cron,
     project,
 )
-from console.ledger import FleetCosts, Ledger, estimate_calibration, fleet_costs
+from console.ledger import FleetCosts, Ledger, fleet_costs
 from console.prices import PLANS, PriceBook, shipped_price_book
 
 NO_CALIBRATION = Calibration({}, None, 0)
@@ -202,7 +202,7 @@ class WhatIfScreen(ModalScreen[None]):
           description="read the ledger's calibration")
     def _read_calibration(self) -> None:
         assert self.ledger is not None
-        cal, basis = estimate_calibration(self.ledger.entries())
+        cal, basis = self.ledger.estimate_calibration()
         self.post_message(self.CalibrationRead(cal, self._fleet(cal), basis))
 
     def on_what_if_screen_calibration_read(self, message: CalibrationRead) -> None:
