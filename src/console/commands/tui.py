@@ -1,8 +1,19 @@
-"""`console` with no subcommand: open the TUI against the configured backend."""
+"""`console` with no subcommand: open the TUI against the configured backend.
+
+The terminal closing (SIGHUP: the SSH link dropped, the tmux pane killed) or a SIGTERM ends the
+app the way `q` does: workers stop, an in-process Jobs server stops its jobs (they end in ERROR,
+"the server stopped while the job was running") and nothing is left running.
+"""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import signal
+from collections.abc import Callable
+from typing import Any
+
+HANGUP_SIGNALS = (signal.SIGHUP, signal.SIGTERM)
 
 
 def run_tui(args: argparse.Namespace) -> int:
@@ -14,6 +25,8 @@ def run_tui(args: argparse.Namespace) -> int:
         backend = connect(cfg)
     except BackendError as exc:
         raise CommandError(str(exc)) from None
+    received: list[int] = []
+    previous: dict[int, Any] = {}
     try:
         from huggingface_hub.utils import logging as hf_logging
 
@@ -22,7 +35,28 @@ def run_tui(args: argparse.Namespace) -> int:
         # huggingface_hub warns on stderr about each retry; on a full-screen app those lines
         # would land in the middle of the screen. The status line and the log pane say it.
         hf_logging.set_verbosity_error()
-        ConsoleApp(cfg, backend).run()
+        app = ConsoleApp(cfg, backend)
+        for sig in HANGUP_SIGNALS:
+            previous[sig] = signal.signal(sig, _exit_on_signal(app.exit, received))
+        try:
+            app.run()
+        except OSError:
+            if not received:  # a terminal that vanished cannot be restored: that is fine
+                raise
     finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         backend.close()
-    return 0
+    return 128 + received[0] if received else 0
+
+
+def _exit_on_signal(exit_app: Callable[[], None], received: list[int]) -> Any:
+    def handler(signum: int, frame: object) -> None:
+        received.append(signum)
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # the app is not running (yet, or any more)
+            raise SystemExit(128 + signum) from None
+        loop.call_soon_threadsafe(exit_app)
+
+    return handler
