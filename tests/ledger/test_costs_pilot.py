@@ -49,6 +49,17 @@ class Host(App):
         self.budget_warnings.append(message.warning)
 
 
+async def wait_for(pilot, condition, timeout: float = 15.0) -> None:
+    """Let the app run until `condition()` holds (workers run in threads; CI machines are slow)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        await pilot.pause(0.02)
+
+
 def cfg(**kw) -> Config:
     c = Config(namespace="ops")
     for k, v in kw.items():
@@ -147,10 +158,7 @@ async def test_calibrated_estimate_from_the_ledger_and_how_many_runs_it_rests_on
     app = Host(lambda: WhatIfScreen(cfg(), ledger=ledger))
     async with app.run_test(size=(80, 24)) as pilot:
         screen = app.screen
-        for _ in range(100):
-            await pilot.pause(0.02)
-            if screen.result and screen.result.calibration_runs:
-                break
+        await wait_for(pilot, lambda: screen.result and screen.result.calibration_runs)
         await set_form(pilot, screen, model_b=3, examples=1000, epochs=3, flavor="l4x1")
         r = screen.result
         assert r.calibration_runs == 4 and r.flavor_runs == 4
@@ -219,15 +227,9 @@ async def test_ledger_pane_shows_spend_projection_and_warns_over_budget(tmp_path
     ]
     sched = [scheduled("s1", "0 3 * * 1", labels=tenant_labels("acme"))]
     async with app.run_test(size=(80, 24)) as pilot:
-        for _ in range(100):
-            await pilot.pause(0.02)
-            if pane.refreshes >= 1:
-                break
+        await wait_for(pilot, lambda: pane.refreshes >= 1)
         pane.ingest(jobs, sched, now=now)
-        for _ in range(100):
-            await pilot.pause(0.02)
-            if pane.refreshes >= 2:
-                break
+        await wait_for(pilot, lambda: pane.refreshes >= 2)
         s = pane.summary
         assert len(ledger) == 3 and s.entries == 3
         assert s.month_to_date_usd == pytest.approx(0.80 + 3.00 + 0.40)
@@ -245,10 +247,7 @@ async def test_ledger_pane_shows_spend_projection_and_warns_over_budget(tmp_path
         assert isinstance(cell, Text) and "\x1b" not in cell.plain
         # the same jobs again: nothing new, and no second warning
         pane.ingest(jobs, sched, now=now)
-        for _ in range(100):
-            await pilot.pause(0.02)
-            if pane.refreshes >= 3:
-                break
+        await wait_for(pilot, lambda: pane.refreshes >= 3)
         assert len(ledger) == 3 and app.budget_warnings == [s.budget_warning]
         table.focus()
         await pilot.press("w")

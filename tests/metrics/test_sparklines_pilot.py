@@ -38,12 +38,14 @@ class Host(App):
         self.new_alerts.extend(message.alerts)
 
 
-async def wait_reads(pilot, widget, n: int, attr: str = "reads") -> None:
-    for _ in range(200):
+async def wait_reads(pilot, widget, n: int, attr: str = "reads", timeout: float = 15.0) -> None:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while getattr(widget, attr) < n:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{widget} did not read {n} time(s)")
         await pilot.pause(0.02)
-        if getattr(widget, attr) >= n:
-            return
-    raise AssertionError(f"{widget} did not read {n} time(s)")
 
 
 async def test_sparklines_fill_from_a_real_run_and_the_nan_alert_appears(trained_store):
