@@ -60,12 +60,28 @@ class CostInputError(ValueError):
     """An input the cost model refuses; the message says which and what is expected."""
 
 
+def _show_number(value: object) -> str:
+    """A value for a message; a huge integer (a TOML file may hold any) is not spelled out."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 10**15:
+        return f"a {int(value.bit_length() * 0.30103) + 1}-digit number"
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _finite_number(value: object) -> bool:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return isinstance(value, int) or math.isfinite(value)  # any int: compared exactly below
+
+
 def check_range(name: str, value: float) -> float:
     lo, hi = LIMITS[name]
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise CostInputError(f"{name} must be a number from {lo:g} to {hi:g}, got {value!r}")
+    if not _finite_number(value):
+        raise CostInputError(
+            f"{name} must be a number from {lo:g} to {hi:g}, got {_show_number(value)}"
+        )
     if not lo <= value <= hi:
-        raise CostInputError(f"{name} must be from {lo:g} to {hi:g}, got {value:g}")
+        raise CostInputError(f"{name} must be from {lo:g} to {hi:g}, got {_show_number(value)}")
     return value
 
 
@@ -84,10 +100,16 @@ def parse_timeout(value: int | float | str) -> int:
     """
     if isinstance(value, bool):
         raise CostInputError(f"timeout must be seconds or a duration like 90m / 2h, got {value!r}")
-    if isinstance(value, (int, float)):
+    if isinstance(value, int):
+        if not 0 < value <= MAX_TIMEOUT_SECONDS:  # exact for any int, however large
+            raise CostInputError(
+                f"timeout must be from 1 second to 7 days, got {_show_number(value)}"
+            )
+        return value
+    if isinstance(value, float):
         if not math.isfinite(value):
             raise CostInputError(f"timeout must be a finite duration, got {value!r}")
-        seconds = float(value)
+        seconds = value
     elif isinstance(value, str):
         m = _TIMEOUT_RE.match(value)
         if not m:
@@ -97,11 +119,13 @@ def parse_timeout(value: int | float | str) -> int:
             )
         seconds = float(m.group(1)) * _UNIT_SECONDS[m.group(2).lower()]
     else:
-        raise CostInputError(f"timeout must be seconds or a duration like 90m / 2h, got {value!r}")
+        raise CostInputError(
+            f"timeout must be seconds or a duration like 90m / 2h, got {_show_number(value)}"
+        )
     if seconds <= 0:
-        raise CostInputError(f"timeout must be longer than zero, got {value!r}")
+        raise CostInputError(f"timeout must be longer than zero, got {_show_number(value)}")
     if seconds > MAX_TIMEOUT_SECONDS:
-        raise CostInputError(f"timeout {value!r} is over the 7-day limit")
+        raise CostInputError(f"timeout {_show_number(value)} is over the 7-day limit")
     return max(1, math.ceil(seconds))
 
 
@@ -310,6 +334,7 @@ def next_runs(expr: str, n: int = 3, after: datetime | None = None) -> list[date
     return [it.get_next(datetime) for _ in range(max(0, n))]
 
 
+@lru_cache(maxsize=4096)
 def describe_cron(expr: str) -> str:
     """The schedule in words, e.g. 'At 03:00, only on Monday'."""
     text = normalize_cron(expr)
