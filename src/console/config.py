@@ -315,6 +315,8 @@ def load(path: Path | str | None = None) -> Config:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{p}: {_toml_error(exc, text)}") from None
+    except RecursionError:  # a hostile file: arrays nested thousands deep
+        raise ConfigError(f"{p}: arrays or tables nested too deeply (expected valid TOML)") from None
     return from_dict(doc, p)
 
 

@@ -161,10 +161,14 @@ def load_fleet_file(
         text = p.read_text(encoding="utf-8")
     except OSError as exc:
         raise FleetFileError(p, [f"cannot be read: {exc.strerror or exc}"]) from None
+    except UnicodeDecodeError as exc:
+        raise FleetFileError(p, [f"byte {exc.start}: expected UTF-8 text"]) from None
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise FleetFileError(p, [f"not valid TOML: {exc}"]) from None
+    except RecursionError:
+        raise FleetFileError(p, ["not valid TOML: arrays or tables nested too deeply"]) from None
     return parse_fleet(doc, p, default_env=default_env, prices=prices, backend_kind=backend_kind)
 
 

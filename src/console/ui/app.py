@@ -1124,6 +1124,9 @@ def _describe_error(error: BaseException | None) -> str:
         return "unknown error"
     text = str(error).strip().splitlines()
     first = text[0] if text else type(error).__name__
+    server = getattr(error, "server_message", None)  # what the API said, not just "404 ..."
+    if isinstance(server, str) and server.strip() and server.strip() not in first:
+        first = f"{first.rstrip('.')}: {server.strip().splitlines()[0]}"
     if len(first) > 200:
         first = first[:197] + "..."
     return f"{type(error).__name__}: {first}"
