@@ -163,7 +163,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="create the Hub repo (and Trackio Space) public; tenant adapters default to private",
     )
-    p.add_argument("--run-name", default=None, help="run name (default <dataset>-<UTC time>)")
+    p.add_argument(
+        "--run-name", default=None, help="run name (default <prefix>-<$JOB_ID>, or <prefix>-<UTC time>)"
+    )
+    p.add_argument(
+        "--run-name-prefix", default=None, help="prefix of the default run name (default: the dataset's name)"
+    )
     p.add_argument(
         "--trackio-project", default=DEFAULT_TRACKIO_PROJECT, help="Trackio project name"
     )
@@ -495,10 +500,16 @@ def estimate_steps(rows: int, args: argparse.Namespace) -> int:
     return max(1, math.ceil(args.epochs * per_epoch))
 
 
-def default_run_name(dataset: str) -> str:
-    stem = Path(dataset).stem if dataset.endswith((".jsonl", ".json")) else dataset.split("/")[-1]
+def default_run_name(dataset: str, prefix: str | None = None) -> str:
+    """`<prefix or dataset stem>-<job id>` inside a job (so the console can find a scheduled run's
+    Trackio run from its job id), else `<...>-<UTC time>`."""
+    if prefix:
+        stem = prefix
+    else:
+        stem = Path(dataset).stem if dataset.endswith((".jsonl", ".json")) else dataset.split("/")[-1]
     stem = re.sub(r"[^\w.-]+", "-", stem).strip("-.") or "run"
-    return f"{stem}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}"
+    job_id = re.sub(r"[^\w.-]+", "-", os.environ.get("JOB_ID", "")).strip("-.")
+    return f"{stem}-{job_id or time.strftime('%Y%m%d-%H%M%S', time.gmtime())}"
 
 
 def preflight(argv: list[str] | None) -> Plan:
@@ -516,7 +527,7 @@ def preflight(argv: list[str] | None) -> Plan:
     if args.divergence_factor <= 1.0:
         raise Refusal("bad_arguments", "--divergence-factor must be above 1")
 
-    run_name = args.run_name or default_run_name(args.dataset)
+    run_name = args.run_name or default_run_name(args.dataset, args.run_name_prefix)
     if not RUN_NAME_RE.match(run_name):
         raise Refusal(
             "bad_arguments",

@@ -167,6 +167,16 @@ class Submission:
         )
 
 
+def trackio_run_name(job_id: str, labels: dict[str, str] | None) -> str | None:
+    """The Trackio run a console job logs to: its `run` label, or for a run of a scheduled job
+    (labelled `run=<tenant>-scheduled`) `<tenant>-<job id>`, the name the script gives itself."""
+    labels = labels or {}
+    run, tenant = labels.get("run"), labels.get("tenant")
+    if run and tenant and run == label_value(f"{tenant}-scheduled"):
+        return f"{tenant}-{job_id}"
+    return run or None
+
+
 def default_run_name(tenant: str, kind: str = "sft", now: datetime | None = None) -> str:
     stamp = (now or datetime.now(UTC)).strftime("%Y%m%d-%H%M%S")
     return label_value(f"{tenant}-{kind}-{stamp}")
@@ -237,6 +247,9 @@ def build_submission(
         "run": label_value(run_name),
     }
     args = _script_args(replace(req, run_name=None if req.scheduled else run_name))
+    if req.scheduled and req.kind == "sft":
+        # each scheduled run names itself <tenant>-<job id>: see trackio_run_name()
+        args += ["--run-name-prefix", req.tenant]
     script = SCRIPTS[req.kind]
     env = {k: str(v) for k, v in req.extra_env.items()}
     secrets: dict[str, str] = {}

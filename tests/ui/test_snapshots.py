@@ -25,10 +25,20 @@ def make_app(tab: str = "jobs") -> ConsoleApp:
     )
 
 
+PANE_READS = {"ledger", "trackio-alerts", "trackio-metrics"}
+
+
 async def _settle(pilot) -> None:
     app = pilot.app
-    for _ in range(100):
-        if app.synced and app.log_pane.ended and not app.outcomes_pending:
+
+    def settled() -> bool:
+        reading = any(w.is_running for w in app.workers if w.group in PANE_READS)
+        return app.synced and app.log_pane.ended and not app.outcomes_pending and not reading
+
+    calm = 0
+    for _ in range(200):
+        calm = calm + 1 if settled() else 0
+        if calm >= 3:  # settled across a few frames: no read is about to start
             break
         await pilot.pause(0.05)
     await pilot.pause(0.2)

@@ -62,6 +62,8 @@ from console.ui.widgets.jobs_pane import JobsPane
 from console.ui.widgets.jobs_table import JobsTable
 from console.ui.widgets.log_pane import DEFAULT_MAX_LINES, LogPane
 from console.ui.widgets.status_line import StatusLine
+from console.ui.widgets.costs import LedgerPane
+from console.ui.widgets.metrics import AlertList, MetricsPanel
 
 SSH_SHELL_ENV = "CONSOLE_SSH_SHELL"
 BENCH_READY_ENV = "CONSOLE_BENCH_READY_FILE"
@@ -128,6 +130,22 @@ class ConsoleApp(App[None]):
         Binding("2", "show_tab('jobs')", "Jobs", tooltip="Jobs and their logs", id="tab-jobs"),
         Binding(
             "3", "show_tab('costs')", "Costs", tooltip="Cost ledger", id="tab-costs", show=False
+        ),
+        Binding(
+            "4",
+            "show_tab('training')",
+            "Training",
+            tooltip="Trackio curves of the selected job and the fleet's alerts",
+            id="tab-training",
+            show=False,
+        ),
+        Binding(
+            "dollar_sign",
+            "whatif",
+            "What-if",
+            tooltip="What-if explorer: the fleet's cost under other assumptions",
+            id="whatif",
+            show=False,
         ),
         Binding("s", "submit", "Submit", tooltip="Submit a training job (form)", id="submit"),
         Binding("c", "cancel_job", "Cancel", tooltip="Cancel the selected job", id="cancel"),
@@ -239,6 +257,12 @@ class ConsoleApp(App[None]):
         self._full_stamped = False
         self._newest_success: dict[str, str] = {}
         """tenant -> id of its newest completed training run (whose outcome the fleet shows)"""
+        from console.ledger import Ledger
+        from console.metrics import reader_for
+
+        self._metrics_live = False
+        self.ledger = Ledger()
+        self.metrics_reader = reader_for(cfg, getattr(backend, "kind", cfg.backend))
 
     # -- layout ----------------------------------------------------------------------------
 
@@ -261,12 +285,16 @@ class ConsoleApp(App[None]):
                     yield LogPane(max_lines=self.log_max_lines, id="log-pane")
                     with Vertical(id="metrics-panel"):
                         yield JobDetails(id="job-details")
+                        yield MetricsPanel(self.metrics_reader, self.cfg.trackio.project, id="trackio-metrics")
             with TabPane("3 Costs", id="costs"):
                 with Container(id="ledger-pane"):
-                    yield Static(
-                        "Cost ledger: spent and projected per tenant (see `console ledger`).",
-                        id="ledger-placeholder",
+                    yield LedgerPane(self.ledger, self.cfg, id="ledger-widget")
+            with TabPane("4 Training", id="training"):
+                with Vertical(id="training-pane"):
+                    yield MetricsPanel(
+                        self.metrics_reader, self.cfg.trackio.project, id="trackio-metrics-tab"
                     )
+                    yield AlertList(self.metrics_reader, self.cfg.trackio.project, id="fleet-alerts")
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
@@ -471,6 +499,9 @@ class ConsoleApp(App[None]):
         self.last_refresh = message.at
         self.refresh_count += 1
         self.query_one(StatusLine).mark_ok(message.at)
+        self.query_one(LedgerPane).ingest(
+            message.jobs, message.scheduled, self.prices, full=message.full, gone=message.gone
+        )
         ready_file = os.environ.get(BENCH_READY_ENV)
         if ready_file and self.refresh_count == 1:
             self.call_after_refresh(_write_ready_stamp, ready_file, "")
@@ -478,8 +509,11 @@ class ConsoleApp(App[None]):
             self._full_stamped = True
             self.call_after_refresh(_write_ready_stamp, ready_file, "full ")
         if self._log_job and self._log_job in self.job_rows:
-            self.log_pane.set_stage(self.job_rows[self._log_job].stage)
-            self.query_one(JobDetails).show(self.job_rows[self._log_job])
+            log_row = self.job_rows[self._log_job]
+            self.log_pane.set_stage(log_row.stage)
+            self.query_one(JobDetails).show(log_row)
+            if (log_row.stage not in TERMINAL) != self._metrics_live:
+                self._show_job_metrics(log_row)  # the run started or ended: poll, or read once more
         if self._synced:
             self._want_outcomes()
             self._arm_refresh(self.refresh_seconds)
@@ -513,8 +547,28 @@ class ConsoleApp(App[None]):
     def on_jobs_table_job_selected(self, message: JobsTable.JobSelected) -> None:
         self.selected_job_id = message.job_id
         self.query_one(JobDetails).show(message.row)
+        self._show_job_metrics(message.row)
         if message.job_id != self._log_job:
             self.open_log(message.job_id)
+
+    def _show_job_metrics(self, row: JobRow | None) -> None:
+        run = jobspec.trackio_run_name(row.id, row.labels) if row is not None else None
+        live = row is not None and row.stage not in TERMINAL
+        self._metrics_live = live
+        for panel in self.query(MetricsPanel):
+            panel.show_run(run, job_id=row.id if row else None, live=live)
+
+    def on_ledger_pane_budget_exceeded(self, message: LedgerPane.BudgetExceeded) -> None:
+        self.notify(str(message.warning), severity="warning", timeout=10, markup=False)
+
+    def action_whatif(self) -> None:
+        from console.ui.widgets.costs import WhatIfScreen
+
+        self.push_screen(
+            WhatIfScreen(
+                self.cfg, ledger=self.ledger, scheduled_jobs=list(self.scheduled.values()), prices=self.prices
+            )
+        )
 
     def on_jobs_table_job_opened(self, message: JobsTable.JobOpened) -> None:
         self.log_pane.log_widget.focus()
