@@ -18,6 +18,7 @@ import urllib.request
 from pathlib import Path
 
 import psutil
+import pytest
 
 from console import config as config_mod
 from console import ledger as ledger_mod
@@ -116,7 +117,8 @@ def _read_until(fd: int, predicate, timeout: float) -> bytes:
     return out
 
 
-def test_sighup_ends_the_app_its_server_and_its_jobs_cleanly():
+@pytest.mark.parametrize("sig", [signal.SIGHUP, signal.SIGTERM], ids=["SIGHUP", "SIGTERM"])
+def test_sighup_ends_the_app_its_server_and_its_jobs_cleanly(sig):
     env = dict(os.environ, TERM="xterm-256color", COLUMNS="80", LINES="24")
     pid, fd = pty.fork()
     if pid == 0:  # the child: the real console on a terminal
@@ -143,7 +145,7 @@ def test_sighup_ends_the_app_its_server_and_its_jobs_cleanly():
         threads = psutil.Process(pid).num_threads()
         assert threads > 1
 
-        os.kill(pid, signal.SIGHUP)
+        os.kill(pid, sig)
         deadline = time.monotonic() + 20
         status = None
         while time.monotonic() < deadline:
@@ -151,8 +153,8 @@ def test_sighup_ends_the_app_its_server_and_its_jobs_cleanly():
             done, status = os.waitpid(pid, os.WNOHANG)
             if done:
                 break
-        assert status is not None and os.WIFEXITED(status), "the console did not exit on SIGHUP"
-        assert os.WEXITSTATUS(status) == 128 + signal.SIGHUP
+        assert status is not None and os.WIFEXITED(status), f"the console did not exit on {sig}"
+        assert os.WEXITSTATUS(status) == 128 + sig
         pid = 0
         assert all(not psutil.pid_exists(p) or psutil.Process(p).status() == "zombie"
                    for p in job_pids), "a job outlived the console"
