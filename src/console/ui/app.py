@@ -41,7 +41,7 @@ from textual.containers import Container, Horizontal, Vertical
 from textual.coordinate import Coordinate
 from textual.message import Message
 from textual.reactive import reactive
-from textual.widgets import Footer, Static, TabbedContent, TabPane
+from textual.widgets import Footer, TabbedContent, TabPane
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from console import jobspec, paths
@@ -56,14 +56,14 @@ from console.ui.screens.prompt import PromptScreen
 from console.ui.screens.reschedule import RescheduleScreen
 from console.ui.screens.submit import SubmitResult, SubmitScreen
 from console.ui.streams import iterate_batches, iterate_cancellable
+from console.ui.widgets.costs import LedgerPane
 from console.ui.widgets.fleet_table import FleetTable
 from console.ui.widgets.job_details import JobDetails
 from console.ui.widgets.jobs_pane import JobsPane
 from console.ui.widgets.jobs_table import JobsTable
 from console.ui.widgets.log_pane import DEFAULT_MAX_LINES, LogPane
-from console.ui.widgets.status_line import StatusLine
-from console.ui.widgets.costs import LedgerPane
 from console.ui.widgets.metrics import AlertList, MetricsPanel
+from console.ui.widgets.status_line import StatusLine
 
 SSH_SHELL_ENV = "CONSOLE_SSH_SHELL"
 BENCH_READY_ENV = "CONSOLE_BENCH_READY_FILE"
