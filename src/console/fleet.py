@@ -358,6 +358,8 @@ class RunOutcome:
     passed: bool | None = None
     last_loss: float | None = None
     adapter: str | None = None
+    loss_trend: str = ""
+    """The run's Trackio loss curve as block characters ("" when Trackio has none)."""
 
 
 def parse_outcome(lines: Iterable[str]) -> RunOutcome:
@@ -410,6 +412,7 @@ class TenantRow:
     last_at: datetime | None = None
     last_success_at: datetime | None = None
     last_loss: float | None = None
+    loss_trend: str = ""
     adapter: str | None = None
     cost_per_run: float | None = None
     monthly_usd: float | None = None
@@ -514,6 +517,7 @@ def derive_fleet(
         if outcome is not None:
             row.last_loss = outcome.last_loss
             row.adapter = outcome.adapter
+            row.loss_trend = outcome.loss_trend
     for row in rows.values():
         row.stale = _is_stale(row, now)
     return sorted(rows.values(), key=lambda r: r.tenant)

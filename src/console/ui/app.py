@@ -49,6 +49,7 @@ from console.config import Config
 from console.fleet import RunOutcome, TenantRow, derive_fleet, parse_outcome
 from console.jobs import JobRow, clean_log_line, format_cost, job_row
 from console.jobspec import TrainingRequest
+from console.metrics import spark_text
 from console.prices import PriceBook, shipped_price_book
 from console.ui.screens.confirm import ConfirmScreen
 from console.ui.screens.help import HelpScreen
@@ -79,6 +80,8 @@ between two refreshes); the others read only the active jobs."""
 OUTCOME_FETCHES_PER_REFRESH = 8
 """Log tails read per refresh for the fleet's last loss / adapter: bounded, whatever the tenants."""
 RETRY_SECONDS = 5.0
+LOSS_TREND_WIDTH = 6
+"""Characters of each tenant's last-run loss curve in the fleet pane."""
 LOG_BACKLOG_LIMIT = 50_000
 TERMINAL = ("COMPLETED", "ERROR", "CANCELED", "DELETED")
 
@@ -413,7 +416,16 @@ class ConsoleApp(App[None]):
                 )
             except Exception:  # the outcome is a nicety; a later refresh retries
                 continue
-            found[job_id] = parse_outcome(tail)
+            outcome = parse_outcome(tail)
+            info = self.job_infos.get(job_id)
+            run = jobspec.trackio_run_name(job_id, getattr(info, "labels", None))
+            if run:
+                try:
+                    curve = self.metrics_reader.run_metrics(self.cfg.trackio.project, run).loss
+                    outcome = replace(outcome, loss_trend=spark_text(curve, LOSS_TREND_WIDTH))
+                except Exception:  # the trend is a nicety, like the outcome itself
+                    pass
+            found[job_id] = outcome
         if found:
             self.post_message(OutcomesFetched(found))
 
@@ -425,6 +437,7 @@ class ConsoleApp(App[None]):
             row = self.fleet_rows.get(tenant)
             if outcome is not None and row is not None:
                 row.last_loss, row.adapter = outcome.last_loss, outcome.adapter
+                row.loss_trend = outcome.loss_trend
                 touched.append(row)
         if touched:
             self.fleet_table.refresh_rows(touched, self.clock())

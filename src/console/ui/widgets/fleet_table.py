@@ -25,7 +25,7 @@ COLUMNS = (
     ("tenant", "Tenant", 10),
     ("last", "Last run", 10),
     ("age", "Age", 6),
-    ("loss", "Loss", 6),
+    ("loss", "Loss", 12),
     ("next", "Next run", 9),
     ("per_run", "$/run", 6),
     ("monthly", "$/mo", 7),
@@ -89,6 +89,8 @@ class FleetTable(DataTable):
         else:
             next_run = plain(format_clock(row.next_run, now) if row.next_run else "-")
         loss = "-" if row.last_loss is None else f"{row.last_loss:.3g}"
+        if row.loss_trend:
+            loss = f"{loss} {row.loss_trend}"
         adapter = row.adapter or "-"
         if len(adapter) > 24:
             adapter = "…" + adapter[-23:]

@@ -89,6 +89,8 @@ class LedgerPane(Vertical):
         self.refreshes = 0
         self._active: dict[str, Any] = {}
         self._warned_month: str | None = None
+        self._shown: dict[str, tuple[str, ...]] = {}
+        """tenant -> the text of its row as last drawn (cells are rewritten only when it changes)"""
 
     def compose(self) -> ComposeResult:
         yield Static(_plain("Cost ledger: reading..."), id="ledger-summary")
@@ -226,6 +228,7 @@ class LedgerPane(Vertical):
             for key in [k.value for k in list(table.rows)]:
                 if key not in wanted:
                     table.remove_row(key)
+                    self._shown.pop(key, None)
             present = {k.value for k in table.rows}
             for r in rows:
                 cells = {
@@ -236,11 +239,14 @@ class LedgerPane(Vertical):
                     "wasted": Text(f"${r.wasted_usd:,.2f}", justify="right",
                                    style="red" if r.wasted_usd else "dim"),
                 }
+                shown = tuple(c.plain for c in cells.values())
                 if r.tenant in present:
-                    for col, value in cells.items():
-                        table.update_cell(r.tenant, col, value)
+                    if self._shown.get(r.tenant) != shown:  # most refreshes change no one's spend
+                        for col, value in cells.items():
+                            table.update_cell(r.tenant, col, value)
                 else:
                     table.add_row(*cells.values(), key=r.tenant)
+                self._shown[r.tenant] = shown
             if [k.value for k in table.rows] != [r.tenant for r in rows]:
                 # the summary's order: biggest spender this month first
                 order = {clean_log_line(r.tenant): i for i, r in enumerate(rows)}
