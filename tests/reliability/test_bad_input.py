@@ -158,6 +158,9 @@ async def test_the_tui_handles_a_job_that_vanished(backend, cfg):
     app = ConsoleApp(cfg, backend, refresh_seconds=60, stream_metrics=False)
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: real.id in app.jobs_table.rows_by_id, what="the real row")
+        # after the first full read (a later one would drop the ghost as it should)
+        await wait_for(pilot, lambda: getattr(app, "_synced", True) and not any(
+            w.group == "refresh" and not w.is_finished for w in app.workers), what="a full read")
         app.post_message(DataRefreshed([info, ghost], None, app.clock(), full=False))
         await wait_for(pilot, lambda: ghost.id in app.jobs_table.rows_by_id, what="the ghost")
         app.jobs_table.select_job(ghost.id)
