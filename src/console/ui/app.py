@@ -429,7 +429,13 @@ class ConsoleApp(App[None]):
         if found:
             self.post_message(OutcomesFetched(found))
 
+    def _shutting_down(self) -> bool:
+        """A worker's result can arrive while the app is closing and its panes are already gone."""
+        return not self.default_screen.query(JobsPane)
+
     def on_outcomes_fetched(self, message: OutcomesFetched) -> None:
+        if self._shutting_down():
+            return
         self.outcomes.update(message.outcomes)
         touched = []
         for tenant, job_id in self._newest_success.items():
@@ -466,6 +472,8 @@ class ConsoleApp(App[None]):
             self.fetch_outcomes(picked)
 
     def on_data_refreshed(self, message: DataRefreshed) -> None:
+        if self._shutting_down():
+            return
         now = self.clock()
         if message.full:
             self._synced = True
@@ -642,6 +650,8 @@ class ConsoleApp(App[None]):
                 self.post_message(MetricsSample(job_id, sample))
 
     def on_metrics_sample(self, message: MetricsSample) -> None:
+        if self._shutting_down():
+            return
         self.log_pane.show_metrics(message.job_id, message.sample)
 
     # -- navigation ------------------------------------------------------------------------
