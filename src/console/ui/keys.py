@@ -6,7 +6,7 @@ from textual.binding import Binding
 
 
 def _key_name(key: str) -> str:
-    names = {"slash": "/", "question_mark": "?", "escape": "esc", "enter": "enter"}
+    names = {"slash": "/", "question_mark": "?", "dollar_sign": "$", "escape": "esc", "enter": "enter"}
     return ", ".join(names.get(k.strip(), k.strip()) for k in key.split(","))
 
 
