@@ -263,23 +263,9 @@ class Store:
         limit: int | None = None,
     ) -> list[JobRecord]:
         """Newest first, filtered by stage (any of) and labels (all of)."""
-        sql = [f"SELECT {_JOB_COLUMNS} FROM jobs WHERE namespace = ?"]
-        args: list[Any] = [namespace]
-        if stages:
-            sql.append(f"AND stage IN ({','.join('?' * len(stages))})")
-            args.extend(stages)
-        for key, value in (labels or {}).items():
-            sql.append("AND id IN (SELECT job_id FROM job_labels WHERE key = ? AND value = ?)")
-            args.extend((key, value))
-        if before_seq is not None:
-            sql.append("AND seq < ?")
-            args.append(before_seq)
-        sql.append("ORDER BY seq DESC")
-        if limit is not None:
-            sql.append("LIMIT ?")
-            args.append(limit)
+        sql, args = _job_query(_JOB_COLUMNS, namespace, stages, labels, before_seq, limit)
         with self._lock:
-            rows = self._db.execute(" ".join(sql), args).fetchall()
+            rows = self._db.execute(sql, args).fetchall()
         return [_job_from_row(r) for r in rows]
 
     def list_job_keys(
@@ -292,23 +278,9 @@ class Store:
         limit: int | None = None,
     ) -> list[tuple[int, str, str]]:
         """Like :meth:`list_jobs` but only (seq, id, stage): cheap enough for every list call."""
-        sql = ["SELECT seq, id, stage FROM jobs WHERE namespace = ?"]
-        args: list[Any] = [namespace]
-        if stages:
-            sql.append(f"AND stage IN ({','.join('?' * len(stages))})")
-            args.extend(stages)
-        for key, value in (labels or {}).items():
-            sql.append("AND id IN (SELECT job_id FROM job_labels WHERE key = ? AND value = ?)")
-            args.extend((key, value))
-        if before_seq is not None:
-            sql.append("AND seq < ?")
-            args.append(before_seq)
-        sql.append("ORDER BY seq DESC")
-        if limit is not None:
-            sql.append("LIMIT ?")
-            args.append(limit)
+        sql, args = _job_query("seq, id, stage", namespace, stages, labels, before_seq, limit)
         with self._lock:
-            return [tuple(r) for r in self._db.execute(" ".join(sql), args).fetchall()]
+            return [tuple(r) for r in self._db.execute(sql, args).fetchall()]
 
     def get_jobs(self, job_ids: Sequence[str]) -> dict[str, JobRecord]:
         out: dict[str, JobRecord] = {}
@@ -446,3 +418,30 @@ class Store:
         with self._lock:
             cur = self._db.execute("DELETE FROM scheduled_jobs WHERE id = ?", (sj_id,))
         return cur.rowcount > 0
+
+
+def _job_query(
+    columns: str,
+    namespace: str,
+    stages: Sequence[str],
+    labels: dict[str, str] | None,
+    before_seq: int | None,
+    limit: int | None,
+) -> tuple[str, list[Any]]:
+    """The SELECT behind the job lists: newest first, by stage (any of) and labels (all of)."""
+    sql = [f"SELECT {columns} FROM jobs WHERE namespace = ?"]
+    args: list[Any] = [namespace]
+    if stages:
+        sql.append(f"AND stage IN ({','.join('?' * len(stages))})")
+        args.extend(stages)
+    for key, value in (labels or {}).items():
+        sql.append("AND id IN (SELECT job_id FROM job_labels WHERE key = ? AND value = ?)")
+        args.extend((key, value))
+    if before_seq is not None:
+        sql.append("AND seq < ?")
+        args.append(before_seq)
+    sql.append("ORDER BY seq DESC")
+    if limit is not None:
+        sql.append("LIMIT ?")
+        args.append(limit)
+    return " ".join(sql), args
