@@ -20,6 +20,7 @@ from textual.widgets import DataTable
 from console.fleet import TenantRow
 from console.jobs import format_age, format_clock, format_cost
 from console.ui.widgets.jobs_table import STAGE_STYLES, plain
+from console.ui.widgets.keyed_table import KeyedTable
 
 COLUMNS = (
     ("tenant", "Tenant", 10),
@@ -46,7 +47,7 @@ def _flag(row: TenantRow) -> tuple[str, str]:
     return " ", ""
 
 
-class FleetTable(DataTable):
+class FleetTable(KeyedTable):
     """Tenants, their schedules, last runs and costs."""
 
     @dataclass
@@ -62,8 +63,8 @@ class FleetTable(DataTable):
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id, cursor_type="row")
+        self.column_keys = tuple(key for key, _, _ in COLUMNS)
         self.rows_by_tenant: dict[str, TenantRow] = {}
-        self._cells: dict[str, tuple[str, ...]] = {}
         self._selected: str | None = None
 
     def on_mount(self) -> None:
@@ -117,25 +118,13 @@ class FleetTable(DataTable):
         with self.app.batch_update():
             for tenant in list(self.rows_by_tenant):
                 if tenant not in wanted:
-                    self.remove_row(tenant)
+                    self.drop_row(tenant)
                     del self.rows_by_tenant[tenant]
-                    self._cells.pop(tenant, None)
             added = False
             for row in rows:
-                cells = self._cells_for(row, now)
-                plain_cells = tuple(c.plain for c in cells)
-                if row.tenant in self.rows_by_tenant:
-                    old = self._cells[row.tenant]
-                    for (key, _, _), cell, new, before in zip(
-                        COLUMNS, cells, plain_cells, old, strict=True
-                    ):
-                        if new != before:
-                            self.update_cell(row.tenant, key, cell)
-                else:
-                    self.add_row(*cells, key=row.tenant)
-                    added = True
+                shown = row.tenant in self.rows_by_tenant
+                added |= self.put_row(row.tenant, self._cells_for(row, now), shown=shown)
                 self.rows_by_tenant[row.tenant] = row
-                self._cells[row.tenant] = plain_cells
             if added:
                 self.sort("tenant", key=lambda cell: cell.plain[1:])
             if keep in self.rows_by_tenant:
@@ -150,15 +139,8 @@ class FleetTable(DataTable):
             for row in rows:
                 if row.tenant not in self.rows_by_tenant:
                     continue
-                cells = self._cells_for(row, now)
-                plain_cells = tuple(c.plain for c in cells)
-                for (key, _, _), cell, new, before in zip(
-                    COLUMNS, cells, plain_cells, self._cells[row.tenant], strict=True
-                ):
-                    if new != before:
-                        self.update_cell(row.tenant, key, cell)
+                self.put_row(row.tenant, self._cells_for(row, now), shown=True)
                 self.rows_by_tenant[row.tenant] = row
-                self._cells[row.tenant] = plain_cells
 
     def _announce(self) -> None:
         tenant: str | None = None

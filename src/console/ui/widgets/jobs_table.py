@@ -18,6 +18,7 @@ from textual.widgets import DataTable
 
 from console.costs import format_duration
 from console.jobs import JobFilter, JobRow, clean_log_line, format_clock, format_cost, sort_key
+from console.ui.widgets.keyed_table import KeyedTable
 
 STAGE_STYLES = {
     "RUNNING": "bold green",
@@ -55,7 +56,7 @@ def plain(value: object, style: str = "") -> Text:
     return Text(clean_log_line(str(value)), style=style, no_wrap=True, overflow="ellipsis")
 
 
-class JobsTable(DataTable):
+class JobsTable(KeyedTable):
     """Live list of jobs (id, tenant, kind, stage, flavor, started, running time, cost so far)."""
 
     @dataclass
@@ -76,8 +77,8 @@ class JobsTable(DataTable):
         self.rows_by_id: dict[str, JobRow] = {}
         self.all_rows: dict[str, JobRow] = {}
         self.job_filter = JobFilter()
+        self.column_keys = tuple(key for key, _, _ in COLUMNS)
         self._selected: str | None = None
-        self._cells: dict[str, tuple[str, ...]] = {}
         self.max_rows = MAX_ROWS
         self.matching = 0
         """Jobs that match the filter (the table shows at most `max_rows` of them)."""
@@ -123,25 +124,13 @@ class JobsTable(DataTable):
         with self.app.batch_update():
             for job_id in list(self.rows_by_id):
                 if job_id not in wanted_ids:
-                    self.remove_row(job_id)
+                    self.drop_row(job_id)
                     del self.rows_by_id[job_id]
-                    self._cells.pop(job_id, None)
             order_changed = False
             for row in wanted:
-                cells = self._cells_for(row, now)
-                plain_cells = tuple(c.plain for c in cells)
-                if row.id in self.rows_by_id:
-                    old = self._cells.get(row.id, ())
-                    for (key, _, _), cell, new, before in zip(
-                        COLUMNS, cells, plain_cells, old or (None,) * len(COLUMNS), strict=True
-                    ):
-                        if new != before:
-                            self.update_cell(row.id, key, cell)
-                else:
-                    self.add_row(*cells, key=row.id)
-                    order_changed = True
+                shown = row.id in self.rows_by_id
+                order_changed |= self.put_row(row.id, self._cells_for(row, now), shown=shown)
                 self.rows_by_id[row.id] = row
-                self._cells[row.id] = plain_cells
             current = [k.value for k in self.rows]
             desired = [r.id for r in wanted]
             if order_changed or current != desired:
@@ -166,41 +155,26 @@ class JobsTable(DataTable):
         with self.app.batch_update():
             for job_id in gone:
                 if job_id in self.rows_by_id:
-                    self.remove_row(job_id)
+                    self.drop_row(job_id)
                     del self.rows_by_id[job_id]
-                    self._cells.pop(job_id, None)
             for row in changed:
                 self.all_rows[row.id] = row
                 shown = row.id in self.rows_by_id
                 if not self.job_filter.matches(row):
                     if shown:
-                        self.remove_row(row.id)
+                        self.drop_row(row.id)
                         del self.rows_by_id[row.id]
-                        self._cells.pop(row.id, None)
                     continue
-                cells = self._cells_for(row, now)
-                plain_cells = tuple(c.plain for c in cells)
-                if shown:
-                    before = self.rows_by_id[row.id]
-                    if sort_key(before)[0] != sort_key(row)[0]:
-                        reorder = True
-                    for (key, _, _), cell, new, old in zip(
-                        COLUMNS, cells, plain_cells, self._cells[row.id], strict=True
-                    ):
-                        if new != old:
-                            self.update_cell(row.id, key, cell)
-                else:
-                    self.add_row(*cells, key=row.id)
+                if shown and sort_key(self.rows_by_id[row.id])[0] != sort_key(row)[0]:
                     reorder = True
+                reorder |= self.put_row(row.id, self._cells_for(row, now), shown=shown)
                 self.rows_by_id[row.id] = row
-                self._cells[row.id] = plain_cells
             if reorder:
                 ordered = sorted(self.rows_by_id.values(), key=sort_key)
                 for row in ordered[self.max_rows :]:
                     if not row.active:  # the oldest finished rows make room for new jobs
-                        self.remove_row(row.id)
+                        self.drop_row(row.id)
                         del self.rows_by_id[row.id]
-                        self._cells.pop(row.id, None)
                 ordered = [r for r in ordered if r.id in self.rows_by_id]
                 self._sort_by_rank({r.id: i for i, r in enumerate(ordered)})
             if changed or gone:
