@@ -965,7 +965,11 @@ class ConsoleApp(App[None]):
             confirmed,
         )
 
-    def _need_schedule(self) -> tuple[TenantRow, Any] | None:
+    def _need_schedule(self, action: str) -> tuple[TenantRow, Any] | None:
+        """The selected tenant and its scheduled job for `action`, or None (and a message) when
+        read-only mode refuses it or there is no schedule to act on."""
+        if self._refuse_if_read_only(action):
+            return None
         tenant = self.selected_tenant()
         sj = self._schedule_of(tenant)
         if tenant is None or sj is None:
@@ -975,9 +979,7 @@ class ConsoleApp(App[None]):
         return tenant, sj
 
     def action_reschedule(self) -> None:
-        if self._refuse_if_read_only("reschedule"):
-            return
-        found = self._need_schedule()
+        found = self._need_schedule("reschedule")
         if found is None:
             return
         tenant, sj = found
@@ -999,9 +1001,7 @@ class ConsoleApp(App[None]):
         self.push_screen(RescheduleScreen(tenant.tenant, sj.schedule or "", clock=self.clock), done)
 
     def action_toggle_suspend(self) -> None:
-        if self._refuse_if_read_only("toggle_suspend"):
-            return
-        found = self._need_schedule()
+        found = self._need_schedule("toggle_suspend")
         if found is None:
             return
         tenant, sj = found
@@ -1022,9 +1022,7 @@ class ConsoleApp(App[None]):
             self._start(f"Suspend {tenant.tenant}", suspend)
 
     def action_trigger(self) -> None:
-        if self._refuse_if_read_only("trigger"):
-            return
-        found = self._need_schedule()
+        found = self._need_schedule("trigger")
         if found is None:
             return
         tenant, sj = found
