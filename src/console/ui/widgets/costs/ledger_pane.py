@@ -28,11 +28,12 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.message import Message
-from textual.widgets import DataTable, Static
+from textual.widgets import Static
 
 from console.jobs import clean_log_line
 from console.ledger import Ledger, LedgerSummary, TenantSpend, refresh_from_api, summarize
 from console.prices import PriceBook
+from console.ui.widgets.keyed_table import KeyedTable
 
 TENANT_COLUMNS = (("tenant", "Tenant"), ("runs", "Runs"), ("month", "This month"),
                   ("total", "All time"), ("wasted", "Wasted"))
@@ -89,14 +90,13 @@ class LedgerPane(Vertical):
         self.refreshes = 0
         self._active: dict[str, Any] = {}
         self._warned_month: str | None = None
-        self._shown: dict[str, tuple[str, ...]] = {}
-        """tenant -> the text of its row as last drawn (cells are rewritten only when it changes)"""
 
     def compose(self) -> ComposeResult:
         yield Static(_plain("Cost ledger: reading..."), id="ledger-summary")
         yield Static("", id="ledger-warning")
         yield Static("", id="ledger-months")
-        table: DataTable = DataTable(id="ledger-tenants", cursor_type="row", zebra_stripes=False)
+        table = KeyedTable(id="ledger-tenants", cursor_type="row", zebra_stripes=False)
+        table.column_keys = tuple(key for key, _ in TENANT_COLUMNS)
         for key, label in TENANT_COLUMNS:
             table.add_column(label, key=key)
         yield table
@@ -222,31 +222,22 @@ class LedgerPane(Vertical):
         return t
 
     def _update_tenants(self, rows: Sequence[TenantSpend]) -> None:
-        table = self.query_one("#ledger-tenants", DataTable)
+        table = self.query_one("#ledger-tenants", KeyedTable)
         wanted = {r.tenant: r for r in rows}
         with self.app.batch_update():
             for key in [k.value for k in list(table.rows)]:
                 if key not in wanted:
-                    table.remove_row(key)
-                    self._shown.pop(key, None)
+                    table.drop_row(key)
             present = {k.value for k in table.rows}
             for r in rows:
-                cells = {
-                    "tenant": _plain(r.tenant),
-                    "runs": Text(str(r.runs), justify="right"),
-                    "month": _money(r.month_usd),
-                    "total": _money(r.total_usd),
-                    "wasted": Text(f"${r.wasted_usd:,.2f}", justify="right",
-                                   style="red" if r.wasted_usd else "dim"),
-                }
-                shown = tuple(c.plain for c in cells.values())
-                if r.tenant in present:
-                    if self._shown.get(r.tenant) != shown:  # most refreshes change no one's spend
-                        for col, value in cells.items():
-                            table.update_cell(r.tenant, col, value)
-                else:
-                    table.add_row(*cells.values(), key=r.tenant)
-                self._shown[r.tenant] = shown
+                cells = (
+                    _plain(r.tenant),
+                    Text(str(r.runs), justify="right"),
+                    _money(r.month_usd),
+                    _money(r.total_usd),
+                    Text(f"${r.wasted_usd:,.2f}", justify="right", style="red" if r.wasted_usd else "dim"),
+                )
+                table.put_row(r.tenant, cells, shown=r.tenant in present)
             if [k.value for k in table.rows] != [r.tenant for r in rows]:
                 # the summary's order: biggest spender this month first
                 order = {clean_log_line(r.tenant): i for i, r in enumerate(rows)}
