@@ -173,10 +173,6 @@ def _bool(value: Any) -> bool:
     return value
 
 
-def _optional(check: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    return check  # absence is expressed by leaving the key out (TOML has no null)
-
-
 def _endpoint(value: Any) -> str:
     s = _expect_str(value)
     if not (s.startswith("http://") or s.startswith("https://")) or len(s) > 2048:
@@ -218,14 +214,14 @@ SCHEMA: dict[str, Callable[[Any], Any]] = {
     "plan": _choice(tuple(PLANS)),
     "seats": _int_range(1, 100_000),
     "backend": _choice(BACKENDS),
-    "endpoint": _optional(_endpoint),
-    "monthly_budget_usd": _optional(_float_range(0, 1e9)),
+    "endpoint": _endpoint,  # optional keys: absent means unset (TOML has no null)
+    "monthly_budget_usd": _float_range(0, 1e9),
     "read_only": _bool,
     "defaults.flavor": _flavor,
     "defaults.timeout_buffer": _float_range(1.0, 5.0),
     "defaults.env": _env_label,
     "trackio.project": _project,
-    "trackio.space_id": _optional(_space_id),
+    "trackio.space_id": _space_id,
     "server.port": _int_range(0, 65535),
     "server.max_running_jobs": _int_range(1, 64),
     "server.python": _choice(SERVER_PYTHON_MODES),
