@@ -430,8 +430,9 @@ class ConsoleApp(App[None]):
             self.post_message(OutcomesFetched(found))
 
     def _shutting_down(self) -> bool:
-        """A worker's result can arrive while the app is closing and its panes are already gone."""
-        return not self.default_screen.query(JobsPane)
+        """A worker's result can arrive while the app is closing and its panes are already gone
+        (shutdown clears `is_running` first, then removes the widgets)."""
+        return not self.is_running
 
     def on_outcomes_fetched(self, message: OutcomesFetched) -> None:
         if self._shutting_down():
