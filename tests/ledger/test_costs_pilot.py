@@ -239,7 +239,9 @@ async def test_ledger_pane_shows_spend_projection_and_warns_over_budget(tmp_path
         text = text_of(pane.query_one("#ledger-summary", Static))
         assert "spent $4.20" in text and "wasted $0.40" in text and "plan floor $40.00 (team x 2)" in text
         assert f"projection ${s.projection_usd:,.2f}" in text and "budget $41.00" in text
-        assert s.over_budget and app.budget_warnings == [s.budget_warning]
+        assert s.over_budget
+        await wait_for(pilot, lambda: app.budget_warnings)  # the warning bubbles up as a message
+        assert app.budget_warnings == [s.budget_warning]
         assert "Over budget" in text_of(pane.query_one("#ledger-warning", Static))
         table = pane.query_one(DataTable)
         assert [k.value for k in table.rows] == ["globex\x1b[31m", "acme"]  # biggest spender first
@@ -248,6 +250,7 @@ async def test_ledger_pane_shows_spend_projection_and_warns_over_budget(tmp_path
         # the same jobs again: nothing new, and no second warning
         pane.ingest(jobs, sched, now=now)
         await wait_for(pilot, lambda: pane.refreshes >= 3)
+        await pilot.pause(0.1)
         assert len(ledger) == 3 and app.budget_warnings == [s.budget_warning]
         table.focus()
         await pilot.press("w")
