@@ -112,6 +112,27 @@ def test_runs_per_month_come_from_the_cron_itself(cadence, expected):
     assert costs.runs_per_month(cadence) == pytest.approx(expected, rel=0.01)
 
 
+@pytest.mark.parametrize(
+    "cadence",
+    ["0 3 * * 1", "0 0 1,15 * 5", "0 0 13 * 5", "0 0 1-7 * 1", "5 4 * 1-3 mon-fri", "0 0 29 2 *",
+     "0 0 * * 0,7", "0-59/20 1,2 * * *", "30 2 */2 * sun", "0 0 L * *", "0 0 * * 5#2"],
+)
+def test_runs_per_month_matches_croniters_own_firings(cadence):
+    """The calendar count (and the stepping fallback for L / #) agree with croniter firing by firing."""
+    from datetime import UTC, datetime, timedelta
+
+    from croniter import croniter
+
+    start = datetime(2027, 1, 1, tzinfo=UTC)
+    end = start + timedelta(days=4 * 365 + 1)
+    it = croniter(costs.normalize_cron(cadence), start - timedelta(seconds=1))
+    fired = 0
+    while it.get_next(datetime) < end:
+        fired += 1
+    expected = fired / (end - start).total_seconds() * costs.MONTH_SECONDS
+    assert costs.runs_per_month(cadence) == pytest.approx(expected, rel=1e-9)
+
+
 @pytest.mark.parametrize("bad", ["", "every tuesday", "61 * * * *", "* * * *", "0 0 31 2 *", "0 0 * * 9"])
 def test_invalid_cron_is_refused(bad):
     with pytest.raises(CostInputError):
