@@ -325,6 +325,20 @@ def is_console_job(info: Any) -> bool:
     return labels_of(info).get("app") == "console"
 
 
+def without_script(info: Any) -> Any:
+    """The same JobInfo / ScheduledJobInfo, its shipped script (``CONSOLE_SCRIPT_B64``) dropped.
+
+    On the Hub every console job carries its script gzipped in its environment, about 17 KB; a
+    list of 10,000 jobs would keep 170 MB of them. What the console reads back from a job (its
+    request, labels and times) never needs the script: a rerun builds a fresh submission.
+    """
+    spec = getattr(info, "job_spec", None) or info
+    env = getattr(spec, "environment", None)
+    if env and SCRIPT_ENV in env:
+        spec.environment = {k: v for k, v in env.items() if k != SCRIPT_ENV}
+    return info
+
+
 def command_of(info: Any) -> list[str]:
     spec = getattr(info, "job_spec", None) or info
     return list(spec.command or []) + list(spec.arguments or [])

@@ -254,3 +254,35 @@ async def test_ssh_runs_the_shell_in_the_jobs_folder_and_the_app_resumes(
         assert app.screen is app.screen_stack[0] and app.is_running
         count = app.refresh_count
         await wait_for(pilot, lambda: app.refresh_count > count)  # refreshes go on
+
+
+async def test_hub_jobs_are_kept_without_their_shipped_script(backend, cfg):
+    """A Hub submission carries its script in its environment; the console reads the job's request
+    and shows the tenant, but does not keep 17 KB of script per job in memory."""
+    from console import jobspec
+
+    request = jobspec.TrainingRequest(
+        tenant="acme", dataset="ops/acme-chats", model_b=1.0, examples=500, epochs=1.0,
+        flavor="l4x1", env="prod",
+    )
+    sub = jobspec.build_submission(request, backend_kind="hub", token=None)
+    kwargs = sub.scheduled_kwargs("0 3 * * 1", suspend=True)
+    kwargs.pop("name", None)
+    sj = backend.api.create_scheduled_job(**kwargs, namespace=backend.namespace)
+    job = backend.api.run_job(
+        image="python:3.12",
+        command=[sys.executable, "-c", "print('done')"],
+        env=dict(sub.env),
+        flavor="t4-small",
+        labels={**sub.labels, "tenant": "globex"},
+        namespace=backend.namespace,
+    )
+    assert jobspec.SCRIPT_ENV in raw_job(backend, job.id)["environment"]
+    app = ConsoleApp(cfg, backend, refresh_seconds=0.3, start_tab="fleet", stream_metrics=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: "acme" in app.fleet_table.rows_by_tenant and job.id in app.job_infos)
+        row = app.fleet_table.rows_by_tenant["acme"]
+        assert row.request.dataset == "ops/acme-chats" and row.flavor == "l4x1" and row.suspended
+        assert jobspec.SCRIPT_ENV not in (app.job_infos[job.id].environment or {})
+        assert jobspec.SCRIPT_ENV not in (app.scheduled[sj.id].job_spec.environment or {})
+        assert jobspec.read_request(app.scheduled[sj.id]).dataset == "ops/acme-chats"

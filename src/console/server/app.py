@@ -46,7 +46,8 @@ from console.server.wire import (
     whoami_json,
 )
 
-PAGE_SIZE = 1000
+PAGE_SIZE = 100
+"""Jobs per page of the job list: a client that wants the newest few reads one small page."""
 START_WAIT_SECONDS = 0.25
 KEEPALIVE_SECONDS = 15.0
 LOG_POLL_SECONDS = 0.05

@@ -27,7 +27,7 @@ import os
 import shutil
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import partial
@@ -70,9 +70,10 @@ SSH_SHELL_ENV = "CONSOLE_SSH_SHELL"
 BENCH_READY_ENV = "CONSOLE_BENCH_READY_FILE"
 """If set, the app writes `time.time()` to this file once its first filled frame is painted."""
 REFRESH_SECONDS = 2.0
-FULL_SYNC_SECONDS = 120.0
-"""Every this often a refresh re-reads the whole job list and every scheduled job."""
-FIRST_FRAME_JOBS = 500
+FULL_SYNC_SECONDS = 900.0
+"""Every this often a refresh re-reads the whole job list and every scheduled job (a safety net:
+the quiet refreshes already catch new, changed and deleted jobs)."""
+FIRST_FRAME_JOBS = 100
 """The first refresh paints the newest this many jobs (plus every active one) before the rest."""
 HEAD_SCAN_EVERY = 5
 """Every this many refreshes, also read the head of the job list (jobs that began and ended
@@ -351,32 +352,39 @@ class ConsoleApp(App[None]):
         (label edits, jobs that started and ended between two refreshes)."""
         api, ns, at = self.api, self.namespace, self.clock()
         known = self.job_infos
+        slim = jobspec.without_script
+
+        def list_jobs(**kw: Any) -> Iterator[Any]:
+            return map(slim, api.list_jobs(namespace=ns, **kw))
+
+        def list_scheduled() -> list[Any]:
+            return [slim(s) for s in api.list_scheduled_jobs(namespace=ns)]
         if not self._synced:
             if not known:
                 # first frame: the newest jobs and every active one, then the whole history
-                head = list(itertools.islice(api.list_jobs(namespace=ns), FIRST_FRAME_JOBS))
+                head = list(itertools.islice(list_jobs(), FIRST_FRAME_JOBS))
                 seen = {j.id for j in head}
                 head += [
                     j
-                    for j in api.list_jobs(namespace=ns, status=["RUNNING", "SCHEDULING"])
+                    for j in list_jobs(status=["RUNNING", "SCHEDULING"])
                     if j.id not in seen
                 ]
                 self.post_message(DataRefreshed(head, None, at, full=False))
             full = True
         if full or time.monotonic() - self._last_full >= FULL_SYNC_SECONDS:
-            jobs = list(api.list_jobs(namespace=ns))
-            sched = list(api.list_scheduled_jobs(namespace=ns))
+            jobs = list(list_jobs())
+            sched = list_scheduled()
             self.post_message(DataRefreshed(jobs, sched, self.clock(), full=True))
             return
         changed: list[Any] = []
         if self.refresh_count % HEAD_SCAN_EVERY == 0:
-            for job in api.list_jobs(namespace=ns):
+            for job in list_jobs():
                 old = known.get(job.id)
                 if old is not None and old.status.stage in TERMINAL and job.status.stage in TERMINAL:
                     break
                 changed.append(job)
         seen = {j.id for j in changed}
-        for job in api.list_jobs(namespace=ns, status=["RUNNING", "SCHEDULING"]):
+        for job in list_jobs(status=["RUNNING", "SCHEDULING"]):
             if job.id not in seen:
                 changed.append(job)
                 seen.add(job.id)
@@ -387,14 +395,14 @@ class ConsoleApp(App[None]):
                 if job_id in seen:
                     continue
                 try:
-                    changed.append(api.inspect_job(job_id=job_id, namespace=ns))
+                    changed.append(slim(api.inspect_job(job_id=job_id, namespace=ns)))
                 except Exception as exc:  # deleted meanwhile: drop it; anything else: retry later
                     if getattr(getattr(exc, "response", None), "status_code", None) == 404:
                         gone.append(job_id)
                     else:
                         raise
         fired = any(j.id not in known and _initiated_by_schedule(j) for j in changed)
-        sched = list(api.list_scheduled_jobs(namespace=ns)) if (scheduled or fired) else None
+        sched = list_scheduled() if (scheduled or fired) else None
         self.post_message(DataRefreshed(changed, sched, at, full=False, gone=gone))
 
     @work(
