@@ -43,6 +43,7 @@ from console.costs import (
     Observation,
     RunSpec,
     calibrate,
+    count_firings,
     estimate_run,
     normalize_cron,
 )
@@ -56,8 +57,6 @@ NO_TENANT = "(none)"
 # (timeoutSeconds)"; HF's wording is not documented, so any "timed out" / "timeout" in an ERROR's
 # message counts.
 _TIMEOUT_RE = re.compile(r"time[ds]?[\s_-]?out", re.IGNORECASE)
-# Past firings of a schedule are not projected; counting stops at this many (an every-minute cron).
-_MAX_FIRINGS = 50_000
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (
@@ -536,17 +535,7 @@ def month_end(now: datetime) -> datetime:
 
 def remaining_firings(cron: str, now: datetime, end: datetime | None = None) -> int:
     """How many times a cron fires from `now` (exclusive) to the end of the month (UTC)."""
-    from croniter import croniter
-
-    text = normalize_cron(cron)
-    end = end or month_end(now)
-    it = croniter(text, now.astimezone(UTC))
-    count = 0
-    while count < _MAX_FIRINGS:
-        if it.get_next(datetime) >= end:
-            break
-        count += 1
-    return count
+    return count_firings(cron, now, end or month_end(now))
 
 
 @dataclass(frozen=True)

@@ -259,3 +259,30 @@ def test_property_cron_parser_never_crashes_on_junk(text):
     except CostInputError:
         return
     assert value > 0
+
+
+@pytest.mark.parametrize(
+    "cadence", ["0 3 * * 1", "*/15 * * * *", "30 2 1,15 * fri", "0 */6 * * *", "0 0 L * *", "0 0 * * 5#2", "@daily"]
+)
+@pytest.mark.parametrize(
+    "after, end",
+    [
+        ("2026-12-15T12:00:00", "2027-01-01T00:00:00"),
+        ("2026-12-15T03:00:00", "2027-01-01T00:00:00"),  # exactly on a firing: not counted
+        ("2027-02-27T23:59:30", "2027-03-01T00:00:00"),
+        ("2026-12-31T06:00:00", "2026-12-31T18:00:00"),  # within one day
+        ("2027-01-01T00:00:00", "2026-12-01T00:00:00"),  # end before start
+    ],
+)
+def test_count_firings_matches_stepping_croniter(cadence, after, end):
+    from datetime import UTC, datetime
+
+    from croniter import croniter
+
+    a = datetime.fromisoformat(after).replace(tzinfo=UTC)
+    e = datetime.fromisoformat(end).replace(tzinfo=UTC)
+    it = croniter(costs.normalize_cron(cadence), a)
+    stepped = 0
+    while e > a and it.get_next(datetime) < e:
+        stepped += 1
+    assert costs.count_firings(cadence, a, e) == stepped

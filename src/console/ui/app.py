@@ -66,6 +66,11 @@ from console.ui.widgets.log_pane import DEFAULT_MAX_LINES, LogPane
 from console.ui.widgets.metrics import AlertList, MetricsPanel
 from console.ui.widgets.status_line import StatusLine
 
+
+class _Stopped(Exception):
+    """The refresh worker was cancelled (the app is closing) in the middle of a read."""
+
+
 SSH_SHELL_ENV = "CONSOLE_SSH_SHELL"
 BENCH_READY_ENV = "CONSOLE_BENCH_READY_FILE"
 """If set, the app writes `time.time()` to this file once its first filled frame is painted."""
@@ -350,15 +355,26 @@ class ConsoleApp(App[None]):
         one fired or an action touched them. Each refresh costs a few requests whatever the
         number of tenants; a full re-read (every FULL_SYNC_SECONDS, and `ctrl+r`) catches the rest
         (label edits, jobs that started and ended between two refreshes)."""
+        try:
+            self._refresh(full, scheduled)
+        except _Stopped:
+            return  # the app is closing: a long read (the whole list) stops between two items
+
+    def _refresh(self, full: bool, scheduled: bool) -> None:
         api, ns, at = self.api, self.namespace, self.clock()
         known = self.job_infos
         slim = jobspec.without_script
+        worker = get_current_worker()
 
         def list_jobs(**kw: Any) -> Iterator[Any]:
-            return map(slim, api.list_jobs(namespace=ns, **kw))
+            for job in api.list_jobs(namespace=ns, **kw):
+                if worker.is_cancelled:
+                    raise _Stopped
+                yield slim(job)
 
         def list_scheduled() -> list[Any]:
             return [slim(s) for s in api.list_scheduled_jobs(namespace=ns)]
+
         if not self._synced:
             if not known:
                 # first frame: the newest jobs and every active one, then the whole history

@@ -17,6 +17,7 @@ Tenant names come from job labels: untrusted, rendered as plain `Text`.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -29,11 +30,16 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import Static
+from textual.worker import Worker, WorkerState
 
 from console.jobs import clean_log_line
 from console.ledger import Ledger, LedgerSummary, TenantSpend, refresh_from_api, summarize
 from console.prices import PriceBook
 from console.ui.widgets.keyed_table import KeyedTable
+
+QUIET_UPDATE_SECONDS = 15.0
+"""A refresh that brought no finished job and no schedule change updates the pane (its money in
+flight) at most this often: at 1,000 tenants an update costs tens of milliseconds."""
 
 TENANT_COLUMNS = (("tenant", "Tenant"), ("runs", "Runs"), ("month", "This month"),
                   ("total", "All time"), ("wasted", "Wasted"))
@@ -90,6 +96,11 @@ class LedgerPane(Vertical):
         self.refreshes = 0
         self._active: dict[str, Any] = {}
         self._warned_month: str | None = None
+        # one update at a time: what arrives meanwhile waits here and goes in the next one
+        self._busy = False
+        self._pending: dict[str, Any] | None = None
+        self._pending_now: datetime | None = None
+        self._last_update = 0.0
 
     def compose(self) -> ComposeResult:
         yield Static(_plain("Cost ledger: reading..."), id="ledger-summary")
@@ -122,13 +133,20 @@ class LedgerPane(Vertical):
             self._active = {}
         for job_id in gone:
             self._active.pop(job_id, None)
+        finished = False
         for job in jobs:
             stage = str(getattr(getattr(job.status, "stage", None), "value", job.status.stage))
             if stage in ("SCHEDULING", "RUNNING"):
                 self._active[job.id] = job
             else:
                 self._active.pop(job.id, None)
-        self._ingest(list(jobs), self.scheduled, self.prices, now, list(self._active.values()))
+                finished = True
+        pending = self._pending if self._pending is not None else {}
+        pending.update((job.id, job) for job in jobs)
+        self._pending, self._pending_now = pending, now
+        news = full or finished or scheduled is not None or bool(gone)
+        if news or time.monotonic() - self._last_update >= QUIET_UPDATE_SECONDS:
+            self._next_update()
 
     def refresh_from(self, api: Any, namespace: str | None) -> None:
         """List jobs and schedules from the backend in a worker, record, redraw."""
@@ -136,12 +154,24 @@ class LedgerPane(Vertical):
 
     def load(self) -> None:
         """Redraw from what the ledger file holds (no backend)."""
-        self._ingest([], self.scheduled, self.prices, None, list(self._active.values()))
+        if self._pending is None:
+            self._pending, self._pending_now = {}, None
+        self._next_update()
+
+    def _next_update(self) -> None:
+        """Start the waiting update unless one is running (refreshes come every few seconds; an
+        update at 1,000 tenants can take longer, and threads must not pile up)."""
+        if self._busy or self._pending is None:
+            return
+        jobs, now = list(self._pending.values()), self._pending_now
+        self._pending, self._pending_now = None, None
+        self._busy = True
+        self._last_update = time.monotonic()
+        self._ingest(jobs, self.scheduled, self.prices, now, list(self._active.values()))
 
     # -- workers
 
-    @work(thread=True, exclusive=True, group="ledger", exit_on_error=False,
-          description="update the cost ledger")
+    @work(thread=True, group="ledger", exit_on_error=False, description="update the cost ledger")
     def _ingest(self, jobs: list[Any], scheduled: list[Any], prices: PriceBook | None,
                 now: datetime | None, active: list[Any]) -> None:
         try:
@@ -152,7 +182,7 @@ class LedgerPane(Vertical):
             return
         self.post_message(self.Updated(summary, result.added))
 
-    @work(thread=True, exclusive=True, group="ledger", exit_on_error=False,
+    @work(thread=True, exclusive=True, group="ledger-read", exit_on_error=False,
           description="refresh the cost ledger from the backend")
     def _refresh_from(self, api: Any, namespace: str | None) -> None:
         try:
@@ -183,6 +213,8 @@ class LedgerPane(Vertical):
     # -- drawing
 
     def on_ledger_pane_updated(self, message: Updated) -> None:
+        self._busy = False
+        self._next_update()
         self.refreshes += 1
         self.summary = s = message.summary
         self.query_one("#ledger-summary", Static).update(self._summary_text(s))
@@ -196,7 +228,13 @@ class LedgerPane(Vertical):
             self._warned_month = s.month
             self.post_message(self.BudgetExceeded(s.budget_warning))
 
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker.group == "ledger" and event.state in (WorkerState.CANCELLED, WorkerState.ERROR):
+            self._busy = False  # an update that never reported must not hold back the next ones
+
     def on_ledger_pane_failed(self, message: Failed) -> None:
+        self._busy = False
+        self._next_update()
         self.query_one("#ledger-warning", Static).update(_plain(f"Ledger: {message.error}"))
 
     @staticmethod
