@@ -17,9 +17,11 @@ class JobDetails(Static):
     JobDetails { height: auto; padding: 0 1; }
     """
 
+    _shown: Text | None = None
+
     def show(self, row: JobRow | None) -> None:
         if row is None:
-            self.update(Text("no job selected", style="dim"))
+            self._set(Text("no job selected", style="dim"))
             return
         text = Text(no_wrap=False)
         text.append(f"{row.id}\n", style="bold")
@@ -33,4 +35,13 @@ class JobDetails(Static):
         for key, value in sorted(row.labels.items()):
             text.append(f"{clean_log_line(key)}=", style="dim")
             text.append(clean_log_line(value) + "\n")
-        self.update(text)
+        self._set(text)
+
+    def _set(self, text: Text) -> None:
+        """Redraw only when the text changed; lay out again only when its line count did (every
+        refresh shows the selected job again, mostly unchanged)."""
+        old = self._shown
+        if old is not None and old == text:
+            return
+        self._shown = text
+        self.update(text, layout=old is None or old.plain.count("\n") != text.plain.count("\n"))

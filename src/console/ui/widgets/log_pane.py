@@ -21,6 +21,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
+from textual.timer import Timer
 from textual.widgets import Input, Static
 
 from console.jobs import clean_log_line
@@ -82,6 +83,7 @@ class LogPane(Vertical, can_focus=False):
         self.matches: list[int] = []
         self.match_index: int | None = None
         self._wrap_width = 0
+        self._drain_timer: Timer | None = None
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="log-header"):
@@ -92,7 +94,7 @@ class LogPane(Vertical, can_focus=False):
 
     def on_mount(self) -> None:
         self.query_one("#log-search", Input).display = False
-        self.set_interval(BATCH_INTERVAL, self.drain)
+        self._drain_timer = self.set_interval(BATCH_INTERVAL, self.drain)
         self._render_title()
 
     @property
@@ -106,6 +108,8 @@ class LogPane(Vertical, can_focus=False):
         with self._lock:
             self.generation += 1
             self._pending.clear()
+        if self._drain_timer is not None:
+            self._drain_timer.resume()
         self.job_id = job_id
         self.job_label = label
         self.stage = stage
@@ -173,6 +177,9 @@ class LogPane(Vertical, can_focus=False):
         if finished:
             self.ended = True
             self.error = error
+            with self._lock:
+                if not self._pending and self._drain_timer is not None:
+                    self._drain_timer.pause()  # the stream is over: no ticks until the next one
         if batch or finished:
             self._render_title()
 

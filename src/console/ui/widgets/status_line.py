@@ -99,4 +99,5 @@ class StatusLine(Static):
         return text
 
     def refresh_text(self) -> None:
-        self.update(self.render_text())
+        # one docked row: its size never changes, so no layout pass (this runs every second)
+        self.update(self.render_text(), layout=False)
