@@ -253,6 +253,8 @@ class ConsoleApp(App[None]):
         self.read_only = bool(cfg.read_only)
         self.namespace = getattr(backend, "namespace", None) or cfg.namespace
         self.job_infos: dict[str, Any] = {}
+        self._active_ids: set[str] = set()
+        """Ids of the jobs last seen SCHEDULING or RUNNING (kept in step with `job_rows`)."""
         self.job_rows: dict[str, JobRow] = {}
         self.scheduled: dict[str, Any] = {}
         self.fleet_rows: dict[str, TenantRow] = {}
@@ -404,7 +406,7 @@ class ConsoleApp(App[None]):
             if job.id not in seen:
                 changed.append(job)
                 seen.add(job.id)
-        active = [i for i, j in known.items() if j.status.stage not in TERMINAL and i not in seen]
+        active = [i for i in self._active_ids if i not in seen]
         gone: list[str] = []
         if active:
             for job_id in active:
@@ -520,7 +522,7 @@ class ConsoleApp(App[None]):
                 infos[j.id] = j
             # active jobs' running time and cost tick between refreshes
             fresh = {j.id for j in message.jobs}
-            fresh.update(i for i, r in self.job_rows.items() if r.stage not in TERMINAL)
+            fresh.update(self._active_ids)
             for job_id in fresh:
                 if job_id in infos:
                     rows[job_id] = job_row(infos[job_id], now=now, prices=self.prices)
@@ -529,6 +531,17 @@ class ConsoleApp(App[None]):
             fleet_changed = True
         changed_rows = None if message.full else [rows[i] for i in fresh if i in rows]
         self.job_infos, self.job_rows = infos, rows
+        if message.full:
+            self._active_ids = {i for i, r in rows.items() if r.stage not in TERMINAL}
+        else:
+            active = set(self._active_ids)  # a new set: the refresh worker may be reading the old one
+            for job_id in fresh:
+                row = rows.get(job_id)
+                if row is not None and row.stage not in TERMINAL:
+                    active.add(job_id)
+                else:
+                    active.discard(job_id)
+            self._active_ids = active
         pane = self.query_one(JobsPane)
         if changed_rows is None:
             pane.update_rows(list(rows.values()))

@@ -10,14 +10,13 @@ from textual.widgets import Static
 
 from console.costs import format_duration
 from console.jobs import JobRow, clean_log_line, format_cost
+from console.ui.widgets.quiet import update_if_changed
 
 
 class JobDetails(Static):
     DEFAULT_CSS = """
     JobDetails { height: auto; padding: 0 1; }
     """
-
-    _shown: Text | None = None
 
     def show(self, row: JobRow | None) -> None:
         if row is None:
@@ -38,10 +37,4 @@ class JobDetails(Static):
         self._set(text)
 
     def _set(self, text: Text) -> None:
-        """Redraw only when the text changed; lay out again only when its line count did (every
-        refresh shows the selected job again, mostly unchanged)."""
-        old = self._shown
-        if old is not None and old == text:
-            return
-        self._shown = text
-        self.update(text, layout=old is None or old.plain.count("\n") != text.plain.count("\n"))
+        update_if_changed(self, text)  # every refresh shows the selected job again, mostly unchanged

@@ -18,6 +18,7 @@ from textual.widgets import Input, Static
 
 from console.jobs import JobRow, parse_filter
 from console.ui.widgets.jobs_table import JobsTable
+from console.ui.widgets.quiet import update_if_changed
 
 
 class JobsPane(Vertical):
@@ -73,7 +74,8 @@ class JobsPane(Vertical):
         capped = table.matching > table.row_count
         state.display = (bool(text) or capped) and not box_open
         if not text and capped:
-            state.update(
+            update_if_changed(
+                state,
                 Text(
                     f" newest {table.row_count} of {len(table.all_rows)} jobs  / to filter",
                     style="dim",
@@ -83,7 +85,8 @@ class JobsPane(Vertical):
             )
         if text:
             shown = table.row_count
-            state.update(
+            update_if_changed(
+                state,
                 Text(
                     f" filter: {text}  ({shown} of {table.matching} matching, "
                     f"{len(table.all_rows)} jobs)  / to edit",
