@@ -48,7 +48,7 @@ def clean_log_line(text: str) -> str:
     return text.expandtabs(4)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class JobRow:
     """One job as the jobs pane shows it."""
 

@@ -33,6 +33,7 @@ from typing import Any
 from console import paths
 from console.costs import CostInputError, RunSpec, estimate_run
 from console.prices import PriceBook, shipped_price_book
+from console.strings import shared
 
 LABEL_VALUE_RE = re.compile(r"^[A-Za-z0-9._-]{0,63}$")
 SCRIPT_ENV = "CONSOLE_SCRIPT_B64"
@@ -325,17 +326,37 @@ def is_console_job(info: Any) -> bool:
     return labels_of(info).get("app") == "console"
 
 
-def without_script(info: Any) -> Any:
-    """The same JobInfo / ScheduledJobInfo, its shipped script (``CONSOLE_SCRIPT_B64``) dropped.
+def compact_job(info: Any) -> Any:
+    """The same JobInfo / ScheduledJobInfo, lighter to keep: its shipped script
+    (``CONSOLE_SCRIPT_B64``) dropped and its repeated strings shared.
 
     On the Hub every console job carries its script gzipped in its environment, about 17 KB; a
     list of 10,000 jobs would keep 170 MB of them. What the console reads back from a job (its
-    request, labels and times) never needs the script: a rerun builds a fresh submission.
+    request, labels and times) never needs the script: a rerun builds a fresh submission. The
+    JSON decoder makes a new string for every label, argument and flavor of every job; most are
+    the same few hundred strings, so each is kept once.
     """
-    spec = getattr(info, "job_spec", None) or info
-    env = getattr(spec, "environment", None)
-    if env and SCRIPT_ENV in env:
-        spec.environment = {k: v for k, v in env.items() if k != SCRIPT_ENV}
+    try:
+        spec = getattr(info, "job_spec", None) or info
+        env = getattr(spec, "environment", None)
+        if env:
+            spec.environment = {shared(k): shared(v) for k, v in env.items() if k != SCRIPT_ENV}
+        labels = getattr(spec, "labels", None)
+        if labels:
+            spec.labels = {shared(k): shared(v) for k, v in labels.items()}
+        for name in ("command", "arguments"):
+            items = getattr(spec, name, None)
+            if items:
+                setattr(spec, name, [shared(x) for x in items])
+        for obj, names in ((spec, ("docker_image", "flavor")), (info, ("endpoint",)),
+                           (getattr(info, "status", None), ("stage", "message")),
+                           (getattr(info, "owner", None), ("id", "name", "type"))):
+            for name in names:
+                value = getattr(obj, name, None) if obj is not None else None
+                if isinstance(value, str):
+                    setattr(obj, name, shared(value))
+    except AttributeError:  # a read-only (frozen) record: kept as it came
+        pass
     return info
 
 

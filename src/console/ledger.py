@@ -48,6 +48,7 @@ from console.costs import (
     normalize_cron,
 )
 from console.prices import PLANS, PriceBook, plan_floor_usd, shipped_price_book
+from console.strings import shared
 
 LEDGER_FILENAME = "ledger.sqlite"
 SCHEMA_VERSION = 1
@@ -107,7 +108,7 @@ class LedgerError(Exception):
 # Entries
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class LedgerEntry:
     """One finished job, costed once."""
 
@@ -168,8 +169,18 @@ class LedgerEntry:
             labels = json.loads(d["labels"] or "{}")
         except ValueError:
             labels = {}
-        d["labels"] = labels if isinstance(labels, dict) else {}
+        d["labels"] = (
+            {shared(k): shared(v) for k, v in labels.items()} if isinstance(labels, dict) else {}
+        )
+        for name in _SHARED_COLUMNS:
+            d[name] = shared(d[name])
         return cls(**d)
+
+
+_SHARED_COLUMNS = ("tenant", "kind", "env", "flavor", "price_source", "running_source", "stage",
+                   "month", "message")
+"""Columns whose values repeat across entries: each distinct value is kept once (a fleet's ledger
+holds tens of thousands of entries, and the pane keeps them all)."""
 
 
 def _iso(dt: datetime | None) -> str | None:

@@ -1,0 +1,46 @@
+"""Kept job records: lighter than what the API sends, with the same request read back."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+from huggingface_hub._jobs_api import JobInfo
+
+from console import jobspec
+
+
+def _hub_job(job_id: str) -> dict:
+    request = jobspec.TrainingRequest(
+        tenant="acme", dataset="ops/acme-chats", model_b=3.0, examples=1200, epochs=2.0,
+        flavor="a10g-small", env="prod", learning_rate=1e-4,
+    )
+    sub = jobspec.build_submission(request, backend_kind="hub", token=None)
+    return {
+        "id": job_id, "createdAt": "2026-12-01T03:00:00Z", "dockerImage": sub.image,
+        "command": list(sub.command), "arguments": [], "environment": {**sub.env, "LOG_LEVEL": "info"},
+        "secrets": ["HF_TOKEN"], "flavor": sub.flavor, "labels": dict(sub.labels),
+        "status": {"stage": "COMPLETED", "message": None},
+        "owner": {"id": "u1", "name": "ops", "type": "user"},
+    }
+
+
+def test_compacting_drops_the_script_and_keeps_the_request():
+    raw = _hub_job("j1")
+    assert len(raw["environment"][jobspec.SCRIPT_ENV]) > 5000
+    original = JobInfo(**copy.deepcopy(raw))
+    kept = jobspec.compact_job(JobInfo(**copy.deepcopy(raw)))
+    assert jobspec.SCRIPT_ENV not in kept.environment
+    assert kept.environment == {"LOG_LEVEL": "info"}  # the job's own variables stay
+    assert jobspec.read_request(kept) == jobspec.read_request(original)
+    assert jobspec.read_request(kept).learning_rate == 1e-4
+    assert kept.labels == original.labels and kept.command == original.command
+
+
+def test_compacted_jobs_share_their_repeated_strings():
+    # as from the wire: every string a new object
+    a_raw, b_raw = (JobInfo(**json.loads(json.dumps(_hub_job(i)))) for i in ("j1", "j2"))
+    assert a_raw.labels["tenant"] is not b_raw.labels["tenant"]
+    a, b = jobspec.compact_job(a_raw), jobspec.compact_job(b_raw)
+    assert a.labels["tenant"] is b.labels["tenant"]
+    assert a.command[-1] is b.command[-1] and a.flavor is b.flavor
