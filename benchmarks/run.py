@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import re
 import subprocess
@@ -107,6 +108,32 @@ def _run_wall(argv: list[str], env: dict[str, str]) -> float:
 # -- 1. start-up ----------------------------------------------------------------------------
 
 
+_BARE_TEXTUAL_APP = """
+import sys, time
+import huggingface_hub.hf_api
+from textual.app import App
+from textual.widgets import DataTable, Footer
+
+class Bare(App):
+    def compose(self):
+        yield DataTable()
+        yield Footer()
+
+    def on_mount(self):
+        table = self.query_one(DataTable)
+        table.add_columns("id", "tenant", "stage")
+        for i in range(100):
+            table.add_row(str(i), "t%04d" % i, "COMPLETED")
+        self.call_after_refresh(self.stamp)
+
+    def stamp(self):
+        with open(sys.argv[1], "w") as out:
+            out.write("%.6f\\n" % time.time())
+
+Bare().run()
+"""
+
+
 def bench_startup(res: Results, ws: Workspace, server: SharedServer, runs: int) -> None:
     print("\n1. Start-up", flush=True)
     ready = ws.root / "ready"
@@ -139,6 +166,16 @@ def bench_startup(res: Results, ws: Workspace, server: SharedServer, runs: int) 
     bare = [_run_wall([py, "-c", "pass"], env) for _ in range(runs)]
     libs = [_run_wall([py, "-c", "import textual.app, huggingface_hub.hf_api"], env)
             for _ in range(runs)]
+    bare_app = []
+    for _ in range(runs):
+        stamp = ws.root / "bare-ready"
+        with contextlib.suppress(FileNotFoundError):
+            stamp.unlink()
+        proc = PtyProcess([py, "-c", _BARE_TEXTUAL_APP, str(stamp)], ws.env()).spawn()
+        try:
+            bare_app.append(wait_ready(proc, stamp))
+        finally:
+            proc.close()
     ours, peer = median(times), median(hf_ps)
     res.add("startup", "console: spawn to first frame with the jobs table filled",
             f"{_ms(ours)} median of {runs} (min {_ms(min(times))}, max {_ms(max(times))})",
@@ -155,6 +192,8 @@ def bench_startup(res: Results, ws: Workspace, server: SharedServer, runs: int) 
     res.add("startup", "floor: python -c pass", _ms(median(bare)))
     res.add("startup", "floor: python -c 'import textual.app, huggingface_hub.hf_api'",
             _ms(median(libs)))
+    res.add("startup", "floor: a bare Textual app (one 100-row DataTable, hf imported) to its first frame",
+            _ms(median(bare_app)))
 
 
 def bench_imports(res: Results, ws: Workspace, top: int = 12) -> None:

@@ -219,3 +219,63 @@ def parse_filter(text: str) -> JobFilter:
         else:
             words.append(term.lower())
     return JobFilter(tenant, tuple(stages), tuple(labels), tuple(words), text)
+
+
+# ---------------------------------------------------------------------------------------------
+# The first frame
+
+FIRST_FRAME_JOBS = 100
+"""The first frame shows the newest this many jobs (plus every active one) before the rest."""
+ACTIVE_FILTER = ["RUNNING", "SCHEDULING"]
+
+
+def first_frame_jobs(api: Any, namespace: str | None, limit: int = FIRST_FRAME_JOBS) -> list[Any]:
+    """The newest `limit` jobs and every active one (compacted): what the first frame shows."""
+    import itertools
+
+    head = [jobspec.compact_job(j) for j in itertools.islice(api.list_jobs(namespace=namespace), limit)]
+    seen = {j.id for j in head}
+    head += [
+        jobspec.compact_job(j)
+        for j in api.list_jobs(namespace=namespace, status=ACTIVE_FILTER)
+        if j.id not in seen
+    ]
+    return head
+
+
+class Prefetch:
+    """`first_frame_jobs` read in a thread while the rest of the app is still loading.
+
+    The console reads the first page of jobs while it imports and lays out its screens, so the
+    first frame does not wait for both one after the other. `result()` gives the jobs and the time
+    they were read, or raises what the read raised.
+    """
+
+    def __init__(self, api: Any, namespace: str | None, clock: Any = None) -> None:
+        import threading
+
+        self._clock = clock or (lambda: datetime.now(UTC))
+        self._jobs: list[Any] | None = None
+        self._error: BaseException | None = None
+        self.at: datetime | None = None
+        self._thread = threading.Thread(
+            target=self._run, args=(api, namespace), name="console-first-frame", daemon=True
+        )
+        self._thread.start()
+
+    def _run(self, api: Any, namespace: str | None) -> None:
+        at = self._clock()
+        try:
+            self._jobs = first_frame_jobs(api, namespace)
+            self.at = at
+        except BaseException as exc:  # handed to whoever asks for the result
+            self._error = exc
+
+    def result(self, timeout: float | None = None) -> tuple[list[Any], datetime]:
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            raise TimeoutError("the first page of jobs is still being read")
+        if self._error is not None:
+            raise self._error
+        assert self._jobs is not None and self.at is not None
+        return self._jobs, self.at

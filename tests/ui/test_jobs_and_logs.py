@@ -123,3 +123,27 @@ async def test_filter_by_tenant_and_stage(backend, cfg):
         await wait_for(pilot, lambda: table.row_count == 1 and done.id not in table.rows_by_id)
         app.query_one("JobsPane").set_filter("")
         await wait_for(pilot, lambda: table.row_count == 2)
+
+
+async def test_first_page_read_ahead_fills_the_first_frame(backend, cfg):
+    """`console` reads the first page of jobs while its screens load; the app paints from it,
+    and when that read failed it reads again itself, so the user still sees the jobs."""
+    from console.jobs import Prefetch
+
+    done = run_python(backend, "print('ok')")
+    wait_stage(backend, done.id, ("COMPLETED",))
+    pre = Prefetch(backend.api, backend.namespace)
+    jobs, at = pre.result(timeout=20)
+    assert [j.id for j in jobs] == [done.id] and at is not None
+
+    class Broken:
+        def list_jobs(self, **kw):
+            raise ConnectionError("connection refused")
+
+    failed = Prefetch(Broken(), backend.namespace)
+    for first in (pre, failed):
+        app = ConsoleApp(cfg, backend, refresh_seconds=0.3, stream_metrics=False, first_frame=first)
+        async with app.run_test(size=(80, 24)) as pilot:
+            table = app.jobs_table
+            await wait_for(pilot, lambda table=table: done.id in table.rows_by_id, what="the job row")
+            assert table.rows_by_id[done.id].stage == "COMPLETED"

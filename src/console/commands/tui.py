@@ -30,12 +30,16 @@ def run_tui(args: argparse.Namespace) -> int:
     try:
         from huggingface_hub.utils import logging as hf_logging
 
-        from console.ui.app import ConsoleApp
+        from console.jobs import Prefetch
 
         # huggingface_hub warns on stderr about each retry; on a full-screen app those lines
         # would land in the middle of the screen. The status line and the log pane say it.
         hf_logging.set_verbosity_error()
-        app = ConsoleApp(cfg, backend)
+        # the first page of jobs is read while the screens load
+        first = Prefetch(backend.api, getattr(backend, "namespace", None) or cfg.namespace)
+        from console.ui.app import ConsoleApp
+
+        app = ConsoleApp(cfg, backend, first_frame=first)
         for sig in HANGUP_SIGNALS:
             previous[sig] = signal.signal(sig, _exit_on_signal(app.exit, received))
         try:

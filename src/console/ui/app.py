@@ -22,7 +22,6 @@ metrics / sparkline panel into `#metrics-panel` (beside the log, shown from 120 
 
 from __future__ import annotations
 
-import itertools
 import os
 import shutil
 import subprocess
@@ -47,7 +46,7 @@ from textual.worker import Worker, WorkerState, get_current_worker
 from console import jobspec, paths
 from console.config import Config
 from console.fleet import RunOutcome, TenantRow, derive_fleet, parse_outcome
-from console.jobs import JobRow, clean_log_line, format_cost, job_row
+from console.jobs import JobRow, Prefetch, clean_log_line, first_frame_jobs, format_cost, job_row
 from console.jobspec import TrainingRequest
 from console.metrics import spark_text
 from console.prices import PriceBook, shipped_price_book
@@ -78,8 +77,6 @@ REFRESH_SECONDS = 2.0
 FULL_SYNC_SECONDS = 900.0
 """Every this often a refresh re-reads the whole job list and every scheduled job (a safety net:
 the quiet refreshes already catch new, changed and deleted jobs)."""
-FIRST_FRAME_JOBS = 100
-"""The first refresh paints the newest this many jobs (plus every active one) before the rest."""
 HEAD_SCAN_EVERY = 5
 """Every this many refreshes, also read the head of the job list (jobs that began and ended
 between two refreshes); the others read only the active jobs."""
@@ -240,8 +237,11 @@ class ConsoleApp(App[None]):
         prices: PriceBook | None = None,
         start_tab: str = "jobs",
         stream_metrics: bool = True,
+        first_frame: Prefetch | None = None,
     ) -> None:
+        """`first_frame`: the first page of jobs, already being read (see `jobs.Prefetch`)."""
         super().__init__()
+        self._first_frame = first_frame
         self.cfg = cfg
         self.backend = backend
         self.clock = clock or (lambda: datetime.now(UTC))
@@ -380,13 +380,13 @@ class ConsoleApp(App[None]):
         if not self._synced:
             if not known:
                 # first frame: the newest jobs and every active one, then the whole history
-                head = list(itertools.islice(list_jobs(), FIRST_FRAME_JOBS))
-                seen = {j.id for j in head}
-                head += [
-                    j
-                    for j in list_jobs(status=["RUNNING", "SCHEDULING"])
-                    if j.id not in seen
-                ]
+                pre, self._first_frame = self._first_frame, None
+                try:
+                    if pre is None:
+                        raise LookupError
+                    head, at = pre.result()
+                except Exception:  # none read ahead, or that read failed: read now (errors show)
+                    head = first_frame_jobs(api, ns)
                 self.post_message(DataRefreshed(head, None, at, full=False))
             full = True
         if full or time.monotonic() - self._last_full >= FULL_SYNC_SECONDS:
