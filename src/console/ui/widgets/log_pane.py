@@ -77,13 +77,17 @@ class LogPane(Vertical, can_focus=False):
         self.error: str | None = None
         self.lines: collections.deque[str] = collections.deque(maxlen=max_lines)
         self.received = 0
-        self._pending: collections.deque[tuple[int, str | _StreamEnd]] = collections.deque()
+        # what the stream handed over and the screen has not shown yet: (generation, lines) chunks
+        # as they came (one append per batch under the lock), or (generation, _StreamEnd)
+        self._pending: collections.deque[tuple[int, list[str] | _StreamEnd]] = collections.deque()
+        self._pending_lines = 0
         self._lock = threading.Lock()
         self.search_term = ""
         self.matches: list[int] = []
         self.match_index: int | None = None
         self._wrap_width = 0
         self._drain_timer: Timer | None = None
+        self._title_length = -1
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="log-header"):
@@ -108,6 +112,7 @@ class LogPane(Vertical, can_focus=False):
         with self._lock:
             self.generation += 1
             self._pending.clear()
+            self._pending_lines = 0
         if self._drain_timer is not None:
             self._drain_timer.resume()
         self.job_id = job_id
@@ -129,12 +134,16 @@ class LogPane(Vertical, can_focus=False):
 
     def feed(self, generation: int, lines: list[str]) -> None:
         """Queue lines from any thread; stale generations are dropped at drain time."""
+        if not lines:
+            return
+        chunk = list(lines)
         with self._lock:
-            self._pending.extend((generation, line) for line in lines)
+            self._pending.append((generation, chunk))
+            self._pending_lines += len(chunk)
 
     def backlog(self) -> int:
         """Lines queued but not yet shown (the stream worker waits while this is large)."""
-        return len(self._pending)
+        return self._pending_lines
 
     def end(self, generation: int, error: str | None = None) -> None:
         """The stream finished (the job ended) or failed with `error`; thread-safe."""
@@ -146,28 +155,45 @@ class LogPane(Vertical, can_focus=False):
         finished = False
         error = None
         with self._lock:
-            n = 0
+            pending = self._pending
             # Lines beyond the newest `max_lines` of the backlog would scroll out of the kept
             # window before they could be seen: count them and skip their cleaning and layout.
-            skip = len(self._pending) - self.max_lines
-            while skip > 0 and self._pending:
-                generation, line = self._pending[0]
-                if isinstance(line, _StreamEnd) or generation != self.generation:
+            skip = self._pending_lines - self.max_lines
+            while skip > 0 and pending:
+                generation, chunk = pending[0]
+                if isinstance(chunk, _StreamEnd) or generation != self.generation:
                     break
-                self._pending.popleft()
-                self.received += 1
-                skip -= 1
-            while self._pending and n < self.batch_limit:
-                generation, line = self._pending.popleft()
-                if generation != self.generation:
-                    continue
-                if isinstance(line, _StreamEnd):
+                if len(chunk) > skip:
+                    pending[0] = (generation, chunk[skip:])
+                    self._take(skip)
+                    break
+                pending.popleft()
+                self._take(len(chunk))
+                skip -= len(chunk)
+            room = self.batch_limit
+            while pending and room > 0:
+                generation, chunk = pending[0]
+                if isinstance(chunk, _StreamEnd):
                     # (a marker object, not text: a job's line may start with anything, NUL too)
-                    finished = True
-                    error = line.error
+                    pending.popleft()
+                    if generation == self.generation:
+                        finished = True
+                        error = chunk.error
                     continue
-                batch.append(line)
-                n += 1
+                if generation != self.generation:
+                    pending.popleft()
+                    self._pending_lines -= len(chunk)
+                    continue
+                if len(chunk) > room:
+                    batch.extend(chunk[:room])
+                    pending[0] = (generation, chunk[room:])
+                    self._pending_lines -= room
+                    room = 0
+                else:
+                    pending.popleft()
+                    batch.extend(chunk)
+                    self._pending_lines -= len(chunk)
+                    room -= len(chunk)
         if batch:
             cleaned = [clean_log_line(line) for line in batch]
             self.lines.extend(cleaned)
@@ -182,6 +208,11 @@ class LogPane(Vertical, can_focus=False):
                     self._drain_timer.pause()  # the stream is over: no ticks until the next one
         if batch or finished:
             self._render_title()
+
+    def _take(self, n: int) -> None:
+        """`n` queued lines scrolled out unseen: counted as received, never drawn."""
+        self._pending_lines -= n
+        self.received += n
 
     def _display(self, lines: list[str]) -> list[str]:
         if not self.wrap:
@@ -254,7 +285,12 @@ class LogPane(Vertical, can_focus=False):
                     else f"{(self.match_index or 0) + 1}/{len(self.matches)}"
                 )
                 text.append(f" /{clean_log_line(self.search_term)} {where}", style="magenta")
-        self.query_one("#log-title", Static).update(text)
+        # one row of fixed size (see screens.tcss): no layout pass, this runs on every batch
+        # this runs on every batch: a layout pass only when the title's length changed
+        title = self.query_one("#log-title", Static)
+        layout = len(text.plain) != self._title_length
+        self._title_length = len(text.plain)
+        title.update(text, layout=layout)
 
     def show_metrics(self, job_id: str, sample: dict) -> None:
         if job_id == self.job_id:
@@ -271,8 +307,9 @@ class LogPane(Vertical, can_focus=False):
         self._render_title()
 
     def action_toggle_follow(self) -> None:
+        # the header says "follow" / "paused": no toast (mounting one while a log floods in
+        # costs more than the key itself)
         self.set_follow(not self.follow)
-        self.app.notify(f"Follow {'on' if self.follow else 'paused'}", timeout=2)
 
     def on_job_log_follow_paused(self, event: JobLog.FollowPaused) -> None:
         event.stop()
@@ -282,8 +319,7 @@ class LogPane(Vertical, can_focus=False):
         self.wrap = not self.wrap
         self._wrap_width = self._width()
         self._rerender()
-        self._render_title()
-        self.app.notify(f"Wrap {'on' if self.wrap else 'off'}", timeout=2)
+        self._render_title()  # the header says "wrap"
 
     def action_jump_end(self) -> None:
         self.set_follow(True)
