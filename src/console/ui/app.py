@@ -589,7 +589,7 @@ class ConsoleApp(App[None]):
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         worker = event.worker
-        if event.state != WorkerState.ERROR:
+        if event.state != WorkerState.ERROR or self._shutting_down():
             return
         error = _describe_error(worker.error)
         if worker.group == "refresh":
@@ -606,6 +606,8 @@ class ConsoleApp(App[None]):
     # -- selection, logs and metrics --------------------------------------------------------
 
     def on_jobs_table_job_selected(self, message: JobsTable.JobSelected) -> None:
+        if self._shutting_down():
+            return
         self.selected_job_id = message.job_id
         self.query_one(JobDetails).show(message.row)
         self._show_job_metrics(message.row)
