@@ -344,6 +344,14 @@ def bench_steady(res: Results, ws: Workspace, small: Workspace, seconds: float) 
             f"{idle * 100:.1f}% of a core", goal="< 2%", met=idle < 0.02)
     res.add("steady", "resident memory (RSS) of the console", f"{rss / 2**20:.0f} MiB",
             goal="< 150 MB", met=rss < 150e6)
+    code = ("import psutil, time; p = psutil.Process(); a = p.memory_info().rss; "
+            "t = time.perf_counter(); import trackio; "
+            "print(p.memory_info().rss - a, time.perf_counter() - t)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    grown, took = (float(x) for x in out.stdout.split())
+    res.add("steady", "added when Trackio metrics are first read (trackio imported; the seeded fleet "
+            "has no Trackio store, so the console above never imports it)",
+            f"+{grown / 2**20:.0f} MiB, {_ms(took)}")
 
 
 # -- 3. logs -------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ divergence and stalls. This module reads them back through trackio's own API:
   huggingface.co, through ``trackio.remote_client.RemoteClient`` (what ``trackio list/get --space``
   uses).
 
-trackio is imported inside the functions that need it (it costs ~0.45 s and 66 MB), so importing
+trackio is imported inside the functions that need it (it costs ~0.45 s and 50-66 MB), so importing
 this module stays light. Every reader call blocks (disk or HTTP): call it from a thread worker.
 Everything here — run names, alert titles and texts — is untrusted text; the UI renders it plain.
 """
@@ -268,13 +268,25 @@ class LocalTrackioReader:
 
         return SQLiteStorage.get_project_db_path(project).exists()
 
+    def _empty(self) -> bool:
+        """No store at all (no folder, or nothing in it): nothing to read, and no reason to import
+        trackio, which costs about 0.45 s and 50 MB the first time."""
+        try:
+            return not any(self.directory.iterdir())
+        except OSError:
+            return True
+
     def runs(self, project: str) -> list[str]:
+        if self._empty():
+            return []
         with _trackio_dir(self.directory) as trackio:
             if not self._exists(trackio, project):
                 return []
             return [r.name for r in trackio.Api().runs(project)]
 
     def run_metrics(self, project: str, run: str) -> RunMetrics:
+        if self._empty():
+            return RunMetrics(project, run, found=False)
         with _trackio_dir(self.directory) as trackio:
             from trackio.sqlite_storage import SQLiteStorage
 
@@ -290,6 +302,8 @@ class LocalTrackioReader:
         return run_metrics_from_logs(project, run, logs, config, alerts)
 
     def alerts(self, project: str, run: str | None = None) -> list[Alert]:
+        if self._empty():
+            return []
         with _trackio_dir(self.directory) as trackio:
             if not self._exists(trackio, project):
                 return []

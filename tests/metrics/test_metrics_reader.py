@@ -75,6 +75,23 @@ def test_missing_store_or_project_reads_as_empty(tmp_path):
     assert not reader.run_metrics("console", "r").found
 
 
+def test_reading_an_empty_store_does_not_load_trackio(tmp_path):
+    """A console whose jobs never wrote metrics stays ~50 MB lighter: trackio is not imported."""
+    (tmp_path / "empty").mkdir()
+    code = (
+        "import sys\n"
+        "from console.metrics import LocalTrackioReader\n"
+        "for folder in sys.argv[1:]:\n"
+        "    r = LocalTrackioReader(folder)\n"
+        "    assert r.runs('console') == [] and r.alerts('console') == []\n"
+        "    assert not r.run_metrics('console', 'acme-1').found\n"
+        "print('trackio' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "none"), str(tmp_path / "empty")],
+                         capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False"]
+
+
 def test_reader_for_the_backend():
     class Cfg:
         backend = "hub"
