@@ -37,4 +37,6 @@ class JobDetails(Static):
         self._set(text)
 
     def _set(self, text: Text) -> None:
-        update_if_changed(self, text)  # every refresh shows the selected job again, mostly unchanged
+        # every refresh shows the selected job again, mostly unchanged; its lines wrap, so a
+        # changed text may change its height: lay out whenever it changed
+        update_if_changed(self, text)

@@ -12,11 +12,12 @@ from textual.widgets import Static
 _SHOWN = "_console_shown_text"
 
 
-def update_if_changed(widget: Static, text: Text) -> bool:
-    """Show `text` unless it is already shown; lay out again only if its line count changed."""
+def update_if_changed(widget: Static, text: Text, *, layout: bool = True) -> bool:
+    """Show `text` unless it is already shown. `layout=False` skips the layout pass, for a
+    widget whose size cannot change with its text (a fixed-height, no-wrap row)."""
     old: Text | None = getattr(widget, _SHOWN, None)
     if old is not None and old == text:
         return False
     setattr(widget, _SHOWN, text)
-    widget.update(text, layout=old is None or old.plain.count("\n") != text.plain.count("\n"))
+    widget.update(text, layout=layout or old is None)
     return True

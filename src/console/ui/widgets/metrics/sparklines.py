@@ -112,7 +112,9 @@ class MetricsPanel(Vertical):
                 yield Sparkline([], id=f"spark-{key}")
                 yield Static("-", id=f"value-{key}", classes="metric-value")
         with Horizontal(id="metrics-progress-row"):
-            yield ProgressBar(total=None, show_eta=False, show_percentage=False, id="metrics-progress")
+            # total=1, progress=0 while the run's length is unknown: an empty bar, not Textual's
+            # animated "indeterminate" one (it would redraw all the time and suggest activity)
+            yield ProgressBar(total=1, show_eta=False, show_percentage=False, id="metrics-progress")
             yield Static("", id="metrics-steps")
         yield Static("", id="metrics-alerts")
         yield Static("", id="metrics-status")
@@ -222,7 +224,7 @@ class MetricsPanel(Vertical):
         alerts = self.query_one("#metrics-alerts", Static)
         if m is None:
             title.update(plain(f"run {self.run_name}" if self.run_name else "no job selected"))
-            bar.update(total=None, progress=0)
+            bar.update(total=1, progress=0)
             steps.update("")
             alerts.update("")
             status.update(plain("reading Trackio..." if self.run_name else ""))
@@ -234,7 +236,7 @@ class MetricsPanel(Vertical):
         if m.max_steps:
             bar.update(total=m.max_steps, progress=min(m.step or 0, m.max_steps))
         else:
-            bar.update(total=None, progress=0)
+            bar.update(total=1, progress=0)
         steps.update(f"{m.step if m.step is not None else '-'}/{m.max_steps or '?'} steps")
         lines = [alert_line(a) for a in m.alerts[: self.max_alerts]]
         alerts.update(Text("\n").join(lines) if lines else "")
