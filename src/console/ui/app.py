@@ -381,11 +381,13 @@ class ConsoleApp(App[None]):
             if not known:
                 # first frame: the newest jobs and every active one, then the whole history
                 pre, self._first_frame = self._first_frame, None
-                try:
-                    if pre is None:
-                        raise LookupError
-                    head, at = pre.result()
-                except Exception:  # none read ahead, or that read failed: read now (errors show)
+                head = None
+                if pre is not None:
+                    try:
+                        head, at = pre.result()
+                    except Exception:  # that read failed: read again now (a lasting error shows)
+                        head = None
+                if head is None:
                     head = first_frame_jobs(api, ns)
                 self.post_message(DataRefreshed(head, None, at, full=False))
             full = True
