@@ -226,7 +226,6 @@ def parse_filter(text: str) -> JobFilter:
 
 FIRST_FRAME_JOBS = 100
 """The first frame shows the newest this many jobs (plus every active one) before the rest."""
-ACTIVE_FILTER = ["RUNNING", "SCHEDULING"]
 
 
 def first_frame_jobs(api: Any, namespace: str | None, limit: int = FIRST_FRAME_JOBS) -> list[Any]:
@@ -237,7 +236,7 @@ def first_frame_jobs(api: Any, namespace: str | None, limit: int = FIRST_FRAME_J
     seen = {j.id for j in head}
     head += [
         jobspec.compact_job(j)
-        for j in api.list_jobs(namespace=namespace, status=ACTIVE_FILTER)
+        for j in api.list_jobs(namespace=namespace, status=list(ACTIVE_STAGES))
         if j.id not in seen
     ]
     return head

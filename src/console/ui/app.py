@@ -46,7 +46,15 @@ from textual.worker import Worker, WorkerState, get_current_worker
 from console import jobspec, paths
 from console.config import Config
 from console.fleet import RunOutcome, TenantRow, derive_fleet, parse_outcome
-from console.jobs import JobRow, Prefetch, clean_log_line, first_frame_jobs, format_cost, job_row
+from console.jobs import (
+    ACTIVE_STAGES,
+    JobRow,
+    Prefetch,
+    clean_log_line,
+    first_frame_jobs,
+    format_cost,
+    job_row,
+)
 from console.jobspec import TrainingRequest
 from console.metrics import spark_text
 from console.prices import PriceBook, shipped_price_book
@@ -404,7 +412,7 @@ class ConsoleApp(App[None]):
                     break
                 changed.append(job)
         seen = {j.id for j in changed}
-        for job in list_jobs(status=["RUNNING", "SCHEDULING"]):
+        for job in list_jobs(status=list(ACTIVE_STAGES)):
             if job.id not in seen:
                 changed.append(job)
                 seen.add(job.id)
