@@ -257,3 +257,28 @@ async def test_ledger_pane_shows_spend_projection_and_warns_over_budget(tmp_path
         await pilot.pause()
         assert isinstance(app.screen, WhatIfScreen)
         assert app.screen.fleet.tenants == 1
+
+
+async def test_ledger_pane_updates_on_every_refresh_only_while_on_screen(tmp_path):
+    """A running job's money in flight ticks on screen; off screen, a quiet refresh (nothing
+    finished, no schedule change) waits, and a finished job still updates at once."""
+    ledger = Ledger(tmp_path / "ledger.sqlite")
+    pane = LedgerPane(ledger, cfg(plan="pro"), id="ledger")
+    app = Host(pane=pane)
+    live = job("live", stage="RUNNING", ran=600, labels=tenant_labels("acme"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: pane.refreshes >= 1)
+        pane.ingest([live], [], full=False)  # a schedule list: news
+        await wait_for(pilot, lambda: pane.refreshes >= 2)
+        pane.ingest([live], None, full=False)  # quiet, but on screen
+        await wait_for(pilot, lambda: pane.refreshes >= 3)
+        assert pane.summary.in_flight_usd > 0
+        pane.display = False
+        await pilot.pause(0.1)
+        pane.ingest([live], None, full=False)  # quiet and off screen: waits
+        await pilot.pause(0.5)
+        assert pane.refreshes == 3
+        done = job("done", ran=1800, labels=tenant_labels("acme"))
+        pane.ingest([done], None, full=False)  # a finished job: recorded now
+        await wait_for(pilot, lambda: pane.refreshes >= 4)
+        assert len(ledger) == 1 and pane.summary.entries == 1
