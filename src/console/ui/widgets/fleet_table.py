@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from rich.text import Text
-from textual.coordinate import Coordinate
 from textual.message import Message
 from textual.widgets import DataTable
 
@@ -116,10 +115,8 @@ class FleetTable(KeyedTable):
         wanted = {r.tenant: r for r in rows}
         keep = self._selected
         with self.app.batch_update():
-            for tenant in list(self.rows_by_tenant):
-                if tenant not in wanted:
-                    self.drop_row(tenant)
-                    del self.rows_by_tenant[tenant]
+            for tenant in self.drop_rows_except(wanted):
+                del self.rows_by_tenant[tenant]
             added = False
             for row in rows:
                 shown = row.tenant in self.rows_by_tenant
@@ -127,10 +124,7 @@ class FleetTable(KeyedTable):
                 self.rows_by_tenant[row.tenant] = row
             if added:
                 self.sort("tenant", key=lambda cell: cell.plain[1:])
-            if keep in self.rows_by_tenant:
-                index = self.get_row_index(keep)
-                if index != self.cursor_row:
-                    self.move_cursor(row=index, animate=False)
+            self.move_cursor_to(keep)
         self._announce()
 
     def refresh_rows(self, rows: list[TenantRow], now: datetime) -> None:
@@ -143,9 +137,7 @@ class FleetTable(KeyedTable):
                 self.rows_by_tenant[row.tenant] = row
 
     def _announce(self) -> None:
-        tenant: str | None = None
-        if self.row_count and 0 <= self.cursor_row < self.row_count:
-            tenant = self.coordinate_to_cell_key(Coordinate(self.cursor_row, 0)).row_key.value
+        tenant = self.key_at_cursor()
         if tenant != self._selected:
             self._selected = tenant
             self.post_message(self.TenantSelected(tenant, self.rows_by_tenant.get(tenant or "")))

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from rich.text import Text
-from textual.coordinate import Coordinate
 from textual.message import Message
 from textual.widgets import DataTable
 
@@ -122,10 +121,8 @@ class JobsTable(KeyedTable):
         wanted_ids = {r.id for r in wanted}
         keep = self._selected
         with self.app.batch_update():
-            for job_id in list(self.rows_by_id):
-                if job_id not in wanted_ids:
-                    self.drop_row(job_id)
-                    del self.rows_by_id[job_id]
+            for job_id in self.drop_rows_except(wanted_ids):
+                del self.rows_by_id[job_id]
             order_changed = False
             for row in wanted:
                 shown = row.id in self.rows_by_id
@@ -136,10 +133,7 @@ class JobsTable(KeyedTable):
             if order_changed or current != desired:
                 rank = {job_id: i for i, job_id in enumerate(desired)}
                 self._sort_by_rank(rank)
-            if keep is not None and keep in self.rows_by_id:
-                index = self.get_row_index(keep)
-                if self.cursor_row != index:
-                    self.move_cursor(row=index, animate=False)
+            self.move_cursor_to(keep)
         self._announce()
 
     def apply_changes(self, changed: list[JobRow], gone: list[str], now: datetime) -> None:
@@ -183,10 +177,7 @@ class JobsTable(KeyedTable):
                     if self.job_filter.empty
                     else sum(1 for r in self.all_rows.values() if self.job_filter.matches(r))
                 )
-            if keep is not None and keep in self.rows_by_id:
-                index = self.get_row_index(keep)
-                if self.cursor_row != index:
-                    self.move_cursor(row=index, animate=False)
+            self.move_cursor_to(keep)
         self._announce()
 
     def _sort_by_rank(self, rank: dict[str, int]) -> None:
@@ -195,9 +186,7 @@ class JobsTable(KeyedTable):
         self.sort("id", key=lambda cell: by_short.get(cell.plain, 1 << 30))
 
     def _announce(self) -> None:
-        job_id: str | None = None
-        if self.row_count and 0 <= self.cursor_row < self.row_count:
-            job_id = self.coordinate_to_cell_key(Coordinate(self.cursor_row, 0)).row_key.value
+        job_id = self.key_at_cursor()
         if job_id != self._selected:
             self._selected = job_id
             self.post_message(

@@ -7,9 +7,10 @@ row is compared with the text it was last drawn with and only the differing cell
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from rich.text import Text
+from textual.coordinate import Coordinate
 from textual.widgets import DataTable
 
 
@@ -39,3 +40,23 @@ class KeyedTable(DataTable):
     def drop_row(self, key: str) -> None:
         self.remove_row(key)
         self._cells.pop(key, None)
+
+    def drop_rows_except(self, keep: Collection[str]) -> list[str]:
+        """Drop every drawn row whose key is not in `keep`; returns the dropped keys."""
+        gone = [key for key in self._cells if key not in keep]
+        for key in gone:
+            self.drop_row(key)
+        return gone
+
+    def key_at_cursor(self) -> str | None:
+        """The key of the row under the cursor (None in an empty table)."""
+        if self.row_count and 0 <= self.cursor_row < self.row_count:
+            return self.coordinate_to_cell_key(Coordinate(self.cursor_row, 0)).row_key.value
+        return None
+
+    def move_cursor_to(self, key: str | None) -> None:
+        """Put the cursor back on row `key` after rows moved (nothing if it is not drawn)."""
+        if key is not None and key in self._cells:
+            index = self.get_row_index(key)
+            if index != self.cursor_row:
+                self.move_cursor(row=index, animate=False)

@@ -264,9 +264,7 @@ class LedgerPane(Vertical):
         table = self.query_one("#ledger-tenants", KeyedTable)
         wanted = {r.tenant: r for r in rows}
         with self.app.batch_update():
-            for key in [k.value for k in list(table.rows)]:
-                if key not in wanted:
-                    table.drop_row(key)
+            table.drop_rows_except(wanted)
             present = {k.value for k in table.rows}
             for r in rows:
                 cells = (
