@@ -307,14 +307,19 @@ class Store:
         return [_job_from_row(r) for r in rows]
 
     def update_job(self, job_id: str, **fields: Any) -> None:
-        unknown = set(fields) - _JOB_UPDATABLE
+        self._update("jobs", "job", _JOB_UPDATABLE, job_id, fields, list(fields.values()))
+
+    def _update(self, table: str, what: str, allowed: set[str], row_id: str,
+                fields: dict[str, Any], values: list[Any]) -> None:
+        """UPDATE `table` SET `fields` (as `values`) for row `row_id`; only `allowed` columns."""
+        unknown = set(fields) - allowed
         if unknown:
-            raise ValueError(f"cannot update job fields {sorted(unknown)}")
+            raise ValueError(f"cannot update {what} fields {sorted(unknown)}")
         if not fields:
             return
         sets = ", ".join(f"{name} = ?" for name in fields)
         with self._lock:
-            self._db.execute(f"UPDATE jobs SET {sets} WHERE id = ?", [*fields.values(), job_id])
+            self._db.execute(f"UPDATE {table} SET {sets} WHERE id = ?", [*values, row_id])
 
     def finish_job_if_active(self, job_id: str, stage: str, message: str | None, at: float) -> bool:
         """Move an active job to a terminal stage; False when it was already terminal."""
@@ -401,18 +406,11 @@ class Store:
         return [_sched_from_row(r) for r in rows]
 
     def update_scheduled(self, sj_id: str, **fields: Any) -> None:
-        unknown = set(fields) - _SCHED_UPDATABLE
-        if unknown:
-            raise ValueError(f"cannot update scheduled job fields {sorted(unknown)}")
-        if not fields:
-            return
         values = [
             json.dumps(v) if k == "spec" else (int(v) if isinstance(v, bool) else v)
             for k, v in fields.items()
         ]
-        sets = ", ".join(f"{name} = ?" for name in fields)
-        with self._lock:
-            self._db.execute(f"UPDATE scheduled_jobs SET {sets} WHERE id = ?", [*values, sj_id])
+        self._update("scheduled_jobs", "scheduled job", _SCHED_UPDATABLE, sj_id, fields, values)
 
     def delete_scheduled(self, sj_id: str) -> bool:
         with self._lock:
