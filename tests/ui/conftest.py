@@ -67,6 +67,18 @@ def run_python(
     )
 
 
+def schedule_python(backend, code: str = "print(1)", *, tenant: str = "acme", cron: str = "0 3 * * 1"):
+    """A cheap scheduled job: `python -c CODE` on `cron`, with console labels."""
+    return backend.api.create_scheduled_job(
+        image="python:3.12",
+        command=[sys.executable, "-c", code],
+        schedule=cron,
+        labels=console_labels(tenant),
+        flavor="t4-small",
+        namespace=backend.namespace,
+    )
+
+
 def wait_stage(backend, job_id: str, stages: tuple[str, ...], timeout: float = 30.0) -> str:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

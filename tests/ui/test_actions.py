@@ -7,7 +7,15 @@ import stat
 import sys
 import textwrap
 
-from tests.ui.conftest import console_labels, raw_job, run_python, wait_for, wait_stage, wait_thread
+from tests.ui.conftest import (
+    console_labels,
+    raw_job,
+    run_python,
+    schedule_python,
+    wait_for,
+    wait_stage,
+    wait_thread,
+)
 from textual.widgets import Input
 
 from console import paths
@@ -116,14 +124,7 @@ async def test_submit_creates_a_job_with_the_padded_timeout_and_labels(backend, 
 
 
 async def test_reschedule_changes_the_cron_and_the_preview(backend, cfg):
-    sj = backend.api.create_scheduled_job(
-        image="python:3.12",
-        command=[sys.executable, "-c", "print(1)"],
-        schedule="0 3 * * 1",
-        labels=console_labels("acme"),
-        flavor="t4-small",
-        namespace=backend.namespace,
-    )
+    sj = schedule_python(backend)
     app = ConsoleApp(cfg, backend, refresh_seconds=0.3, start_tab="fleet", stream_metrics=False)
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: "acme" in app.fleet_table.rows_by_tenant)
@@ -148,14 +149,7 @@ async def test_reschedule_changes_the_cron_and_the_preview(backend, cfg):
 
 
 async def test_suspend_resume_and_trigger(backend, cfg):
-    sj = backend.api.create_scheduled_job(
-        image="python:3.12",
-        command=[sys.executable, "-c", "print('triggered')"],
-        schedule="0 3 * * 1",
-        labels=console_labels("acme"),
-        flavor="t4-small",
-        namespace=backend.namespace,
-    )
+    sj = schedule_python(backend, "print('triggered')")
     app = ConsoleApp(cfg, backend, refresh_seconds=0.3, start_tab="fleet", stream_metrics=False)
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: "acme" in app.fleet_table.rows_by_tenant)
@@ -177,14 +171,7 @@ async def test_suspend_resume_and_trigger(backend, cfg):
 async def test_read_only_refuses_every_action(backend, cfg):
     cfg.read_only = True
     job = run_python(backend, "import time; time.sleep(30)", ssh=True)
-    backend.api.create_scheduled_job(
-        image="python:3.12",
-        command=[sys.executable, "-c", "print(1)"],
-        schedule="0 3 * * 1",
-        labels=console_labels("acme"),
-        flavor="t4-small",
-        namespace=backend.namespace,
-    )
+    schedule_python(backend)
     app = ConsoleApp(cfg, backend, refresh_seconds=0.3, stream_metrics=False)
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: job.id in app.jobs_table.rows_by_id and app.fleet_rows)
