@@ -50,15 +50,7 @@ def job(
         "id": jid,
         "createdAt": iso(created),
         "dockerImage": "console/local-uv",
-        "command": [
-            "uv",
-            "run",
-            "/opt/console/training/sft_lora.py",
-            "--base-model",
-            "tiny-random",
-            "--dataset",
-            f"/data/{tenant}.jsonl",
-        ],
+        "command": _command(tenant),
         "arguments": [],
         "environment": {},
         "secrets": {},
@@ -81,6 +73,19 @@ def job(
     return JobInfo(**data, endpoint="http://127.0.0.1:8765")
 
 
+def _command(tenant: str) -> list[str]:
+    """What a console job for `tenant` runs (its dataset is all that differs)."""
+    return [
+        "uv",
+        "run",
+        "/opt/console/training/sft_lora.py",
+        "--base-model",
+        "tiny-random",
+        "--dataset",
+        f"/data/{tenant}.jsonl",
+    ]
+
+
 def scheduled(
     sid: str,
     tenant: str,
@@ -99,15 +104,7 @@ def scheduled(
         owner=OWNER,
         jobSpec={
             "dockerImage": "console/local-uv",
-            "command": [
-                "uv",
-                "run",
-                "/opt/console/training/sft_lora.py",
-                "--base-model",
-                "tiny-random",
-                "--dataset",
-                f"/data/{tenant}.jsonl",
-            ],
+            "command": _command(tenant),
             "flavor": flavor,
             "timeout": 900,
             "labels": labels(tenant, model_b=model_b, examples=examples),
