@@ -57,7 +57,9 @@ def test_clean_stop_kills_running_jobs_and_keeps_history() -> None:
         assert "server stopped" in stopped.status.message
 
 
-def test_killed_server_leaves_no_orphans_after_restart(tmp_path) -> None:
+def _console_serve(tmp_path) -> tuple[subprocess.Popen, dict[str, str]]:
+    """`console serve` on a free port in its own process (its first stdout line names the URL),
+    and the environment it runs with."""
     config = tmp_path / "config.toml"
     config.write_text(f'namespace = "{NAMESPACE}"\n')
     env = dict(os.environ, CONSOLE_CONFIG=str(config))
@@ -65,6 +67,11 @@ def test_killed_server_leaves_no_orphans_after_restart(tmp_path) -> None:
         [sys.executable, "-m", "console", "serve", "--port", "0"],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
+    return proc, env
+
+
+def test_killed_server_leaves_no_orphans_after_restart(tmp_path) -> None:
+    proc, env = _console_serve(tmp_path)
     try:
         first = proc.stdout.readline()
         assert first.startswith("Jobs server listening on http://127.0.0.1:"), first
@@ -99,13 +106,7 @@ def test_killed_server_leaves_no_orphans_after_restart(tmp_path) -> None:
 def test_console_serve_is_shared_and_cleans_up(tmp_path) -> None:
     from console.config import Config
 
-    config = tmp_path / "config.toml"
-    config.write_text(f'namespace = "{NAMESPACE}"\n')
-    env = dict(os.environ, CONSOLE_CONFIG=str(config))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "console", "serve", "--port", "0"],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )
+    proc, env = _console_serve(tmp_path)
     try:
         url = proc.stdout.readline().rsplit(" ", 1)[1].strip()
         cfg = Config(namespace=NAMESPACE)
