@@ -4,7 +4,6 @@ a backend whose client retries fast (so a test of five retries takes a fraction 
 from __future__ import annotations
 
 import sys
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -56,17 +55,6 @@ def run_python(backend: Backend, code: str, *, labels: dict[str, str] | None = N
         labels=labels or {"app": "console", "tenant": "acme", "kind": "sft", "env": "dev"},
         timeout=timeout, namespace=backend.namespace, **kw,
     )
-
-
-def wait_stage(backend: Backend, job_id: str, stages=("COMPLETED", "ERROR", "CANCELED"),
-               timeout: float = 30.0) -> str:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        stage = backend.api.inspect_job(job_id=job_id, namespace=backend.namespace).status.stage
-        if stage in stages:
-            return stage
-        time.sleep(0.05)
-    raise AssertionError(f"job {job_id} never reached {stages}")
 
 
 def job_count(backend: Backend) -> int:

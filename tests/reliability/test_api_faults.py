@@ -11,7 +11,8 @@ import urllib.request
 
 import pytest
 from huggingface_hub.errors import HfHubHTTPError
-from tests.reliability.conftest import COUNTER, fast_policy, job_count, run_python, wait_stage
+from tests.jobwait import wait_stage
+from tests.reliability.conftest import COUNTER, fast_policy, job_count, run_python
 
 from console.backend import connect, retry_after_seconds
 from console.server import LocalServer, ServerOptions

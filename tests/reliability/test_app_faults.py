@@ -3,7 +3,8 @@ STALE with its age, recovers by itself, and its log pane loses no line across cu
 
 from __future__ import annotations
 
-from tests.reliability.conftest import COUNTER, run_python, wait_stage
+from tests.jobwait import wait_stage
+from tests.reliability.conftest import COUNTER, run_python
 from tests.ui.conftest import wait_for, wait_thread
 
 from console.server.faults import Fault

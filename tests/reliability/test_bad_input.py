@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from huggingface_hub._jobs_api import JobInfo
 from huggingface_hub.errors import HfHubHTTPError
-from tests.reliability.conftest import run_python, wait_stage
+from tests.jobwait import wait_stage
+from tests.reliability.conftest import run_python
 from tests.ui.conftest import wait_for, wait_thread
 
 from console import cli

@@ -10,7 +10,8 @@ import time
 
 import psutil
 from huggingface_hub._jobs_api import JobInfo
-from tests.reliability.conftest import run_python, wait_stage
+from tests.jobwait import wait_stage
+from tests.reliability.conftest import run_python
 from tests.ui.canned import CannedApi, CannedBackend, job
 from tests.ui.conftest import wait_for, wait_thread
 from textual.geometry import Region

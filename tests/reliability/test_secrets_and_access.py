@@ -11,7 +11,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from tests.reliability.conftest import fast_policy, job_count, run_python, wait_stage
+from tests.jobwait import wait_stage
+from tests.reliability.conftest import fast_policy, job_count, run_python
 from tests.reliability.test_hostile_text import screen_text
 from tests.ui.conftest import wait_for, wait_thread
 

@@ -79,16 +79,6 @@ def schedule_python(backend, code: str = "print(1)", *, tenant: str = "acme", cr
     )
 
 
-def wait_stage(backend, job_id: str, stages: tuple[str, ...], timeout: float = 30.0) -> str:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        stage = backend.api.inspect_job(job_id=job_id, namespace=backend.namespace).status.stage
-        if stage in stages:
-            return stage
-        time.sleep(0.1)
-    raise AssertionError(f"job {job_id} never reached {stages}")
-
-
 def raw_job(backend, job_id: str) -> dict:
     """The job's JSON as the server sends it (JobInfo drops timeoutSeconds)."""
     token = backend.api.token

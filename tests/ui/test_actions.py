@@ -7,13 +7,13 @@ import stat
 import sys
 import textwrap
 
+from tests.jobwait import wait_stage
 from tests.ui.conftest import (
     console_labels,
     raw_job,
     run_python,
     schedule_python,
     wait_for,
-    wait_stage,
     wait_thread,
 )
 from textual.widgets import Input

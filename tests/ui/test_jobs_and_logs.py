@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from tests.ui.conftest import run_python, wait_for, wait_stage, wait_thread
+from tests.jobwait import wait_stage
+from tests.ui.conftest import run_python, wait_for, wait_thread
 
 from console.ui.app import ConsoleApp
 from console.ui.widgets.job_log import JobLog
