@@ -254,18 +254,17 @@ def build_submission(
     script = SCRIPTS[req.kind]
     env = {k: str(v) for k, v in req.extra_env.items()}
     secrets: dict[str, str] = {}
+    source = (script_dir or paths.training_dir()) / script
     if backend_kind == "hub":
         if token:
             secrets["HF_TOKEN"] = token
-        source = (script_dir or paths.training_dir()) / script
         env[SCRIPT_ENV] = encode_script(source.read_bytes())
         command = hub_command(script, args)
         image = HUB_IMAGE
     else:
-        source = (script_dir or paths.training_dir()) / script
         command = ["uv", "run", str(source), *args]
         image = LOCAL_IMAGE
-    sub = Submission(
+    return Submission(
         image=image,
         command=command,
         env=env,
@@ -277,7 +276,6 @@ def build_submission(
         estimate_hours=hours,
         estimate_usd=usd,
     )
-    return sub
 
 
 def _script_args(req: TrainingRequest) -> list[str]:
