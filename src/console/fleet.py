@@ -443,6 +443,16 @@ def _when(info: Any) -> datetime:
     return datetime.fromtimestamp(0, UTC)
 
 
+def _training_tenant(info: Any) -> str | None:
+    """The tenant of a console training (sft) job or schedule; None for anything else."""
+    labels = jobspec.labels_of(info)
+    if labels.get("app") != "console" or not labels.get("tenant"):
+        return None
+    if labels.get("kind", "sft") != "sft":
+        return None
+    return labels["tenant"]
+
+
 def derive_fleet(
     scheduled: Iterable[Any],
     jobs: Iterable[Any],
@@ -460,12 +470,10 @@ def derive_fleet(
     outcomes = outcomes or {}
     rows: dict[str, TenantRow] = {}
     for sj in scheduled:
+        tenant = _training_tenant(sj)
+        if tenant is None:
+            continue
         labels = jobspec.labels_of(sj)
-        if labels.get("app") != "console" or not labels.get("tenant"):
-            continue
-        if labels.get("kind", "sft") != "sft":
-            continue
-        tenant = labels["tenant"]
         if tenant in rows and rows[tenant].scheduled_job_id:
             continue  # a duplicate schedule: the first wins here; `fleet apply` removes the rest
         req = jobspec.read_request(sj)
@@ -486,12 +494,9 @@ def derive_fleet(
     latest: dict[str, Any] = {}
     latest_success: dict[str, Any] = {}
     for job in jobs:
-        labels = jobspec.labels_of(job)
-        if labels.get("app") != "console" or not labels.get("tenant"):
+        tenant = _training_tenant(job)
+        if tenant is None:
             continue
-        if labels.get("kind", "sft") != "sft":
-            continue
-        tenant = labels["tenant"]
         created = job.created_at or datetime.fromtimestamp(0, UTC)
         prev = latest.get(tenant)
         if prev is None or created > (prev.created_at or datetime.fromtimestamp(0, UTC)):
@@ -501,7 +506,7 @@ def derive_fleet(
             if best is None or _when(job) > _when(best):
                 latest_success[tenant] = job
         if tenant not in rows:
-            row = TenantRow(tenant=tenant, env=labels.get("env", ""))
+            row = TenantRow(tenant=tenant, env=jobspec.labels_of(job).get("env", ""))
             rows[tenant] = row
     for tenant, job in latest.items():
         row = rows[tenant]
