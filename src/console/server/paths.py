@@ -22,10 +22,14 @@ from console import paths
 TOKEN_ENV = "CONSOLE_SERVER_TOKEN"
 
 
-def server_dir() -> Path:
-    path = paths.data_dir() / "server"
+def _made(path: Path) -> Path:
+    """`path`, created (with its parents) if missing."""
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def server_dir() -> Path:
+    return _made(paths.data_dir() / "server")
 
 
 def db_path() -> Path:
@@ -33,9 +37,7 @@ def db_path() -> Path:
 
 
 def logs_dir() -> Path:
-    path = server_dir() / "logs"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    return _made(server_dir() / "logs")
 
 
 def log_path(job_id: str) -> Path:
@@ -43,9 +45,7 @@ def log_path(job_id: str) -> Path:
 
 
 def work_root() -> Path:
-    path = server_dir() / "work"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    return _made(server_dir() / "work")
 
 
 def job_workdir(job_id: str) -> Path:
@@ -55,16 +55,12 @@ def job_workdir(job_id: str) -> Path:
 
 def artifacts_dir() -> Path:
     """The durable folder standing in for the Hub (jobs see it as $CONSOLE_ARTIFACTS_DIR)."""
-    path = paths.data_dir() / "artifacts"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    return _made(paths.data_dir() / "artifacts")
 
 
 def trackio_dir() -> Path:
     """The Trackio store shared by jobs and the console (jobs see it as $TRACKIO_DIR)."""
-    path = paths.data_dir() / "trackio"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    return _made(paths.data_dir() / "trackio")
 
 
 def token_path() -> Path:
