@@ -11,14 +11,7 @@ import sys
 from collections.abc import Sequence
 
 from console import __version__
-
-
-class CommandError(Exception):
-    """A clear, one-line failure: printed as `console: <message>` with exit code 2 (or `code`)."""
-
-    def __init__(self, message: str, code: int = 2) -> None:
-        super().__init__(message)
-        self.code = code
+from console.commands._common import CommandError
 
 
 def _add_common(p: argparse.ArgumentParser) -> None:
@@ -39,18 +32,6 @@ def build_parser() -> argparse.ArgumentParser:
 
     register_all(sub, _add_common)
     return parser
-
-
-def load_config(args: argparse.Namespace):
-    from console.config import ConfigError, load
-
-    try:
-        cfg = load(getattr(args, "config", None))
-    except ConfigError as exc:
-        raise CommandError(str(exc)) from None
-    if getattr(args, "read_only", False):
-        cfg.read_only = True
-    return cfg
 
 
 def main(argv: Sequence[str] | None = None) -> int:

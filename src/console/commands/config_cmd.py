@@ -49,7 +49,7 @@ def _target(args: argparse.Namespace):
 
 def _init(args: argparse.Namespace) -> int:
     from console import config as cfgmod
-    from console.cli import CommandError
+    from console.commands._common import CommandError
 
     target = _target(args)
     if target.exists() and not args.force:
@@ -69,7 +69,7 @@ def _init(args: argparse.Namespace) -> int:
 
 def _show(args: argparse.Namespace) -> int:
     from console import config as cfgmod
-    from console.cli import load_config
+    from console.commands._common import load_config
 
     cfg = load_config(args)
     values = {key: cfgmod._get_attr(cfg, key) for key in cfgmod.SCHEMA}
@@ -106,7 +106,7 @@ def _unset(args: argparse.Namespace) -> int:
 
 def _change(args: argparse.Namespace, apply) -> int:
     from console import config as cfgmod
-    from console.cli import CommandError, load_config
+    from console.commands._common import CommandError, load_config
 
     cfg = load_config(args)
     try:

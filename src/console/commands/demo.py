@@ -70,7 +70,7 @@ def setup_demo(backend, cfg, *, trigger: int = 2, report=print) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     from console.backend import BackendError, connect
-    from console.cli import CommandError, load_config
+    from console.commands._common import CommandError, load_config
 
     cfg = load_config(args)
     cfg = dataclasses.replace(cfg, backend="local", endpoint=None)

@@ -36,7 +36,7 @@ def register(sub, add_common) -> None:
 
 def _connect(cfg):
     from console.backend import BackendError, connect
-    from console.cli import CommandError
+    from console.commands._common import CommandError
 
     try:
         return connect(cfg)
@@ -50,7 +50,7 @@ def _api_error(exc: Exception) -> str:
 
 
 def run_apply(args: argparse.Namespace) -> int:
-    from console.cli import CommandError, load_config
+    from console.commands._common import CommandError, load_config
     from console.fleet import FleetFileError, apply_plan, load_fleet_file, plan_apply
 
     cfg = load_config(args)
@@ -97,7 +97,7 @@ def run_apply(args: argparse.Namespace) -> int:
 
 
 def run_show(args: argparse.Namespace) -> int:
-    from console.cli import CommandError, load_config
+    from console.commands._common import CommandError, load_config
     from console.fleet import derive_fleet
     from console.jobs import format_age, format_cost
 

@@ -65,7 +65,7 @@ def _csv_cell(value: object) -> object:
 
 
 def run(args: argparse.Namespace) -> int:
-    from console.cli import CommandError, load_config
+    from console.commands._common import CommandError, load_config
     from console.ledger import Ledger, LedgerError, summary_for_config
 
     if args.month is not None and not re.fullmatch(r"\d{4}-(0[1-9]|1[0-2])", args.month):
@@ -107,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _refresh(ledger, cfg):
-    from console.cli import CommandError
+    from console.commands._common import CommandError
     from console.ledger import LedgerError, refresh_from_api
 
     try:

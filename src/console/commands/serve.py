@@ -32,7 +32,7 @@ def _exit_on_sigterm(signum: int, frame: object) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from console import backend
-    from console.cli import CommandError, load_config
+    from console.commands._common import CommandError, load_config
     from console.server import LocalServer, ServerBusyError, ServerOptions
     from console.server import paths as server_paths
 

@@ -18,7 +18,7 @@ HANGUP_SIGNALS = (signal.SIGHUP, signal.SIGTERM)
 
 def run_tui(args: argparse.Namespace) -> int:
     from console.backend import BackendError, connect
-    from console.cli import CommandError, load_config
+    from console.commands._common import CommandError, load_config
 
     cfg = load_config(args)
     try:

@@ -48,7 +48,7 @@ def register(sub, add_common) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from console.cli import CommandError, load_config
+    from console.commands._common import CommandError, load_config
     from console.costs import CostInputError, RunSpec, Scenario, describe_cron, format_duration, project
 
     if args.reference:
@@ -113,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _calibrated(args: argparse.Namespace, scenario) -> dict:
     """The scenario again with the ledger's calibration, and the cheaper flavors that fit."""
-    from console.cli import CommandError
+    from console.commands._common import CommandError
     from console.costs import cheaper_flavors_that_fit, project
     from console.ledger import Ledger, LedgerError, estimate_calibration
 
