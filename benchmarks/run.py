@@ -262,20 +262,20 @@ async def _measure_refreshes(refreshes: int) -> dict[str, float]:
     try:
         async with app.run_test(size=(80, 24)) as pilot:
             t0 = time.monotonic()
-            while app.refresh_count < 1 and time.monotonic() - t0 < 60:
+            while app.refresher.refresh_count < 1 and time.monotonic() - t0 < 60:
                 await asyncio.sleep(0.01)
             out["first_refresh_s"] = time.monotonic() - t0
             await asyncio.sleep(1.0)  # let the first refresh's follow-ups (log stream...) settle
             out["first_requests"] = counter.count
-            while not app.synced and time.monotonic() - t0 < 120:
+            while not app.refresher.synced and time.monotonic() - t0 < 120:
                 await asyncio.sleep(0.01)  # steady state: after the whole list has been read once
             # and after its one-off follow-ups (the ledger records every finished job once)
             await asyncio.sleep(5.0)
-            base_n, base_req, base_cpu = app.refresh_count, counter.count, time.process_time()
+            base_n, base_req, base_cpu = app.refresher.refresh_count, counter.count, time.process_time()
             counter.paths.clear()
-            while app.refresh_count < base_n + refreshes and time.monotonic() - t0 < 120:
+            while app.refresher.refresh_count < base_n + refreshes and time.monotonic() - t0 < 120:
                 await asyncio.sleep(0.01)
-            n = app.refresh_count - base_n
+            n = app.refresher.refresh_count - base_n
             out["requests"] = (counter.count - base_req) / max(1, n)
             out["cpu_s"] = (time.process_time() - base_cpu) / max(1, n)
             out["paths"] = dict(counter.paths)  # type: ignore[assignment]

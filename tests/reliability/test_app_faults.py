@@ -42,8 +42,8 @@ async def test_hangs_and_drops_never_freeze_or_crash_the_app(server, backend, cf
             await pilot.press("2")
             await pilot.pause(0.1)
         await wait_for(pilot, lambda: not server.faults.armed(), timeout=30, what="the faults")
-        before = app.refresh_count
-        await wait_for(pilot, lambda: app.refresh_count > before and not status.stale,
+        before = app.refresher.refresh_count
+        await wait_for(pilot, lambda: app.refresher.refresh_count > before and not status.stale,
                        timeout=20, what="recovery")
 
 

@@ -17,7 +17,7 @@ from tests.ui.conftest import wait_for, wait_thread
 
 from console import cli
 from console import config as config_mod
-from console.ui.app import DataRefreshed
+from console.ui.refresh import DataRefreshed
 
 HOSTILE_CONFIGS = {
     "wrong type": 'seats = "many"\n',

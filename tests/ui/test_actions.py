@@ -72,7 +72,7 @@ async def test_submit_creates_a_job_with_the_padded_timeout_and_labels(backend, 
     dataset = str(paths.training_dir() / "data" / "acme.jsonl")
     app = ConsoleApp(cfg, backend, refresh_seconds=0.3, stream_metrics=False)
     async with app.run_test(size=(80, 24)) as pilot:
-        await wait_for(pilot, lambda: app.refresh_count > 0)
+        await wait_for(pilot, lambda: app.refresher.refresh_count > 0)
         await pilot.press("s")
         await wait_for(pilot, lambda: isinstance(app.screen, SubmitScreen))
         form = app.screen
@@ -174,7 +174,7 @@ async def test_read_only_refuses_every_action(backend, cfg):
     schedule_python(backend)
     app = ConsoleApp(cfg, backend, refresh_seconds=0.3, stream_metrics=False)
     async with app.run_test(size=(80, 24)) as pilot:
-        await wait_for(pilot, lambda: job.id in app.jobs_table.rows_by_id and app.fleet_rows)
+        await wait_for(pilot, lambda: job.id in app.jobs_table.rows_by_id and app.refresher.fleet_rows)
         app.jobs_table.select_job(job.id)
         for key in ("s", "c", "x", "r", "p", "t", "R"):
             before = len(app._notifications)
@@ -239,8 +239,8 @@ async def test_ssh_runs_the_shell_in_the_jobs_folder_and_the_app_resumes(
         assert lines[1] == f"JOB_ID={job.id}"
         assert lines[2] == "MARK=from-the-job"
         assert app.screen is app.screen_stack[0] and app.is_running
-        count = app.refresh_count
-        await wait_for(pilot, lambda: app.refresh_count > count)  # refreshes go on
+        count = app.refresher.refresh_count
+        await wait_for(pilot, lambda: app.refresher.refresh_count > count)  # refreshes go on
 
 
 async def test_hub_jobs_are_kept_without_their_shipped_script(backend, cfg):
@@ -267,9 +267,9 @@ async def test_hub_jobs_are_kept_without_their_shipped_script(backend, cfg):
     assert jobspec.SCRIPT_ENV in raw_job(backend, job.id)["environment"]
     app = ConsoleApp(cfg, backend, refresh_seconds=0.3, start_tab="fleet", stream_metrics=False)
     async with app.run_test(size=(80, 24)) as pilot:
-        await wait_for(pilot, lambda: "acme" in app.fleet_table.rows_by_tenant and job.id in app.job_infos)
+        await wait_for(pilot, lambda: "acme" in app.fleet_table.rows_by_tenant and job.id in app.refresher.job_infos)
         row = app.fleet_table.rows_by_tenant["acme"]
         assert row.request.dataset == "ops/acme-chats" and row.flavor == "l4x1" and row.suspended
-        assert jobspec.SCRIPT_ENV not in (app.job_infos[job.id].environment or {})
-        assert jobspec.SCRIPT_ENV not in (app.scheduled[sj.id].job_spec.environment or {})
-        assert jobspec.read_request(app.scheduled[sj.id]).dataset == "ops/acme-chats"
+        assert jobspec.SCRIPT_ENV not in (app.refresher.job_infos[job.id].environment or {})
+        assert jobspec.SCRIPT_ENV not in (app.refresher.scheduled[sj.id].job_spec.environment or {})
+        assert jobspec.read_request(app.refresher.scheduled[sj.id]).dataset == "ops/acme-chats"

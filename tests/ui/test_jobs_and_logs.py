@@ -97,9 +97,9 @@ async def test_jobs_pane_updates_rows_in_place_and_keeps_the_cursor(backend, cfg
             lambda: table.rows_by_id[second.id].stage == "COMPLETED",
             what="the second job to complete",
         )
-        count = app.refresh_count
+        count = app.refresher.refresh_count
         third = run_python(backend, "import time; time.sleep(30)", tenant="hooli")
-        await wait_for(pilot, lambda: third.id in table.rows_by_id and app.refresh_count > count)
+        await wait_for(pilot, lambda: third.id in table.rows_by_id and app.refresher.refresh_count > count)
         assert table.selected_job_id == second.id  # the cursor stayed on its job
         assert table.get_row_index(second.id) == table.cursor_row
         text = [table.get_row_at(i)[0].plain for i in range(table.row_count)]

@@ -33,7 +33,7 @@ async def _settle(pilot) -> None:
 
     def settled() -> bool:
         reading = any(w.is_running for w in app.workers if w.group in PANE_READS)
-        return app.synced and app.log_pane.ended and not app.outcomes_pending and not reading
+        return app.refresher.synced and app.log_pane.ended and not app.refresher.outcomes_pending and not reading
 
     calm = 0
     for _ in range(200):

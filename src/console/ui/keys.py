@@ -1,43 +1,122 @@
-"""The key table, read from the bindings themselves: for the `?` screen and docs/keys.md."""
+"""The key table: every binding of the TUI, as data.
+
+The app, its panes and its forms take their `BINDINGS` from here; the `?` screen and
+`docs/keys.md` are generated from the same lists, so the keys a user presses, the keys the help
+shows and the keys the docs list cannot disagree.
+
+Imports only `textual.binding`: nothing in `console.ui` may be imported here (the app and the
+help screen both read this module).
+"""
 
 from __future__ import annotations
 
 from textual.binding import Binding
 
+APP: list[Binding] = [
+    Binding("1", "show_tab('fleet')", "Fleet", tooltip="The tenant fleet", id="tab-fleet"),
+    Binding("2", "show_tab('jobs')", "Jobs", tooltip="Jobs and their logs", id="tab-jobs"),
+    Binding("3", "show_tab('costs')", "Costs", tooltip="Cost ledger", id="tab-costs", show=False),
+    Binding(
+        "4",
+        "show_tab('training')",
+        "Training",
+        tooltip="Trackio curves of the selected job and the fleet's alerts",
+        id="tab-training",
+        show=False,
+    ),
+    Binding(
+        "dollar_sign",
+        "whatif",
+        "What-if",
+        tooltip="What-if explorer: the fleet's cost under other assumptions",
+        id="whatif",
+        show=False,
+    ),
+    Binding("s", "submit", "Submit", tooltip="Submit a training job (form)", id="submit"),
+    Binding("c", "cancel_job", "Cancel", tooltip="Cancel the selected job", id="cancel"),
+    Binding("x", "ssh", "Shell", tooltip="Open a shell in the selected job", id="ssh"),
+    Binding("r", "reschedule", "Resched", tooltip="Edit the tenant's cron", id="reschedule"),
+    Binding("p", "toggle_suspend", "Pause", tooltip="Suspend / resume the tenant's schedule", id="suspend"),
+    Binding("t", "trigger", "Trigger", tooltip="Run the tenant's scheduled job now", id="trigger"),
+    Binding("R", "rerun", "Rerun", tooltip="Run the selected job again", id="rerun"),
+    Binding("slash", "filter", "Filter", tooltip="Filter jobs (tenant:, stage:, label:)", id="filter"),
+    Binding("f", "log('toggle_follow')", "Follow", tooltip="Follow the log on/off", id="follow", show=False),
+    Binding("w", "log('toggle_wrap')", "Wrap", tooltip="Wrap log lines on/off", id="wrap", show=False),
+    Binding("G", "log('jump_end')", "End", tooltip="Jump to the end of the log", id="end", show=False),
+    Binding("ctrl+s", "save_log", "Save log", tooltip="Save the full log to a file", id="save-log", show=False),
+    Binding("ctrl+r", "refresh_now", "Refresh", tooltip="Refresh now", id="refresh", show=False),
+    Binding("question_mark", "help", "Help", tooltip="All keys", id="help"),
+    Binding("q", "quit", "Quit", tooltip="Quit the console", id="quit"),
+]
 
-def _key_name(key: str) -> str:
-    names = {"slash": "/", "question_mark": "?", "dollar_sign": "$", "escape": "esc", "enter": "enter"}
-    return ", ".join(names.get(k.strip(), k.strip()) for k in key.split(","))
+MUTATING: dict[str, str] = {
+    "submit": "submit",
+    "cancel_job": "cancel",
+    "reschedule": "reschedule",
+    "toggle_suspend": "suspend/resume",
+    "trigger": "trigger",
+    "rerun": "rerun",
+    "ssh": "open a shell in",
+}
+"""App actions that change something (refused in read-only mode), and how a message names them."""
+
+LOG_PANE: list[Binding] = [
+    Binding("f", "toggle_follow", "Follow", tooltip="Follow the end of the log on/off"),
+    Binding("w", "toggle_wrap", "Wrap", tooltip="Wrap long lines on/off"),
+    Binding("G,end", "jump_end", "End", tooltip="Jump to the end (resumes follow)", show=False),
+    Binding("slash", "search", "Search", tooltip="Search the log"),
+    Binding("n", "next_match", "Next", tooltip="Next search match", show=False),
+    Binding("N", "previous_match", "Prev", tooltip="Previous search match", show=False),
+    Binding("escape", "close_search", "Close search", show=False),
+]
+
+JOBS_FILTER: list[Binding] = [Binding("escape", "close_filter", "Close filter", show=False)]
+
+SUBMIT_FORM: list[Binding] = [
+    Binding("escape", "cancel", "Cancel", tooltip="Close without submitting"),
+    Binding("ctrl+s", "submit", "Submit", tooltip="Check the form and submit"),
+]
+
+CONFIRM: list[Binding] = [
+    Binding("y", "yes", "Yes", tooltip="Confirm"),
+    Binding("n,escape", "no", "No", tooltip="Cancel"),
+]
+
+HELP: list[Binding] = [Binding("escape,q,question_mark", "close", "Close", tooltip="Close help")]
+
+SECTIONS: list[tuple[list[Binding], str]] = [
+    (APP, "everywhere"),
+    (LOG_PANE, "log pane (tab to focus it)"),
+    (JOBS_FILTER, "jobs filter"),
+    (SUBMIT_FORM, "submit form"),
+    (CONFIRM, "confirmations"),
+]
+"""The bindings the key table lists, with where each set works."""
+
+BUILT_IN: list[tuple[str, str, str]] = [
+    ("up, down, pgup, pgdn", "Move in a table / scroll the log", "tables, log"),
+    ("enter", "Fleet: show the tenant's jobs; Jobs: focus the log", "tables"),
+    ("tab, shift+tab", "Move focus between panes", "everywhere"),
+    ("ctrl+p", "Command palette: every action by name", "everywhere"),
+]
+"""Keys Textual's own widgets give, listed after the console's."""
+
+_NAMES = {"slash": "/", "question_mark": "?", "dollar_sign": "$", "escape": "esc", "enter": "enter"}
+
+
+def key_name(key: str) -> str:
+    """A binding's key as a person types it: `slash` -> `/`, `G,end` -> `G, end`."""
+    return ", ".join(_NAMES.get(k.strip(), k.strip()) for k in key.split(","))
 
 
 def key_table() -> list[tuple[str, str, str]]:
     """(key, what it does, where it works), app-wide keys first."""
-    from console.ui.app import ConsoleApp
-    from console.ui.screens.confirm import ConfirmScreen
-    from console.ui.screens.submit import SubmitScreen
-    from console.ui.widgets.jobs_pane import JobsPane
-    from console.ui.widgets.log_pane import LogPane
-
-    sources = [
-        (ConsoleApp.BINDINGS, "everywhere"),
-        (LogPane.BINDINGS, "log pane (tab to focus it)"),
-        (JobsPane.BINDINGS, "jobs filter"),
-        (SubmitScreen.BINDINGS, "submit form"),
-        (ConfirmScreen.BINDINGS, "confirmations"),
+    rows = [
+        (key_name(b.key), b.tooltip or b.description, where)
+        for bindings, where in SECTIONS
+        for b in bindings
     ]
-    rows: list[tuple[str, str, str]] = []
-    for bindings, where in sources:
-        for b in bindings:
-            if not isinstance(b, Binding):
-                continue
-            rows.append((_key_name(b.key), b.tooltip or b.description, where))
-    rows += [
-        ("up, down, pgup, pgdn", "Move in a table / scroll the log", "tables, log"),
-        ("enter", "Fleet: show the tenant's jobs; Jobs: focus the log", "tables"),
-        ("tab, shift+tab", "Move focus between panes", "everywhere"),
-        ("ctrl+p", "Command palette: every action by name", "everywhere"),
-    ]
-    return rows
+    return rows + BUILT_IN
 
 
 def markdown() -> str:

@@ -4,21 +4,18 @@ from __future__ import annotations
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
 from console.jobs import clean_log_line
+from console.ui import keys
 
 
 class ConfirmScreen(ModalScreen[bool]):
     """Ask before anything that costs money or kills work. Dismisses True on yes."""
 
-    BINDINGS = [
-        Binding("y", "yes", "Yes", tooltip="Confirm"),
-        Binding("n,escape", "no", "No", tooltip="Cancel"),
-    ]
+    BINDINGS = keys.CONFIRM
 
     def __init__(self, title: str, details: list[str], *, yes_label: str = "Yes") -> None:
         super().__init__()

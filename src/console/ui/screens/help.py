@@ -4,23 +4,22 @@ from __future__ import annotations
 
 from rich.table import Table
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from console.ui.keys import key_table
+from console.ui import keys
 
 
 class HelpScreen(ModalScreen[None]):
-    BINDINGS = [Binding("escape,q,question_mark", "close", "Close", tooltip="Close help")]
+    BINDINGS = keys.HELP
 
     def compose(self) -> ComposeResult:
         table = Table(box=None, expand=True, show_header=True, header_style="bold")
         table.add_column("Key", no_wrap=True, style="bold cyan")
         table.add_column("Action")
         table.add_column("Where", style="dim")
-        for key, description, where in key_table():
+        for key, description, where in keys.key_table():
             table.add_row(key, description, where)
         with VerticalScroll(id="help-dialog", classes="dialog"):
             yield Static("Keys (esc closes; ctrl+p opens the command palette)", id="help-title")

@@ -12,7 +12,6 @@ from dataclasses import dataclass, replace
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Input, Label, Select, Static
@@ -27,6 +26,7 @@ from console.costs import (
 )
 from console.jobspec import Submission, SubmissionError, TrainingRequest
 from console.prices import PriceBook, shipped_price_book
+from console.ui import keys
 
 
 @dataclass(frozen=True)
@@ -38,10 +38,7 @@ class SubmitResult:
 
 
 class SubmitScreen(ModalScreen[SubmitResult | None]):
-    BINDINGS = [
-        Binding("escape", "cancel", "Cancel", tooltip="Close without submitting"),
-        Binding("ctrl+s", "submit", "Submit", tooltip="Check the form and submit"),
-    ]
+    BINDINGS = keys.SUBMIT_FORM
 
     def __init__(
         self,

@@ -12,19 +12,17 @@ from datetime import datetime
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import Input, Static
 
 from console.jobs import JobRow, parse_filter
+from console.ui import keys
 from console.ui.widgets.jobs_table import JobsTable
 from console.ui.widgets.quiet import update_if_changed
 
 
 class JobsPane(Vertical):
-    BINDINGS = [
-        Binding("escape", "close_filter", "Close filter", show=False),
-    ]
+    BINDINGS = keys.JOBS_FILTER
 
     def __init__(self, clock: Callable[[], datetime], *, id: str | None = None) -> None:
         super().__init__(id=id)

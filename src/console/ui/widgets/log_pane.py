@@ -18,13 +18,13 @@ from dataclasses import dataclass
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.timer import Timer
 from textual.widgets import Input, Static
 
 from console.jobs import clean_log_line
+from console.ui import keys
 from console.ui.widgets.job_log import JobLog
 from console.ui.widgets.job_metrics import JobMetricsBar
 
@@ -43,15 +43,7 @@ class _StreamEnd:
 class LogPane(Vertical, can_focus=False):
     """Header (job, stage, follow/wrap state, search), live metrics, the log, a search box."""
 
-    BINDINGS = [
-        Binding("f", "toggle_follow", "Follow", tooltip="Follow the end of the log on/off"),
-        Binding("w", "toggle_wrap", "Wrap", tooltip="Wrap long lines on/off"),
-        Binding("G,end", "jump_end", "End", tooltip="Jump to the end (resumes follow)", show=False),
-        Binding("slash", "search", "Search", tooltip="Search the log"),
-        Binding("n", "next_match", "Next", tooltip="Next search match", show=False),
-        Binding("N", "previous_match", "Prev", tooltip="Previous search match", show=False),
-        Binding("escape", "close_search", "Close search", show=False),
-    ]
+    BINDINGS = keys.LOG_PANE
 
     @dataclass
     class SearchMoved(Message):

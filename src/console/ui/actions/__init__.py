@@ -1,0 +1,78 @@
+"""What the action keys do, one readable function per action.
+
+`jobs` (submit, cancel, rerun, save a log), `schedules` (reschedule, suspend/resume, trigger) and
+`shell` (a shell in a running job) each hold functions that take the app. Every action follows the
+same path, shared here: refuse in read-only mode, find what it applies to, ask when it costs money
+or kills work (`confirm_then_run`), then make the blocking `HfApi` call in a thread worker
+(group "actions") and report the outcome as a notification (`ActionDone`); a failure is reported
+by the app's one worker-error handler.
+
+Nothing here imports the app module (it imports these), the server or the training stack.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from textual.message import Message
+
+from console.ui import keys
+from console.ui.screens.confirm import ConfirmScreen
+
+if TYPE_CHECKING:
+    from console.ui.app import ConsoleApp
+
+
+@dataclass
+class ActionDone(Message):
+    """An action's outcome, shown as a notification; `refresh`: re-read the jobs and schedules."""
+
+    text: str
+    severity: str = "information"
+    refresh: bool = True
+
+
+def refuse_if_read_only(app: ConsoleApp, action: str) -> bool:
+    """In read-only mode say that `action` is refused and return True."""
+    if not app.read_only:
+        return False
+    what = keys.MUTATING.get(action, action)
+    app.notify(
+        f"Read-only: {what} refused (started with --read-only or read_only = true)",
+        severity="warning",
+        title="read-only",
+    )
+    return True
+
+
+def run_in_worker(app: ConsoleApp, description: str, fn: Callable[[], str]) -> None:
+    """Run a blocking API call in a thread worker; the text it returns comes back as a notification
+    (its error, if any, through the app's worker-error handler, which names `description`)."""
+
+    def call() -> None:
+        app.post_message(ActionDone(fn()))
+
+    app.run_worker(call, thread=True, group="actions", exit_on_error=False, description=description)
+
+
+def confirm_then_run(
+    app: ConsoleApp,
+    question: str,
+    details: list[str],
+    *,
+    yes_label: str,
+    description: str,
+    fn: Callable[[], str],
+    declined: str,
+) -> None:
+    """Ask `question` (with `details`); on yes run `fn` as `run_in_worker` does, on no say `declined`."""
+
+    def answered(yes: bool | None) -> None:
+        if yes:
+            run_in_worker(app, description, fn)
+        else:
+            app.notify(declined, timeout=3)
+
+    app.push_screen(ConfirmScreen(question, details, yes_label=yes_label), answered)

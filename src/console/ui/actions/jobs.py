@@ -1,0 +1,243 @@
+"""Job actions: submit (`s`), cancel (`c`), rerun (`R`) and save the log (`ctrl+s`).
+
+Each is one function taking the app: read-only check, what it applies to, a confirmation that
+names what will happen and what it costs, then the API call in a worker (see `console.ui.actions`).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from textual.worker import get_current_worker
+
+from console import jobspec
+from console.jobs import format_cost
+from console.jobspec import TrainingRequest
+from console.ui.actions import ActionDone, confirm_then_run, refuse_if_read_only
+from console.ui.screens.prompt import PromptScreen
+from console.ui.screens.submit import SubmitResult, SubmitScreen
+
+if TYPE_CHECKING:
+    from console.ui.app import ConsoleApp
+
+TERMINAL = ("COMPLETED", "ERROR", "CANCELED", "DELETED")
+
+
+def cancel_job(app: ConsoleApp) -> None:
+    """Cancel the selected job, after a confirmation naming its tenant and its cost so far."""
+    if refuse_if_read_only(app, "cancel_job"):
+        return
+    job = app.selected_job()
+    if job is None:
+        app.notify("No job selected", severity="warning")
+        return
+    if not job.active:
+        app.notify(f"Job {job.id} is {job.stage}: nothing to cancel", severity="warning")
+        return
+    ns = app.namespace
+
+    def cancel() -> str:
+        app.api.cancel_job(job_id=job.id, namespace=ns)
+        return f"Canceled {job.id} ({job.tenant})"
+
+    confirm_then_run(
+        app,
+        f"Cancel job {job.id}?",
+        [
+            f"tenant {job.tenant}, {job.kind}, {job.stage} on {job.flavor}",
+            f"cost so far {format_cost(job.cost_usd)}; its work since the last push is lost",
+        ],
+        yes_label="Cancel job",
+        description=f"Cancel {job.id}",
+        fn=cancel,
+        declined="Cancel: not done",
+    )
+
+
+def submit(app: ConsoleApp) -> None:
+    """Open the submit form, prefilled from the selected tenant (or job); confirm; submit."""
+    if refuse_if_read_only(app, "submit"):
+        return
+    screen = SubmitScreen(
+        _initial_request(app),
+        backend_kind=app.backend_kind,
+        timeout_buffer=app.cfg.defaults.timeout_buffer,
+        token=None,
+        prices=app.prices,
+    )
+    app.push_screen(screen, lambda result: _confirm_submit(app, result))
+
+
+def _initial_request(app: ConsoleApp) -> TrainingRequest:
+    tenant = app.selected_tenant()
+    base = tenant.request if tenant and tenant.request else None
+    if base is None:
+        job = app.selected_job()
+        info = app.refresher.job_infos.get(job.id) if job else None
+        base = jobspec.read_request(info) if info is not None else None
+    if base is None:
+        base = TrainingRequest(tenant=tenant.tenant if tenant else "", dataset="", flavor=app.cfg.defaults.flavor)
+    return replace(
+        base,
+        env=app.cfg.defaults.env,
+        run_name=None,
+        scheduled=False,
+        timeout_seconds=None,
+        ssh=app.backend_kind == "local",
+        trackio_project=base.trackio_project or app.cfg.trackio.project,
+        trackio_space_id=base.trackio_space_id or app.cfg.trackio.space_id,
+    )
+
+
+def _confirm_submit(app: ConsoleApp, result: SubmitResult | None) -> None:
+    if result is None:
+        app.notify("Submit: nothing submitted", timeout=3)
+        return
+    sub = result.submission
+    what = f"a scheduled job ({result.schedule})" if result.schedule else "a job now"
+    details = [
+        f"tenant {result.request.tenant} on {sub.flavor} (${app.prices.price_per_hour(sub.flavor):.2f}/h)",
+        f"estimated {sub.estimate_hours * 60:.0f} min, ${sub.estimate_usd:.2f} per run; "
+        f"timeout {sub.timeout_seconds}s",
+    ]
+    if result.preflight:
+        details.append("a CPU dataset preflight (~$0.01) runs first; training starts if it passes")
+    confirm_then_run(
+        app,
+        f"Submit {what}?",
+        details,
+        yes_label="Submit",
+        description=f"Submit {result.request.tenant}",
+        fn=lambda: _submit_now(app, result),
+        declined="Submit: nothing submitted",
+    )
+
+
+def _submit_now(app: ConsoleApp, result: SubmitResult) -> str:
+    """Worker thread: the optional preflight, then the job or the scheduled job."""
+    token = app.hub_token()
+    request = result.request
+    ns = app.namespace
+    build: dict[str, Any] = dict(
+        backend_kind=app.backend_kind,
+        timeout_buffer=app.cfg.defaults.timeout_buffer,
+        token=token,
+        prices=app.prices,
+    )
+    submission = jobspec.build_submission(request, **build)
+    if result.preflight:
+        check = jobspec.build_submission(
+            replace(request, kind="validate", ssh=False, run_name=None, scheduled=False), **build
+        )
+        job = app.api.run_job(**check.run_kwargs(), namespace=ns)
+        app.post_message(ActionDone(f"Preflight {job.id} started for {request.tenant}", refresh=True))
+        stage = _wait_terminal(app.api, job.id, ns)
+        if stage != "COMPLETED":
+            return f"Preflight {job.id} ended {stage}: training not submitted (see its log)"
+    if result.schedule:
+        sj = app.api.create_scheduled_job(**submission.scheduled_kwargs(result.schedule), namespace=ns)
+        return f"Scheduled {request.tenant} ({sj.id}): {result.schedule}"
+    job = app.api.run_job(**submission.run_kwargs(), namespace=ns)
+    return (
+        f"Submitted {job.id} for {request.tenant} "
+        f"(timeout {submission.timeout_seconds}s, est ${submission.estimate_usd:.2f})"
+    )
+
+
+def _wait_terminal(api: Any, job_id: str, namespace: str, poll: float = 1.0, limit: float = 3600.0) -> str:
+    deadline = time.monotonic() + limit
+    worker = get_current_worker()
+    while time.monotonic() < deadline and not worker.is_cancelled:
+        stage = api.inspect_job(job_id=job_id, namespace=namespace).status.stage
+        if stage in TERMINAL:
+            return stage
+        time.sleep(poll)
+    return "UNFINISHED"
+
+
+def rerun(app: ConsoleApp) -> None:
+    """Run the selected job again: a console job from its request (fresh timeout and estimate),
+    any other job from its image, command, env and flavor (its secrets are not copied)."""
+    if refuse_if_read_only(app, "rerun"):
+        return
+    job = app.selected_job()
+    info = app.refresher.job_infos.get(job.id) if job else None
+    if job is None or info is None:
+        app.notify("No job selected", severity="warning")
+        return
+    request = jobspec.read_request(info)
+    ns = app.namespace
+    if request is not None:
+        request = replace(
+            request,
+            run_name=None,
+            scheduled=False,
+            timeout_seconds=None,
+            ssh=bool(job.ssh_url) or app.backend_kind == "local",
+        )
+        try:
+            sub = jobspec.build_submission(
+                request,
+                backend_kind=app.backend_kind,
+                timeout_buffer=app.cfg.defaults.timeout_buffer,
+                prices=app.prices,
+            )
+        except jobspec.SubmissionError as exc:
+            app.notify(f"Rerun refused: {exc}", severity="error")
+            return
+        cost = f"${sub.estimate_usd:.2f} est"
+
+        def run_again() -> str:
+            s = replace(sub, secrets={"HF_TOKEN": t} if (t := app.hub_token()) else {})
+            new = app.api.run_job(**s.run_kwargs(), namespace=ns)
+            return f"Rerun of {job.id}: {new.id} ({request.tenant})"
+    else:
+        cost = "cost unknown (not a console job)"
+
+        def run_again() -> str:
+            new = app.api.run_job(
+                image=info.docker_image or "python:3.12",
+                command=list(info.command or []) + list(info.arguments or []),
+                env=dict(info.environment or {}),
+                flavor=info.flavor,
+                labels=jobspec.labels_of(info),
+                namespace=ns,
+            )
+            return f"Rerun of {job.id}: {new.id} (secrets are not copied)"
+
+    confirm_then_run(
+        app,
+        f"Run job {job.id} again?",
+        [f"tenant {job.tenant}, {job.kind} on {job.flavor}", cost],
+        yes_label="Rerun",
+        description=f"Rerun {job.id}",
+        fn=run_again,
+        declined="Rerun: not done",
+    )
+
+
+def save_log(app: ConsoleApp) -> None:
+    """Ask where, then write the whole log of the job on screen (read in a worker) to that file."""
+    job_id = app.job_view.job_id
+    if not job_id:
+        app.notify("No job selected", severity="warning")
+        return
+    default = str(Path.cwd() / f"{job_id}.log")
+
+    def chosen(path: str | None) -> None:
+        if path:
+            _write_log(app, job_id, Path(path).expanduser())
+
+    app.push_screen(PromptScreen(f"Save the full log of {job_id} to:", default), chosen)
+
+
+def _write_log(app: ConsoleApp, job_id: str, path: Path) -> None:
+    def write() -> None:
+        lines = list(app.api.fetch_job_logs(job_id=job_id, namespace=app.namespace, follow=False))
+        path.write_text("\n".join(lines) + ("\n" if lines else ""), encoding="utf-8")
+        app.post_message(ActionDone(f"Saved {len(lines)} lines to {path}", refresh=False))
+
+    app.run_worker(write, thread=True, group="save", exit_on_error=False, description="save the log")

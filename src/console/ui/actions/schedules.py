@@ -1,0 +1,98 @@
+"""Schedule actions on the selected tenant: reschedule (`r`), suspend / resume (`p`), trigger (`t`).
+
+Each is one function taking the app (see `console.ui.actions` for the shared path).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from console.fleet import TenantRow
+from console.jobs import format_cost
+from console.ui.actions import confirm_then_run, refuse_if_read_only, run_in_worker
+from console.ui.screens.reschedule import RescheduleScreen
+
+if TYPE_CHECKING:
+    from console.ui.app import ConsoleApp
+
+
+def _schedule_for(app: ConsoleApp, action: str) -> tuple[TenantRow, Any] | None:
+    """The selected tenant and its scheduled job for `action`, or None (and a message) when
+    read-only mode refuses it or there is no schedule to act on."""
+    if refuse_if_read_only(app, action):
+        return None
+    tenant = app.selected_tenant()
+    sj = app.refresher.scheduled.get(tenant.scheduled_job_id) if tenant and tenant.scheduled_job_id else None
+    if tenant is None or sj is None:
+        who = f"{tenant.tenant} has" if tenant else "no tenant selected, or it has"
+        app.notify(f"{who} no scheduled job", severity="warning")
+        return None
+    return tenant, sj
+
+
+def reschedule(app: ConsoleApp) -> None:
+    """Edit the tenant's cron in a form (it shows the next runs), then save it."""
+    found = _schedule_for(app, "reschedule")
+    if found is None:
+        return
+    tenant, sj = found
+    ns = app.namespace
+
+    def done(cron: str | None) -> None:
+        if not cron:
+            app.notify("Reschedule: not changed", timeout=3)
+            return
+
+        def save() -> str:
+            app.api.update_scheduled_job_schedule(scheduled_job_id=sj.id, schedule=cron, namespace=ns)
+            return f"Rescheduled {tenant.tenant}: {cron}"
+
+        run_in_worker(app, f"Reschedule {tenant.tenant}", save)
+
+    app.push_screen(RescheduleScreen(tenant.tenant, sj.schedule or "", clock=app.clock), done)
+
+
+def toggle_suspend(app: ConsoleApp) -> None:
+    """Suspend the tenant's schedule, or resume it when it is suspended (nothing is lost either way)."""
+    found = _schedule_for(app, "toggle_suspend")
+    if found is None:
+        return
+    tenant, sj = found
+    ns = app.namespace
+    if sj.suspend:
+
+        def resume() -> str:
+            app.api.resume_scheduled_job(scheduled_job_id=sj.id, namespace=ns)
+            return f"Resumed {tenant.tenant}'s schedule ({sj.schedule})"
+
+        run_in_worker(app, f"Resume {tenant.tenant}", resume)
+    else:
+
+        def suspend() -> str:
+            app.api.suspend_scheduled_job(scheduled_job_id=sj.id, namespace=ns)
+            return f"Suspended {tenant.tenant}'s schedule (p resumes)"
+
+        run_in_worker(app, f"Suspend {tenant.tenant}", suspend)
+
+
+def trigger(app: ConsoleApp) -> None:
+    """Run the tenant's scheduled job now, after a confirmation with its cost per run."""
+    found = _schedule_for(app, "trigger")
+    if found is None:
+        return
+    tenant, sj = found
+    ns = app.namespace
+
+    def run_now() -> str:
+        job = app.api.trigger_scheduled_job(scheduled_job_id=sj.id, namespace=ns)
+        return f"Triggered {tenant.tenant}: job {job.id}"
+
+    confirm_then_run(
+        app,
+        f"Run {tenant.tenant}'s scheduled job now?",
+        [f"{tenant.flavor}, est {format_cost(tenant.cost_per_run)} per run", f"schedule {sj.schedule} is unchanged"],
+        yes_label="Trigger",
+        description=f"Trigger {tenant.tenant}",
+        fn=run_now,
+        declined="Trigger: not done",
+    )

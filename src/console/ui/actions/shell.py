@@ -1,0 +1,95 @@
+"""`x`: a shell in the selected running job.
+
+A job started with ssh on has an `ssh_url`: on the Hub the system `ssh` client gets the terminal;
+on the embedded server the url is the job's working folder (`file://...`) and a local shell opens
+there with the job's own environment. The app is suspended while the shell runs.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from textual.app import SuspendNotSupported
+
+from console.jobs import JobRow
+from console.ui.actions import refuse_if_read_only
+
+if TYPE_CHECKING:
+    from console.ui.app import ConsoleApp
+
+SSH_SHELL_ENV = "CONSOLE_SSH_SHELL"
+"""The shell a local job's `x` opens (default: $SHELL, then /bin/sh)."""
+
+
+def open_shell(app: ConsoleApp) -> None:
+    if refuse_if_read_only(app, "ssh"):
+        return
+    job = app.selected_job()
+    if job is None:
+        app.notify("No job selected", severity="warning")
+        return
+    if job.stage != "RUNNING":
+        app.notify(f"Job {job.id} is {job.stage}: a shell needs a running job", severity="warning")
+        return
+    url = job.ssh_url
+    if not url:
+        app.notify(
+            f"Job {job.id} was started without ssh (submit with ssh on to get a shell)", severity="warning"
+        )
+        return
+    if url.startswith("file://"):
+        _local_shell(app, job, Path(url.removeprefix("file://")))
+        return
+    ssh = shutil.which("ssh")
+    if ssh is None:
+        app.notify("No `ssh` program on this machine: install OpenSSH to open a shell", severity="error")
+        return
+    _hand_terminal(app, [ssh, url], None, None, f"ssh {url}")
+
+
+def _local_shell(app: ConsoleApp, job: JobRow, folder: Path) -> None:
+    if not folder.is_dir():
+        app.notify(f"Job {job.id}'s working folder is gone ({folder})", severity="error")
+        return
+    shell = os.environ.get(SSH_SHELL_ENV) or os.environ.get("SHELL") or "/bin/sh"
+    env = _job_environment(folder, app.refresher.job_infos.get(job.id), job.id)
+    _hand_terminal(app, [shell], folder, env, f"shell in {folder}")
+
+
+def _hand_terminal(app: ConsoleApp, argv: list[str], cwd: Path | None, env: dict[str, str] | None, what: str) -> None:
+    try:
+        with app.suspend():
+            code = subprocess.call(argv, cwd=cwd, env=env)
+    except SuspendNotSupported:
+        # No terminal to hand over (headless, tests): run it detached from the screen.
+        code = subprocess.call(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL)
+    except OSError as exc:
+        app.notify(f"Could not start {argv[0]}: {exc}", severity="error")
+        return
+    app.notify(f"Back from {what} (exit {code})", timeout=4)
+    app.refresher.refresh()
+
+
+def _job_environment(folder: Path, info: Any, job_id: str) -> dict[str, str]:
+    """The running job's own environment (read from its process), else ours plus its env."""
+    try:
+        import psutil
+
+        for proc in psutil.process_iter(["cwd"]):
+            try:
+                if proc.info.get("cwd") and Path(proc.info["cwd"]) == folder:
+                    env = proc.environ()
+                    if env.get("JOB_ID") == job_id or "JOB_ID" not in env:
+                        return dict(env)
+            except (psutil.Error, OSError):
+                continue
+    except ImportError:
+        pass
+    env = dict(os.environ)
+    env.update({k: str(v) for k, v in ((info.environment if info else None) or {}).items()})
+    env["JOB_ID"] = job_id
+    return env

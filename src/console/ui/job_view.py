@@ -1,0 +1,139 @@
+"""The job on screen: its streaming log, its cpu/memory samples, its details and its Trackio run.
+
+`JobView` follows the job highlighted in the jobs table. Selecting a job restarts its log stream
+(a thread worker, group "logs", fed to the log pane in batches with backpressure), its metrics
+stream while it runs (group "metrics"), the details box and the Trackio panels. Each refresh
+passes the new rows in (`row_refreshed`) so the log header's stage and the details stay current,
+and the metrics panels switch between polling (running) and one last read (ended).
+
+Must not import the app module (the app imports it) nor the server.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from textual.message import Message
+from textual.worker import get_current_worker
+
+from console import jobspec
+from console.jobs import JobRow
+from console.ui.streams import iterate_batches, iterate_cancellable
+from console.ui.widgets.job_details import JobDetails
+from console.ui.widgets.log_pane import LogPane
+from console.ui.widgets.metrics import MetricsPanel
+
+if TYPE_CHECKING:
+    from console.ui.app import ConsoleApp
+
+LOG_BACKLOG_LIMIT = 50_000
+"""Lines waiting for the log pane beyond which the stream worker waits (backpressure)."""
+TERMINAL = ("COMPLETED", "ERROR", "CANCELED", "DELETED")
+
+
+@dataclass
+class MetricsSample(Message):
+    """One cpu/memory sample of the job on screen, from its metrics stream."""
+
+    job_id: str
+    sample: dict[str, Any] = field(default_factory=dict)
+
+
+class JobView:
+    """What the log pane, the details box and the metrics panels show (see the module docstring)."""
+
+    def __init__(self, app: ConsoleApp, *, stream_metrics: bool = True) -> None:
+        self.app = app
+        self.stream_metrics = stream_metrics
+        self.job_id: str | None = None
+        """The job whose log is on screen."""
+        self._metrics_live = False
+
+    @property
+    def log_pane(self) -> LogPane:
+        return self.app.query_one(LogPane)
+
+    def select(self, job_id: str | None, row: JobRow | None) -> None:
+        """The jobs table highlighted `job_id`: show it everywhere, restarting the streams if new."""
+        self.app.query_one(JobDetails).show(row)
+        self._show_metrics(row)
+        if job_id != self.job_id:
+            self.open_log(job_id)
+
+    def row_refreshed(self, rows: dict[str, JobRow]) -> None:
+        """A refresh brought new rows: keep the log header and the details of the job on screen."""
+        row = rows.get(self.job_id or "")
+        if row is None:
+            return
+        self.log_pane.set_stage(row.stage)
+        self.app.query_one(JobDetails).show(row)
+        if (row.stage not in TERMINAL) != self._metrics_live:
+            self._show_metrics(row)  # the run started or ended: poll, or read once more
+
+    def _show_metrics(self, row: JobRow | None) -> None:
+        run = jobspec.trackio_run_name(row.id, row.labels) if row is not None else None
+        live = row is not None and row.stage not in TERMINAL
+        self._metrics_live = live
+        for panel in self.app.query(MetricsPanel):
+            panel.show_run(run, job_id=row.id if row else None, live=live)
+
+    def open_log(self, job_id: str | None) -> None:
+        """Show `job_id`'s log, streaming (the previous stream's lines are dropped)."""
+        self.job_id = job_id
+        row = self.app.refresher.job_rows.get(job_id or "")
+        label = f"{row.tenant} {row.kind}" if row else ""
+        generation = self.log_pane.start(job_id, label, row.stage if row else "")
+        if job_id is None:
+            return
+        self.app.run_worker(
+            partial(self._stream_log, job_id, generation),
+            thread=True,
+            exclusive=True,
+            group="logs",
+            exit_on_error=False,
+            description="stream the job's log",
+        )
+        if self.stream_metrics and row is not None and row.stage == "RUNNING":
+            self.app.run_worker(
+                partial(self._stream_metrics, job_id),
+                thread=True,
+                exclusive=True,
+                group="metrics",
+                exit_on_error=False,
+                description="stream the job's metrics",
+            )
+
+    def stream_failed(self, error: str) -> None:
+        """The log stream's worker failed: the log pane says why."""
+        self.log_pane.end(self.log_pane.generation, error)
+
+    def show_sample(self, message: MetricsSample) -> None:
+        self.log_pane.show_metrics(message.job_id, message.sample)
+
+    def _stream_log(self, job_id: str, generation: int) -> None:
+        worker = get_current_worker()
+        pane = self.log_pane
+        api, ns = self.app.api, self.app.namespace
+        stream = iterate_batches(
+            lambda: api.fetch_job_logs(job_id=job_id, namespace=ns, follow=True),
+            lambda: worker.is_cancelled or pane.generation != generation,
+        )
+        for lines in stream:
+            pane.feed(generation, lines)
+            while pane.backlog() > LOG_BACKLOG_LIMIT and not worker.is_cancelled:
+                time.sleep(0.01)  # backpressure: the UI drains in batches
+        if not worker.is_cancelled and pane.generation == generation:
+            pane.end(generation)
+
+    def _stream_metrics(self, job_id: str) -> None:
+        worker = get_current_worker()
+        api, ns = self.app.api, self.app.namespace
+        for sample in iterate_cancellable(
+            lambda: api.fetch_job_metrics(job_id=job_id, namespace=ns, follow=True),
+            lambda: worker.is_cancelled or self.job_id != job_id,
+        ):
+            if isinstance(sample, dict):
+                self.app.post_message(MetricsSample(job_id, sample))
