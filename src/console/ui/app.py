@@ -12,6 +12,8 @@ Layout (legible at 80x24, no mouse needed)::
 
 This module is composition, tab routing and the wiring of messages. The work lives beside it:
 
+* `base.ConsoleBase` — what the parts share: the session (config, backend, clock, prices), the
+  data, the job on screen, and what an action applies to (the selected job or tenant);
 * `refresh.Refresher` — what the console knows (jobs, schedules, fleet rows) and the polling that
   keeps it fresh (thread workers, a re-armed one-shot timer);
 * `job_view.JobView` — the job on screen: its log and metrics streams, details, Trackio run;
@@ -30,25 +32,24 @@ the app mirrors it in the reactive `selected_job_id`; widgets elsewhere can
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime
 from functools import partial
 from typing import Any
 
-from textual.app import App, ComposeResult, SystemCommand
+from textual.app import ComposeResult, SystemCommand
 from textual.containers import Container, Horizontal, Vertical
 from textual.reactive import reactive
 from textual.widgets import Footer, TabbedContent, TabPane
 from textual.worker import Worker, WorkerState
 
-from console import paths
 from console.config import Config
-from console.fleet import TenantRow
-from console.jobs import JobRow, Prefetch, clean_log_line
-from console.prices import PriceBook, shipped_price_book
+from console.jobs import Prefetch
+from console.prices import PriceBook
 from console.ui import keys
 from console.ui.actions import ActionDone, jobs, schedules, shell
-from console.ui.job_view import JobView, MetricsSample
-from console.ui.refresh import REFRESH_SECONDS, DataRefreshed, OutcomesFetched, Refresher
+from console.ui.base import ConsoleBase
+from console.ui.job_view import MetricsSample
+from console.ui.refresh import REFRESH_SECONDS, DataRefreshed, OutcomesFetched
 from console.ui.screens.help import HelpScreen
 from console.ui.widgets.costs import LedgerPane
 from console.ui.widgets.fleet_table import FleetTable
@@ -60,10 +61,9 @@ from console.ui.widgets.metrics import AlertList, MetricsPanel
 from console.ui.widgets.status_line import StatusLine
 
 
-class ConsoleApp(App[None]):
+class ConsoleApp(ConsoleBase):
     """The console TUI against one backend (a `console.backend.Backend` or the like)."""
 
-    CSS_PATH = str(paths.stylesheet_path())
     TITLE = "console"
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
     BINDINGS = keys.APP
@@ -85,22 +85,17 @@ class ConsoleApp(App[None]):
         first_frame: Prefetch | None = None,
     ) -> None:
         """`first_frame`: the first page of jobs, already being read (see `jobs.Prefetch`)."""
-        super().__init__()
-        self.cfg = cfg
-        self.backend = backend
-        self.clock = clock or (lambda: datetime.now(UTC))
+        super().__init__(
+            cfg,
+            backend,
+            clock=clock,
+            refresh_seconds=refresh_seconds,
+            prices=prices,
+            stream_metrics=stream_metrics,
+            first_frame=first_frame,
+        )
         self.log_max_lines = log_max_lines
-        self.prices = prices or shipped_price_book()
         self.start_tab = start_tab
-        self.read_only = bool(cfg.read_only)
-        self.namespace = getattr(backend, "namespace", None) or cfg.namespace
-        self.refresher = Refresher(self, interval=refresh_seconds, first_frame=first_frame)
-        self.job_view = JobView(self, stream_metrics=stream_metrics)
-        from console.ledger import Ledger
-        from console.metrics import reader_for
-
-        self.ledger = Ledger()
-        self.metrics_reader = reader_for(cfg, self.backend_kind)
 
     # -- layout ----------------------------------------------------------------------------
 
@@ -109,7 +104,7 @@ class ConsoleApp(App[None]):
             namespace=self.namespace,
             plan=self.cfg.plan,
             backend=self.backend_kind,
-            endpoint=getattr(self.backend, "url", "") or "",
+            endpoint=getattr(self.session.backend, "url", "") or "",
             read_only=self.read_only,
             clock=self.clock,
             id="status-line",
@@ -124,14 +119,14 @@ class ConsoleApp(App[None]):
                     yield LogPane(max_lines=self.log_max_lines, id="log-pane")
                     with Vertical(id="metrics-panel"):
                         yield JobDetails(id="job-details")
-                        yield MetricsPanel(self.metrics_reader, project, id="trackio-metrics")
+                        yield MetricsPanel(self.session.metrics_reader, project, id="trackio-metrics")
             with TabPane("3 Costs", id="costs"):
                 with Container(id="ledger-pane"):
                     yield LedgerPane(self.ledger, self.cfg, id="ledger-widget")
             with TabPane("4 Training", id="training"):
                 with Vertical(id="training-pane"):
-                    yield MetricsPanel(self.metrics_reader, project, id="trackio-metrics-tab")
-                    yield AlertList(self.metrics_reader, project, id="fleet-alerts")
+                    yield MetricsPanel(self.session.metrics_reader, project, id="trackio-metrics-tab")
+                    yield AlertList(self.session.metrics_reader, project, id="fleet-alerts")
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
@@ -141,58 +136,6 @@ class ConsoleApp(App[None]):
             self.query_one(JobsTable).focus()
         else:
             self.query_one(FleetTable).focus()
-
-    @property
-    def api(self) -> Any:
-        return self.backend.api
-
-    @property
-    def backend_kind(self) -> str:
-        return getattr(self.backend, "kind", self.cfg.backend)
-
-    def hub_token(self) -> str | None:
-        """The token a Hub submission passes as its HF_TOKEN secret (None on the local backend)."""
-        if self.backend_kind != "hub":
-            return None
-        from huggingface_hub import get_token
-
-        return get_token()
-
-    @property
-    def log_pane(self) -> LogPane:
-        return self.query_one(LogPane)
-
-    @property
-    def jobs_table(self) -> JobsTable:
-        return self.query_one(JobsTable)
-
-    @property
-    def fleet_table(self) -> FleetTable:
-        return self.query_one(FleetTable)
-
-    @property
-    def active_tab(self) -> str:
-        return self.query_one(TabbedContent).active
-
-    # -- what an action applies to ---------------------------------------------------------
-
-    def selected_job(self) -> JobRow | None:
-        """The job an action applies to: the highlighted one (fleet tab: the tenant's last)."""
-        if self.active_tab == "fleet":
-            tenant = self.fleet_table.selected_row
-            if tenant and tenant.last_job_id:
-                return self.refresher.job_rows.get(tenant.last_job_id)
-            return None
-        return self.jobs_table.selected_row
-
-    def selected_tenant(self) -> TenantRow | None:
-        """The tenant an action applies to: the highlighted one (jobs tab: the selected job's)."""
-        if self.active_tab == "fleet":
-            return self.fleet_table.selected_row
-        job = self.jobs_table.selected_row
-        if job is None:
-            return None
-        return self.refresher.fleet_rows.get(job.tenant)
 
     # -- messages from workers and panes -------------------------------------------------------
 
@@ -249,22 +192,6 @@ class ConsoleApp(App[None]):
 
     def on_ledger_pane_budget_exceeded(self, message: LedgerPane.BudgetExceeded) -> None:
         self.notify(str(message.warning), severity="warning", timeout=10, markup=False)
-
-    def notify(
-        self,
-        message: str,
-        *,
-        title: str = "",
-        severity: Any = "information",
-        timeout: float | None = None,
-        markup: bool = False,
-    ) -> None:
-        """Notifications carry server errors, tenant names and labels: plain text, never markup
-        (a label like `[@click=app.quit]` must not become a link), and no escape sequences."""
-        super().notify(
-            clean_log_line(str(message)), title=clean_log_line(str(title)), severity=severity,
-            timeout=timeout, markup=markup,
-        )
 
     # -- navigation ------------------------------------------------------------------------
 

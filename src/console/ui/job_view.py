@@ -14,20 +14,19 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from textual.app import App
 from textual.message import Message
 from textual.worker import get_current_worker
 
 from console import jobspec
 from console.jobs import JobRow
+from console.ui.session import Session
 from console.ui.streams import iterate_batches, iterate_cancellable
 from console.ui.widgets.job_details import JobDetails
 from console.ui.widgets.log_pane import LogPane
 from console.ui.widgets.metrics import MetricsPanel
-
-if TYPE_CHECKING:
-    from console.ui.app import ConsoleApp
 
 LOG_BACKLOG_LIMIT = 50_000
 """Lines waiting for the log pane beyond which the stream worker waits (backpressure)."""
@@ -45,8 +44,9 @@ class MetricsSample(Message):
 class JobView:
     """What the log pane, the details box and the metrics panels show (see the module docstring)."""
 
-    def __init__(self, app: ConsoleApp, *, stream_metrics: bool = True) -> None:
+    def __init__(self, app: App[Any], session: Session, *, stream_metrics: bool = True) -> None:
         self.app = app
+        self.session = session
         self.stream_metrics = stream_metrics
         self.job_id: str | None = None
         """The job whose log is on screen."""
@@ -61,7 +61,7 @@ class JobView:
         self.app.query_one(JobDetails).show(row)
         self._show_metrics(row)
         if job_id != self.job_id:
-            self.open_log(job_id)
+            self.open_log(job_id, row)
 
     def row_refreshed(self, rows: dict[str, JobRow]) -> None:
         """A refresh brought new rows: keep the log header and the details of the job on screen."""
@@ -80,10 +80,9 @@ class JobView:
         for panel in self.app.query(MetricsPanel):
             panel.show_run(run, job_id=row.id if row else None, live=live)
 
-    def open_log(self, job_id: str | None) -> None:
+    def open_log(self, job_id: str | None, row: JobRow | None) -> None:
         """Show `job_id`'s log, streaming (the previous stream's lines are dropped)."""
         self.job_id = job_id
-        row = self.app.refresher.job_rows.get(job_id or "")
         label = f"{row.tenant} {row.kind}" if row else ""
         generation = self.log_pane.start(job_id, label, row.stage if row else "")
         if job_id is None:
@@ -116,7 +115,7 @@ class JobView:
     def _stream_log(self, job_id: str, generation: int) -> None:
         worker = get_current_worker()
         pane = self.log_pane
-        api, ns = self.app.api, self.app.namespace
+        api, ns = self.session.api, self.session.namespace
         stream = iterate_batches(
             lambda: api.fetch_job_logs(job_id=job_id, namespace=ns, follow=True),
             lambda: worker.is_cancelled or pane.generation != generation,
@@ -130,7 +129,7 @@ class JobView:
 
     def _stream_metrics(self, job_id: str) -> None:
         worker = get_current_worker()
-        api, ns = self.app.api, self.app.namespace
+        api, ns = self.session.api, self.session.namespace
         for sample in iterate_cancellable(
             lambda: api.fetch_job_metrics(job_id=job_id, namespace=ns, follow=True),
             lambda: worker.is_cancelled or self.job_id != job_id,

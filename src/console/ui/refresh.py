@@ -12,21 +12,21 @@ finished runs' log tails — and the polling that keeps it current:
 * a second worker (group "outcomes") reads a few log tails per refresh for the fleet's last loss
   and adapter, the tenants on screen first.
 
-It talks to the backend only through `HfApi` (`app.api`) and to the screen only through the panes'
-own update methods. It must not import the app module (the app imports it) nor the server.
+It talks to the backend only through `HfApi` (`session.api`) and to the screen only through the
+panes' own update methods. It must not import the app module (the app imports it) nor the server.
 """
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from textual.coordinate import Coordinate
+from textual.app import App
 from textual.message import Message
 from textual.worker import get_current_worker
 
@@ -34,13 +34,11 @@ from console import jobspec
 from console.fleet import RunOutcome, TenantRow, derive_fleet, parse_outcome
 from console.jobs import ACTIVE_STAGES, JobRow, Prefetch, first_frame_jobs, job_row
 from console.metrics import spark_text
+from console.ui.session import Session
 from console.ui.widgets.costs import LedgerPane
 from console.ui.widgets.fleet_table import FleetTable
 from console.ui.widgets.jobs_pane import JobsPane
 from console.ui.widgets.status_line import StatusLine
-
-if TYPE_CHECKING:
-    from console.ui.app import ConsoleApp
 
 REFRESH_SECONDS = 2.0
 FULL_SYNC_SECONDS = 900.0
@@ -89,8 +87,22 @@ class _Stopped(Exception):
 class Refresher:
     """The app's data and the polling that keeps it fresh (see the module docstring)."""
 
-    def __init__(self, app: ConsoleApp, *, interval: float, first_frame: Prefetch | None = None) -> None:
+    def __init__(
+        self,
+        app: App[Any],
+        session: Session,
+        *,
+        interval: float,
+        first_frame: Prefetch | None = None,
+        on_rows: Callable[[dict[str, JobRow]], None] = lambda rows: None,
+        tenants_in_view: Callable[[], list[str]] = list,
+    ) -> None:
+        """`on_rows`: called with the job rows after each refresh (the job on screen follows them);
+        `tenants_in_view`: the tenants whose last outcome to read first."""
         self.app = app
+        self.session = session
+        self.on_rows = on_rows
+        self.tenants_in_view = tenants_in_view
         self.interval = interval
         self._first_frame = first_frame
         self.job_infos: dict[str, Any] = {}
@@ -134,8 +146,8 @@ class Refresher:
             return  # the app is closing: a long read (the whole list) stops between two items
 
     def _read_changes(self, full: bool, scheduled: bool) -> None:
-        app = self.app
-        api, ns, at = app.api, app.namespace, app.clock()
+        app, session = self.app, self.session
+        api, ns, at = session.api, session.namespace, session.clock()
         known = self.job_infos
         slim = jobspec.compact_job
         worker = get_current_worker()
@@ -166,7 +178,7 @@ class Refresher:
         if full or time.monotonic() - self._last_full >= FULL_SYNC_SECONDS:
             jobs = list(list_jobs())
             sched = list_scheduled()
-            app.post_message(DataRefreshed(jobs, sched, app.clock(), full=True))
+            app.post_message(DataRefreshed(jobs, sched, session.clock(), full=True))
             return
         changed: list[Any] = []
         if self.refresh_count % HEAD_SCAN_EVERY == 0:
@@ -205,11 +217,12 @@ class Refresher:
         )
 
     def _read_outcomes(self, job_ids: list[str]) -> None:
-        app = self.app
+        session = self.session
         found: dict[str, RunOutcome] = {}
         for job_id in job_ids:
             try:
-                tail = list(app.api.fetch_job_logs(job_id=job_id, namespace=app.namespace, follow=False, tail=40))
+                lines = session.api.fetch_job_logs(job_id=job_id, namespace=session.namespace, follow=False, tail=40)
+                tail = list(lines)
             except Exception:  # the outcome is a nicety; a later refresh retries
                 continue
             outcome = parse_outcome(tail)
@@ -217,13 +230,13 @@ class Refresher:
             run = jobspec.trackio_run_name(job_id, getattr(info, "labels", None))
             if run:
                 try:
-                    curve = app.metrics_reader.run_metrics(app.cfg.trackio.project, run).loss
+                    curve = session.metrics_reader.run_metrics(session.cfg.trackio.project, run).loss
                     outcome = replace(outcome, loss_trend=spark_text(curve, LOSS_TREND_WIDTH))
                 except Exception:  # the trend is a nicety, like the outcome itself
                     pass
             found[job_id] = outcome
         if found:
-            app.post_message(OutcomesFetched(found))
+            self.app.post_message(OutcomesFetched(found))
 
     @property
     def outcomes_pending(self) -> bool:
@@ -234,13 +247,13 @@ class Refresher:
 
     def apply(self, message: DataRefreshed) -> None:
         """Merge a refresh into what the console knows and update the panes that show it."""
-        app = self.app
-        now = app.clock()
+        app, prices = self.app, self.session.prices
+        now = self.session.clock()
         if message.full:
             self.synced = True
             self._last_full = time.monotonic()
             infos = {j.id: j for j in message.jobs}
-            rows = {j.id: job_row(j, now=now, prices=app.prices) for j in message.jobs}
+            rows = {j.id: job_row(j, now=now, prices=prices) for j in message.jobs}
             fleet_changed = True
         else:
             infos = dict(self.job_infos)
@@ -259,7 +272,7 @@ class Refresher:
             fresh.update(self.active_ids)
             for job_id in fresh:
                 if job_id in infos:
-                    rows[job_id] = job_row(infos[job_id], now=now, prices=app.prices)
+                    rows[job_id] = job_row(infos[job_id], now=now, prices=prices)
         if message.scheduled is not None:
             self.scheduled = {s.id: s for s in message.scheduled}
             fleet_changed = True
@@ -283,7 +296,7 @@ class Refresher:
             pane.apply_changes(changed_rows, message.gone)
         if fleet_changed and self.synced:
             jobs = list(infos.values())
-            fleet = derive_fleet(self.scheduled.values(), jobs, now=now, prices=app.prices, outcomes=self.outcomes)
+            fleet = derive_fleet(self.scheduled.values(), jobs, now=now, prices=prices, outcomes=self.outcomes)
             self.fleet_rows = {r.tenant: r for r in fleet}
             self.newest_success = _newest_successes(jobs)
             app.query_one(FleetTable).update_rows(fleet, now)
@@ -291,12 +304,12 @@ class Refresher:
         self.refresh_count += 1
         app.query_one(StatusLine).mark_ok(message.at)
         app.query_one(LedgerPane).ingest(
-            message.jobs, message.scheduled, app.prices, full=message.full, gone=message.gone
+            message.jobs, message.scheduled, prices, full=message.full, gone=message.gone
         )
         if message.full:
             app.call_after_refresh(_give_back_memory)
         self._stamp_for_benchmark(message.full)
-        app.job_view.row_refreshed(self.job_rows)
+        self.on_rows(self.job_rows)
         if self.synced:
             self._want_outcomes()
             self.arm(self.interval)
@@ -312,7 +325,7 @@ class Refresher:
                 row.loss_trend = outcome.loss_trend
                 touched.append(row)
         if touched:
-            self.app.query_one(FleetTable).refresh_rows(touched, self.app.clock())
+            self.app.query_one(FleetTable).refresh_rows(touched, self.session.clock())
 
     def failed(self) -> None:
         """A refresh worker failed (the status line says why): try again soon."""
@@ -329,18 +342,7 @@ class Refresher:
         missing = {t: j for t, j in self.newest_success.items() if j not in self.outcomes}
         if not missing:
             return
-        app = self.app
-        if app.active_tab == "fleet":
-            table = app.query_one(FleetTable)
-            top = int(table.scroll_offset.y)
-            order = [
-                table.coordinate_to_cell_key(Coordinate(i, 0)).row_key.value
-                for i in range(top, min(table.row_count, top + max(table.size.height, 50)))
-            ]
-        else:
-            job = app.selected_job()
-            order = [job.tenant] if job is not None else []
-        picked = [missing[t] for t in order if t in missing][:OUTCOME_FETCHES_PER_REFRESH]
+        picked = [missing[t] for t in self.tenants_in_view() if t in missing][:OUTCOME_FETCHES_PER_REFRESH]
         if picked:
             self.fetch_outcomes(picked)
 

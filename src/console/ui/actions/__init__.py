@@ -14,15 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from textual.message import Message
 
 from console.ui import keys
+from console.ui.base import ConsoleBase
 from console.ui.screens.confirm import ConfirmScreen
-
-if TYPE_CHECKING:
-    from console.ui.app import ConsoleApp
 
 
 @dataclass
@@ -34,7 +31,7 @@ class ActionDone(Message):
     refresh: bool = True
 
 
-def refuse_if_read_only(app: ConsoleApp, action: str) -> bool:
+def refuse_if_read_only(app: ConsoleBase, action: str) -> bool:
     """In read-only mode say that `action` is refused and return True."""
     if not app.read_only:
         return False
@@ -47,7 +44,7 @@ def refuse_if_read_only(app: ConsoleApp, action: str) -> bool:
     return True
 
 
-def run_in_worker(app: ConsoleApp, description: str, fn: Callable[[], str]) -> None:
+def run_in_worker(app: ConsoleBase, description: str, fn: Callable[[], str]) -> None:
     """Run a blocking API call in a thread worker; the text it returns comes back as a notification
     (its error, if any, through the app's worker-error handler, which names `description`)."""
 
@@ -58,7 +55,7 @@ def run_in_worker(app: ConsoleApp, description: str, fn: Callable[[], str]) -> N
 
 
 def confirm_then_run(
-    app: ConsoleApp,
+    app: ConsoleBase,
     question: str,
     details: list[str],
     *,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from textual.worker import get_current_worker
 
@@ -17,16 +17,14 @@ from console import jobspec
 from console.jobs import format_cost
 from console.jobspec import TrainingRequest
 from console.ui.actions import ActionDone, confirm_then_run, refuse_if_read_only
+from console.ui.base import ConsoleBase
 from console.ui.screens.prompt import PromptScreen
 from console.ui.screens.submit import SubmitResult, SubmitScreen
-
-if TYPE_CHECKING:
-    from console.ui.app import ConsoleApp
 
 TERMINAL = ("COMPLETED", "ERROR", "CANCELED", "DELETED")
 
 
-def cancel_job(app: ConsoleApp) -> None:
+def cancel_job(app: ConsoleBase) -> None:
     """Cancel the selected job, after a confirmation naming its tenant and its cost so far."""
     if refuse_if_read_only(app, "cancel_job"):
         return
@@ -57,7 +55,7 @@ def cancel_job(app: ConsoleApp) -> None:
     )
 
 
-def submit(app: ConsoleApp) -> None:
+def submit(app: ConsoleBase) -> None:
     """Open the submit form, prefilled from the selected tenant (or job); confirm; submit."""
     if refuse_if_read_only(app, "submit"):
         return
@@ -71,7 +69,7 @@ def submit(app: ConsoleApp) -> None:
     app.push_screen(screen, lambda result: _confirm_submit(app, result))
 
 
-def _initial_request(app: ConsoleApp) -> TrainingRequest:
+def _initial_request(app: ConsoleBase) -> TrainingRequest:
     tenant = app.selected_tenant()
     base = tenant.request if tenant and tenant.request else None
     if base is None:
@@ -92,7 +90,7 @@ def _initial_request(app: ConsoleApp) -> TrainingRequest:
     )
 
 
-def _confirm_submit(app: ConsoleApp, result: SubmitResult | None) -> None:
+def _confirm_submit(app: ConsoleBase, result: SubmitResult | None) -> None:
     if result is None:
         app.notify("Submit: nothing submitted", timeout=3)
         return
@@ -116,9 +114,9 @@ def _confirm_submit(app: ConsoleApp, result: SubmitResult | None) -> None:
     )
 
 
-def _submit_now(app: ConsoleApp, result: SubmitResult) -> str:
+def _submit_now(app: ConsoleBase, result: SubmitResult) -> str:
     """Worker thread: the optional preflight, then the job or the scheduled job."""
-    token = app.hub_token()
+    token = app.session.hub_token()
     request = result.request
     ns = app.namespace
     build: dict[str, Any] = dict(
@@ -158,7 +156,7 @@ def _wait_terminal(api: Any, job_id: str, namespace: str, poll: float = 1.0, lim
     return "UNFINISHED"
 
 
-def rerun(app: ConsoleApp) -> None:
+def rerun(app: ConsoleBase) -> None:
     """Run the selected job again: a console job from its request (fresh timeout and estimate),
     any other job from its image, command, env and flavor (its secrets are not copied)."""
     if refuse_if_read_only(app, "rerun"):
@@ -191,7 +189,7 @@ def rerun(app: ConsoleApp) -> None:
         cost = f"${sub.estimate_usd:.2f} est"
 
         def run_again() -> str:
-            s = replace(sub, secrets={"HF_TOKEN": t} if (t := app.hub_token()) else {})
+            s = replace(sub, secrets={"HF_TOKEN": t} if (t := app.session.hub_token()) else {})
             new = app.api.run_job(**s.run_kwargs(), namespace=ns)
             return f"Rerun of {job.id}: {new.id} ({request.tenant})"
     else:
@@ -219,7 +217,7 @@ def rerun(app: ConsoleApp) -> None:
     )
 
 
-def save_log(app: ConsoleApp) -> None:
+def save_log(app: ConsoleBase) -> None:
     """Ask where, then write the whole log of the job on screen (read in a worker) to that file."""
     job_id = app.job_view.job_id
     if not job_id:
@@ -234,7 +232,7 @@ def save_log(app: ConsoleApp) -> None:
     app.push_screen(PromptScreen(f"Save the full log of {job_id} to:", default), chosen)
 
 
-def _write_log(app: ConsoleApp, job_id: str, path: Path) -> None:
+def _write_log(app: ConsoleBase, job_id: str, path: Path) -> None:
     def write() -> None:
         lines = list(app.api.fetch_job_logs(job_id=job_id, namespace=app.namespace, follow=False))
         path.write_text("\n".join(lines) + ("\n" if lines else ""), encoding="utf-8")

@@ -5,18 +5,16 @@ Each is one function taking the app (see `console.ui.actions` for the shared pat
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from console.fleet import TenantRow
 from console.jobs import format_cost
 from console.ui.actions import confirm_then_run, refuse_if_read_only, run_in_worker
+from console.ui.base import ConsoleBase
 from console.ui.screens.reschedule import RescheduleScreen
 
-if TYPE_CHECKING:
-    from console.ui.app import ConsoleApp
 
-
-def _schedule_for(app: ConsoleApp, action: str) -> tuple[TenantRow, Any] | None:
+def _schedule_for(app: ConsoleBase, action: str) -> tuple[TenantRow, Any] | None:
     """The selected tenant and its scheduled job for `action`, or None (and a message) when
     read-only mode refuses it or there is no schedule to act on."""
     if refuse_if_read_only(app, action):
@@ -30,7 +28,7 @@ def _schedule_for(app: ConsoleApp, action: str) -> tuple[TenantRow, Any] | None:
     return tenant, sj
 
 
-def reschedule(app: ConsoleApp) -> None:
+def reschedule(app: ConsoleBase) -> None:
     """Edit the tenant's cron in a form (it shows the next runs), then save it."""
     found = _schedule_for(app, "reschedule")
     if found is None:
@@ -52,7 +50,7 @@ def reschedule(app: ConsoleApp) -> None:
     app.push_screen(RescheduleScreen(tenant.tenant, sj.schedule or "", clock=app.clock), done)
 
 
-def toggle_suspend(app: ConsoleApp) -> None:
+def toggle_suspend(app: ConsoleBase) -> None:
     """Suspend the tenant's schedule, or resume it when it is suspended (nothing is lost either way)."""
     found = _schedule_for(app, "toggle_suspend")
     if found is None:
@@ -75,7 +73,7 @@ def toggle_suspend(app: ConsoleApp) -> None:
         run_in_worker(app, f"Suspend {tenant.tenant}", suspend)
 
 
-def trigger(app: ConsoleApp) -> None:
+def trigger(app: ConsoleBase) -> None:
     """Run the tenant's scheduled job now, after a confirmation with its cost per run."""
     found = _schedule_for(app, "trigger")
     if found is None:

@@ -11,21 +11,19 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from textual.app import SuspendNotSupported
 
 from console.jobs import JobRow
 from console.ui.actions import refuse_if_read_only
-
-if TYPE_CHECKING:
-    from console.ui.app import ConsoleApp
+from console.ui.base import ConsoleBase
 
 SSH_SHELL_ENV = "CONSOLE_SSH_SHELL"
 """The shell a local job's `x` opens (default: $SHELL, then /bin/sh)."""
 
 
-def open_shell(app: ConsoleApp) -> None:
+def open_shell(app: ConsoleBase) -> None:
     if refuse_if_read_only(app, "ssh"):
         return
     job = app.selected_job()
@@ -51,7 +49,7 @@ def open_shell(app: ConsoleApp) -> None:
     _hand_terminal(app, [ssh, url], None, None, f"ssh {url}")
 
 
-def _local_shell(app: ConsoleApp, job: JobRow, folder: Path) -> None:
+def _local_shell(app: ConsoleBase, job: JobRow, folder: Path) -> None:
     if not folder.is_dir():
         app.notify(f"Job {job.id}'s working folder is gone ({folder})", severity="error")
         return
@@ -60,7 +58,7 @@ def _local_shell(app: ConsoleApp, job: JobRow, folder: Path) -> None:
     _hand_terminal(app, [shell], folder, env, f"shell in {folder}")
 
 
-def _hand_terminal(app: ConsoleApp, argv: list[str], cwd: Path | None, env: dict[str, str] | None, what: str) -> None:
+def _hand_terminal(app: ConsoleBase, argv: list[str], cwd: Path | None, env: dict[str, str] | None, what: str) -> None:
     try:
         with app.suspend():
             code = subprocess.call(argv, cwd=cwd, env=env)

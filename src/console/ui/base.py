@@ -1,0 +1,156 @@
+"""ConsoleBase: what the app's parts share — the session, the data, the job on screen, and what an
+action applies to.
+
+`ConsoleApp` (in `app.py`) adds the layout, the keys and the wiring of messages on top of this;
+the action functions in `console.ui.actions` take a `ConsoleBase`, so they never import the app
+module that imports them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from textual.app import App
+from textual.coordinate import Coordinate
+from textual.widgets import TabbedContent
+
+from console import paths
+from console.config import Config
+from console.fleet import TenantRow
+from console.jobs import JobRow, Prefetch, clean_log_line
+from console.prices import PriceBook, shipped_price_book
+from console.ui.job_view import JobView
+from console.ui.refresh import Refresher
+from console.ui.session import Session
+from console.ui.widgets.fleet_table import FleetTable
+from console.ui.widgets.jobs_table import JobsTable
+from console.ui.widgets.log_pane import LogPane
+
+
+class ConsoleBase(App[None]):
+    CSS_PATH = str(paths.stylesheet_path())
+
+    def __init__(
+        self,
+        cfg: Config,
+        backend: Any,
+        *,
+        clock: Callable[[], datetime] | None,
+        refresh_seconds: float,
+        prices: PriceBook | None,
+        stream_metrics: bool,
+        first_frame: Prefetch | None,
+    ) -> None:
+        super().__init__()
+        from console.ledger import Ledger
+        from console.metrics import reader_for
+
+        clock = clock or (lambda: datetime.now(UTC))
+        kind = getattr(backend, "kind", cfg.backend)
+        self.session = Session(cfg, backend, clock, prices or shipped_price_book(), reader_for(cfg, kind))
+        self.read_only = bool(cfg.read_only)
+        """Refuse every action that changes anything (`--read-only`, `read_only = true`)."""
+        self.ledger = Ledger()
+        self.job_view = JobView(self, self.session, stream_metrics=stream_metrics)
+        self.refresher = Refresher(
+            self,
+            self.session,
+            interval=refresh_seconds,
+            first_frame=first_frame,
+            on_rows=self.job_view.row_refreshed,
+            tenants_in_view=self.tenants_in_view,
+        )
+
+    # the session's parts, as the app's own
+
+    @property
+    def cfg(self) -> Config:
+        return self.session.cfg
+
+    @property
+    def namespace(self) -> str:
+        return self.session.namespace
+
+    @property
+    def clock(self) -> Callable[[], datetime]:
+        return self.session.clock
+
+    @property
+    def prices(self) -> PriceBook:
+        return self.session.prices
+
+    @property
+    def api(self) -> Any:
+        return self.session.api
+
+    @property
+    def backend_kind(self) -> str:
+        return self.session.backend_kind
+
+    # panes
+
+    @property
+    def log_pane(self) -> LogPane:
+        return self.query_one(LogPane)
+
+    @property
+    def jobs_table(self) -> JobsTable:
+        return self.query_one(JobsTable)
+
+    @property
+    def fleet_table(self) -> FleetTable:
+        return self.query_one(FleetTable)
+
+    @property
+    def active_tab(self) -> str:
+        return self.query_one(TabbedContent).active
+
+    # what an action applies to
+
+    def selected_job(self) -> JobRow | None:
+        """The job an action applies to: the highlighted one (fleet tab: the tenant's last)."""
+        if self.active_tab == "fleet":
+            tenant = self.fleet_table.selected_row
+            if tenant and tenant.last_job_id:
+                return self.refresher.job_rows.get(tenant.last_job_id)
+            return None
+        return self.jobs_table.selected_row
+
+    def selected_tenant(self) -> TenantRow | None:
+        """The tenant an action applies to: the highlighted one (jobs tab: the selected job's)."""
+        if self.active_tab == "fleet":
+            return self.fleet_table.selected_row
+        job = self.jobs_table.selected_row
+        if job is None:
+            return None
+        return self.refresher.fleet_rows.get(job.tenant)
+
+    def tenants_in_view(self) -> list[str]:
+        """The tenants on screen: the fleet table's visible rows, or the selected job's tenant."""
+        if self.active_tab == "fleet":
+            table = self.fleet_table
+            top = int(table.scroll_offset.y)
+            return [
+                table.coordinate_to_cell_key(Coordinate(i, 0)).row_key.value
+                for i in range(top, min(table.row_count, top + max(table.size.height, 50)))
+            ]
+        job = self.selected_job()
+        return [job.tenant] if job is not None else []
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: Any = "information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None:
+        """Notifications carry server errors, tenant names and labels: plain text, never markup
+        (a label like `[@click=app.quit]` must not become a link), and no escape sequences."""
+        super().notify(
+            clean_log_line(str(message)), title=clean_log_line(str(title)), severity=severity,
+            timeout=timeout, markup=markup,
+        )
