@@ -1,0 +1,168 @@
+"""Connecting: a :class:`Backend` for the config's `backend`, local (the embedded server) or hub.
+
+Imports the embedded server only when it has to start one in this process.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from huggingface_hub import HfApi
+
+from console.backend.client import JobsApi
+from console.backend.errors import BackendError
+from console.backend.server_info import find_running_server, forget_server_info, write_server_info
+from console.backend.transport import ClientPolicy, install_policy, remove_policy
+
+if TYPE_CHECKING:
+    from console.config import Config
+    from console.server.serve import LocalServer
+
+LOCAL = "local"
+HUB = "hub"
+
+
+@dataclass
+class Backend:
+    """A connected jobs backend. Close it (or use `with`) to stop an in-process server."""
+
+    api: HfApi
+    url: str
+    kind: str
+    namespace: str
+    shared: bool = False
+    """True when the local server belongs to another process (`console serve`)."""
+    read_only: bool = False
+    """True when `.api` refuses every call that could change anything."""
+    policy: ClientPolicy = field(default_factory=ClientPolicy, repr=False)
+    _server: LocalServer | None = field(default=None, repr=False)
+
+    @property
+    def artifacts_dir(self) -> Path | None:
+        """Local backend: the durable artifact folder (None for the Hub)."""
+        if self.kind != LOCAL:
+            return None
+        from console.server import paths
+
+        return paths.artifacts_dir()
+
+    @property
+    def trackio_dir(self) -> Path | None:
+        """Local backend: the Trackio store jobs log to (None for the Hub)."""
+        if self.kind != LOCAL:
+            return None
+        from console.server import paths
+
+        return paths.trackio_dir()
+
+    def job_workdir(self, job_id: str) -> Path | None:
+        """Local backend: where a job runs (exists only while it runs; None for the Hub)."""
+        if self.kind != LOCAL:
+            return None
+        from console.server import paths
+
+        return paths.job_workdir(job_id)
+
+    def close(self) -> None:
+        self.policy.closing.set()
+        remove_policy(self.url, self.policy)
+        server, self._server = self._server, None
+        if server is not None:
+            forget_server_info(server.url)
+            server.stop()
+
+    def __enter__(self) -> Backend:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def connect(
+    cfg: Config, *, start: bool = True, policy: ClientPolicy | None = None
+) -> Backend:
+    """A Backend for the config's `backend` ("local" or "hub"); see the module docstring.
+
+    With `start=False` a local backend never starts a server in this process (BackendError when
+    none is running). `policy` sets timeouts and retries (defaults: :class:`ClientPolicy`).
+    """
+    policy = policy or ClientPolicy()
+    if cfg.backend == HUB:
+        kwargs: dict[str, Any] = {"endpoint": cfg.endpoint} if cfg.endpoint else {}
+        api = JobsApi(
+            default_namespace=cfg.namespace, read_only=bool(cfg.read_only), policy=policy,
+            **kwargs,
+        )
+        install_policy(api.endpoint, policy)
+        return Backend(
+            api=api, url=api.endpoint, kind=HUB, namespace=cfg.namespace,
+            read_only=bool(cfg.read_only), policy=policy,
+        )
+    backend = _connect_local(cfg, start=start, policy=policy)
+    install_policy(backend.url, policy)
+    return backend
+
+
+def _connect_local(cfg: Config, *, start: bool, policy: ClientPolicy) -> Backend:
+    from console.server import paths
+
+    if cfg.endpoint:
+        token = paths.read_token()
+        if token is None:
+            raise BackendError(
+                f"no token for the local Jobs server at {cfg.endpoint}: set CONSOLE_SERVER_TOKEN "
+                f"or run it with this data folder ({paths.token_path()} is missing)"
+            )
+        return _local_backend(cfg, cfg.endpoint, token, shared=True, policy=policy)
+
+    running = find_running_server()
+    if running is not None:
+        url, token = running
+        return _local_backend(cfg, url, token, shared=True, policy=policy)
+    if not start:
+        raise BackendError("no local Jobs server is running (start one with `console serve`)")
+
+    from console.server import LocalServer, ServerBusyError, ServerOptions
+
+    options = ServerOptions(
+        namespace=cfg.namespace,
+        port=cfg.server.port,
+        max_running_jobs=cfg.server.max_running_jobs,
+        python_mode=cfg.server.python,
+    )
+    server = LocalServer(options)
+    try:
+        try:
+            server.start()
+        except OSError:
+            if options.port == 0:
+                raise
+            options.port = 0  # the configured port is taken: any free one will do in-process
+            server = LocalServer(options)
+            server.start()
+    except ServerBusyError as exc:
+        raise BackendError(
+            f"{exc}, but it does not answer; stop it or start a shared one with `console serve`"
+        ) from None
+    except OSError as exc:
+        raise BackendError(f"cannot start the local Jobs server: {exc}") from None
+    write_server_info(server.url)
+    backend = _local_backend(cfg, server.url, server.token, shared=False, policy=policy)
+    backend._server = server
+    return backend
+
+
+def _local_backend(
+    cfg: Config, url: str, token: str, *, shared: bool, policy: ClientPolicy
+) -> Backend:
+    read_only = bool(cfg.read_only)
+    api = JobsApi(
+        endpoint=url, token=token, default_namespace=cfg.namespace, read_only=read_only,
+        policy=policy,
+    )
+    return Backend(
+        api=api, url=url, kind=LOCAL, namespace=cfg.namespace, shared=shared,
+        read_only=read_only, policy=policy,
+    )

@@ -1,0 +1,75 @@
+"""server.json: where the shared local Jobs server listens, announced in the data dir.
+
+Reads the server's paths module only (no server started, nothing of the UI).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+
+def write_server_info(url: str) -> Path:
+    """Announce a server of this process in ``<data dir>/server.json``."""
+    from console.config import atomic_write_bytes
+    from console.server import paths
+
+    path = paths.server_info_path()
+    payload = json.dumps({"url": url, "pid": os.getpid()}).encode()
+    atomic_write_bytes(path, payload, mode=0o600)
+    return path
+
+
+def forget_server_info(url: str) -> None:
+    """Remove server.json if it still announces `url` from this process."""
+    from console.server import paths
+
+    path = paths.server_info_path()
+    info = _read_server_info()
+    if info and info.get("url") == url and info.get("pid") == os.getpid():
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            pass
+
+
+def _read_server_info() -> dict[str, Any] | None:
+    from console.server import paths
+
+    try:
+        info = json.loads(paths.server_info_path().read_text(encoding="utf-8"))
+    except (FileNotFoundError, ValueError, OSError):
+        return None
+    return info if isinstance(info, dict) else None
+
+
+def find_running_server(timeout: float = 2.0) -> tuple[str, str] | None:
+    """(url, token) of the server announced in server.json, if its process lives and it answers."""
+    import urllib.error
+    import urllib.request
+
+    import psutil
+
+    from console.server import paths
+
+    info = _read_server_info()
+    if not info:
+        return None
+    url, pid = info.get("url"), info.get("pid")
+    if not isinstance(url, str) or not isinstance(pid, int) or not psutil.pid_exists(pid):
+        return None
+    token = paths.read_token()
+    if token is None:
+        return None
+    request = urllib.request.Request(
+        f"{url}/api/whoami-v2", headers={"authorization": f"Bearer {token}"}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as resp:  # noqa: S310 (loopback)
+            if resp.status != 200:
+                return None
+    except (urllib.error.URLError, OSError, ValueError):
+        return None
+    return url, token
