@@ -95,13 +95,17 @@ CASES = [
     ([PC, {"prompt": 1, "completion": "c"}], "sft", "wrong_type"),
     ([PC, {"prompt": turns(("assistant", "x")), "completion": "c"}], "sft", "not_alternating"),
     ([PC, {"prompt": "p", "completion": turns(("user", "x"))}], "sft", "no_assistant"),
+    ([PC, {"prompt": "p", "completion": turns(("assistant", "x"))}], "sft", "wrong_type"),
+    ([PC, {"prompt": turns(("user", "u")), "completion": "c"}], "sft", "wrong_type"),
     ([PREF, {"prompt": "p", "chosen": "a"}], "dpo", "missing_key"),
     ([PREF, {**PREF, "rejected": "a"}], "dpo", "identical_pair"),
     ([PREF, {"chosen": "a", "rejected": "b"}], "dpo", "missing_key"),
     ([PREF, {**PREF, "chosen": ""}], "dpo", "empty_content"),
+    ([PREF, {**PREF, "chosen": turns(("assistant", "a"))}], "dpo", "wrong_type"),
     ([KTO, {**KTO, "label": 1}], "kto", "wrong_type"),
     ([KTO, {**KTO, "label": "yes"}], "kto", "wrong_type"),
     ([KTO, {"prompt": "p", "label": False}], "kto", "missing_key"),
+    ([KTO, {**KTO, "prompt": turns(("user", "u"))}], "kto", "wrong_type"),
     ([GOOD_CHAT, {"messages": turns(("user", "x" * 400), ("assistant", "y"))}], "sft", "too_long"),
 ]  # fmt: skip
 
