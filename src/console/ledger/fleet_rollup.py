@@ -1,0 +1,126 @@
+"""What the scheduled training fleet costs per month, for the what-if explorer's "current" column.
+
+Schedule by schedule (tenants may differ): runs per month x each run's heuristic cost, with and
+without the ledger's calibration, and one representative scenario to start the what-if from.
+
+Imports the entries, console.costs and console.prices: no SQLite, no Textual, no console.ui or
+console.server, no network, no training stack.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from console.costs import Calibration, CostInputError, RunSpec, estimate_run, normalize_cron
+from console.ledger.entries import NO_TENANT, flavor_of, label_bool, label_float
+from console.prices import PLANS, PriceBook, plan_floor_usd, shipped_price_book
+
+
+@dataclass(frozen=True)
+class FleetCosts:
+    """What the scheduled fleet costs per month, schedule by schedule (tenants may differ)."""
+
+    tenants: int
+    schedules: int
+    runs_per_month: float
+    gpu_usd: float
+    """Training runs per month x their heuristic cost, summed over the schedules."""
+    gpu_calibrated_usd: float
+    """The same with the ledger's calibration factors."""
+    plan_floor_usd: float
+    representative: Any
+    """A one-recipe `costs.Scenario` close to the fleet (the what-if's starting point)."""
+
+    @property
+    def monthly_usd(self) -> float:
+        return self.gpu_usd + self.plan_floor_usd
+
+    @property
+    def monthly_calibrated_usd(self) -> float:
+        return self.gpu_calibrated_usd + self.plan_floor_usd
+
+
+def _most_common(values: Sequence[Any], default: Any) -> Any:
+    if not values:
+        return default
+    counts: dict[Any, int] = {}
+    for v in values:
+        counts[v] = counts.get(v, 0) + 1
+    return max(counts, key=lambda v: (counts[v], -values.index(v)))
+
+
+def _median(values: Sequence[float], default: float) -> float:
+    if not values:
+        return default
+    s = sorted(values)
+    mid = len(s) // 2
+    return s[mid] if len(s) % 2 else (s[mid - 1] + s[mid]) / 2
+
+
+def fleet_costs(
+    scheduled_jobs: Iterable[Any],
+    *,
+    plan: str = "pro",
+    seats: int = 1,
+    default_flavor: str = "l4x1",
+    prices: PriceBook | None = None,
+    calibration: Calibration | None = None,
+    timeout_buffer: float | None = None,
+) -> FleetCosts:
+    """The scheduled training fleet's monthly cost and a representative scenario for the what-if."""
+    from console.costs import Scenario, runs_per_month
+
+    prices = prices or shipped_price_book()
+    tenants: set[str] = set()
+    specs: list[RunSpec] = []
+    cadences: list[str] = []
+    rpm_total = gpu = gpu_cal = 0.0
+    n = 0
+    for sj in scheduled_jobs:
+        if getattr(sj, "suspend", False):
+            continue
+        spec = getattr(sj, "job_spec", None)
+        labels = {str(k): str(v) for k, v in (getattr(spec, "labels", None) or {}).items()}
+        if labels.get("kind", "sft") != "sft":
+            continue
+        model_b, epochs = label_float(labels, "model_b"), label_float(labels, "epochs")
+        examples = label_float(labels, "examples")
+        if not (model_b and examples and epochs):
+            continue
+        run = RunSpec(model_b, int(examples), epochs, flavor_of(spec), bool(label_bool(labels, "unsloth")))
+        try:
+            cadence = normalize_cron(getattr(sj, "schedule", "") or "")
+            rpm = runs_per_month(cadence)
+            base = estimate_run(run, prices).cost_usd
+            factor = calibration.factor_for(run.flavor) if calibration and calibration.runs else 1.0
+            cal = estimate_run(run, prices, calibration_factor=factor).cost_usd
+        except CostInputError:
+            continue
+        n += 1
+        tenants.add(labels.get("tenant") or NO_TENANT)
+        specs.append(run)
+        cadences.append(cadence)
+        rpm_total += rpm
+        gpu += rpm * base
+        gpu_cal += rpm * cal
+    floor = plan_floor_usd(plan, seats) if plan in PLANS else 0.0
+    kwargs: dict[str, Any] = {}
+    if timeout_buffer is not None:
+        kwargs["timeout_buffer"] = timeout_buffer
+    representative = Scenario(
+        tenants=max(1, len(tenants)),
+        cadence=_most_common(cadences, "weekly"),
+        run=RunSpec(
+            _median([s.model_b for s in specs], 3.0),
+            int(_median([float(s.examples) for s in specs], 1000.0)),
+            _median([s.epochs for s in specs], 3.0),
+            _most_common([s.flavor for s in specs], default_flavor),
+            _most_common([s.unsloth for s in specs], False),
+        ),
+        plan=plan if plan in PLANS else "pro",
+        seats=seats,
+        **kwargs,
+    )
+    return FleetCosts(len(tenants), n, rpm_total, gpu, gpu_cal, floor, representative)

@@ -1,0 +1,250 @@
+"""The cost pane's numbers: the month's spend and what the scheduled jobs will still cost by its end.
+
+The summary answers the pane's questions: spend by tenant and by month, month to date, wasted
+spend (timeouts), the plan floor, the projection to month end from the scheduled jobs, and whether
+that projection is over the configured budget. Months are UTC calendar months.
+
+Imports the entries, the calibration, console.costs and console.prices: no SQLite, no Textual, no
+console.ui or console.server, no network, no training stack.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from console.costs import (
+    Calibration,
+    CostInputError,
+    RunSpec,
+    count_firings,
+    estimate_run,
+)
+from console.ledger.calibration import estimate_calibration
+from console.ledger.entries import (
+    NO_TENANT,
+    LedgerEntry,
+    flavor_of,
+    label_bool,
+    label_float,
+    running_seconds_of,
+)
+from console.prices import PLANS, PriceBook, plan_floor_usd, shipped_price_book
+
+
+def month_of(now: datetime) -> str:
+    return now.astimezone(UTC).strftime("%Y-%m")
+
+
+def month_end(now: datetime) -> datetime:
+    """The first instant of the next month (UTC)."""
+    now = now.astimezone(UTC)
+    if now.month == 12:
+        return datetime(now.year + 1, 1, 1, tzinfo=UTC)
+    return datetime(now.year, now.month + 1, 1, tzinfo=UTC)
+
+
+def remaining_firings(cron: str, now: datetime, end: datetime | None = None) -> int:
+    """How many times a cron fires from `now` (exclusive) to the end of the month (UTC)."""
+    return count_firings(cron, now, end or month_end(now))
+
+
+@dataclass(frozen=True)
+class ScheduleForecast:
+    """What one scheduled job will still cost this month."""
+
+    scheduled_job_id: str
+    tenant: str
+    kind: str
+    flavor: str
+    schedule: str
+    remaining_runs: int
+    per_run_usd: float
+    remaining_usd: float
+    basis: str
+    """calibrated (heuristic x factor from N runs) | heuristic | observed (mean of past runs) |
+    unknown (no labels to estimate from and no past runs)"""
+
+
+def forecast_schedule(
+    sj: Any,
+    now: datetime,
+    prices: PriceBook,
+    *,
+    calibration: Calibration | None = None,
+    history: Sequence[LedgerEntry] = (),
+) -> ScheduleForecast | None:
+    """The month-end forecast of one `ScheduledJobInfo` (None when suspended or unreadable)."""
+    if getattr(sj, "suspend", False):
+        return None
+    spec = getattr(sj, "job_spec", None)
+    labels = {str(k): str(v) for k, v in (getattr(spec, "labels", None) or {}).items()}
+    flavor = flavor_of(spec)
+    schedule = getattr(sj, "schedule", None) or ""
+    try:
+        runs = remaining_firings(schedule, now)
+    except (CostInputError, ValueError, KeyError):
+        return None
+    tenant = labels.get("tenant") or NO_TENANT
+    kind = labels.get("kind") or ""
+    model_b, epochs = label_float(labels, "model_b"), label_float(labels, "epochs")
+    examples = label_float(labels, "examples")
+    per_run, basis = 0.0, "unknown"
+    if model_b and examples and epochs:
+        factor = calibration.factor_for(flavor) if calibration and calibration.runs else 1.0
+        try:
+            est = estimate_run(
+                RunSpec(model_b, int(examples), epochs, flavor, bool(label_bool(labels, "unsloth"))),
+                prices,
+                calibration_factor=factor,
+            )
+            per_run = est.cost_usd
+            basis = "calibrated" if factor != 1.0 else "heuristic"
+        except CostInputError:
+            pass
+    if basis == "unknown":
+        past = [
+            e.cost_usd
+            for e in history
+            if e.scheduled_job_id == getattr(sj, "id", None)
+            or (e.tenant == tenant and e.kind == kind and e.flavor == flavor)
+        ]
+        if past:
+            per_run, basis = sum(past) / len(past), "observed"
+    return ScheduleForecast(
+        scheduled_job_id=str(getattr(sj, "id", "")),
+        tenant=tenant,
+        kind=kind,
+        flavor=flavor,
+        schedule=schedule,
+        remaining_runs=runs,
+        per_run_usd=per_run,
+        remaining_usd=per_run * runs,
+        basis=basis,
+    )
+
+
+@dataclass(frozen=True)
+class TenantSpend:
+    tenant: str
+    runs: int
+    month_usd: float
+    total_usd: float
+    wasted_usd: float
+
+
+@dataclass(frozen=True)
+class LedgerSummary:
+    month: str
+    entries: int
+    month_to_date_usd: float
+    """GPU/CPU time of this month's finished jobs."""
+    in_flight_usd: float
+    """Minutes already paid by jobs still running (not in the ledger until they end)."""
+    by_tenant: list[TenantSpend]
+    by_month: dict[str, float]
+    wasted_usd: float
+    """This month's spend on jobs killed on their timeout."""
+    wasted_runs: int
+    plan: str
+    seats: int
+    plan_floor_usd: float
+    schedules: list[ScheduleForecast]
+    scheduled_remaining_usd: float
+    projection_usd: float
+    """Month to date + in flight + the schedules' remaining firings + the plan floor."""
+    budget_usd: float | None
+    calibration_runs: int
+
+    @property
+    def over_budget(self) -> bool:
+        return self.budget_usd is not None and self.projection_usd > self.budget_usd
+
+    @property
+    def budget_warning(self) -> str | None:
+        if not self.over_budget:
+            return None
+        assert self.budget_usd is not None
+        return (
+            f"projected ${self.projection_usd:,.2f} for {self.month} exceeds the monthly budget "
+            f"${self.budget_usd:,.2f} by ${self.projection_usd - self.budget_usd:,.2f}"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["over_budget"] = self.over_budget
+        d["budget_warning"] = self.budget_warning
+        return d
+
+
+def summarize(
+    entries: Sequence[LedgerEntry],
+    *,
+    now: datetime | None = None,
+    plan: str = "pro",
+    seats: int = 1,
+    budget_usd: float | None = None,
+    scheduled_jobs: Iterable[Any] = (),
+    active_jobs: Iterable[Any] = (),
+    prices: PriceBook | None = None,
+    calibration: Calibration | None = None,
+) -> LedgerSummary:
+    """The pane's numbers for the month containing `now`."""
+    now = now or datetime.now(UTC)
+    prices = prices or shipped_price_book()
+    month = month_of(now)
+    if calibration is None:
+        calibration, _ = estimate_calibration(entries)
+    tenants: dict[str, list[float]] = {}
+    by_month: dict[str, float] = {}
+    mtd = wasted = 0.0
+    wasted_runs = 0
+    for e in entries:
+        by_month[e.month] = by_month.get(e.month, 0.0) + e.cost_usd
+        t = tenants.setdefault(e.tenant, [0, 0.0, 0.0, 0.0])
+        t[0] += 1
+        t[2] += e.cost_usd
+        if e.month == month:
+            mtd += e.cost_usd
+            t[1] += e.cost_usd
+            if e.wasted:
+                wasted += e.cost_usd
+                wasted_runs += 1
+                t[3] += e.cost_usd
+    in_flight = 0.0
+    for job in active_jobs:
+        secs, _ = running_seconds_of(job, now)
+        flavor = flavor_of(job)
+        if flavor in prices:
+            in_flight += secs / 3600.0 * prices.price_per_hour(flavor)
+    forecasts = [
+        f
+        for sj in scheduled_jobs
+        if (f := forecast_schedule(sj, now, prices, calibration=calibration, history=entries))
+        is not None
+    ]
+    remaining = sum(f.remaining_usd for f in forecasts)
+    floor = plan_floor_usd(plan, seats) if plan in PLANS else 0.0
+    return LedgerSummary(
+        month=month,
+        entries=len(entries),
+        month_to_date_usd=mtd,
+        in_flight_usd=in_flight,
+        by_tenant=sorted(
+            (TenantSpend(name, int(v[0]), v[1], v[2], v[3]) for name, v in tenants.items()),
+            key=lambda t: (-t.month_usd, -t.total_usd, t.tenant),
+        ),
+        by_month=dict(sorted(by_month.items())),
+        wasted_usd=wasted,
+        wasted_runs=wasted_runs,
+        plan=plan,
+        seats=seats,
+        plan_floor_usd=floor,
+        schedules=sorted(forecasts, key=lambda f: (-f.remaining_usd, f.tenant)),
+        scheduled_remaining_usd=remaining,
+        projection_usd=mtd + in_flight + remaining + floor,
+        budget_usd=budget_usd,
+        calibration_runs=calibration.runs,
+    )

@@ -1,0 +1,71 @@
+"""The ledger against a live backend: its prices, one read of its jobs, and the summary a config asks for.
+
+The backend is an ``HfApi`` pointed at huggingface.co or the embedded server; the caller passes it
+in. These calls block on HTTP: the UI runs them in thread workers.
+
+Imports the store, the forecasts and console.prices: never huggingface_hub itself, no Textual, no
+console.ui or console.server, no training stack.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from console.ledger.forecast import LedgerSummary, summarize
+from console.ledger.store import Ledger, RefreshResult
+from console.prices import PriceBook, shipped_price_book
+
+
+def live_prices(api: Any) -> PriceBook:
+    """Prices from the backend's `list_jobs_hardware`, else the shipped table."""
+    from console.prices import price_book_from_hardware
+
+    try:
+        return price_book_from_hardware(api.list_jobs_hardware())
+    except Exception:  # an older server, or no network: the shipped prices still cost the jobs
+        return shipped_price_book()
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """One read of the backend: what the ledger recorded and what the summary needs."""
+
+    refresh: RefreshResult
+    scheduled_jobs: list[Any]
+    prices: PriceBook
+    fetched_at: datetime
+    seconds: float
+
+
+def refresh_from_api(ledger: Ledger, api: Any, *, namespace: str | None = None) -> Snapshot:
+    """List jobs and scheduled jobs, record every newly finished job, return what was read.
+
+    Blocking (HTTP): call it from a thread worker in the UI.
+    """
+    t0 = time.monotonic()
+    prices = live_prices(api)
+    jobs = list(api.list_jobs(namespace=namespace))
+    result = ledger.refresh(jobs, prices)
+    try:
+        scheduled = list(api.list_scheduled_jobs(namespace=namespace))
+    except Exception:  # a projection without schedules is still a ledger
+        scheduled = []
+    return Snapshot(result, scheduled, prices, datetime.now(UTC), time.monotonic() - t0)
+
+
+def summary_for_config(ledger: Ledger, cfg: Any, snapshot: Snapshot | None = None,
+                       *, now: datetime | None = None) -> LedgerSummary:
+    """The summary with the config's plan, seats and budget (and a snapshot's schedules)."""
+    return summarize(
+        ledger.entries(),
+        now=now,
+        plan=cfg.plan,
+        seats=cfg.seats,
+        budget_usd=cfg.monthly_budget_usd,
+        scheduled_jobs=snapshot.scheduled_jobs if snapshot else (),
+        active_jobs=snapshot.refresh.active if snapshot else (),
+        prices=snapshot.prices if snapshot else None,
+    )
