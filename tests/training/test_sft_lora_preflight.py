@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import sys
 import tomllib
@@ -9,6 +10,7 @@ import tomllib
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from test_validate_dataset import CASES, write_jsonl
 from training_helpers import DATA, SFT, VALIDATE, run, script_env
 
 TORCH_IMPORT = "| torch"  # how `-X importtime` names the torch package in its report
@@ -81,9 +83,12 @@ def test_bad_arguments_end_with_a_verdict(tmp_path, extra, code):
 @pytest.mark.parametrize(
     ("dataset", "needle"),
     [
-        ("missing.jsonl", "not found"),
-        (str(DATA / "wayne.jsonl"), "wayne.jsonl:4: invalid JSON"),
-        (str(DATA / "hooli.jsonl"), "unknown row format"),
+        ("missing.jsonl", "unreadable: dataset file missing.jsonl not found"),
+        (str(DATA / "wayne.jsonl"), "invalid_rows: 10 of 51 rows do not fit sft"),  # no too_long: training truncates
+        (str(DATA / "wayne.jsonl"), "; first: line 4: invalid_json: "),
+        (str(DATA / "hooli.jsonl"), "method_mismatch: preference rows do not fit sft"),
+        (str(DATA / "piedpiper.jsonl"), "method_mismatch: kto rows do not fit sft"),
+        (str(DATA), "is a folder"),
         ("not a hub id!", "neither a file nor a Hub id"),
     ],
 )
@@ -304,3 +309,55 @@ def test_validator_reads_hub_datasets_by_row(validator, monkeypatch):
     report = validator.validate("acme-corp/kb", "sft", None)
     assert report.unit == "row"
     assert [(i.line, i.code) for i in report.issues] == [(2, "empty_content")]
+
+
+# ----------------------------------------------------------------------------- the dataset check
+
+
+def test_a_row_the_validator_rejects_is_refused_before_torch(tmp_path, validator):
+    """A chat turn with role "bot": the validator's bad_role, in sft_lora's preflight."""
+    good = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}
+    bot = {"messages": [{"role": "user", "content": "hi"}, {"role": "bot", "content": "hello"}]}
+    path = tmp_path / "bot.jsonl"
+    path.write_text(json.dumps(good) + "\n" + json.dumps(bot) + "\n")
+    [issue] = validator.validate(str(path), "sft", None).issues
+    assert issue.message == "messages[1].role is 'bot'; use system, user or assistant"
+
+    args = ["--base-model", "tiny-random", "--dataset", str(path)]
+    result = run(SFT, args, script_env(tmp_path), python_flags=("-X", "importtime"))
+    assert result.returncode == 2
+    assert result.last_line == (
+        "VERDICT: FAIL bad_dataset: invalid_rows: 1 of 2 rows do not fit sft (bad_role=1); "
+        f"first: line 2: bad_role: {issue.message}"
+    )
+    assert f"line 2: bad_role: {issue.message}" in result.stderr  # the human-readable copy
+    assert not any(line.startswith("plan ") for line in result.lines)
+    imported = [line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines()]
+    assert not {"torch", "transformers", "trl", "datasets"} & set(imported)
+    assert result.seconds < 3.0
+
+
+SFT_CASES = [(rows, code) for rows, method, code in CASES if method == "sft" and code != "too_long"]
+
+
+@pytest.mark.parametrize(("rows", "code"), SFT_CASES)
+def test_the_preflight_refuses_what_the_validator_fails(sft_module, validator, tmp_path, monkeypatch, rows, code):
+    """Every malformed sft row of the validator's tests, and the same one-line reason."""
+    path = write_jsonl(tmp_path / "d.jsonl", rows)
+    report = validator.validate(path, "sft", None)
+    assert not report.verdict()[0]
+    monkeypatch.setenv("CONSOLE_ARTIFACTS_DIR", str(tmp_path / "artifacts"))
+    with pytest.raises(sft_module.Refusal) as refused:
+        sft_module.preflight(["--base-model", "tiny-random", "--dataset", path])
+    assert refused.value.code == "bad_dataset"
+    assert refused.value.message.startswith(report.verdict()[1] + "; first: ")
+    assert f": {code}: " in refused.value.message
+
+
+@pytest.mark.parametrize("name", ["acme", "globex", "initech", "umbrella"])
+def test_the_preflight_trains_on_what_the_validator_passes(sft_module, validator, tmp_path, monkeypatch, name):
+    report = validator.validate(str(DATA / f"{name}.jsonl"), "sft", None)
+    assert report.verdict()[0]
+    monkeypatch.setenv("CONSOLE_ARTIFACTS_DIR", str(tmp_path / "artifacts"))
+    plan = sft_module.preflight(["--base-model", "tiny-random", "--dataset", str(DATA / f"{name}.jsonl")])
+    assert (plan.fmt, len(plan.rows)) == (report.fmt, report.rows)
