@@ -1,0 +1,277 @@
+"""Apply: the create / change / remove actions that make the scheduled jobs match a fleet file.
+
+:func:`plan_apply` compares a fleet file with the scheduled jobs and returns the actions;
+:func:`apply_plan` carries them out through ``HfApi``. Applying the same file twice is a no-op: a
+fleet-managed scheduled job carries a ``spec=`` label, the fingerprint of its submission.
+
+Imports the fleet file, console.jobspec, console.costs and console.prices; the ``HfApi`` comes
+from the caller. No Textual, no console.ui or console.server, no training stack.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from console import jobspec
+from console.costs import CostInputError, normalize_cron
+from console.fleet.file import FleetFile, TenantSpec
+from console.jobspec import Submission
+from console.prices import PriceBook
+
+
+@dataclass
+class Action:
+    op: str  # "create" | "change" | "remove"
+    tenant: str
+    schedule: str | None = None
+    scheduled_job_id: str | None = None
+    submission: Submission | None = None
+    changes: list[str] = field(default_factory=list)
+    schedule_only: bool = False
+    suspend: bool = False
+
+    def describe(self) -> str:
+        if self.op == "create":
+            assert self.submission is not None
+            sub = self.submission
+            return (
+                f"+ create  {self.tenant}: {self.schedule} on {sub.flavor}, "
+                f"timeout {sub.timeout_seconds}s, ~${sub.estimate_usd:.2f}/run"
+            )
+        if self.op == "change":
+            return f"~ change  {self.tenant} ({self.scheduled_job_id}): " + "; ".join(self.changes)
+        return f"- remove  {self.tenant} ({self.scheduled_job_id})"
+
+
+@dataclass
+class ApplyPlan:
+    env: str
+    actions: list[Action]
+    unchanged: list[str]
+
+    @property
+    def empty(self) -> bool:
+        return not self.actions
+
+    def lines(self) -> list[str]:
+        out = [a.describe() for a in self.actions]
+        ops = ("create", "change", "remove")
+        counts = {op: sum(1 for a in self.actions if a.op == op) for op in ops}
+        out.append(
+            f"Plan (env={self.env}): {counts['create']} to create, {counts['change']} to change, "
+            f"{counts['remove']} to remove, {len(self.unchanged)} unchanged."
+        )
+        return out
+
+
+_COMPARED = (
+    ("base_model", "base model"),
+    ("dataset", "dataset"),
+    ("model_b", "model_b"),
+    ("examples", "examples"),
+    ("epochs", "epochs"),
+    ("flavor", "flavor"),
+    ("max_steps", "max_steps"),
+    ("learning_rate", "learning_rate"),
+    ("lora_r", "lora_r"),
+    ("lora_alpha", "lora_alpha"),
+    ("unsloth", "unsloth"),
+    ("timeout_seconds", "timeout"),
+)
+
+
+def desired_submission(
+    tenant: TenantSpec,
+    fleet: FleetFile,
+    *,
+    backend_kind: str,
+    timeout_buffer: float,
+    token: str | None = None,
+    prices: PriceBook | None = None,
+    trackio_project: str | None = None,
+) -> Submission:
+    req = tenant.request(fleet.env, fleet.trackio_project or trackio_project)
+    sub = jobspec.build_submission(
+        req, backend_kind=backend_kind, timeout_buffer=timeout_buffer, token=token, prices=prices
+    )
+    labels = dict(sub.labels)
+    labels["spec"] = sub.fingerprint()
+    return replace(sub, labels=labels)
+
+
+def plan_apply(
+    fleet: FleetFile,
+    scheduled: Iterable[Any],
+    *,
+    backend_kind: str = "local",
+    timeout_buffer: float = 1.3,
+    token: str | None = None,
+    prices: PriceBook | None = None,
+    trackio_project: str | None = None,
+) -> ApplyPlan:
+    """The actions that make the env's console scheduled jobs match the fleet file."""
+    existing: dict[str, list[Any]] = {}
+    for sj in scheduled:
+        labels = jobspec.labels_of(sj)
+        if labels.get("app") != "console" or labels.get("env") != fleet.env:
+            continue
+        if labels.get("kind", "sft") != "sft" or not labels.get("tenant"):
+            continue
+        existing.setdefault(labels["tenant"], []).append(sj)
+    actions: list[Action] = []
+    unchanged: list[str] = []
+    for tenant in fleet.tenants:
+        sub = desired_submission(
+            tenant,
+            fleet,
+            backend_kind=backend_kind,
+            timeout_buffer=timeout_buffer,
+            token=token,
+            prices=prices,
+            trackio_project=trackio_project,
+        )
+        found = existing.pop(tenant.id, [])
+        if not found:
+            actions.append(
+                Action("create", tenant.id, tenant.schedule, submission=sub, suspend=tenant.suspend)
+            )
+            continue
+        current, extras = found[0], found[1:]
+        for extra in extras:
+            actions.append(
+                Action(
+                    "remove",
+                    tenant.id,
+                    scheduled_job_id=extra.id,
+                    changes=["duplicate schedule for this tenant"],
+                )
+            )
+        changes = _differences(current, tenant, sub)
+        if not changes:
+            unchanged.append(tenant.id)
+            continue
+        schedule_only = all(c.startswith(("schedule", "suspend")) for c in changes)
+        actions.append(
+            Action(
+                "change",
+                tenant.id,
+                tenant.schedule,
+                scheduled_job_id=current.id,
+                submission=sub,
+                changes=changes,
+                schedule_only=schedule_only,
+                suspend=tenant.suspend,
+            )
+        )
+    for tenant_id, leftovers in sorted(existing.items()):
+        for sj in leftovers:
+            actions.append(
+                Action(
+                    "remove", tenant_id, scheduled_job_id=sj.id, changes=["not in the fleet file"]
+                )
+            )
+    return ApplyPlan(env=fleet.env, actions=actions, unchanged=unchanged)
+
+
+def _differences(current: Any, tenant: TenantSpec, sub: Submission) -> list[str]:
+    changes: list[str] = []
+    if normalize_or_same(current.schedule) != tenant.schedule:
+        changes.append(f"schedule {current.schedule!r} -> {tenant.schedule!r}")
+    if bool(current.suspend) != tenant.suspend:
+        changes.append(f"suspend {bool(current.suspend)} -> {tenant.suspend}")
+    have = jobspec.read_request(current)
+    want = {
+        "base_model": tenant.base_model,
+        "dataset": tenant.dataset,
+        "model_b": tenant.model_b,
+        "examples": tenant.examples,
+        "epochs": tenant.epochs,
+        "flavor": tenant.flavor,
+        "max_steps": tenant.max_steps,
+        "learning_rate": tenant.learning_rate,
+        "lora_r": tenant.lora_r,
+        "lora_alpha": tenant.lora_alpha,
+        "unsloth": tenant.unsloth,
+        "timeout_seconds": sub.timeout_seconds,
+    }
+    detail: list[str] = []
+    if have is not None:
+        for attr, name in _COMPARED:
+            old, new = getattr(have, attr), want[attr]
+            if old != new:
+                detail.append(f"{name} {_show(old)} -> {_show(new)}")
+    if jobspec.labels_of(current).get("spec") != sub.labels["spec"] and not detail:
+        detail.append("job spec (command, script or environment)")
+    return changes + detail
+
+
+def normalize_or_same(expr: str | None) -> str | None:
+    if expr is None:
+        return None
+    try:
+        return normalize_cron(expr)
+    except CostInputError:
+        return expr
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, str) and len(value) > 40:
+        return "..." + value[-37:]
+    return repr(value) if isinstance(value, str) else str(value)
+
+
+def apply_plan(
+    api: Any,
+    plan: ApplyPlan,
+    *,
+    namespace: str | None = None,
+    report: Callable[[str], None] | None = None,
+) -> list[str]:
+    """Carry out the plan through HfApi; returns (and reports) one line per action done."""
+    done: list[str] = []
+
+    def say(text: str) -> None:
+        done.append(text)
+        if report:
+            report(text)
+
+    for action in plan.actions:
+        if action.op == "remove":
+            api.delete_scheduled_job(scheduled_job_id=action.scheduled_job_id, namespace=namespace)
+            say(f"removed {action.tenant} ({action.scheduled_job_id})")
+        elif action.op == "create":
+            assert action.submission is not None and action.schedule is not None
+            sj = api.create_scheduled_job(
+                **action.submission.scheduled_kwargs(action.schedule, suspend=action.suspend),
+                namespace=namespace,
+            )
+            say(f"created {action.tenant} ({sj.id})")
+        elif action.schedule_only:
+            sid = action.scheduled_job_id
+            current = api.inspect_scheduled_job(scheduled_job_id=sid, namespace=namespace)
+            if normalize_or_same(current.schedule) != action.schedule:
+                api.update_scheduled_job_schedule(
+                    scheduled_job_id=sid, schedule=action.schedule, namespace=namespace
+                )
+            if bool(current.suspend) != action.suspend:
+                if action.suspend:
+                    api.suspend_scheduled_job(scheduled_job_id=sid, namespace=namespace)
+                else:
+                    api.resume_scheduled_job(scheduled_job_id=sid, namespace=namespace)
+            say(f"changed {action.tenant} ({sid}): " + "; ".join(action.changes))
+        else:
+            assert action.submission is not None and action.schedule is not None
+            api.delete_scheduled_job(scheduled_job_id=action.scheduled_job_id, namespace=namespace)
+            sj = api.create_scheduled_job(
+                **action.submission.scheduled_kwargs(action.schedule, suspend=action.suspend),
+                namespace=namespace,
+            )
+            say(
+                f"replaced {action.tenant} ({action.scheduled_job_id} -> {sj.id}): "
+                + "; ".join(action.changes)
+            )
+    return done

@@ -1,0 +1,198 @@
+"""The fleet as HF Jobs says it is: one row per tenant, from scheduled jobs and job labels alone.
+
+:func:`derive_fleet` rebuilds the fleet from HF Jobs — scheduled jobs and the labels on jobs
+(``app=console``, ``tenant=``, ``env=``...) — with each tenant's last run, its stage and age, and
+what a run costs. Any console anywhere gets the same answer: the TOML config holds preferences,
+never the fleet.
+
+Imports console.jobspec, console.costs, console.prices and the run outcomes: no Textual, no
+console.ui or console.server, no network, no training stack.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from console import jobspec
+from console.costs import MONTH_SECONDS, CostInputError, describe_cron, estimate_run, runs_per_month
+from console.fleet.outcome import RunOutcome
+from console.jobspec import TrainingRequest
+from console.prices import PriceBook, shipped_price_book
+
+TERMINAL_STAGES = ("COMPLETED", "ERROR", "CANCELED", "DELETED")
+
+
+@dataclass
+class TenantRow:
+    """One tenant in the fleet pane."""
+
+    tenant: str
+    env: str = ""
+    base_model: str = ""
+    flavor: str = ""
+    model_b: float | None = None
+    examples: int | None = None
+    epochs: float | None = None
+    schedule: str | None = None
+    schedule_words: str = ""
+    next_run: datetime | None = None
+    suspended: bool = False
+    scheduled_job_id: str | None = None
+    last_job_id: str | None = None
+    last_stage: str | None = None
+    last_at: datetime | None = None
+    last_success_at: datetime | None = None
+    last_loss: float | None = None
+    loss_trend: str = ""
+    adapter: str | None = None
+    cost_per_run: float | None = None
+    monthly_usd: float | None = None
+    stale: bool = False
+    request: TrainingRequest | None = None
+
+    @property
+    def failed(self) -> bool:
+        return self.last_stage == "ERROR"
+
+    @property
+    def flags(self) -> list[str]:
+        out = []
+        if self.failed:
+            out.append("failed")
+        if self.suspended:
+            out.append("suspended")
+        if self.stale:
+            out.append("stale")
+        return out
+
+
+def _when(info: Any) -> datetime:
+    for attr in ("finished_at", "started_at", "created_at"):
+        value = getattr(info, attr, None)
+        if value is not None:
+            return value
+    return datetime.fromtimestamp(0, UTC)
+
+
+def _training_tenant(info: Any) -> str | None:
+    """The tenant of a console training (sft) job or schedule; None for anything else."""
+    labels = jobspec.labels_of(info)
+    if labels.get("app") != "console" or not labels.get("tenant"):
+        return None
+    if labels.get("kind", "sft") != "sft":
+        return None
+    return labels["tenant"]
+
+
+def derive_fleet(
+    scheduled: Iterable[Any],
+    jobs: Iterable[Any],
+    *,
+    now: datetime | None = None,
+    prices: PriceBook | None = None,
+    outcomes: dict[str, RunOutcome] | None = None,
+) -> list[TenantRow]:
+    """The fleet, one row per tenant, from scheduled jobs and job labels (console jobs only).
+
+    `outcomes` maps finished job ids to what their logs said (last loss, adapter), when known.
+    """
+    prices = prices or shipped_price_book()
+    now = now or datetime.now(UTC)
+    outcomes = outcomes or {}
+    rows: dict[str, TenantRow] = {}
+    for sj in scheduled:
+        tenant = _training_tenant(sj)
+        if tenant is None:
+            continue
+        labels = jobspec.labels_of(sj)
+        if tenant in rows and rows[tenant].scheduled_job_id:
+            continue  # a duplicate schedule: the first wins here; `fleet apply` removes the rest
+        req = jobspec.read_request(sj)
+        row = rows.setdefault(tenant, TenantRow(tenant=tenant))
+        row.env = labels.get("env", "")
+        row.scheduled_job_id = sj.id
+        row.schedule = sj.schedule
+        row.suspended = bool(sj.suspend)
+        row.next_run = None if sj.suspend else sj.status.next_job_run_at
+        _fill_from_request(row, req, prices)
+        if sj.schedule:
+            try:
+                row.schedule_words = describe_cron(sj.schedule)
+                if row.cost_per_run is not None:
+                    row.monthly_usd = row.cost_per_run * runs_per_month(sj.schedule)
+            except CostInputError:
+                row.schedule_words = "(not a cron expression)"
+    latest: dict[str, Any] = {}
+    latest_success: dict[str, Any] = {}
+    for job in jobs:
+        tenant = _training_tenant(job)
+        if tenant is None:
+            continue
+        created = job.created_at or datetime.fromtimestamp(0, UTC)
+        prev = latest.get(tenant)
+        if prev is None or created > (prev.created_at or datetime.fromtimestamp(0, UTC)):
+            latest[tenant] = job
+        if job.status.stage == "COMPLETED":
+            best = latest_success.get(tenant)
+            if best is None or _when(job) > _when(best):
+                latest_success[tenant] = job
+        if tenant not in rows:
+            row = TenantRow(tenant=tenant, env=jobspec.labels_of(job).get("env", ""))
+            rows[tenant] = row
+    for tenant, job in latest.items():
+        row = rows[tenant]
+        row.last_job_id = job.id
+        row.last_stage = job.status.stage
+        row.last_at = _when(job)
+        if row.request is None:
+            _fill_from_request(row, jobspec.read_request(job), prices)
+    for tenant, job in latest_success.items():
+        row = rows[tenant]
+        row.last_success_at = _when(job)
+        outcome = outcomes.get(job.id)
+        if outcome is not None:
+            row.last_loss = outcome.last_loss
+            row.adapter = outcome.adapter
+            row.loss_trend = outcome.loss_trend
+    for row in rows.values():
+        row.stale = _is_stale(row, now)
+    return sorted(rows.values(), key=lambda r: r.tenant)
+
+
+def _fill_from_request(row: TenantRow, req: TrainingRequest | None, prices: PriceBook) -> None:
+    if req is None:
+        return
+    row.request = req
+    row.base_model = req.base_model
+    row.flavor = req.flavor
+    row.model_b = req.model_b
+    row.examples = req.examples
+    row.epochs = req.epochs
+    try:
+        row.cost_per_run = estimate_run(req.run_spec(), prices).cost_usd
+    except CostInputError:
+        row.cost_per_run = None
+
+
+def cadence_seconds(schedule: str) -> float | None:
+    try:
+        rpm = runs_per_month(schedule)
+    except CostInputError:
+        return None
+    return MONTH_SECONDS / rpm if rpm > 0 else None
+
+
+def _is_stale(row: TenantRow, now: datetime) -> bool:
+    """The adapter is older than the cadence (with 10% grace), or a schedule has never succeeded."""
+    if not row.schedule or row.suspended:
+        return False
+    period = cadence_seconds(row.schedule)
+    if period is None or not math.isfinite(period):
+        return False
+    if row.last_success_at is None:
+        return row.last_stage in ("ERROR", "CANCELED")
+    return (now - row.last_success_at).total_seconds() > period * 1.1

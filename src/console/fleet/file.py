@@ -1,0 +1,323 @@
+"""The fleet file: a TOML with top-level defaults and one ``[[tenant]]`` table per tenant.
+
+:func:`load_fleet_file` reads it and checks it against itself: every problem (duplicate tenant
+ids, a bad cron, an unknown flavor, a flavor too small for the model, a missing dataset) is
+reported at once in a :class:`FleetFileError`. The file says what the fleet should be; the plan
+in :mod:`console.fleet.apply` makes the scheduled jobs match it.
+
+Imports console.jobspec, console.costs and console.prices: no Textual, no console.ui or
+console.server, no network, no training stack.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from console.costs import CostInputError, normalize_cron
+from console.jobspec import TrainingRequest, label_value
+from console.prices import PriceBook, shipped_price_book
+
+_TENANT_KEYS = {
+    "id",
+    "dataset",
+    "examples",
+    "base_model",
+    "model_b",
+    "flavor",
+    "epochs",
+    "schedule",
+    "max_steps",
+    "learning_rate",
+    "lora_r",
+    "lora_alpha",
+    "unsloth",
+    "hub_model_id",
+    "suspend",
+}
+_TOP_KEYS = {
+    "base_model",
+    "model_b",
+    "flavor",
+    "epochs",
+    "schedule",
+    "env",
+    "max_steps",
+    "learning_rate",
+    "lora_r",
+    "lora_alpha",
+    "unsloth",
+    "examples",
+    "tenant",
+    "name",
+    "description",
+    "trackio_project",
+}
+
+
+class FleetFileError(ValueError):
+    """A fleet file that cannot be applied; `problems` lists every reason, one line each."""
+
+    def __init__(self, path: Path | str, problems: Sequence[str]) -> None:
+        self.path = str(path)
+        self.problems = list(problems)
+        super().__init__(f"{path}: " + "; ".join(self.problems))
+
+
+@dataclass(frozen=True)
+class TenantSpec:
+    """One tenant as the fleet file declares it (defaults already applied)."""
+
+    id: str
+    dataset: str
+    examples: int
+    base_model: str
+    model_b: float
+    flavor: str
+    epochs: float
+    schedule: str
+    max_steps: int | None = None
+    learning_rate: float | None = None
+    lora_r: int | None = None
+    lora_alpha: int | None = None
+    unsloth: bool = False
+    hub_model_id: str | None = None
+    suspend: bool = False
+
+    def request(self, env: str, trackio_project: str | None = None) -> TrainingRequest:
+        return TrainingRequest(
+            tenant=self.id,
+            dataset=self.dataset,
+            base_model=self.base_model,
+            model_b=self.model_b,
+            examples=self.examples,
+            epochs=self.epochs,
+            flavor=self.flavor,
+            env=env,
+            unsloth=self.unsloth,
+            max_steps=self.max_steps,
+            learning_rate=self.learning_rate,
+            lora_r=self.lora_r,
+            lora_alpha=self.lora_alpha,
+            hub_model_id=self.hub_model_id,
+            scheduled=True,
+            trackio_project=trackio_project,
+        )
+
+
+@dataclass(frozen=True)
+class FleetFile:
+    path: Path
+    env: str
+    tenants: tuple[TenantSpec, ...]
+    trackio_project: str | None = None
+
+    def tenant(self, tenant_id: str) -> TenantSpec:
+        for t in self.tenants:
+            if t.id == tenant_id:
+                return t
+        raise KeyError(tenant_id)
+
+
+
+
+def load_fleet_file(
+    path: Path | str,
+    *,
+    default_env: str = "dev",
+    prices: PriceBook | None = None,
+    backend_kind: str = "local",
+) -> FleetFile:
+    """Read and check a fleet file; raise FleetFileError listing every problem found."""
+    p = Path(path).expanduser()
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise FleetFileError(p, [f"cannot be read: {exc.strerror or exc}"]) from None
+    except UnicodeDecodeError as exc:
+        raise FleetFileError(p, [f"byte {exc.start}: expected UTF-8 text"]) from None
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise FleetFileError(p, [f"not valid TOML: {exc}"]) from None
+    except RecursionError:
+        raise FleetFileError(p, ["not valid TOML: arrays or tables nested too deeply"]) from None
+    return parse_fleet(doc, p, default_env=default_env, prices=prices, backend_kind=backend_kind)
+
+
+def parse_fleet(
+    doc: dict[str, Any],
+    path: Path,
+    *,
+    default_env: str = "dev",
+    prices: PriceBook | None = None,
+    backend_kind: str = "local",
+) -> FleetFile:
+    prices = prices or shipped_price_book()
+    problems: list[str] = []
+    for key in doc:
+        if key not in _TOP_KEYS:
+            problems.append(f"unknown top-level key {key!r}")
+    env = doc.get("env", default_env)
+    if not isinstance(env, str) or not env or label_value(env) != env:
+        problems.append(f"env {env!r} must be a label value (letters, digits, '.', '-', '_')")
+        env = default_env
+    raw_tenants = doc.get("tenant", [])
+    if not isinstance(raw_tenants, list) or not all(isinstance(t, dict) for t in raw_tenants):
+        raise FleetFileError(path, [*problems, "tenants must be [[tenant]] tables"])
+    defaults = {k: v for k, v in doc.items() if k not in ("tenant", "env", "name", "description")}
+    tenants: list[TenantSpec] = []
+    seen: dict[str, int] = {}
+    for index, raw in enumerate(raw_tenants, start=1):
+        where = f"tenant #{index}"
+        tid = raw.get("id")
+        if isinstance(tid, str) and tid:
+            where = f"tenant {tid!r}"
+        spec, errors = _tenant(raw, defaults, where, path.parent, prices, backend_kind)
+        problems.extend(errors)
+        if isinstance(tid, str) and tid:
+            if tid in seen:
+                problems.append(f"duplicate tenant id {tid!r} (tenants #{seen[tid]} and #{index})")
+            else:
+                seen[tid] = index
+        if spec is not None and tid not in [t.id for t in tenants]:
+            tenants.append(spec)
+    if problems:
+        raise FleetFileError(path, problems)
+    project = doc.get("trackio_project")
+    return FleetFile(
+        path=path,
+        env=env,
+        tenants=tuple(tenants),
+        trackio_project=project if isinstance(project, str) else None,
+    )
+
+
+def _tenant(
+    raw: dict[str, Any],
+    defaults: dict[str, Any],
+    where: str,
+    base: Path,
+    prices: PriceBook,
+    backend_kind: str,
+) -> tuple[TenantSpec | None, list[str]]:
+    errors: list[str] = []
+    for key in raw:
+        if key not in _TENANT_KEYS:
+            errors.append(f"{where}: unknown key {key!r}")
+    merged = {**defaults, **raw}
+
+    def get(name: str, kind: type | tuple[type, ...], required: bool = True) -> Any:
+        value = merged.get(name)
+        if value is None:
+            if required:
+                errors.append(f"{where}: {name} is required (in the tenant or at the top level)")
+            return None
+        if isinstance(value, bool) and kind is not bool:
+            errors.append(f"{where}: {name} must be a {_kind_name(kind)}, got {value!r}")
+            return None
+        if not isinstance(value, kind):
+            errors.append(f"{where}: {name} must be a {_kind_name(kind)}, got {value!r}")
+            return None
+        return value
+
+    tid = get("id", str)
+    if tid is not None and (not tid or label_value(tid) != tid):
+        errors.append(f"{where}: id {tid!r} must be letters, digits, '.', '-', '_' (at most 63)")
+    dataset = get("dataset", str)
+    if dataset is not None:
+        dataset = _resolve_dataset(dataset, base, backend_kind, where, errors)
+    examples = get("examples", int)
+    base_model = get("base_model", str)
+    model_b = get("model_b", (int, float))
+    flavor = get("flavor", str)
+    epochs = get("epochs", (int, float))
+    schedule = get("schedule", str)
+    max_steps = get("max_steps", int, required=False)
+    learning_rate = get("learning_rate", (int, float), required=False)
+    lora_r = get("lora_r", int, required=False)
+    lora_alpha = get("lora_alpha", int, required=False)
+    unsloth = get("unsloth", bool, required=False) or False
+    hub_model_id = get("hub_model_id", str, required=False)
+    suspend = get("suspend", bool, required=False) or False
+    if schedule is not None:
+        try:
+            schedule = normalize_cron(schedule)
+        except CostInputError as exc:
+            errors.append(f"{where}: schedule: {exc}")
+            schedule = None
+    if flavor is not None:
+        if flavor not in prices:
+            known = ", ".join(f.name for f in prices.gpu_flavors()[:8])
+            errors.append(f"{where}: unknown flavor {flavor!r} (known: {known}, ...)")
+            flavor = None
+        elif not prices.get(flavor).is_gpu:
+            errors.append(f"{where}: {flavor} is a CPU flavor; training needs a GPU flavor")
+            flavor = None
+        elif model_b is not None and prices.get(flavor).max_model_b < model_b:
+            errors.append(
+                f"{where}: a {model_b:g}B model does not fit {flavor} "
+                f"({prices.get(flavor).fits}); pick a larger flavor"
+            )
+    if examples is not None and examples < 1:
+        errors.append(f"{where}: examples must be at least 1")
+    if epochs is not None and not (0 < epochs <= 1000):
+        errors.append(f"{where}: epochs must be from 0.01 to 1000")
+    if model_b is not None and not (0 < model_b <= 2000):
+        errors.append(f"{where}: model_b must be from 0.001 to 2000")
+    if max_steps is not None and max_steps < 1:
+        errors.append(f"{where}: max_steps must be at least 1")
+    if errors or None in (tid, dataset, examples, base_model, model_b, flavor, epochs, schedule):
+        return None, errors
+    return (
+        TenantSpec(
+            id=tid,
+            dataset=dataset,
+            examples=int(examples),
+            base_model=base_model,
+            model_b=float(model_b),
+            flavor=flavor,
+            epochs=float(epochs),
+            schedule=schedule,
+            max_steps=max_steps,
+            learning_rate=float(learning_rate) if learning_rate is not None else None,
+            lora_r=lora_r,
+            lora_alpha=lora_alpha,
+            unsloth=bool(unsloth),
+            hub_model_id=hub_model_id,
+            suspend=bool(suspend),
+        ),
+        errors,
+    )
+
+
+def _kind_name(kind: type | tuple[type, ...]) -> str:
+    names = {str: "string", int: "whole number", float: "number", bool: "true/false"}
+    if isinstance(kind, tuple):
+        return "number" if float in kind else " or ".join(names.get(k, k.__name__) for k in kind)
+    return names.get(kind, kind.__name__)
+
+
+def _looks_local(dataset: str) -> bool:
+    return dataset.startswith((".", "/", "~")) or dataset.endswith((".jsonl", ".json", ".csv"))
+
+
+def _resolve_dataset(
+    dataset: str, base: Path, backend_kind: str, where: str, errors: list[str]
+) -> str | None:
+    if not _looks_local(dataset):
+        return dataset  # a Hub dataset id
+    if backend_kind == "hub":
+        errors.append(
+            f"{where}: dataset {dataset!r} is a local file; HF Jobs cannot read local files "
+            "(push it as a Hub dataset and use its id)"
+        )
+        return None
+    path = (base / Path(dataset).expanduser()).resolve()
+    if not path.is_file():
+        errors.append(f"{where}: dataset file {path} does not exist")
+        return None
+    return str(path)
