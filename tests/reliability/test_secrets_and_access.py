@@ -11,10 +11,11 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from huggingface_hub.errors import BadRequestError
 from tests.jobwait import wait_stage
 from tests.reliability.conftest import fast_policy, job_count, run_python
 from tests.reliability.test_hostile_text import screen_text
-from tests.ui.conftest import wait_for, wait_thread
+from tests.ui.conftest import console_labels, wait_for, wait_thread
 
 from console import config as config_mod
 from console import paths
@@ -22,6 +23,7 @@ from console.backend import ReadOnlyError, connect
 from console.server import paths as server_paths
 from console.server.faults import Fault
 from console.ui.app import ConsoleApp
+from console.ui.screens.confirm import ConfirmScreen
 
 ENV_SECRET = "hf_PLANTEDenvTOKEN0123456789abcdef"
 JOB_SECRET = "sk-PLANTEDjobSECRET-9876543210"
@@ -54,14 +56,24 @@ async def test_a_planted_secret_is_never_written_or_shown(monkeypatch, tmp_path,
     cfg = config_mod.Config(namespace="oncall")
     config_mod.save(cfg)  # the config file too
     backend = connect(cfg, policy=fast_policy())  # an in-process server in this data dir
+    leaky = tmp_path / "leaky.py"
+    leaky.write_text(LEAKY)
+    dataset = str(paths.training_dir() / "data" / "acme.jsonl")
+    rerun_id = None
     try:
-        job = run_python(backend, LEAKY, secrets={"HF_TOKEN": JOB_SECRET})
+        # A console job (its command carries the dataset, so the TUI can rerun it) whose
+        # script prints its token and its whole environment.
+        job = backend.api.run_job(
+            image="python:3.12", command=["uv", "run", str(leaky), "--dataset", dataset,
+                                          "--max-steps", "1"],
+            flavor="t4-small", labels=console_labels("acme"), timeout=120,
+            secrets={"HF_TOKEN": JOB_SECRET}, namespace=backend.namespace)
         assert await wait_thread(wait_stage, backend, job.id) == "ERROR"
         log = list(backend.api.fetch_job_logs(job_id=job.id, namespace=backend.namespace))
         assert "token is ***" in log and "again ***" in log  # masked by the server's log pump
         info = backend.api.inspect_job(job_id=job.id, namespace=backend.namespace)
-        assert info.secrets == {"HF_TOKEN": None} or not info.secrets  # names only
-        with pytest.raises(Exception) as err:  # an error about the job names no secret
+        assert info.secrets == {"HF_TOKEN": None}  # names only
+        with pytest.raises(BadRequestError, match="secrets: .B. must be a string") as err:
             backend.api.run_job(image="python:3.12", command=["x"], secrets={"A": JOB_SECRET,
                                 "B": {"nested": JOB_SECRET}}, namespace=backend.namespace)
         assert JOB_SECRET not in str(err.value)
@@ -72,15 +84,31 @@ async def test_a_planted_secret_is_never_written_or_shown(monkeypatch, tmp_path,
             app.jobs_table.select_job(job.id)
             await wait_for(pilot, lambda: app.log_pane.ended, what="the log")
             await pilot.press("R")  # a rerun confirmation, then its notification
-            await pilot.pause(0.2)
+            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen),
+                           what="the rerun confirmation")
             await pilot.press("y")
-            await pilot.pause(0.5)
+            await wait_for(pilot, lambda: any(n.message.startswith(f"Rerun of {job.id}: ")
+                                              for n in app._notifications), what="the rerun")
             painted = screen_text(app)
             notes = " ".join(n.message for n in app._notifications)
             for secret in (ENV_SECRET, JOB_SECRET):
                 assert secret not in painted and secret not in notes
                 assert all(secret not in line for line in app.log_pane.lines)
+        note = next(n for n in notes.split("Rerun of ")[1:] if n.startswith(job.id))
+        rerun_id = note.removeprefix(f"{job.id}: ").split()[0]
+        assert rerun_id != job.id
+        rerun = backend.api.inspect_job(job_id=rerun_id, namespace=backend.namespace)
+        # the rerun is a fresh console training run of the same request ...
+        assert rerun.labels["tenant"] == "acme" and rerun.labels["app"] == "console"
+        assert "--dataset" in rerun.command and dataset in rerun.command
+        # ... that carries no secret: not the job's (never readable back), not our own token
+        assert not rerun.secrets
+        env = " ".join(f"{k}={v}" for k, v in (rerun.environment or {}).items())
+        assert ENV_SECRET not in env and JOB_SECRET not in env
     finally:
+        if rerun_id is not None:
+            backend.api.cancel_job(job_id=rerun_id, namespace=backend.namespace)
+            await wait_thread(wait_stage, backend, rerun_id)
         backend.close()
 
     needles = [ENV_SECRET.encode(), JOB_SECRET.encode()]
