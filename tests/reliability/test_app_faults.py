@@ -6,6 +6,7 @@ from __future__ import annotations
 from tests.jobwait import wait_stage
 from tests.reliability.conftest import COUNTER, run_python
 from tests.ui.conftest import wait_for, wait_thread
+from textual.widgets import TabbedContent
 
 from console.server.faults import Fault
 from console.ui.app import ConsoleApp
@@ -35,16 +36,34 @@ async def test_hangs_and_drops_never_freeze_or_crash_the_app(server, backend, cf
     app = ConsoleApp(cfg, backend, refresh_seconds=0.2, stream_metrics=False)
     async with app.run_test(size=(80, 24)) as pilot:
         status = app.query_one(StatusLine)
+        tabs = app.query_one(TabbedContent)
         await wait_for(pilot, lambda: status.last_ok is not None, what="a first refresh")
+        # Each read of the job list first hangs past the client's 1 s timeout, three times,
+        # then has its connection dropped, three times: all five tries of one read fail.
         server.faults.add(Fault("delay", path=r"^/api/jobs", seconds=2.5, times=3),
                           Fault("cut", path=r"^/api/jobs", after_events=0, drop=True, times=3))
-        for _ in range(10):  # keys are served while every refresh hangs or breaks
-            await pilot.press("2")
-            await pilot.pause(0.1)
+        await wait_for(pilot, lambda: server.faults.fired, what="a refresh to hang")
+        served = []  # keys are served while that read hangs: each switches the tab at once
+        for tab in ("fleet", "jobs") * 20:
+            if status.stale:
+                break
+            await pilot.press("1" if tab == "fleet" else "2")
+            assert tabs.active == tab
+            served.append(tab)
+        assert len(served) >= 2, "the keys waited for the hanging refresh"
+        await wait_for(pilot, lambda: status.stale, timeout=15, what="the refresh to fail")
+        text = status.render_text().plain
+        assert "STALE" in text and "last ok" in text
+        assert "no answer from the jobs API after 5 tries" in text
+        other = "fleet" if tabs.active == "jobs" else "jobs"
+        await pilot.press("1" if other == "fleet" else "2")
+        assert tabs.active == other
         await wait_for(pilot, lambda: not server.faults.armed(), timeout=30, what="the faults")
         before = app.refresher.refresh_count
         await wait_for(pilot, lambda: app.refresher.refresh_count > before and not status.stale,
                        timeout=20, what="recovery")
+        assert "refreshed" in status.render_text().plain
+        assert app.is_running
 
 
 async def test_the_log_pane_shows_every_line_once_across_cut_streams(server, backend, cfg):
