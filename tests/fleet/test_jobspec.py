@@ -89,5 +89,10 @@ def test_preflight_runs_the_validator_on_cpu():
 
 
 def test_label_values_are_cleaned():
-    assert jobspec.label_value("acme corp/α" * 10) == jobspec.label_value("acme corp/α" * 10)[:63]
-    assert re.fullmatch(r"[A-Za-z0-9._-]*", jobspec.label_value("a b/c:d"))
+    # what HF refuses becomes '-', outer dashes go, and the value stops at 63 characters
+    assert jobspec.label_value("a b/c:d") == "a-b-c-d"
+    assert jobspec.label_value(" acme_prod.v2 ") == "acme_prod.v2"
+    assert jobspec.label_value(0.5) == "0.5"
+    long = jobspec.label_value("acme corp/α" * 10)
+    assert long == "acme-corp--" * 5 + "acme-cor" and len(long) == 63
+    assert re.fullmatch(r"[A-Za-z0-9._-]{1,63}", long)
