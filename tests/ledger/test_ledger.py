@@ -163,6 +163,19 @@ def test_summary_by_tenant_month_plan_floor_and_budget():
     assert tight.over_budget and "exceeds the monthly budget $61.00" in tight.budget_warning
 
 
+def test_the_projection_counts_what_running_jobs_have_spent_so_far():
+    now = datetime(2026, 12, 15, 12, tzinfo=UTC)
+    done = entry_from_job(job("a1", ran=3600, labels=tenant_labels("acme")))  # 1 h x $0.80
+    # running for half an hour on an a10g-large ($1.50/h): $0.75 already billed
+    live = job("live", stage="RUNNING", flavor="a10g-large", ran=1800, queued=5,
+               created=now - timedelta(seconds=1805), labels=tenant_labels("globex"))
+    s = summarize([done], now=now, plan="pro", active_jobs=[live])
+    assert s.month_to_date_usd == pytest.approx(0.80)
+    assert s.in_flight_usd == pytest.approx(0.75)
+    assert s.projection_usd == pytest.approx(0.80 + 0.75 + 9.0)  # + the pro plan's $9 floor
+    assert summarize([done], now=now, plan="pro").projection_usd == pytest.approx(0.80 + 9.0)
+
+
 def test_projection_to_month_end_from_the_schedules():
     now = datetime(2026, 12, 15, 12, tzinfo=UTC)  # a Tuesday
     weekly = scheduled("s1", "0 3 * * 1", labels=tenant_labels("acme"))  # Mondays 03:00
