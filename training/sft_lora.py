@@ -13,19 +13,17 @@
 # ///
 """Supervised fine-tuning of a LoRA adapter for one tenant (TRL SFTTrainer + PEFT LoraConfig).
 
-The same file runs on Hugging Face Jobs (`hf jobs uv run ... training/sft_lora.py ...`) and on the
-console's embedded Jobs server. It carries the operational rules of HF Jobs in code:
+The same file runs on Hugging Face Jobs and on the console's embedded Jobs server, with the
+`jobkit/` package beside it (a job ships the whole `training/` folder). This file is the recipe:
+its arguments, the dataset's rows, the model and the trainer. The rules every run follows come
+from `jobkit`:
 
-* Where the weights go is decided before anything heavy happens. With `--hub-model-id` the run
-  pushes to the Hub (`push_to_hub=True`, `hub_strategy="every_save"`, `save_strategy="steps"`,
-  `save_steps=0.1`) and refuses to start without `HF_TOKEN`. Without it, the adapter is saved to
-  `$CONSOLE_ARTIFACTS_DIR/<run-name>/`; with neither, the run refuses to start (a job's folder is
-  thrown away when it ends, so weights that go nowhere are lost). These checks, the dataset check
-  and the step estimate run on the standard library alone: torch is imported only after them.
-* Metrics go to Trackio (`report_to="trackio"`, `--trackio-project`, `--run-name`,
-  `--trackio-space-id`; `TRACKIO_DIR` picks the local store). A loss monitor raises
-  `trackio.alert` on NaN/inf loss (and stops training), on divergence (loss well above its running
-  best) and on a stall (no new best for N logged steps); alerts are printed to the log as well.
+* The dataset check is the validator's (`jobkit.dataset`, what `validate_dataset.py DATASET
+  --method sft` runs): a dataset it fails is refused with its reason. Local JSON/JSONL files are
+  checked in the preflight; Hub datasets (and Parquet/CSV files) once downloaded.
+* Where the weights go, `HF_TOKEN`, Trackio and its alerts, the VERDICT line and the exit status
+  (`jobkit.run`). The preflight (arguments, token, destination, a local dataset, the step estimate)
+  runs on the standard library alone: torch is imported only after it passed.
 * Output lines meant for machines (a log viewer, the console, an orchestrator):
 
       plan run=<name> base_model=<id> dataset=<d> format=<f> rows=<n> ... destination=<where>
@@ -50,15 +48,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import math
 import os
-import re
 import sys
 import time
-import traceback
-import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -70,16 +64,32 @@ if _HERE not in sys.path:
 
 try:
     from jobkit.dataset import ReadError, failure, needs_datasets, offending_rows, training_rows, validate
+    from jobkit.run import (
+        Destination,
+        LossMonitor,
+        Refusal,
+        RefusingParser,
+        add_destination_arguments,
+        add_monitor_arguments,
+        check_monitor_arguments,
+        check_run_name,
+        default_run_name,
+        finish,
+        inject_nan_step,
+        monitor_callback,
+        now_iso,
+        pick_precision,
+        quiet_libraries,
+        resolve_destination,
+        run_job,
+        say,
+        trainer_rules,
+    )
 except ImportError as e:  # the script was shipped without its folder: still end with a verdict
     print(f"VERDICT: FAIL missing_files: {e}; ship the whole training/ folder with the job", flush=True)
     sys.exit(2)
 
 TINY_MODEL = "tiny-random"
-DEFAULT_TRACKIO_PROJECT = "console"
-ARTIFACTS_ENV = "CONSOLE_ARTIFACTS_DIR"
-INJECT_NAN_ENV = "CONSOLE_INJECT_NAN_AT_STEP"
-HUB_ID_RE = re.compile(r"^[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?$")
-RUN_NAME_RE = re.compile(r"^[A-Za-z0-9][\w.-]{0,95}$")
 CHATML_TEMPLATE = (
     "{% for message in messages %}"
     "{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}"
@@ -88,48 +98,11 @@ CHATML_TEMPLATE = (
 )
 
 
-# ----------------------------------------------------------------------------- output helpers
-
-
-def say(line: str) -> None:
-    """Print one log line and flush, so a streaming log viewer sees it at once."""
-    print(line, flush=True)
-
-
-def fmt_loss(value: float | None) -> str:
-    if value is None:
-        return "none"
-    if not math.isfinite(value):
-        return str(value).lower()
-    return f"{value:.4f}"
-
-
-def now_iso() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-
-
-class Refusal(Exception):
-    """The run must not start; carries a short machine code and a human reason."""
-
-    def __init__(self, code: str, message: str, details: list[str] | None = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.details = details or []
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse that turns usage errors into a refusal (so the log still ends with a VERDICT)."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise Refusal("bad_arguments", message)
-
-
 # ----------------------------------------------------------------------------- arguments
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(
+    p = RefusingParser(
         prog="sft_lora.py",
         description="SFT + LoRA fine-tuning of one tenant's adapter, reporting to Trackio.",
     )
@@ -160,30 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
         default="all-linear",
         help="comma-separated module names to adapt, or 'all-linear' (default)",
     )
-    p.add_argument(
-        "--hub-model-id",
-        default=None,
-        help="push the adapter to this Hub repo (needs HF_TOKEN); checkpoints every 10%% of steps",
-    )
-    p.add_argument(
-        "--hub-public",
-        action="store_true",
-        help="create the Hub repo (and Trackio Space) public; tenant adapters default to private",
-    )
-    p.add_argument(
-        "--run-name", default=None, help="run name (default <prefix>-<$JOB_ID>, or <prefix>-<UTC time>)"
-    )
-    p.add_argument(
-        "--run-name-prefix", default=None, help="prefix of the default run name (default: the dataset's name)"
-    )
-    p.add_argument(
-        "--trackio-project", default=DEFAULT_TRACKIO_PROJECT, help="Trackio project name"
-    )
-    p.add_argument(
-        "--trackio-space-id",
-        default=None,
-        help="Trackio Space (org/name) that keeps the metrics after the job ends (needs HF_TOKEN)",
-    )
+    add_destination_arguments(p)
     p.add_argument("--seed", type=int, default=42, help="random seed")
     p.add_argument("--max-length", type=int, default=1024, help="max tokens per example")
     p.add_argument("--batch-size", type=int, default=4, help="per-device batch size")
@@ -210,180 +160,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--packing", action="store_true", help="pack short examples into max-length blocks"
     )
-    p.add_argument(
-        "--divergence-factor",
-        type=float,
-        default=2.0,
-        help="alert when the loss stays above this multiple of its running best (default 2.0)",
-    )
-    p.add_argument(
-        "--divergence-patience",
-        type=int,
-        default=3,
-        help="consecutive logged steps above the divergence threshold before alerting",
-    )
-    p.add_argument(
-        "--stop-on-divergence",
-        action="store_true",
-        help="stop training when divergence is detected (NaN/inf always stops)",
-    )
-    p.add_argument(
-        "--stall-patience",
-        type=int,
-        default=20,
-        help="alert when the loss sets no new best for this many logged steps (default 20)",
-    )
-    p.add_argument(
-        "--stall-min-delta",
-        type=float,
-        default=0.001,
-        help="relative improvement that counts as a new best (default 0.001 = 0.1%%)",
-    )
-    p.add_argument(
-        "--inject-nan-at-step",
-        type=int,
-        default=None,
-        help=f"testing: poison the LoRA weights at this step (also env {INJECT_NAN_ENV})",
-    )
+    add_monitor_arguments(p)
     return p
-
-
-# ----------------------------------------------------------------------------- loss monitor
-
-
-@dataclass
-class Alert:
-    """One alert raised by the loss monitor."""
-
-    kind: str  # nan | divergence | stall
-    level: str  # INFO | WARN | ERROR (trackio.AlertLevel names)
-    title: str
-    text: str
-    step: int
-
-    def line(self) -> str:
-        return (
-            f'ALERT level={self.level} kind={self.kind} step={self.step} title="{self.title}": '
-            f"{self.text}"
-        )
-
-
-@dataclass
-class LossMonitor:
-    """Watches the logged loss series; pure Python so it can be tested without torch.
-
-    * NaN/inf loss: one ERROR alert, and `should_stop` becomes true.
-    * Divergence: the loss stays above `divergence_factor` x its running best for
-      `divergence_patience` consecutive observations (WARN, re-armed once it comes back down).
-    * Stall: no new best (better by `stall_min_delta`, relative) for `stall_patience`
-      observations (WARN, re-armed by the next new best).
-    """
-
-    divergence_factor: float = 2.0
-    divergence_patience: int = 3
-    stall_patience: int = 20
-    stall_min_delta: float = 0.001
-    stop_on_divergence: bool = False
-    losses: list[tuple[int, float]] = field(default_factory=list)
-    alerts: list[Alert] = field(default_factory=list)
-    best: float | None = None
-    best_step: int = 0
-    since_best: int = 0
-    above: int = 0
-    diverging: bool = False
-    stalled: bool = False
-    nan_step: int | None = None
-    should_stop: bool = False
-
-    def observe(self, step: int, loss: float) -> list[Alert]:
-        new: list[Alert] = []
-        if not math.isfinite(loss):
-            if self.nan_step is None:
-                self.nan_step = step
-                new.append(
-                    Alert(
-                        "nan",
-                        "ERROR",
-                        "NaN/inf loss",
-                        f"loss is {fmt_loss(loss)} at step {step}; training stopped",
-                        step,
-                    )
-                )
-            self.should_stop = True
-            self.alerts.extend(new)
-            return new
-        self.losses.append((step, loss))
-        if self.best is None or loss < self.best * (1.0 - self.stall_min_delta):
-            self.best, self.best_step, self.since_best = loss, step, 0
-            self.stalled = False
-        else:
-            self.since_best += 1
-        threshold = self.best * self.divergence_factor
-        if self.best > 0 and loss > threshold:
-            self.above += 1
-            if self.above >= self.divergence_patience and not self.diverging:
-                self.diverging = True
-                new.append(
-                    Alert(
-                        "divergence",
-                        "WARN",
-                        "Loss diverging",
-                        f"loss {fmt_loss(loss)} at step {step} is {loss / self.best:.1f}x the "
-                        f"best {fmt_loss(self.best)} (step {self.best_step})",
-                        step,
-                    )
-                )
-                if self.stop_on_divergence:
-                    self.should_stop = True
-        else:
-            self.above = 0
-            self.diverging = False
-        if self.since_best >= self.stall_patience and not self.stalled:
-            self.stalled = True
-            new.append(
-                Alert(
-                    "stall",
-                    "WARN",
-                    "Loss stalled",
-                    f"no new best for {self.since_best} logged steps (best {fmt_loss(self.best)} "
-                    f"at step {self.best_step}, now {fmt_loss(loss)} at step {step})",
-                    step,
-                )
-            )
-        self.alerts.extend(new)
-        return new
-
-    @property
-    def first_loss(self) -> float | None:
-        return self.losses[0][1] if self.losses else None
-
-    @property
-    def last_loss(self) -> float | None:
-        return self.losses[-1][1] if self.losses else None
-
-    def verdict(self) -> tuple[bool, str]:
-        """(passed, failure reason) for the run as a whole."""
-        if self.nan_step is not None:
-            return False, f"nan_loss: loss became NaN/inf at step {self.nan_step}"
-        if not self.losses:
-            return False, "no_loss: no training loss was logged"
-        last = self.last_loss
-        assert last is not None and self.best is not None
-        if self.best > 0 and last > self.best * self.divergence_factor:
-            return False, (
-                f"diverged: last loss {fmt_loss(last)} is {last / self.best:.1f}x the best "
-                f"{fmt_loss(self.best)}"
-            )
-        if len(self.losses) >= 2:
-            k = max(1, len(self.losses) // 5)
-            head = sum(v for _, v in self.losses[:k]) / k
-            tail = sum(v for _, v in self.losses[-k:]) / k
-            if tail >= head:
-                return False, (
-                    f"no_improvement: mean loss of the last {k} logged steps {fmt_loss(tail)} is "
-                    f"not below the first {k} {fmt_loss(head)}"
-                )
-        return True, ""
 
 
 # ----------------------------------------------------------------------------- preflight
@@ -395,12 +173,10 @@ class Plan:
 
     args: argparse.Namespace
     run_name: str
-    dataset_is_local: bool
-    rows: list[dict[str, Any]] | None  # local rows, already normalized
+    dataset_is_local: bool  # checked in the preflight (a local JSON/JSONL file)
+    rows: list[dict[str, Any]] | None  # the rows to train on, once checked
     fmt: str | None
-    output_dir: Path
-    artifacts_dir: Path | None
-    hub_model_id: str | None
+    dest: Destination
     inject_nan_at: int | None
     steps_total: int | None = None
 
@@ -430,18 +206,6 @@ def estimate_steps(rows: int, args: argparse.Namespace) -> int:
     return max(1, math.ceil(args.epochs * per_epoch))
 
 
-def default_run_name(dataset: str, prefix: str | None = None) -> str:
-    """`<prefix or dataset stem>-<job id>` inside a job (so the console can find a scheduled run's
-    Trackio run from its job id), else `<...>-<UTC time>`."""
-    if prefix:
-        stem = prefix
-    else:
-        stem = Path(dataset).stem if dataset.endswith((".jsonl", ".json")) else dataset.split("/")[-1]
-    stem = re.sub(r"[^\w.-]+", "-", stem).strip("-.") or "run"
-    job_id = re.sub(r"[^\w.-]+", "-", os.environ.get("JOB_ID", "")).strip("-.")
-    return f"{stem}-{job_id or time.strftime('%Y%m%d-%H%M%S', time.gmtime())}"
-
-
 def preflight(argv: list[str] | None) -> Plan:
     """Argument, token, destination and dataset checks. Standard library only."""
     args = build_parser().parse_args(argv)
@@ -452,62 +216,11 @@ def preflight(argv: list[str] | None) -> Plan:
         raise Refusal("bad_arguments", "--epochs must be positive (or give --max-steps)")
     if not args.learning_rate >= 0:
         raise Refusal("bad_arguments", "--learning-rate must be >= 0")
-    if args.stall_patience <= 0 or args.divergence_patience <= 0:
-        raise Refusal("bad_arguments", "alert patiences must be positive")
-    if args.divergence_factor <= 1.0:
-        raise Refusal("bad_arguments", "--divergence-factor must be above 1")
-
+    check_monitor_arguments(args)
     run_name = args.run_name or default_run_name(args.dataset, args.run_name_prefix)
-    if not RUN_NAME_RE.match(run_name):
-        raise Refusal(
-            "bad_arguments",
-            f"--run-name {run_name!r}: use letters, digits, '.', '_' or '-' (max 96 chars)",
-        )
-
-    token = os.environ.get("HF_TOKEN", "").strip()
-    hub_model_id = args.hub_model_id
-    if hub_model_id is not None:
-        if not HUB_ID_RE.match(hub_model_id):
-            raise Refusal("bad_arguments", f"--hub-model-id {hub_model_id!r} is not a repo id")
-        if not token:
-            raise Refusal(
-                "hf_token_missing",
-                f"--hub-model-id {hub_model_id} asks to push to the Hub but HF_TOKEN is not set; "
-                "on HF Jobs pass --secrets HF_TOKEN (a write token), locally export HF_TOKEN. "
-                "Refusing to train weights that could not be saved.",
-            )
-    if args.trackio_space_id and not token:
-        raise Refusal(
-            "hf_token_missing",
-            f"--trackio-space-id {args.trackio_space_id} needs HF_TOKEN to sync metrics "
-            "(on HF Jobs pass --secrets HF_TOKEN)",
-        )
-
-    artifacts_env = os.environ.get(ARTIFACTS_ENV, "").strip()
-    artifacts_dir = Path(artifacts_env).expanduser().resolve() if artifacts_env else None
-    if hub_model_id is None and artifacts_dir is None:
-        raise Refusal(
-            "no_destination",
-            f"neither --hub-model-id nor {ARTIFACTS_ENV} is set, so the trained adapter would "
-            "be lost when the job's folder is thrown away; pass --hub-model-id org/name "
-            f"(with HF_TOKEN) or set {ARTIFACTS_ENV}",
-        )
-    if artifacts_dir is not None:
-        output_dir = artifacts_dir / run_name
-    else:
-        output_dir = Path("outputs").resolve() / run_name
-    if output_dir.exists() and any(output_dir.iterdir()):
-        raise Refusal(
-            "run_exists",
-            f"{output_dir} already holds files; pick another --run-name",
-        )
-
-    inject = args.inject_nan_at_step
-    if inject is None and os.environ.get(INJECT_NAN_ENV, "").strip():
-        try:
-            inject = int(os.environ[INJECT_NAN_ENV])
-        except ValueError:
-            raise Refusal("bad_arguments", f"{INJECT_NAN_ENV} must be an integer") from None
+    check_run_name(run_name)
+    dest = resolve_destination(args, run_name)
+    inject = inject_nan_step(args)
 
     try:
         local = not needs_datasets(args.dataset)
@@ -524,20 +237,12 @@ def preflight(argv: list[str] | None) -> Plan:
         dataset_is_local=local,
         rows=rows,
         fmt=fmt,
-        output_dir=output_dir,
-        artifacts_dir=artifacts_dir,
-        hub_model_id=hub_model_id,
+        dest=dest,
         inject_nan_at=inject,
     )
     if rows is not None:
         plan.steps_total = estimate_steps(len(rows), args)
     return plan
-
-
-def destination(plan: Plan) -> str:
-    if plan.hub_model_id:
-        return f"hf://{plan.hub_model_id}"
-    return str(plan.output_dir)
 
 
 # ----------------------------------------------------------------------------- training
@@ -628,35 +333,10 @@ def load_base(plan: Plan, dtype: Any) -> tuple[Any, Any]:
     return model, tokenizer
 
 
-def pick_precision(choice: str) -> tuple[bool, bool, Any]:
-    """(bf16, fp16, torch dtype for loading)."""
-    import torch
-
-    if choice == "auto":
-        if torch.cuda.is_available():
-            choice = "bf16" if torch.cuda.is_bf16_supported() else "fp16"
-        else:
-            choice = "fp32"
-    if choice == "bf16":
-        return True, False, torch.bfloat16
-    if choice == "fp16":
-        return False, True, torch.float32  # AMP keeps master weights in fp32
-    return False, False, torch.float32
-
-
-def write_manifest(plan: Plan, info: dict[str, Any]) -> Path:
-    plan.output_dir.mkdir(parents=True, exist_ok=True)
-    path = plan.output_dir / "manifest.json"
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(info, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    tmp.replace(path)
-    return path
-
-
 def trainer_settings(
     plan: Plan, config_fields: set[str], *, bf16: bool, fp16: bool, cuda: bool
 ) -> dict[str, Any]:
-    """Keyword arguments for `SFTConfig`: where the HF Jobs rules live (pure, testable).
+    """Keyword arguments for `SFTConfig`: the recipe's, then the run rules (pure, testable).
 
     `config_fields` are the field names of the installed `SFTConfig` (they vary across
     transformers versions).
@@ -665,43 +345,21 @@ def trainer_settings(
     assert plan.steps_total is not None
     logging_steps = args.logging_steps or max(1, plan.steps_total // 100)
     kwargs: dict[str, Any] = dict(
-        output_dir=str(plan.output_dir),
         num_train_epochs=args.epochs,
         max_steps=args.max_steps if args.max_steps > 0 else -1,
         learning_rate=args.learning_rate,
         per_device_train_batch_size=args.batch_size,
         gradient_accumulation_steps=args.grad_accum,
         logging_steps=logging_steps,
-        logging_first_step=True,
-        logging_nan_inf_filter=False,  # a NaN must reach the monitor, not be averaged away
-        disable_tqdm=True,
         seed=args.seed,
         bf16=bf16,
         fp16=fp16,
         max_length=args.max_length,
         packing=args.packing,
-        report_to=["trackio"],
-        project=args.trackio_project,
-        run_name=plan.run_name,
-        trackio_space_id=args.trackio_space_id,
-        trackio_static_space_id=False,  # no surprise Spaces: only the one asked for
-        hub_private_repo=not args.hub_public,
         dataloader_num_workers=0,
         dataloader_pin_memory=cuda,
     )
-    if plan.hub_model_id is not None:
-        # HF Jobs rules: the container is ephemeral, so every checkpoint goes to the Hub, and a
-        # checkpoint is written every 10% of the run (a timeout keeps what was pushed).
-        kwargs.update(
-            push_to_hub=True,
-            hub_model_id=plan.hub_model_id,
-            hub_strategy="every_save",
-            save_strategy="steps",
-            save_steps=0.1,
-            save_total_limit=2,
-        )
-    else:
-        kwargs.update(save_strategy="no", push_to_hub=False)
+    kwargs.update(trainer_rules(plan.dest, args, plan.run_name, config_fields))
     if args.warmup_ratio:
         if "warmup_ratio" in config_fields:  # transformers 4.x
             kwargs["warmup_ratio"] = args.warmup_ratio
@@ -712,15 +370,26 @@ def trainer_settings(
         checkpointing = False  # nothing to save on a 100k-parameter model, only time to lose
     if checkpointing is not None:
         kwargs["gradient_checkpointing"] = checkpointing
-    for key in ("trackio_static_space_id", "project", "trackio_space_id"):
-        if config_fields and key not in config_fields:
-            kwargs.pop(key, None)
     return kwargs
+
+
+def plan_line(plan: Plan) -> str:
+    args = plan.args
+    rows = len(plan.rows) if plan.rows is not None else "?"
+    return (
+        f"plan run={plan.run_name} base_model={args.base_model} dataset={args.dataset} "
+        f"format={plan.fmt or '?'} rows={rows} epochs={args.epochs:g} max_steps={args.max_steps} "
+        f"batch_size={args.batch_size} lr={args.learning_rate:g} lora_r={args.lora_r} "
+        f"trackio_project={args.trackio_project} destination={plan.dest.where}"
+    )
 
 
 def train(plan: Plan, started: float) -> tuple[bool, str]:
     """Run the training; returns (passed, VERDICT line tail)."""
     args = plan.args
+    say(plan_line(plan))
+    if plan.steps_total is not None:
+        say(f"steps_total={plan.steps_total}")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     if not plan.dataset_is_local:
         say(f"loading dataset {args.dataset} split={args.dataset_split}")
@@ -730,21 +399,13 @@ def train(plan: Plan, started: float) -> tuple[bool, str]:
         say(f"steps_total={plan.steps_total}")
     assert plan.rows is not None and plan.fmt is not None and plan.steps_total is not None
 
-    import datasets
     import torch  # heavy imports start here, after every check passed
-    import trackio
     from datasets import Dataset
     from peft import LoraConfig
-    from transformers import PrinterCallback, TrainerCallback, set_seed
-    from transformers.utils import logging as hf_logging
+    from transformers import PrinterCallback, set_seed
     from trl import SFTConfig, SFTTrainer
 
-    # deprecation chatter from the libraries is not news for the person reading a job's log
-    warnings.filterwarnings("ignore", category=FutureWarning)
-    warnings.filterwarnings("ignore", message=".*pin_memory.*")
-    hf_logging.set_verbosity_warning()
-    hf_logging.disable_progress_bar()
-    datasets.disable_progress_bars()
+    quiet_libraries()
     set_seed(args.seed)
     bf16, fp16, dtype = pick_precision(args.precision)
 
@@ -754,12 +415,11 @@ def train(plan: Plan, started: float) -> tuple[bool, str]:
             # 64-wide matrices gain nothing from threads, and several demo jobs share the CPU
             torch.set_num_threads(1)
         say(f"building offline base model {TINY_MODEL} (LlamaForCausalLM hidden=64 layers=2)")
-        model, tokenizer = build_tiny(
-            plan.rows, args.max_length, args.seed, str(plan.output_dir / "base_model")
-        )
+        base_dir = plan.dest.output_dir / "base_model"
+        model, tokenizer = build_tiny(plan.rows, args.max_length, args.seed, str(base_dir))
         # the base exists nowhere else: keep it beside the adapter so the adapter can be loaded
-        model.save_pretrained(plan.output_dir / "base_model")
-        tokenizer.save_pretrained(plan.output_dir / "base_model")
+        model.save_pretrained(base_dir)
+        tokenizer.save_pretrained(base_dir)
     else:
         say(f"loading base model {args.base_model}")
         model, tokenizer = load_base(plan, dtype)
@@ -776,8 +436,6 @@ def train(plan: Plan, started: float) -> tuple[bool, str]:
         target_modules=target,
         task_type="CAUSAL_LM",
     )
-
-    pushing = plan.hub_model_id is not None
     config_kwargs = trainer_settings(
         plan,
         {f.name for f in dataclasses.fields(SFTConfig)},
@@ -785,85 +443,25 @@ def train(plan: Plan, started: float) -> tuple[bool, str]:
         fp16=fp16,
         cuda=torch.cuda.is_available(),
     )
-    sft_config = SFTConfig(**config_kwargs)
-
-    monitor = LossMonitor(
-        divergence_factor=args.divergence_factor,
-        divergence_patience=args.divergence_patience,
-        stall_patience=args.stall_patience,
-        stall_min_delta=args.stall_min_delta,
-        stop_on_divergence=args.stop_on_divergence,
-    )
-    steps_total = plan.steps_total
-    alert_levels = {"INFO": trackio.AlertLevel.INFO, "WARN": trackio.AlertLevel.WARN}
-    alert_levels["ERROR"] = trackio.AlertLevel.ERROR
-    train_started = [time.monotonic()]
-
-    class MonitorCallback(TrainerCallback):
-        """Progress lines, and Trackio alerts for NaN / divergence / stall."""
-
-        def on_train_begin(self, targs, state, control, **kwargs):  # type: ignore[no-untyped-def]
-            nonlocal steps_total
-            train_started[0] = time.monotonic()
-            if state.max_steps and state.max_steps != steps_total:
-                steps_total = state.max_steps
-                say(f"steps_total={steps_total}")
-
-        def on_step_begin(self, targs, state, control, model=None, **kwargs):  # type: ignore[no-untyped-def]
-            if plan.inject_nan_at is not None and state.global_step + 1 == plan.inject_nan_at:
-                say(f"inject-nan: poisoning the LoRA weights before step {plan.inject_nan_at}")
-                with torch.no_grad():
-                    for name, p in model.named_parameters():
-                        if "lora_" in name and p.requires_grad:
-                            p.fill_(float("nan"))
-
-        def on_log(self, targs, state, control, logs=None, **kwargs):  # type: ignore[no-untyped-def]
-            if not logs or "loss" not in logs:
-                return
-            loss = float(logs["loss"])
-            parts = [f"progress step={state.global_step}/{steps_total}", f"loss={fmt_loss(loss)}"]
-            if "learning_rate" in logs:
-                parts.append(f"lr={float(logs['learning_rate']):.3e}")
-            if "grad_norm" in logs:
-                parts.append(f"grad_norm={float(logs['grad_norm']):.4g}")
-            if "epoch" in logs:
-                parts.append(f"epoch={float(logs['epoch']):.2f}")
-            parts.append(f"elapsed={time.monotonic() - train_started[0]:.1f}s")
-            say(" ".join(parts))
-            for alert in monitor.observe(state.global_step, loss):
-                say(alert.line())
-                try:
-                    trackio.alert(
-                        title=alert.title,
-                        text=f"[{alert.kind} step={alert.step}] {alert.text}",
-                        level=alert_levels[alert.level],
-                    )
-                except Exception as e:  # the alert is in the log even if Trackio failed
-                    say(f"warning: trackio.alert failed: {e}")
-            if monitor.should_stop:
-                control.should_training_stop = True
-
+    monitor = LossMonitor.from_args(args)
+    callback = monitor_callback(monitor, steps_total=plan.steps_total, inject_nan_at=plan.inject_nan_at)
     trainer = SFTTrainer(
         model=model,
-        args=sft_config,
+        args=SFTConfig(**config_kwargs),
         train_dataset=Dataset.from_list(plan.rows),
         processing_class=tokenizer,
         peft_config=lora,
-        callbacks=[MonitorCallback()],
+        callbacks=[callback],
     )
     trainer.remove_callback(PrinterCallback)  # the progress lines replace its dict dumps
     trainable = sum(p.numel() for p in trainer.model.parameters() if p.requires_grad)
     say(f"lora r={args.lora_r} alpha={args.lora_alpha} trainable_params={trainable}")
     result = trainer.train()
     steps = int(trainer.state.global_step)
-    train_seconds = time.monotonic() - train_started[0]
+    train_seconds = time.monotonic() - callback.started
     say(f"train done steps={steps} train_runtime={train_seconds:.1f}s")
 
-    passed, reason = monitor.verdict()
-    summary = (
-        f"run={plan.run_name} steps={steps} first_loss={fmt_loss(monitor.first_loss)} "
-        f"last_loss={fmt_loss(monitor.last_loss)}"
-    )
+    train_loss = float(result.training_loss)
     info: dict[str, Any] = {
         "run_name": plan.run_name,
         "base_model": args.base_model,
@@ -880,84 +478,23 @@ def train(plan: Plan, started: float) -> tuple[bool, str]:
         "batch_size": args.batch_size,
         "seed": args.seed,
         "steps": steps,
-        "steps_total": steps_total,
-        "first_loss": monitor.first_loss,
-        "last_loss": monitor.last_loss,
-        "best_loss": monitor.best,
-        "final_loss": monitor.last_loss,
-        "train_loss": float(result.training_loss),
-        "alerts": [a.__dict__ for a in monitor.alerts],
+        "steps_total": callback.steps_total,
+        **monitor.record(),
+        "train_loss": train_loss if math.isfinite(train_loss) else None,
         "trackio_project": args.trackio_project,
         "trackio_space_id": args.trackio_space_id,
-        "hub_model_id": plan.hub_model_id,
-        "adapter": destination(plan),
-        "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
+        "hub_model_id": plan.dest.hub_model_id,
+        "started_at": now_iso(started),
         "finished_at": now_iso(),
         "duration_s": round(time.time() - started, 2),
         "train_seconds": round(train_seconds, 2),
-        "verdict": "PASS" if passed else "FAIL",
-        "failure": reason or None,
     }
-    for k in ("first_loss", "last_loss", "best_loss", "final_loss", "train_loss"):
-        if info[k] is not None and not math.isfinite(info[k]):
-            info[k] = None
-
-    if not passed:
-        if plan.artifacts_dir is not None:
-            write_manifest(plan, info)  # a record of the failed run, without weights
-        return False, f"{reason} {summary}"
-
-    write_manifest(plan, info)
-    if pushing:
-        say(f"pushing adapter to {destination(plan)}")
-        try:
-            trainer.push_to_hub(commit_message=f"{plan.run_name}: final adapter")
-        except Exception as e:
-            first = str(e).splitlines()[0] if str(e) else ""
-            return False, f"push_failed: {type(e).__name__}: {first} {summary}"
-    else:
-        trainer.save_model(str(plan.output_dir))
-    say(f"saved adapter={destination(plan)}")
-    return True, f"{summary} adapter={destination(plan)}"
+    return finish(trainer, plan.dest, plan.run_name, steps, monitor, info)
 
 
 def main(argv: list[str] | None = None) -> int:
     started = time.time()
-    try:
-        plan = preflight(argv)
-    except Refusal as e:
-        print(f"error: {e.message}", file=sys.stderr, flush=True)
-        for line in e.details:
-            print(f"  {line}", file=sys.stderr, flush=True)
-        say(f"VERDICT: FAIL {e.code}: {e.message}")
-        return 2
-    args = plan.args
-    rows = len(plan.rows) if plan.rows is not None else "?"
-    say(
-        f"plan run={plan.run_name} base_model={args.base_model} dataset={args.dataset} "
-        f"format={plan.fmt or '?'} rows={rows} epochs={args.epochs:g} max_steps={args.max_steps} "
-        f"batch_size={args.batch_size} lr={args.learning_rate:g} lora_r={args.lora_r} "
-        f"trackio_project={args.trackio_project} destination={destination(plan)}"
-    )
-    if plan.steps_total is not None:
-        say(f"steps_total={plan.steps_total}")
-    try:
-        passed, tail = train(plan, started)
-    except Refusal as e:
-        say(f"VERDICT: FAIL {e.code}: {e.message}")
-        return 2
-    except Exception as e:
-        traceback.print_exc()
-        sys.stderr.flush()
-        first = str(e).splitlines()[0] if str(e) else ""
-        say(f"VERDICT: FAIL exception: {type(e).__name__}: {first}")
-        return 1
-    sys.stderr.flush()
-    if passed:
-        say(f"VERDICT: PASS {tail}")
-        return 0
-    say(f"VERDICT: FAIL {tail}")
-    return 1
+    return run_job(lambda: preflight(argv), lambda plan: train(plan, started))
 
 
 if __name__ == "__main__":

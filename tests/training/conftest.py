@@ -10,7 +10,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))  # the test modules import training_helpers
 
-from training_helpers import SFT, VALIDATE, load_module  # noqa: E402
+from training_helpers import SFT, TRAINING, VALIDATE, load_module  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -21,3 +21,13 @@ def sft_module() -> ModuleType:
 @pytest.fixture(scope="session")
 def validator() -> ModuleType:
     return load_module(VALIDATE, "validate_dataset_under_test")
+
+
+@pytest.fixture(scope="session")
+def run_rules() -> ModuleType:
+    """`jobkit.run`, imported the way the scripts import it (from the training folder)."""
+    if str(TRAINING) not in sys.path:
+        sys.path.insert(0, str(TRAINING))
+    import jobkit.run
+
+    return jobkit.run

@@ -1,15 +1,12 @@
-"""sft_lora.py's checks before any heavy import, its Hub rules, and the loss monitor."""
+"""sft_lora.py's checks before any heavy import, its Hub rules, and its dataset check (the validator's)."""
 
 from __future__ import annotations
 
 import json
-import math
 import sys
 import tomllib
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 from test_validate_dataset import CASES, write_jsonl
 from training_helpers import DATA, SFT, VALIDATE, run, script_env
 
@@ -145,7 +142,7 @@ def test_preflight_imports_nothing_heavy(sft_module, tmp_path, monkeypatch):
     assert not {m.split(".")[0] for m in set(sys.modules) - before} & heavy
     assert plan.fmt == "prompt_completion"
     assert len(plan.rows) == 250
-    assert plan.output_dir == (tmp_path / "artifacts" / plan.run_name).resolve()
+    assert plan.dest.output_dir == (tmp_path / "artifacts" / plan.run_name).resolve()
 
 
 def test_hub_runs_push_every_save_every_tenth(sft_module, tmp_path, monkeypatch):
@@ -170,7 +167,7 @@ def test_local_runs_do_not_push(sft_module, tmp_path, monkeypatch):
     assert kw["push_to_hub"] is False
     assert kw["save_strategy"] == "no"
     assert kw["project"] == "p"
-    assert kw["output_dir"] == str(plan.output_dir)
+    assert kw["output_dir"] == str(plan.dest.output_dir)
 
 
 @pytest.mark.parametrize(
@@ -191,83 +188,6 @@ def test_step_estimate(sft_module, rows, epochs, batch, accum, max_steps, expect
         ]
     )  # fmt: skip
     assert sft_module.estimate_steps(rows, args) == expected
-
-
-def test_monitor_nan_stops_and_fails(sft_module):
-    m = sft_module.LossMonitor()
-    assert m.observe(1, 3.0) == []
-    alerts = m.observe(2, float("nan"))
-    assert [a.kind for a in alerts] == ["nan"]
-    assert alerts[0].level == "ERROR"
-    assert m.should_stop
-    assert m.observe(3, float("inf")) == []  # one alert per run
-    passed, reason = m.verdict()
-    assert not passed and reason.startswith("nan_loss")
-
-
-def test_monitor_divergence_needs_patience_and_rearms(sft_module):
-    m = sft_module.LossMonitor(divergence_factor=2.0, divergence_patience=2, stall_patience=99)
-    for step, loss in enumerate([4.0, 2.0, 1.0, 2.5], start=1):
-        assert m.observe(step, loss) == []  # one spike is not divergence
-    alerts = m.observe(5, 3.0)
-    assert [a.kind for a in alerts] == ["divergence"]
-    assert "3.0x the best 1.0000" in alerts[0].text
-    assert m.observe(6, 4.0) == []  # already alerted
-    assert not m.should_stop
-    assert m.verdict()[1].startswith("diverged")
-    m.observe(7, 1.1)  # back down re-arms
-    m.observe(8, 2.6)
-    assert [a.kind for a in m.observe(9, 2.7)] == ["divergence"]
-
-
-def test_monitor_stop_on_divergence(sft_module):
-    m = sft_module.LossMonitor(divergence_patience=1, stop_on_divergence=True)
-    m.observe(1, 1.0)
-    m.observe(2, 5.0)
-    assert m.should_stop
-
-
-def test_monitor_stall(sft_module):
-    m = sft_module.LossMonitor(stall_patience=3, stall_min_delta=0.01)
-    kinds = [[a.kind for a in m.observe(i, v)] for i, v in enumerate([2.0, 1.995, 1.99, 2.0])]
-    assert kinds == [[], [], [], ["stall"]]
-    assert m.observe(5, 2.0) == []  # alerted once per stall
-    assert m.observe(6, 1.5) == []  # new best re-arms
-    assert m.verdict() == (True, "")
-
-
-def test_monitor_no_improvement_fails(sft_module):
-    m = sft_module.LossMonitor(stall_patience=99)
-    for i, v in enumerate([2.0, 2.1, 2.0, 2.2, 2.3]):
-        m.observe(i, v)
-    passed, reason = m.verdict()
-    assert not passed and reason.startswith("no_improvement")
-    assert sft_module.LossMonitor().verdict()[1].startswith("no_loss")
-
-
-@given(st.lists(st.floats(min_value=0.01, max_value=20), min_size=1, max_size=60))
-def test_monitor_never_reports_divergence_on_a_falling_loss(sft_module, values):
-    m = sft_module.LossMonitor(divergence_patience=1)
-    for i, v in enumerate(sorted(values, reverse=True)):
-        assert all(a.kind != "divergence" for a in m.observe(i, v))
-    assert not m.should_stop
-    assert m.last_loss == min(values)
-
-
-@given(
-    st.lists(
-        st.one_of(st.floats(min_value=0.0, max_value=1e6), st.just(math.nan), st.just(math.inf)),
-        max_size=40,
-    )
-)
-def test_monitor_stops_iff_a_nonfinite_loss_was_seen(sft_module, values):
-    m = sft_module.LossMonitor()
-    for i, v in enumerate(values):
-        m.observe(i, v)
-    seen = any(not math.isfinite(v) for v in values)
-    assert m.should_stop == seen
-    assert (m.nan_step is not None) == seen
-    assert sum(a.kind == "nan" for a in m.alerts) == int(seen)
 
 
 def test_hub_dataset_rows_are_normalized(sft_module, tmp_path, monkeypatch):

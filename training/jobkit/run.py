@@ -1,0 +1,640 @@
+"""The rules every training run on HF Jobs follows, whatever the recipe (SFT today, DPO/KTO later).
+
+* The end of a run is one machine-readable line, always the last on stdout, and an exit status:
+
+      VERDICT: PASS run=<name> steps=<n> first_loss=<x> last_loss=<y> adapter=<where>
+      VERDICT: FAIL <code>: <reason>
+
+  0 for PASS, 1 for a run that failed, 2 for a run that refused to start (:func:`run_job`). A
+  refusal (:class:`Refusal`) carries a short code (`bad_arguments`, `hf_token_missing`,
+  `no_destination`, `run_exists`, `bad_dataset`) and a reason; argument errors become one too.
+* Where the weights go is decided before anything heavy happens (:func:`resolve_destination`).
+  The container of a job is thrown away when the job ends, so with `--hub-model-id` the run pushes
+  to the Hub (`push_to_hub=True`, `hub_strategy="every_save"`, `save_strategy="steps"`,
+  `save_steps=0.1`: a timeout keeps what was pushed) and refuses to start without `HF_TOKEN`;
+  without it the adapter goes to `$CONSOLE_ARTIFACTS_DIR/<run-name>/`; with neither the run
+  refuses to start. A Trackio Space needs `HF_TOKEN` too.
+* Metrics go to Trackio (`report_to="trackio"`). A loss monitor (:class:`LossMonitor`) raises an
+  alert on NaN/inf loss (and stops training), on divergence (loss well above its running best) and
+  on a stall (no new best for N logged steps); :func:`monitor_callback` prints `progress` and
+  `ALERT` lines and sends the alerts to Trackio with `trackio.alert`:
+
+      progress step=<i>/<n> loss=<x> lr=<x> grad_norm=<x> epoch=<x> elapsed=<s>s
+      ALERT level=<INFO|WARN|ERROR> kind=<nan|divergence|stall> step=<i> title="<t>": <text>
+
+Standard library only at import time: a refusal happens in well under a second, before torch,
+transformers or trackio are imported (the functions that need them import them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import re
+import sys
+import time
+import traceback
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from jobkit import REPO_ID_RE
+
+EXIT_PASS, EXIT_FAILED, EXIT_REFUSED = 0, 1, 2
+ARTIFACTS_ENV = "CONSOLE_ARTIFACTS_DIR"
+INJECT_NAN_ENV = "CONSOLE_INJECT_NAN_AT_STEP"
+DEFAULT_TRACKIO_PROJECT = "console"
+RUN_NAME_RE = re.compile(r"^[A-Za-z0-9][\w.-]{0,95}$")
+
+
+# ----------------------------------------------------------------------------- output
+
+
+def say(line: str) -> None:
+    """Print one log line and flush, so a streaming log viewer sees it at once."""
+    print(line, flush=True)
+
+
+def fmt_loss(value: float | None) -> str:
+    if value is None:
+        return "none"
+    if not math.isfinite(value):
+        return str(value).lower()
+    return f"{value:.4f}"
+
+
+def now_iso(seconds: float | None = None) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
+
+
+# ----------------------------------------------------------------------------- refusals, verdict
+
+
+class Refusal(Exception):
+    """The run must not start; carries a short machine code, a human reason and detail lines."""
+
+    def __init__(self, code: str, message: str, details: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.details = details or []
+
+
+class RefusingParser(argparse.ArgumentParser):
+    """argparse that turns usage errors into a refusal (so the log still ends with a VERDICT)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise Refusal("bad_arguments", message)
+
+
+P = TypeVar("P")
+
+
+def run_job(preflight: Callable[[], P], run: Callable[[P], tuple[bool, str]]) -> int:
+    """Preflight, then the run; whatever happens the VERDICT line comes last. Returns the exit
+    status: 0 PASS, 1 a failed run (`run` returned False, or raised), 2 a refusal.
+
+    `run` returns (passed, the rest of the VERDICT line).
+    """
+    try:
+        plan = preflight()
+        passed, tail = run(plan)
+    except Refusal as e:
+        print(f"error: {e.message}", file=sys.stderr, flush=True)
+        for line in e.details:
+            print(f"  {line}", file=sys.stderr, flush=True)
+        say(f"VERDICT: FAIL {e.code}: {e.message}")
+        return EXIT_REFUSED
+    except Exception as e:
+        traceback.print_exc()
+        sys.stderr.flush()
+        first = str(e).splitlines()[0] if str(e) else ""
+        say(f"VERDICT: FAIL exception: {type(e).__name__}: {first}")
+        return EXIT_FAILED
+    sys.stderr.flush()
+    if passed:
+        say(f"VERDICT: PASS {tail}")
+        return EXIT_PASS
+    say(f"VERDICT: FAIL {tail}")
+    return EXIT_FAILED
+
+
+# ----------------------------------------------------------------------------- destination
+
+
+def add_destination_arguments(p: argparse.ArgumentParser) -> None:
+    """--hub-model-id, --hub-public, --run-name(-prefix), --trackio-project, --trackio-space-id."""
+    p.add_argument(
+        "--hub-model-id",
+        default=None,
+        help="push the adapter to this Hub repo (needs HF_TOKEN); checkpoints every 10%% of steps",
+    )
+    p.add_argument(
+        "--hub-public",
+        action="store_true",
+        help="create the Hub repo (and Trackio Space) public; tenant adapters default to private",
+    )
+    p.add_argument(
+        "--run-name", default=None, help="run name (default <prefix>-<$JOB_ID>, or <prefix>-<UTC time>)"
+    )
+    p.add_argument(
+        "--run-name-prefix", default=None, help="prefix of the default run name (default: the dataset's name)"
+    )
+    p.add_argument(
+        "--trackio-project", default=DEFAULT_TRACKIO_PROJECT, help="Trackio project name"
+    )
+    p.add_argument(
+        "--trackio-space-id",
+        default=None,
+        help="Trackio Space (org/name) that keeps the metrics after the job ends (needs HF_TOKEN)",
+    )
+
+
+def default_run_name(dataset: str, prefix: str | None = None) -> str:
+    """`<prefix or dataset stem>-<job id>` inside a job (so the console can find a scheduled run's
+    Trackio run from its job id), else `<...>-<UTC time>`."""
+    if prefix:
+        stem = prefix
+    else:
+        stem = Path(dataset).stem if dataset.endswith((".jsonl", ".json")) else dataset.split("/")[-1]
+    stem = re.sub(r"[^\w.-]+", "-", stem).strip("-.") or "run"
+    job_id = re.sub(r"[^\w.-]+", "-", os.environ.get("JOB_ID", "")).strip("-.")
+    return f"{stem}-{job_id or time.strftime('%Y%m%d-%H%M%S', time.gmtime())}"
+
+
+def check_run_name(run_name: str) -> None:
+    if not RUN_NAME_RE.match(run_name):
+        raise Refusal(
+            "bad_arguments",
+            f"--run-name {run_name!r}: use letters, digits, '.', '_' or '-' (max 96 chars)",
+        )
+
+
+@dataclass(frozen=True)
+class Destination:
+    """Where a run's weights go: the Hub repo it pushes to, and the folder it writes."""
+
+    output_dir: Path
+    artifacts_dir: Path | None  # $CONSOLE_ARTIFACTS_DIR, when set
+    hub_model_id: str | None
+
+    @property
+    def where(self) -> str:
+        """`hf://<repo>` or the folder: the `destination=`, `saved adapter=` and `adapter=` value."""
+        if self.hub_model_id:
+            return f"hf://{self.hub_model_id}"
+        return str(self.output_dir)
+
+
+def resolve_destination(args: argparse.Namespace, run_name: str) -> Destination:
+    """The HF Jobs rules on where weights go, checked before anything heavy (raises Refusal)."""
+    token = os.environ.get("HF_TOKEN", "").strip()
+    hub_model_id = args.hub_model_id
+    if hub_model_id is not None:
+        if not REPO_ID_RE.match(hub_model_id):
+            raise Refusal("bad_arguments", f"--hub-model-id {hub_model_id!r} is not a repo id")
+        if not token:
+            raise Refusal(
+                "hf_token_missing",
+                f"--hub-model-id {hub_model_id} asks to push to the Hub but HF_TOKEN is not set; "
+                "on HF Jobs pass --secrets HF_TOKEN (a write token), locally export HF_TOKEN. "
+                "Refusing to train weights that could not be saved.",
+            )
+    if args.trackio_space_id and not token:
+        raise Refusal(
+            "hf_token_missing",
+            f"--trackio-space-id {args.trackio_space_id} needs HF_TOKEN to sync metrics "
+            "(on HF Jobs pass --secrets HF_TOKEN)",
+        )
+
+    artifacts_env = os.environ.get(ARTIFACTS_ENV, "").strip()
+    artifacts_dir = Path(artifacts_env).expanduser().resolve() if artifacts_env else None
+    if hub_model_id is None and artifacts_dir is None:
+        raise Refusal(
+            "no_destination",
+            f"neither --hub-model-id nor {ARTIFACTS_ENV} is set, so the trained adapter would "
+            "be lost when the job's folder is thrown away; pass --hub-model-id org/name "
+            f"(with HF_TOKEN) or set {ARTIFACTS_ENV}",
+        )
+    if artifacts_dir is not None:
+        output_dir = artifacts_dir / run_name
+    else:
+        output_dir = Path("outputs").resolve() / run_name
+    if output_dir.exists() and any(output_dir.iterdir()):
+        raise Refusal(
+            "run_exists",
+            f"{output_dir} already holds files; pick another --run-name",
+        )
+    return Destination(output_dir=output_dir, artifacts_dir=artifacts_dir, hub_model_id=hub_model_id)
+
+
+def trainer_rules(
+    dest: Destination, args: argparse.Namespace, run_name: str, config_fields: set[str]
+) -> dict[str, Any]:
+    """The trainer-config keyword arguments every recipe shares: Trackio, the Hub push, the log.
+
+    `config_fields` are the field names of the installed trainer config (they vary across
+    transformers versions); empty means "take them all".
+    """
+    kwargs: dict[str, Any] = dict(
+        output_dir=str(dest.output_dir),
+        logging_first_step=True,
+        logging_nan_inf_filter=False,  # a NaN must reach the monitor, not be averaged away
+        disable_tqdm=True,
+        report_to=["trackio"],
+        project=args.trackio_project,
+        run_name=run_name,
+        trackio_space_id=args.trackio_space_id,
+        trackio_static_space_id=False,  # no surprise Spaces: only the one asked for
+        hub_private_repo=not args.hub_public,
+    )
+    if dest.hub_model_id is not None:
+        # HF Jobs rules: the container is ephemeral, so every checkpoint goes to the Hub, and a
+        # checkpoint is written every 10% of the run (a timeout keeps what was pushed).
+        kwargs.update(
+            push_to_hub=True,
+            hub_model_id=dest.hub_model_id,
+            hub_strategy="every_save",
+            save_strategy="steps",
+            save_steps=0.1,
+            save_total_limit=2,
+        )
+    else:
+        kwargs.update(save_strategy="no", push_to_hub=False)
+    for key in ("trackio_static_space_id", "project", "trackio_space_id"):
+        if config_fields and key not in config_fields:
+            kwargs.pop(key, None)
+    return kwargs
+
+
+def write_manifest(dest: Destination, info: dict[str, Any]) -> Path:
+    """`manifest.json` beside the adapter (written atomically)."""
+    dest.output_dir.mkdir(parents=True, exist_ok=True)
+    path = dest.output_dir / "manifest.json"
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(info, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
+def finish(
+    trainer: Any, dest: Destination, run_name: str, steps: int, monitor: LossMonitor, info: dict[str, Any]
+) -> tuple[bool, str]:
+    """The end of a run: the monitor's verdict, the manifest, then the adapter to its destination.
+
+    A failed run leaves no weights, only its manifest (in the artifact folder). Returns (passed,
+    the rest of the VERDICT line) for :func:`run_job`.
+    """
+    passed, reason = monitor.verdict()
+    summary = (
+        f"run={run_name} steps={steps} first_loss={fmt_loss(monitor.first_loss)} "
+        f"last_loss={fmt_loss(monitor.last_loss)}"
+    )
+    info = {**info, "adapter": dest.where, "verdict": "PASS" if passed else "FAIL", "failure": reason or None}
+    if not passed:
+        if dest.artifacts_dir is not None:
+            write_manifest(dest, info)  # a record of the failed run, without weights
+        return False, f"{reason} {summary}"
+    write_manifest(dest, info)
+    if dest.hub_model_id is not None:
+        say(f"pushing adapter to {dest.where}")
+        try:
+            trainer.push_to_hub(commit_message=f"{run_name}: final adapter")
+        except Exception as e:
+            first = str(e).splitlines()[0] if str(e) else ""
+            return False, f"push_failed: {type(e).__name__}: {first} {summary}"
+    else:
+        trainer.save_model(str(dest.output_dir))
+    say(f"saved adapter={dest.where}")
+    return True, f"{summary} adapter={dest.where}"
+
+
+# ----------------------------------------------------------------------------- loss monitor
+
+
+def add_monitor_arguments(p: argparse.ArgumentParser) -> None:
+    """The alert thresholds, and the NaN injection used to test the alert path."""
+    p.add_argument(
+        "--divergence-factor",
+        type=float,
+        default=2.0,
+        help="alert when the loss stays above this multiple of its running best (default 2.0)",
+    )
+    p.add_argument(
+        "--divergence-patience",
+        type=int,
+        default=3,
+        help="consecutive logged steps above the divergence threshold before alerting",
+    )
+    p.add_argument(
+        "--stop-on-divergence",
+        action="store_true",
+        help="stop training when divergence is detected (NaN/inf always stops)",
+    )
+    p.add_argument(
+        "--stall-patience",
+        type=int,
+        default=20,
+        help="alert when the loss sets no new best for this many logged steps (default 20)",
+    )
+    p.add_argument(
+        "--stall-min-delta",
+        type=float,
+        default=0.001,
+        help="relative improvement that counts as a new best (default 0.001 = 0.1%%)",
+    )
+    p.add_argument(
+        "--inject-nan-at-step",
+        type=int,
+        default=None,
+        help=f"testing: poison the LoRA weights at this step (also env {INJECT_NAN_ENV})",
+    )
+
+
+def check_monitor_arguments(args: argparse.Namespace) -> None:
+    if args.stall_patience <= 0 or args.divergence_patience <= 0:
+        raise Refusal("bad_arguments", "alert patiences must be positive")
+    if args.divergence_factor <= 1.0:
+        raise Refusal("bad_arguments", "--divergence-factor must be above 1")
+
+
+def inject_nan_step(args: argparse.Namespace) -> int | None:
+    """--inject-nan-at-step, or $CONSOLE_INJECT_NAN_AT_STEP (raises Refusal if not a number)."""
+    inject = args.inject_nan_at_step
+    if inject is None and os.environ.get(INJECT_NAN_ENV, "").strip():
+        try:
+            inject = int(os.environ[INJECT_NAN_ENV])
+        except ValueError:
+            raise Refusal("bad_arguments", f"{INJECT_NAN_ENV} must be an integer") from None
+    return inject
+
+
+@dataclass
+class Alert:
+    """One alert raised by the loss monitor."""
+
+    kind: str  # nan | divergence | stall
+    level: str  # INFO | WARN | ERROR (trackio.AlertLevel names)
+    title: str
+    text: str
+    step: int
+
+    def line(self) -> str:
+        return (
+            f'ALERT level={self.level} kind={self.kind} step={self.step} title="{self.title}": '
+            f"{self.text}"
+        )
+
+
+@dataclass
+class LossMonitor:
+    """Watches the logged loss series; pure Python so it can be tested without torch.
+
+    * NaN/inf loss: one ERROR alert, and `should_stop` becomes true.
+    * Divergence: the loss stays above `divergence_factor` x its running best for
+      `divergence_patience` consecutive observations (WARN, re-armed once it comes back down).
+    * Stall: no new best (better by `stall_min_delta`, relative) for `stall_patience`
+      observations (WARN, re-armed by the next new best).
+    """
+
+    divergence_factor: float = 2.0
+    divergence_patience: int = 3
+    stall_patience: int = 20
+    stall_min_delta: float = 0.001
+    stop_on_divergence: bool = False
+    losses: list[tuple[int, float]] = field(default_factory=list)
+    alerts: list[Alert] = field(default_factory=list)
+    best: float | None = None
+    best_step: int = 0
+    since_best: int = 0
+    above: int = 0
+    diverging: bool = False
+    stalled: bool = False
+    nan_step: int | None = None
+    should_stop: bool = False
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> LossMonitor:
+        """A monitor with the thresholds of :func:`add_monitor_arguments`."""
+        return cls(
+            divergence_factor=args.divergence_factor,
+            divergence_patience=args.divergence_patience,
+            stall_patience=args.stall_patience,
+            stall_min_delta=args.stall_min_delta,
+            stop_on_divergence=args.stop_on_divergence,
+        )
+
+    def observe(self, step: int, loss: float) -> list[Alert]:
+        new: list[Alert] = []
+        if not math.isfinite(loss):
+            if self.nan_step is None:
+                self.nan_step = step
+                new.append(
+                    Alert(
+                        "nan",
+                        "ERROR",
+                        "NaN/inf loss",
+                        f"loss is {fmt_loss(loss)} at step {step}; training stopped",
+                        step,
+                    )
+                )
+            self.should_stop = True
+            self.alerts.extend(new)
+            return new
+        self.losses.append((step, loss))
+        if self.best is None or loss < self.best * (1.0 - self.stall_min_delta):
+            self.best, self.best_step, self.since_best = loss, step, 0
+            self.stalled = False
+        else:
+            self.since_best += 1
+        threshold = self.best * self.divergence_factor
+        if self.best > 0 and loss > threshold:
+            self.above += 1
+            if self.above >= self.divergence_patience and not self.diverging:
+                self.diverging = True
+                new.append(
+                    Alert(
+                        "divergence",
+                        "WARN",
+                        "Loss diverging",
+                        f"loss {fmt_loss(loss)} at step {step} is {loss / self.best:.1f}x the "
+                        f"best {fmt_loss(self.best)} (step {self.best_step})",
+                        step,
+                    )
+                )
+                if self.stop_on_divergence:
+                    self.should_stop = True
+        else:
+            self.above = 0
+            self.diverging = False
+        if self.since_best >= self.stall_patience and not self.stalled:
+            self.stalled = True
+            new.append(
+                Alert(
+                    "stall",
+                    "WARN",
+                    "Loss stalled",
+                    f"no new best for {self.since_best} logged steps (best {fmt_loss(self.best)} "
+                    f"at step {self.best_step}, now {fmt_loss(loss)} at step {step})",
+                    step,
+                )
+            )
+        self.alerts.extend(new)
+        return new
+
+    @property
+    def first_loss(self) -> float | None:
+        return self.losses[0][1] if self.losses else None
+
+    @property
+    def last_loss(self) -> float | None:
+        return self.losses[-1][1] if self.losses else None
+
+    def verdict(self) -> tuple[bool, str]:
+        """(passed, failure reason) for the run as a whole."""
+        if self.nan_step is not None:
+            return False, f"nan_loss: loss became NaN/inf at step {self.nan_step}"
+        if not self.losses:
+            return False, "no_loss: no training loss was logged"
+        last = self.last_loss
+        assert last is not None and self.best is not None
+        if self.best > 0 and last > self.best * self.divergence_factor:
+            return False, (
+                f"diverged: last loss {fmt_loss(last)} is {last / self.best:.1f}x the best "
+                f"{fmt_loss(self.best)}"
+            )
+        if len(self.losses) >= 2:
+            k = max(1, len(self.losses) // 5)
+            head = sum(v for _, v in self.losses[:k]) / k
+            tail = sum(v for _, v in self.losses[-k:]) / k
+            if tail >= head:
+                return False, (
+                    f"no_improvement: mean loss of the last {k} logged steps {fmt_loss(tail)} is "
+                    f"not below the first {k} {fmt_loss(head)}"
+                )
+        return True, ""
+
+    def record(self) -> dict[str, Any]:
+        """The monitor's part of a run's manifest (non-finite losses as null)."""
+        out: dict[str, Any] = {
+            "first_loss": self.first_loss,
+            "last_loss": self.last_loss,
+            "best_loss": self.best,
+            "final_loss": self.last_loss,
+            "alerts": [a.__dict__ for a in self.alerts],
+        }
+        for k in ("first_loss", "last_loss", "best_loss", "final_loss"):
+            if out[k] is not None and not math.isfinite(out[k]):
+                out[k] = None
+        return out
+
+
+def progress_line(step: int, steps_total: int | None, loss: float, logs: dict[str, Any], elapsed: float) -> str:
+    """`progress step=<i>/<n> loss=<x> lr=<x> grad_norm=<x> epoch=<x> elapsed=<s>s`."""
+    parts = [f"progress step={step}/{steps_total}", f"loss={fmt_loss(loss)}"]
+    if "learning_rate" in logs:
+        parts.append(f"lr={float(logs['learning_rate']):.3e}")
+    if "grad_norm" in logs:
+        parts.append(f"grad_norm={float(logs['grad_norm']):.4g}")
+    if "epoch" in logs:
+        parts.append(f"epoch={float(logs['epoch']):.2f}")
+    parts.append(f"elapsed={elapsed:.1f}s")
+    return " ".join(parts)
+
+
+def send_alert(alert: Alert) -> None:
+    """The alert to the log, then to Trackio (stored with the run; the log has it if that fails)."""
+    import trackio
+
+    say(alert.line())
+    levels = {"INFO": trackio.AlertLevel.INFO, "WARN": trackio.AlertLevel.WARN}
+    levels["ERROR"] = trackio.AlertLevel.ERROR
+    try:
+        trackio.alert(
+            title=alert.title,
+            text=f"[{alert.kind} step={alert.step}] {alert.text}",
+            level=levels[alert.level],
+        )
+    except Exception as e:
+        say(f"warning: trackio.alert failed: {e}")
+
+
+def monitor_callback(monitor: LossMonitor, *, steps_total: int | None, inject_nan_at: int | None = None) -> Any:
+    """A transformers `TrainerCallback`: `progress` lines, the loss monitor's alerts (log and
+    Trackio), and training stopped when the monitor says so.
+
+    Its `steps_total` follows the trainer's own count (a `steps_total=` line when that differs
+    from the estimate) and `started` is when training began. With `inject_nan_at` it poisons the
+    LoRA weights before that step, to exercise the NaN path for real.
+    """
+    import torch
+    from transformers import TrainerCallback
+
+    class MonitorCallback(TrainerCallback):
+        def __init__(self) -> None:
+            self.steps_total = steps_total
+            self.started = time.monotonic()
+
+        def on_train_begin(self, targs, state, control, **kwargs):  # type: ignore[no-untyped-def]
+            self.started = time.monotonic()
+            if state.max_steps and state.max_steps != self.steps_total:
+                self.steps_total = state.max_steps
+                say(f"steps_total={self.steps_total}")
+
+        def on_step_begin(self, targs, state, control, model=None, **kwargs):  # type: ignore[no-untyped-def]
+            if inject_nan_at is not None and state.global_step + 1 == inject_nan_at:
+                say(f"inject-nan: poisoning the LoRA weights before step {inject_nan_at}")
+                with torch.no_grad():
+                    for name, p in model.named_parameters():
+                        if "lora_" in name and p.requires_grad:
+                            p.fill_(float("nan"))
+
+        def on_log(self, targs, state, control, logs=None, **kwargs):  # type: ignore[no-untyped-def]
+            if not logs or "loss" not in logs:
+                return
+            loss = float(logs["loss"])
+            say(progress_line(state.global_step, self.steps_total, loss, logs, time.monotonic() - self.started))
+            for alert in monitor.observe(state.global_step, loss):
+                send_alert(alert)
+            if monitor.should_stop:
+                control.should_training_stop = True
+
+    return MonitorCallback()
+
+
+# ----------------------------------------------------------------------------- the libraries
+
+
+def pick_precision(choice: str) -> tuple[bool, bool, Any]:
+    """(bf16, fp16, torch dtype for loading) for auto | bf16 | fp16 | fp32.
+
+    auto: bf16 on GPUs that support it, fp16 on other GPUs (T4), fp32 on CPU.
+    """
+    import torch
+
+    if choice == "auto":
+        if torch.cuda.is_available():
+            choice = "bf16" if torch.cuda.is_bf16_supported() else "fp16"
+        else:
+            choice = "fp32"
+    if choice == "bf16":
+        return True, False, torch.bfloat16
+    if choice == "fp16":
+        return False, True, torch.float32  # AMP keeps master weights in fp32
+    return False, False, torch.float32
+
+
+def quiet_libraries() -> None:
+    """Deprecation chatter and progress bars are not news for the person reading a job's log."""
+    import datasets
+    from transformers.utils import logging as hf_logging
+
+    warnings.filterwarnings("ignore", category=FutureWarning)
+    warnings.filterwarnings("ignore", message=".*pin_memory.*")
+    hf_logging.set_verbosity_warning()
+    hf_logging.disable_progress_bar()
+    datasets.disable_progress_bars()
