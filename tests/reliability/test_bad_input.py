@@ -55,7 +55,7 @@ def test_a_hostile_config_is_refused_in_one_line_and_never_rewritten(capsys, bod
         assert code == 2, (argv, out, err)
         assert err.startswith("console: ") and str(path) in err
         assert "Traceback" not in err and len(err.strip().splitlines()) == 1
-        assert "\x1b" not in err or "endpoint" not in err  # never echoes an escape unquoted
+        assert "\x1b" not in err and "\x07" not in err  # never echoes a control character
     assert path.read_bytes() == raw  # nothing changed
 
 
