@@ -9,9 +9,10 @@ model needs and the command's arguments carry the rest, so any console can rebui
 HF Jobs alone.
 
 Local backend: the embedded server sees this machine's files, so the shipped script is run by
-absolute path (``uv run /abs/training/sft_lora.py ...``). Hub backend: HF containers cannot see
-local files, so the script travels with the job — gzip + base64 in ``CONSOLE_SCRIPT_B64`` — and a
-small ``bash -c`` decodes it and runs ``uv run`` on it. Secrets (``HF_TOKEN``) go in ``secrets``
+absolute path (``uv run /abs/training/sft_lora.py ...``), beside the ``jobkit`` package it imports.
+Hub backend: HF containers cannot see local files, so the script and that package travel with the
+job — a tar.gz, base64 in ``CONSOLE_SCRIPT_B64`` — and a small ``bash -c`` unpacks them into a
+fresh folder and runs ``uv run`` on the script there. Secrets (``HF_TOKEN``) go in ``secrets``
 only and are never shown or written anywhere.
 
 No UI, no network.
@@ -22,9 +23,11 @@ from __future__ import annotations
 import base64
 import gzip
 import hashlib
+import io
 import json
 import re
 import shlex
+import tarfile
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -44,6 +47,8 @@ PREFLIGHT_FLAVOR = "cpu-basic"
 PREFLIGHT_TIMEOUT_SECONDS = 15 * 60
 KINDS = ("sft", "validate")
 SCRIPTS = {"sft": "sft_lora.py", "validate": "validate_dataset.py"}
+SHARED_PACKAGE = "jobkit"
+"""The package in training/ that every script imports: it travels with the script."""
 # Arguments the console passes, in the order it passes them; read back by :func:`read_request`.
 _ARG_FIELDS: tuple[tuple[str, str], ...] = (
     ("--base-model", "base_model"),
@@ -258,7 +263,7 @@ def build_submission(
     if backend_kind == "hub":
         if token:
             secrets["HF_TOKEN"] = token
-        env[SCRIPT_ENV] = encode_script(source.read_bytes())
+        env[SCRIPT_ENV] = encode_bundle(source.parent, script)
         command = hub_command(script, args)
         image = HUB_IMAGE
     else:
@@ -293,18 +298,52 @@ def _script_args(req: TrainingRequest) -> list[str]:
     return out
 
 
-def encode_script(source: bytes) -> str:
-    return base64.b64encode(gzip.compress(source, mtime=0)).decode("ascii")
+def bundle_files(script_dir: Path, script: str) -> list[tuple[str, Path]]:
+    """What a Hub job ships, as (name in the bundle, file): the script and the shared package."""
+    package = script_dir / SHARED_PACKAGE
+    modules = sorted(
+        (path.relative_to(script_dir).as_posix(), path)
+        for path in package.rglob("*.py")
+        if "__pycache__" not in path.parts
+    )
+    return [(script, script_dir / script), *modules]
 
 
-def decode_script(text: str) -> bytes:
-    return gzip.decompress(base64.b64decode(text))
+def encode_bundle(script_dir: Path, script: str) -> str:
+    """The script and the shared package as a tar.gz, base64 encoded.
+
+    The same files give the same text (no times, owners or modes from this machine), so a
+    submission's fingerprint does not change from one build to the next.
+    """
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.USTAR_FORMAT) as tar:
+        for name, path in bundle_files(script_dir, script):
+            data = path.read_bytes()
+            info = tarfile.TarInfo(name)
+            info.size, info.mode, info.mtime = len(data), 0o644, 0
+            tar.addfile(info, io.BytesIO(data))
+    return base64.b64encode(gzip.compress(raw.getvalue(), mtime=0)).decode("ascii")
+
+
+def decode_bundle(text: str) -> dict[str, bytes]:
+    """The files of a shipped bundle, by name."""
+    with tarfile.open(fileobj=io.BytesIO(gzip.decompress(base64.b64decode(text)))) as tar:
+        out: dict[str, bytes] = {}
+        for member in tar.getmembers():
+            f = tar.extractfile(member)
+            if f is not None:
+                out[member.name] = f.read()
+        return out
 
 
 def hub_command(script: str, args: list[str]) -> list[str]:
-    """`bash -c` that writes the shipped script from $CONSOLE_SCRIPT_B64 and runs it with uv."""
-    path = f"/tmp/{script}"
-    inline = f'echo "${SCRIPT_ENV}" | base64 -d | gunzip > {path} && exec uv run {path} "$@"'
+    """`bash -c` that unpacks the bundle in $CONSOLE_SCRIPT_B64 into a fresh folder and runs the
+    script there with uv (the shared package beside it, where the script imports it from)."""
+    inline = (
+        'd=$(mktemp -d "${TMPDIR:-/tmp}/console-training.XXXXXX")'
+        f' && echo "${SCRIPT_ENV}" | base64 -d | tar -xzf - -C "$d"'
+        f' && exec uv run "$d/{script}" "$@"'
+    )
     return ["bash", "-c", inline, script, *args]
 
 
@@ -325,14 +364,14 @@ def is_console_job(info: Any) -> bool:
 
 
 def compact_job(info: Any) -> Any:
-    """The same JobInfo / ScheduledJobInfo, lighter to keep: its shipped script
+    """The same JobInfo / ScheduledJobInfo, lighter to keep: its shipped script bundle
     (``CONSOLE_SCRIPT_B64``) dropped and its repeated strings shared.
 
-    On the Hub every console job carries its script gzipped in its environment, about 17 KB; a
-    list of 10,000 jobs would keep 170 MB of them. What the console reads back from a job (its
-    request, labels and times) never needs the script: a rerun builds a fresh submission. The
-    JSON decoder makes a new string for every label, argument and flavor of every job; most are
-    the same few hundred strings, so each is kept once.
+    On the Hub every console job carries its script and the shared package, compressed, in its
+    environment, about 28 KB; a list of 10,000 jobs would keep 280 MB of them. What the console
+    reads back from a job (its request, labels and times) never needs the script: a rerun builds
+    a fresh submission. The JSON decoder makes a new string for every label, argument and flavor
+    of every job; most are the same few hundred strings, so each is kept once.
     """
     try:
         spec = getattr(info, "job_spec", None) or info

@@ -16,6 +16,7 @@ def test_installed_package_finds_its_stylesheet_and_training_scripts():
     assert paths.stylesheet_path().is_file()
     assert (paths.training_dir() / "sft_lora.py").is_file()
     assert (paths.training_dir() / "validate_dataset.py").is_file()
+    assert (paths.training_dir() / "jobkit" / "__init__.py").is_file()
 
 
 def test_wheel_contains_stylesheet_and_training(tmp_path):
@@ -30,6 +31,8 @@ def test_wheel_contains_stylesheet_and_training(tmp_path):
     assert "console/screens.tcss" in names
     assert "console/training/sft_lora.py" in names
     assert "console/training/validate_dataset.py" in names
+    # the package the scripts import from their own folder
+    assert {f"console/training/jobkit/{m}.py" for m in ("__init__", "dataset", "run")} <= names
     assert any(n.startswith("console/training/data/") and n.endswith(".jsonl") for n in names)
     assert "console/cli.py" in names
     entry = [n for n in names if n.endswith("entry_points.txt")]

@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import dataclasses
+import json
+import os
 import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
 
 from console import jobspec, paths
 from console.costs import RunSpec, estimate_run
-from console.jobspec import TrainingRequest, build_submission, decode_script, read_request
+from console.jobspec import TrainingRequest, build_submission, decode_bundle, read_request, script_args_of
 
 REQ = TrainingRequest(
     tenant="acme",
@@ -74,8 +80,13 @@ def test_hub_submission_carries_the_script_and_the_token_as_a_secret():
     assert sub.secrets == {"HF_TOKEN": "hf_secret_value"}
     assert "hf_secret_value" not in repr(sub.command) + repr(sub.env) + sub.describe()
     assert sub.command[:2] == ["bash", "-c"]
-    script = decode_script(sub.env[jobspec.SCRIPT_ENV])
-    assert script == (paths.training_dir() / "sft_lora.py").read_bytes()
+    bundle = decode_bundle(sub.env[jobspec.SCRIPT_ENV])
+    training = paths.training_dir()
+    package = sorted(p.relative_to(training).as_posix() for p in (training / "jobkit").glob("*.py"))
+    assert sorted(bundle) == sorted(["sft_lora.py", *package])
+    assert "jobkit/__init__.py" in bundle and "jobkit/run.py" in bundle
+    assert all(data == (training / name).read_bytes() for name, data in bundle.items())
+    assert bundle == decode_bundle(build_submission(REQ, backend_kind="hub").env[jobspec.SCRIPT_ENV])
     assert "--dataset" in sub.command and "/data/acme.jsonl" in sub.command
     assert sub.run_kwargs()["secrets"] == {"HF_TOKEN": "hf_secret_value"}
 
@@ -96,3 +107,68 @@ def test_label_values_are_cleaned():
     long = jobspec.label_value("acme corp/α" * 10)
     assert long == "acme-corp--" * 5 + "acme-cor" and len(long) == 63
     assert re.fullmatch(r"[A-Za-z0-9._-]{1,63}", long)
+
+
+# ---------------------------------------------------------------------------------------------
+# The hub command, run for real: bash unpacks the bundle and `uv run` starts the script there.
+
+
+def run_hub_command(sub: jobspec.Submission, tmp_path: Path) -> tuple[subprocess.CompletedProcess, Path]:
+    """Run a hub submission's command as its container would, with `uv run` replaced by this
+    Python (a stand-in on PATH); returns the result and the folder the script ran from."""
+    bin_dir, tmp, cwd = tmp_path / "bin", tmp_path / "tmp", tmp_path / "cwd"
+    for folder in (bin_dir, tmp, cwd):
+        folder.mkdir()
+    uv = bin_dir / "uv"
+    uv.write_text(
+        "#!/bin/sh\n"
+        '[ "$1" = run ] || exit 64\n'
+        "shift\n"
+        f'echo "$1" > {shlex.quote(str(tmp_path / "script_path"))}\n'
+        f'exec {shlex.quote(sys.executable)} "$@"\n'
+    )
+    uv.chmod(0o755)
+    env = {
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+        "TMPDIR": str(tmp),
+        "HOME": str(tmp_path),
+        "CONSOLE_ARTIFACTS_DIR": str(tmp_path / "artifacts"),
+        **sub.env,
+        **sub.secrets,  # HF Jobs hands secrets to the container as environment variables
+    }
+    proc = subprocess.run(sub.command, env=env, cwd=cwd, capture_output=True, text=True, timeout=60)
+    ran = Path((tmp_path / "script_path").read_text().strip()) if (tmp_path / "script_path").exists() else None
+    assert ran is not None, proc.stderr
+    return proc, ran.parent
+
+
+def test_the_shipped_bundle_runs_the_training_script_to_its_preflight(tmp_path):
+    """The script imports the shared package from the unpacked folder and runs the dataset check
+    (a turn with role "bot" is refused) before anything heavy."""
+    rows = [
+        {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]},
+        {"messages": [{"role": "user", "content": "hi"}, {"role": "bot", "content": "hello"}]},
+    ]
+    data = tmp_path / "bot.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    req = dataclasses.replace(REQ, dataset=str(data), hub_model_id="acme-corp/acme-adapter")
+    sub = build_submission(req, backend_kind="hub", token="hf_not_a_real_token")
+    assert script_args_of(sub.command)[:2] == ["--base-model", "org/base"]
+    proc, folder = run_hub_command(sub, tmp_path)
+    last = proc.stdout.strip().splitlines()[-1]
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert last.startswith("VERDICT: FAIL bad_dataset: invalid_rows: 1 of 2 rows do not fit sft (bad_role=1)")
+    assert folder.parent == tmp_path / "tmp" and folder.name.startswith("console-training.")
+    assert sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*.py")) == sorted(
+        decode_bundle(sub.env[jobspec.SCRIPT_ENV])
+    )
+    assert (folder / "jobkit" / "__pycache__").is_dir()  # the package was imported from there
+
+
+def test_the_shipped_bundle_runs_the_dataset_preflight(tmp_path):
+    dataset = str(paths.training_dir() / "data" / "acme.jsonl")
+    sub = build_submission(dataclasses.replace(REQ, kind="validate", dataset=dataset), backend_kind="hub")
+    proc, folder = run_hub_command(sub, tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.strip().splitlines()[-1].startswith("VERDICT: PASS format=messages method=sft rows=300 ")
+    assert (folder / "validate_dataset.py").is_file()
