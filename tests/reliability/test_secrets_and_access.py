@@ -27,6 +27,7 @@ from console.ui.screens.confirm import ConfirmScreen
 
 ENV_SECRET = "hf_PLANTEDenvTOKEN0123456789abcdef"
 JOB_SECRET = "sk-PLANTEDjobSECRET-9876543210"
+SSE = {"accept": "text/event-stream"}
 SECRET_DB = ("jobs.sqlite3", "jobs.sqlite3-wal", "jobs.sqlite3-shm")
 
 LEAKY = (
@@ -135,6 +136,30 @@ def test_the_server_is_loopback_only_and_wants_its_token(server):
         with pytest.raises(urllib.error.HTTPError) as err:
             urllib.request.urlopen(req, timeout=5)
         assert err.value.code == 401
+
+
+def test_a_jobs_log_and_metrics_streams_want_the_token_too(server, backend):
+    job = run_python(backend, "import time\nprint('private training data', flush=True)\n"
+                              "time.sleep(60)")
+    wait_stage(backend, job.id, ("RUNNING",))  # live: both streams are open to the token
+    base = f"{server.url}/api/jobs/{backend.namespace}/{job.id}"
+    try:
+        for stream in ("logs", "metrics"):
+            for auth in ({}, {"authorization": "Bearer wrong"}, {"authorization": server.token}):
+                req = urllib.request.Request(f"{base}/{stream}", headers={**SSE, **auth})
+                with pytest.raises(urllib.error.HTTPError) as err:
+                    urllib.request.urlopen(req, timeout=5)
+                assert err.value.code == 401, (stream, auth)
+                assert b"private training data" not in err.value.read()
+            req = urllib.request.Request(f"{base}/{stream}", headers={
+                **SSE, "authorization": f"Bearer {server.token}"})
+            with urllib.request.urlopen(req, timeout=5) as resp:  # the same, with the token
+                assert resp.status == 200
+                assert resp.headers["content-type"].startswith("text/event-stream")
+                if stream == "logs":
+                    assert any(b"private training data" in resp.readline() for _ in range(20))
+    finally:
+        backend.api.cancel_job(job_id=job.id, namespace=backend.namespace)
 
 
 def test_token_server_info_and_data_dir_are_user_only(monkeypatch):
