@@ -1,6 +1,12 @@
-"""Every test runs away from the user's real config and data: both point into a fresh tmp folder."""
+"""Every test runs away from the user's real config and data: both point into a fresh tmp folder,
+and a Jobs server daemon a test started in that folder is stopped when the test ends."""
 
 from __future__ import annotations
+
+import json
+import os
+import signal
+import time
 
 import pytest
 
@@ -18,3 +24,37 @@ def _isolated_dirs(tmp_path, monkeypatch):
     monkeypatch.delenv("CONSOLE_SERVER_TOKEN", raising=False)
     monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
     yield home
+    _stop_daemon(home / "data" / "server.json")
+
+
+def _stop_daemon(info_path) -> None:
+    """SIGTERM the background server this test's data dir announces (never this process)."""
+    try:
+        info = json.loads(info_path.read_text())
+    except (OSError, ValueError):
+        return
+    pid = info.get("pid") if isinstance(info, dict) else None
+    if not isinstance(pid, int) or pid == os.getpid() or not info.get("daemon"):
+        return
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and _alive(pid):
+        time.sleep(0.05)
+    if _alive(pid):
+        os.kill(pid, signal.SIGKILL)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        if os.waitpid(pid, os.WNOHANG)[0] == pid:  # our own child, now reaped
+            return False
+    except ChildProcessError:
+        pass
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False

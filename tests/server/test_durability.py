@@ -77,7 +77,7 @@ def test_killed_server_leaves_no_orphans_after_restart(tmp_path) -> None:
         assert first.startswith("Jobs server listening on http://127.0.0.1:"), first
         url = first.rsplit(" ", 1)[1].strip()
         info = json.loads(paths.server_info_path().read_text())
-        assert info == {"url": url, "pid": proc.pid}
+        assert (info["url"], info["pid"], info["daemon"]) == (url, proc.pid, False)
         token = paths.read_token()
         assert token and (paths.token_path().stat().st_mode & 0o777) == 0o600
         api = HfApi(endpoint=url, token=token)
@@ -154,11 +154,11 @@ def test_backend_starts_an_in_process_server_and_stops_it() -> None:
     assert not paths.server_info_path().exists()
     started = time.monotonic()
     try:
-        backend.connect(cfg, start=False)
+        backend.connect(cfg, start=backend.NEVER)
     except backend.BackendError as exc:
         assert "console serve" in str(exc)
     else:
-        raise AssertionError("connect(start=False) found a server that is gone")
+        raise AssertionError("connect(start=NEVER) found a server that is gone")
     assert time.monotonic() - started < 3
 
 

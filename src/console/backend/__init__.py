@@ -5,8 +5,10 @@
 - ``backend = "hub"``: huggingface.co (or `cfg.endpoint`), with huggingface_hub's own auth
   (`HF_TOKEN`, `hf auth login`). The console never reads, prints or stores that token.
 - ``backend = "local"``: the embedded Jobs server. `cfg.endpoint` if set; else the server a
-  `console serve` (or another console) announced in ``<data dir>/server.json``, if it answers;
-  else one started in this process on a free loopback port and stopped by :meth:`Backend.close`.
+  `console serve` (the data dir's daemon, or one in the foreground) announced in
+  ``<data dir>/server.json``, if it answers; else, as `connect(start=...)` says: the daemon
+  started in the background (the commands that act: jobs outlive the console), one started in
+  this process and stopped by :meth:`Backend.close` (tests), or nothing (read-only, reports).
   The token is the local server's (``$CONSOLE_SERVER_TOKEN`` or ``<data dir>/server/token``).
 
 Pass ``namespace=backend.namespace`` to every jobs call: `HfApi.list_jobs` without a namespace asks
@@ -31,7 +33,7 @@ inside jobs), :attr:`Backend.trackio_dir` (`$TRACKIO_DIR` inside jobs) and
 from __future__ import annotations
 
 from console.backend.client import JobsApi
-from console.backend.connect import HUB, LOCAL, Backend, connect
+from console.backend.connect import DAEMON, HERE, HUB, LOCAL, NEVER, Backend, connect
 from console.backend.errors import BackendError, ReadOnlyError, ServerUnreachable
 from console.backend.server_info import find_running_server, forget_server_info, write_server_info
 from console.backend.transport import (
@@ -43,7 +45,10 @@ from console.backend.transport import (
 )
 
 __all__ = [
+    "DAEMON",
+    "HERE",
     "HUB",
+    "NEVER",
     "LOCAL",
     "Backend",
     "BackendError",

@@ -80,14 +80,27 @@ class Backend:
         self.close()
 
 
-def connect(
-    cfg: Config, *, start: bool = True, policy: ClientPolicy | None = None
-) -> Backend:
+HERE = "here"
+"""`connect(start=HERE)`: with no server running, start one inside this process (stopped by
+`Backend.close`, and its running jobs with it): for tests and embedding, not for people."""
+DAEMON = "daemon"
+"""`connect(start=DAEMON)`: with no server running, start the data dir's background daemon
+(:mod:`console.backend.daemon`); jobs outlive the console."""
+NEVER = "never"
+"""`connect(start=NEVER)`: use a running server or fail with one line; start nothing."""
+
+
+def connect(cfg: Config, *, start: str = HERE, policy: ClientPolicy | None = None) -> Backend:
     """A Backend for the config's `backend` ("local" or "hub"); see the module docstring.
 
-    With `start=False` a local backend never starts a server in this process (BackendError when
-    none is running). `policy` sets timeouts and retries (defaults: :class:`ClientPolicy`).
+    `start` says what a local backend does when no server runs (:data:`HERE`, :data:`DAEMON` or
+    :data:`NEVER`); a read-only config never starts anything. `policy` sets timeouts and retries
+    (defaults: :class:`ClientPolicy`).
     """
+    if start not in (HERE, DAEMON, NEVER):
+        raise ValueError(f"start must be {HERE!r}, {DAEMON!r} or {NEVER!r}, not {start!r}")
+    if cfg.read_only:
+        start = NEVER
     policy = policy or ClientPolicy()
     if cfg.backend == HUB:
         kwargs: dict[str, Any] = {"endpoint": cfg.endpoint} if cfg.endpoint else {}
@@ -105,7 +118,7 @@ def connect(
     return backend
 
 
-def _connect_local(cfg: Config, *, start: bool, policy: ClientPolicy) -> Backend:
+def _connect_local(cfg: Config, *, start: str, policy: ClientPolicy) -> Backend:
     from console.server import paths
 
     if cfg.endpoint:
@@ -121,8 +134,15 @@ def _connect_local(cfg: Config, *, start: bool, policy: ClientPolicy) -> Backend
     if running is not None:
         url, token = running
         return _local_backend(cfg, url, token, shared=True, policy=policy)
-    if not start:
-        raise BackendError("no local Jobs server is running (start one with `console serve`)")
+    if start == NEVER:
+        raise BackendError(
+            "no local Jobs server is running (`console` starts one; `console serve` runs one in the foreground)"
+        )
+    if start == DAEMON:
+        from console.backend.daemon import ensure_daemon
+
+        url, token = ensure_daemon(cfg)
+        return _local_backend(cfg, url, token, shared=True, policy=policy)
 
     from console.server import LocalServer, ServerBusyError, ServerOptions
 

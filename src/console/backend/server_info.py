@@ -7,17 +7,20 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
 
-def write_server_info(url: str) -> Path:
-    """Announce a server of this process in ``<data dir>/server.json``."""
+def write_server_info(url: str, *, daemon: bool = False) -> Path:
+    """Announce a server of this process in ``<data dir>/server.json`` (`daemon`: started in the
+    background by a console, rather than by `console serve` in a terminal)."""
     from console.config import atomic_write_bytes
     from console.server import paths
 
     path = paths.server_info_path()
-    payload = json.dumps({"url": url, "pid": os.getpid()}).encode()
+    info = {"url": url, "pid": os.getpid(), "daemon": daemon, "started": time.time()}
+    payload = json.dumps(info).encode()
     atomic_write_bytes(path, payload, mode=0o600)
     return path
 
@@ -27,7 +30,7 @@ def forget_server_info(url: str) -> None:
     from console.server import paths
 
     path = paths.server_info_path()
-    info = _read_server_info()
+    info = read_server_info()
     if info and info.get("url") == url and info.get("pid") == os.getpid():
         try:
             path.unlink()
@@ -35,7 +38,7 @@ def forget_server_info(url: str) -> None:
             pass
 
 
-def _read_server_info() -> dict[str, Any] | None:
+def read_server_info() -> dict[str, Any] | None:
     from console.server import paths
 
     try:
@@ -54,7 +57,7 @@ def find_running_server(timeout: float = 2.0) -> tuple[str, str] | None:
 
     from console.server import paths
 
-    info = _read_server_info()
+    info = read_server_info()
     if not info:
         return None
     url, pid = info.get("url"), info.get("pid")

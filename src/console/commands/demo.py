@@ -69,7 +69,7 @@ def setup_demo(backend, cfg, *, trigger: int = 2, report=print) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from console.backend import BackendError, connect
+    from console.backend import DAEMON, BackendError, connect
     from console.commands._common import CommandError, load_config
 
     cfg = load_config(args)
@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
     if cfg.read_only:
         raise CommandError("read-only: the demo creates schedules and runs jobs; drop --read-only")
     try:
-        backend = connect(cfg)
+        backend = connect(cfg, start=DAEMON)
     except BackendError as exc:
         raise CommandError(str(exc)) from None
     try:

@@ -34,12 +34,14 @@ def register(sub, add_common) -> None:
     apply.set_defaults(handler=run_apply)
 
 
-def _connect(cfg):
-    from console.backend import BackendError, connect
+def _connect(cfg, *, acting: bool):
+    """The backend; `acting`: this command changes something, so it may start the local daemon
+    (a report or a dry run reads a running server and starts nothing)."""
+    from console.backend import DAEMON, NEVER, BackendError, connect
     from console.commands._common import CommandError
 
     try:
-        return connect(cfg)
+        return connect(cfg, start=DAEMON if acting else NEVER)
     except BackendError as exc:
         raise CommandError(str(exc)) from None
 
@@ -66,7 +68,7 @@ def run_apply(args: argparse.Namespace) -> int:
         from huggingface_hub import get_token
 
         token = get_token()
-    backend = _connect(cfg)
+    backend = _connect(cfg, acting=not args.dry_run)
     try:
         try:
             scheduled = list(backend.api.list_scheduled_jobs(namespace=backend.namespace))
@@ -102,7 +104,7 @@ def run_show(args: argparse.Namespace) -> int:
     from console.jobs import format_age, format_cost
 
     cfg = load_config(args)
-    backend = _connect(cfg)
+    backend = _connect(cfg, acting=False)
     try:
         try:
             scheduled = list(backend.api.list_scheduled_jobs(namespace=backend.namespace))

@@ -81,12 +81,13 @@ def run(args: argparse.Namespace) -> int:
     snapshot = None
     if not args.no_refresh:
         snapshot = _refresh(ledger, cfg)
-        r = snapshot.refresh
-        print(
-            f"ledger: {r.added} new entr{'y' if r.added == 1 else 'ies'} "
-            f"({r.terminal} finished, {len(r.active)} active job(s) seen; {r.price_source})",
-            file=sys.stderr,
-        )
+        if snapshot is not None:
+            r = snapshot.refresh
+            print(
+                f"ledger: {r.added} new entr{'y' if r.added == 1 else 'ies'} "
+                f"({r.terminal} finished, {len(r.active)} active job(s) seen; {r.price_source})",
+                file=sys.stderr,
+            )
     entries = ledger.entries(month=args.month, tenant=args.tenant)
 
     if args.json and args.summary:
@@ -117,7 +118,10 @@ def _refresh(ledger, cfg):
             "this console has no backend module: use --no-refresh to print the ledger as it is"
         ) from None
     try:
-        backend = backend_mod.connect(cfg)
+        backend = backend_mod.connect(cfg, start=backend_mod.NEVER)  # a report starts nothing
+    except backend_mod.BackendError as exc:
+        print(f"ledger: {plain(exc)}; showing the ledger as last recorded", file=sys.stderr)
+        return None
     except Exception as exc:
         raise CommandError(f"cannot reach the {cfg.backend} backend: {plain(exc)}") from None
     try:

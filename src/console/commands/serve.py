@@ -4,6 +4,10 @@ It listens on 127.0.0.1 only (port from `--port`, else `server.port` in the conf
 one), prints its URL and where its token is, and announces itself in ``<data dir>/server.json`` so
 other consoles (and `console` with `backend = "local"`) use it instead of starting their own.
 Ctrl-C stops it: jobs still running are killed and recorded as ERROR ("the server stopped").
+
+A console that needs a server and finds none starts this same command in the background
+(`--daemon`: detached, output in ``<data dir>/server/server.log``; `console server status|stop|logs`
+manage it), so jobs never depend on the console that started them.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ def register(subparsers, add_common) -> None:
     add_common(p)
     p.add_argument("--port", type=int, default=None, metavar="N",
                    help="port on 127.0.0.1 (default: server.port from the config; 0 = any free)")
+    p.add_argument("--daemon", action="store_true", help=argparse.SUPPRESS)
     p.set_defaults(handler=run)
 
 
@@ -44,26 +49,31 @@ def run(args: argparse.Namespace) -> int:
     if running is not None:
         raise CommandError(f"a local Jobs server already runs at {running[0]}")
 
-    server = LocalServer(
-        ServerOptions(
-            namespace=cfg.namespace,
-            port=port,
-            max_running_jobs=cfg.server.max_running_jobs,
-            python_mode=cfg.server.python,
-        )
+    options = ServerOptions(
+        namespace=cfg.namespace,
+        port=port,
+        max_running_jobs=cfg.server.max_running_jobs,
+        python_mode=cfg.server.python,
     )
+    if args.daemon and port and not _port_free(port):
+        print(f"port {port} is taken: listening on a free one instead", flush=True)
+        options.port = 0  # a daemon started by a console: any free port will do
+    server = LocalServer(options)
 
     def ready(url: str) -> None:
-        backend.write_server_info(url)
+        backend.write_server_info(url, daemon=args.daemon)
         if os.environ.get(server_paths.TOKEN_ENV):
             where, token_expr = f"${server_paths.TOKEN_ENV}", f"${server_paths.TOKEN_ENV}"
         else:
             where = str(server_paths.token_path())
             token_expr = f"$(cat {where})"
-        print(f"Jobs server listening on {url}", flush=True)
+        started = "started in the background" if args.daemon else "listening"
+        print(f"Jobs server {started} on {url}", flush=True)
+        print(f"  pid {os.getpid()}; `console server stop` stops it", flush=True)
         print(f"  namespace {cfg.namespace}; bearer token in {where}", flush=True)
         print(f"  hf CLI: HF_ENDPOINT={url} HF_TOKEN={token_expr} hf jobs ps -a", flush=True)
-        print("Ctrl-C stops it (running jobs are killed).", flush=True)
+        if not args.daemon:
+            print("Ctrl-C stops it (running jobs are killed).", flush=True)
 
     # uvicorn re-raises the signal that stopped it once it has shut down; make SIGTERM an exit
     # that unwinds (so jobs are stopped and server.json removed) instead of a hard kill.
@@ -83,3 +93,14 @@ def run(args: argparse.Namespace) -> int:
             backend.forget_server_info(server.url)
     print("Jobs server stopped.", file=sys.stderr)
     return 0
+
+
+def _port_free(port: int) -> bool:
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True

@@ -1,0 +1,259 @@
+"""The real `console` on a terminal that goes away: it always exits, and the jobs never notice.
+
+Jobs run in the data dir's Jobs server daemon, so a console quitting (`q`), hung up on (the SSH
+link dropped, the tmux pane killed: SIGHUP) or terminated (SIGTERM) leaves them RUNNING, and they
+finish; a new console shows them. Every console here runs in a pseudo-terminal as a person's would.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import random
+import select
+import signal
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+from huggingface_hub import HfApi
+
+from console import config as config_mod
+from console.backend import DAEMON, connect
+from console.server import paths as server_paths
+
+EXIT_DEADLINE = 5.0
+"""Seconds a console has to be gone after its terminal is (it exits by itself within 1.5 s)."""
+
+WAIT_FOR_SENTINEL = (
+    "import os, sys, time\n"
+    "path = sys.argv[1]\n"
+    "print('started', flush=True)\n"
+    "while not os.path.exists(path):\n"
+    "    time.sleep(0.1)\n"
+    "print('finished', flush=True)\n"
+)
+FLOOD_UNTIL_SENTINEL = (
+    "import os, sys, itertools\n"
+    "path = sys.argv[1]\n"
+    "for i in itertools.count():\n"
+    "    print(f'flood line {i} ' + 'x' * 60, flush=(i % 200 == 0))\n"
+    "    if i % 2000 == 0 and os.path.exists(path):\n"
+    "        break\n"
+)
+
+
+def _spawn_console(*args: str) -> tuple[int, int]:
+    env = dict(os.environ, TERM="xterm-256color", COLUMNS="80", LINES="24")
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: the real console on a terminal
+        try:
+            os.execve(sys.executable, [sys.executable, "-m", "console", *args], env)
+        finally:
+            os._exit(127)
+    os.set_inheritable(fd, False)  # as a terminal keeps it: the next console must not hold it open
+    return pid, fd
+
+
+def _read_until(fd: int, predicate, timeout: float) -> bytes:
+    out = b""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and not predicate(out):
+        ready, _, _ = select.select([fd], [], [], 0.05)
+        if ready:
+            try:
+                out += os.read(fd, 65536)
+            except OSError:
+                break
+    return out
+
+
+def _wait_exit(pid: int, timeout: float, fd: int | None = None) -> int | None:
+    """The wait status of `pid` once it exits, or None if it is still running after `timeout`
+    (its terminal `fd`, when still open, is read meanwhile, as a terminal would)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return status
+        if fd is not None:
+            _drain(fd)
+        time.sleep(0.01)
+    return None
+
+
+def _hung_up(status: int) -> bool:
+    """Exited 129 (its own hangup handling) or killed by the hangup itself (before it set one)."""
+    return (os.WIFEXITED(status) and os.WEXITSTATUS(status) == 128 + signal.SIGHUP) or (
+        os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGHUP
+    )
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    except (ProcessLookupError, ChildProcessError):
+        pass
+
+
+@pytest.fixture
+def daemon_api() -> HfApi:
+    """The data dir's server daemon, started the way a console starts it."""
+    backend = connect(config_mod.load(), start=DAEMON)
+    backend.close()  # closing a console's backend leaves the daemon running
+    info = json.loads(server_paths.server_info_path().read_text())
+    assert info["daemon"] and info["pid"] != os.getpid()
+    return HfApi(endpoint=info["url"], token=server_paths.read_token())
+
+
+def _run(api: HfApi, code: str, *args: str):
+    namespace = config_mod.load().namespace
+    return api.run_job(image="python:3.12", command=[sys.executable, "-u", "-c", code, *args],
+                       labels={"app": "console", "tenant": "acme", "kind": "sft", "env": "dev"},
+                       namespace=namespace)
+
+
+def _stage(api: HfApi, job_id: str) -> str:
+    return api.inspect_job(job_id=job_id, namespace=config_mod.load().namespace).status.stage
+
+
+def _wait_stage(api: HfApi, job_id: str, stages: tuple[str, ...], timeout: float = 60) -> str:
+    deadline = time.monotonic() + timeout
+    stage = _stage(api, job_id)
+    while stage not in stages and time.monotonic() < deadline:
+        time.sleep(0.1)
+        stage = _stage(api, job_id)
+    return stage
+
+
+def test_the_first_console_starts_the_daemon_in_its_own_session_and_quitting_leaves_it(tmp_path):
+    sentinel = tmp_path / "finish"
+    pid, fd = _spawn_console()
+    try:
+        screen = _read_until(fd, lambda out: b"refreshed" in out, 60)
+        assert b"refreshed" in screen, screen[-500:]
+        info = json.loads(server_paths.server_info_path().read_text())
+        assert info["daemon"] and info["pid"] != pid
+        daemon = psutil.Process(info["pid"])
+        assert os.getsid(daemon.pid) == daemon.pid != os.getsid(pid)  # its own session, no terminal
+        api = HfApi(endpoint=info["url"], token=server_paths.read_token())
+        job = _run(api, WAIT_FOR_SENTINEL, str(sentinel))
+        assert _wait_stage(api, job.id, ("RUNNING",)) == "RUNNING"
+
+        os.write(fd, b"q")
+        status = _wait_exit(pid, EXIT_DEADLINE, fd)
+        assert status is not None and os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+        pid = 0
+        assert daemon.is_running() and _stage(api, job.id) == "RUNNING"  # quitting touched nothing
+        sentinel.touch()
+        assert _wait_stage(api, job.id, ("COMPLETED", "ERROR", "CANCELED")) == "COMPLETED"
+    finally:
+        if pid:
+            _kill(pid)
+        os.close(fd)
+
+    pid, fd = _spawn_console()  # a new console shows the job that finished without it
+    try:
+        screen = _read_until(fd, lambda out: b"COMPLETED" in out, 60)
+        assert b"COMPLETED" in screen
+        os.write(fd, b"q")
+        assert _wait_exit(pid, EXIT_DEADLINE, fd) is not None
+        pid = 0
+    finally:
+        if pid:
+            _kill(pid)
+        os.close(fd)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGHUP, signal.SIGTERM], ids=["SIGHUP", "SIGTERM"])
+def test_a_signal_ends_the_console_and_not_its_jobs(daemon_api, tmp_path, sig):
+    sentinel = tmp_path / "finish"
+    job = _run(daemon_api, WAIT_FOR_SENTINEL, str(sentinel))
+    pid, fd = _spawn_console()
+    try:
+        screen = _read_until(fd, lambda out: b"refreshed" in out, 60)
+        assert b"refreshed" in screen
+        assert psutil.Process(pid).num_threads() > 1
+        children = psutil.Process(pid).children(recursive=True)
+        os.kill(pid, sig)
+        status = _wait_exit(pid, EXIT_DEADLINE, fd)
+        assert status is not None, f"the console did not exit on {sig}"
+        assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 128 + sig
+        pid = 0
+        assert not [c for c in children if c.is_running() and c.status() != psutil.STATUS_ZOMBIE]
+        assert _stage(daemon_api, job.id) == "RUNNING"
+        sentinel.touch()
+        assert _wait_stage(daemon_api, job.id, ("COMPLETED", "ERROR", "CANCELED")) == "COMPLETED"
+    finally:
+        if pid:
+            _kill(pid)
+        os.close(fd)
+
+
+def test_closing_the_terminal_at_any_moment_ends_every_console(daemon_api, tmp_path):
+    """50 consoles, their terminals closed at random moments from 0.1 s to 5 s after start (while
+    starting, drawing, streaming a flooding log), five at a time: each is gone within the deadline,
+    leaves nothing behind, and the job running meanwhile runs on and finishes."""
+    sentinel = tmp_path / "finish"
+    steady = _run(daemon_api, WAIT_FOR_SENTINEL, str(sentinel))
+    flood = _run(daemon_api, FLOOD_UNTIL_SENTINEL, str(sentinel))  # the newest: its log is on screen
+    assert _wait_stage(daemon_api, flood.id, ("RUNNING",)) == "RUNNING"
+    rng = random.Random(20261203)
+    stuck: list[str] = []
+    for _round in range(10):
+        consoles = []
+        for _ in range(5):
+            pid, fd = _spawn_console()
+            consoles.append((pid, fd, time.monotonic() + rng.uniform(0.1, 5.0)))
+        try:
+            pending = list(consoles)
+            while pending:
+                now = time.monotonic()
+                for item in list(pending):
+                    pid, fd, close_at = item
+                    if now >= close_at:
+                        children = _children(pid)
+                        os.close(fd)
+                        pending.remove(item)
+                        status = _wait_exit(pid, EXIT_DEADLINE)
+                        if status is None or not _hung_up(status):
+                            stuck.append(f"pid {pid} closed at +{close_at - now:.1f}s: status {status}")
+                            _kill(pid)
+                        left = [c.pid for c in children if c.is_running() and c.status() != psutil.STATUS_ZOMBIE]
+                        if left:
+                            stuck.append(f"pid {pid} left processes {left}")
+                    else:
+                        _drain(fd)  # read what it drew, as a terminal would
+                time.sleep(0.02)
+        finally:
+            for pid, fd, _ in consoles:
+                _kill(pid)
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+    assert stuck == []
+    assert _stage(daemon_api, steady.id) == "RUNNING"
+    Path(sentinel).touch()
+    assert _wait_stage(daemon_api, steady.id, ("COMPLETED", "ERROR", "CANCELED")) == "COMPLETED"
+    assert _wait_stage(daemon_api, flood.id, ("COMPLETED", "ERROR", "CANCELED")) == "COMPLETED"
+
+
+def _drain(fd: int) -> None:
+    while select.select([fd], [], [], 0)[0]:
+        try:
+            if not os.read(fd, 65536):
+                return
+        except OSError:
+            return
+
+
+def _children(pid: int) -> list[psutil.Process]:
+    try:
+        return psutil.Process(pid).children(recursive=True)
+    except psutil.Error:
+        return []
