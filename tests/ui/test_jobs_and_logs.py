@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 from tests.jobwait import wait_stage
-from tests.ui.conftest import run_python, wait_for, wait_thread
+from tests.ui.conftest import console_labels, run_python, wait_for, wait_thread
+from textual.widgets import Input
 
 from console.ui.app import ConsoleApp
 from console.ui.widgets.job_log import JobLog
@@ -124,6 +127,66 @@ async def test_filter_by_tenant_and_stage(backend, cfg):
         await wait_for(pilot, lambda: table.row_count == 1 and done.id not in table.rows_by_id)
         app.query_one("JobsPane").set_filter("")
         await wait_for(pilot, lambda: table.row_count == 2)
+
+
+async def _type_filter(pilot, app, text: str, *, keys: bool = False) -> None:
+    """What a user does: `/`, the filter in place of the last one (each key, or pasted), enter."""
+    await pilot.press("slash")
+    box = app.query_one("#jobs-filter", Input)
+    if keys:
+        box.value = ""
+        for ch in text:
+            await pilot.press("space" if ch == " " else ch)
+    else:
+        box.value = text
+    await pilot.press("enter")
+
+
+def _run_with_env(backend, tenant: str, env: str):
+    return backend.api.run_job(
+        image="python:3.12", command=[sys.executable, "-c", "print('ok')"], flavor="t4-small",
+        labels=console_labels(tenant, env=env), timeout=60, namespace=backend.namespace)
+
+
+async def test_a_label_filter_shows_only_jobs_with_that_exact_value(backend, cfg):
+    jobs = {env: _run_with_env(backend, tenant, env).id for tenant, env in
+            (("acme", "prod"), ("globex", "production"), ("hooli", "staging"))}
+    for job_id in jobs.values():
+        await wait_thread(wait_stage, backend, job_id, ("COMPLETED",))
+    app = ConsoleApp(cfg, backend, refresh_seconds=0.3, stream_metrics=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        table = app.query_one(JobsTable)
+        await wait_for(pilot, lambda: table.row_count == 3, what="the three jobs")
+        await _type_filter(pilot, app, "label:env=prod", keys=True)
+        await wait_for(pilot, lambda: table.row_count != 3, what="the filter")
+        assert list(table.rows_by_id) == [jobs["prod"]]
+        await _type_filter(pilot, app, "label:env=staging")
+        await wait_for(pilot, lambda: list(table.rows_by_id) == [jobs["staging"]],
+                       what="the staging job alone")
+        await _type_filter(pilot, app, "label:env=qa")
+        await wait_for(pilot, lambda: table.row_count == 0, what="no job")
+        await _type_filter(pilot, app, "label:env")  # the key alone: any value
+        await wait_for(pilot, lambda: table.row_count == 3, what="every job")
+
+
+async def test_a_stage_filter_matches_the_start_of_the_stage(backend, cfg):
+    running = run_python(backend, "import time; time.sleep(30)", tenant="acme")
+    done = run_python(backend, "print('ok')", tenant="globex")
+    await wait_thread(wait_stage, backend, done.id, ("COMPLETED",))
+    await wait_thread(wait_stage, backend, running.id, ("RUNNING",))
+    app = ConsoleApp(cfg, backend, refresh_seconds=0.3, stream_metrics=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        table = app.query_one(JobsTable)
+        await wait_for(pilot, lambda: table.row_count == 2, what="both jobs")
+        await _type_filter(pilot, app, "stage:run", keys=True)
+        await wait_for(pilot, lambda: table.row_count != 2, what="the filter")
+        assert list(table.rows_by_id) == [running.id]
+        await _type_filter(pilot, app, "stage:comp")
+        await wait_for(pilot, lambda: list(table.rows_by_id) == [done.id],
+                       what="the completed job alone")
+        await _type_filter(pilot, app, "s:err,canc")
+        await wait_for(pilot, lambda: table.row_count == 0, what="no job")
+    backend.api.cancel_job(job_id=running.id, namespace=backend.namespace)
 
 
 async def test_first_page_read_ahead_fills_the_first_frame(backend, cfg):
