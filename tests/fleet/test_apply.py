@@ -120,6 +120,52 @@ def test_dry_run_apply_noop_change_remove(server, fleet_file, capsys):
     assert set(scheduled(server)) == {"acme"}
 
 
+def test_a_schedule_and_flavor_change_replaces_the_job_spec_too(server, fleet_file, capsys):
+    assert apply(capsys, str(fleet_file))[0] == 0
+    before = scheduled(server)["globex"]
+    fleet_file.write_text(FLEET.replace('schedule = "30 3 * * 1"',
+                                        'schedule = "0 6 * * 2"\nflavor = "l4x1"'))
+    code, out = apply(capsys, str(fleet_file), "--dry-run")
+    assert "~ change  globex" in out
+    assert "schedule '30 3 * * 1' -> '0 6 * * 2'" in out and "flavor 't4-small' -> 'l4x1'" in out
+    code, out = apply(capsys, str(fleet_file))
+    assert code == 0 and f"replaced globex ({before.id} -> " in out
+    after = scheduled(server)["globex"]
+    assert after.schedule == "0 6 * * 2"
+    assert after.job_spec.flavor == "l4x1"  # the new spec, not just the new cron
+    request = jobspec.read_request(after)
+    assert after.job_spec.timeout == jobspec.estimate_timeout(request, 1.3)
+    assert jobspec.labels_of(after)["spec"] != jobspec.labels_of(before)["spec"]
+    code, out = apply(capsys, str(fleet_file))
+    assert "Nothing to do" in out  # nothing left to change
+
+
+def test_duplicate_schedules_of_one_tenant_are_removed(server, fleet_file, capsys):
+    api, ns = server.api, server.namespace
+    assert apply(capsys, str(fleet_file))[0] == 0
+    acme = scheduled(server)["acme"]
+    spec = acme.job_spec
+    twin = api.create_scheduled_job(  # the same schedule again, e.g. made by hand
+        image=spec.docker_image, command=list(spec.command) + list(spec.arguments or []),
+        env=dict(spec.environment or {}), flavor=spec.flavor, timeout=spec.timeout,
+        labels=dict(spec.labels), schedule=acme.schedule, namespace=ns)
+
+    def acme_ids() -> set[str]:
+        return {sj.id for sj in api.list_scheduled_jobs(namespace=ns)
+                if jobspec.labels_of(sj).get("tenant") == "acme"}
+
+    assert acme_ids() == {acme.id, twin.id}
+    code, out = apply(capsys, str(fleet_file), "--dry-run")
+    assert "0 to create, 0 to change, 1 to remove" in out
+    assert f"- remove  acme ({twin.id})" in out  # the server lists the older one first: kept
+    code, out = apply(capsys, str(fleet_file))
+    assert code == 0 and f"removed acme ({twin.id})" in out
+    assert acme_ids() == {acme.id}  # one schedule for acme, as the file says
+    assert set(scheduled(server)) == {"acme", "globex"}
+    code, out = apply(capsys, str(fleet_file))
+    assert "Nothing to do" in out
+
+
 def test_an_invalid_file_is_refused_before_touching_anything(server, fleet_file, capsys):
     fleet_file.write_text(
         FLEET
