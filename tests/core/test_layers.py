@@ -37,3 +37,9 @@ def test_docs_key_table_is_the_apps():
 
     doc = (ROOT / "docs" / "keys.md").read_text(encoding="utf-8")
     assert keys.markdown() in doc
+
+
+def test_readme_key_table_is_the_apps():
+    from console.ui import keys
+
+    assert keys.markdown() in (ROOT / "README.md").read_text(encoding="utf-8")

@@ -257,3 +257,27 @@ def _children(pid: int) -> list[psutil.Process]:
         return psutil.Process(pid).children(recursive=True)
     except psutil.Error:
         return []
+
+
+def test_ctrl_z_then_fg_draws_the_whole_screen_again(daemon_api):
+    pid, fd = _spawn_console()
+    try:
+        screen = _read_until(fd, lambda out: b"refreshed" in out, 60)
+        assert b"Fleet" in screen and b"Jobs" in screen
+        os.write(fd, b"\x1a")  # ctrl+z: the console stops itself, as a shell's job would
+        deadline = time.monotonic() + 10
+        while psutil.Process(pid).status() != psutil.STATUS_STOPPED and time.monotonic() < deadline:
+            _drain(fd)
+            time.sleep(0.02)
+        assert psutil.Process(pid).status() == psutil.STATUS_STOPPED
+        _drain(fd)
+        os.kill(pid, signal.SIGCONT)  # `fg`
+        again = _read_until(fd, lambda out: b"Fleet" in out and b"Training" in out, 15)
+        assert b"Fleet" in again and b"Training" in again  # the tabs, not only what changed
+        os.write(fd, b"q")
+        assert _wait_exit(pid, EXIT_DEADLINE, fd) is not None
+        pid = 0
+    finally:
+        if pid:
+            _kill(pid)
+        os.close(fd)

@@ -131,11 +131,16 @@ class ConsoleApp(ConsoleBase):
 
     def on_mount(self) -> None:
         self.title = f"console - {self.namespace}"
+        self.app_resume_signal.subscribe(self, self._repaint_after_resume)
         self.refresher.refresh()
         if self.start_tab == "jobs":
             self.query_one(JobsTable).focus()
         else:
             self.query_one(FleetTable).focus()
+
+    def _repaint_after_resume(self, _app: object) -> None:
+        """Back from `ctrl+z` / `fg`: the terminal shows the shell's screen; draw every cell again."""
+        self.screen.refresh(repaint=True, layout=True)
 
     # -- messages from workers and panes -------------------------------------------------------
 

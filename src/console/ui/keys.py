@@ -45,6 +45,10 @@ APP: list[Binding] = [
     Binding("G", "log('jump_end')", "End", tooltip="Jump to the end of the log", id="end", show=False),
     Binding("ctrl+s", "save_log", "Save log", tooltip="Save the full log to a file", id="save-log", show=False),
     Binding("ctrl+r", "refresh_now", "Refresh", tooltip="Refresh now", id="refresh", show=False),
+    Binding(
+        "ctrl+z", "suspend_process", "Suspend", tooltip="Suspend to the shell (`fg` comes back)",
+        id="suspend-process", show=False,
+    ),
     Binding("question_mark", "help", "Help", tooltip="All keys", id="help"),
     Binding("q", "quit", "Quit", tooltip="Quit the console", id="quit"),
 ]
