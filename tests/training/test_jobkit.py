@@ -103,6 +103,38 @@ def test_monitor_no_improvement_fails(run_rules):
     assert run_rules.LossMonitor().verdict()[1].startswith("no_loss")
 
 
+class _Trainer:
+    """Where a passing run would save its adapter (the run itself is not what is tested here)."""
+
+    def __init__(self) -> None:
+        self.saved: list[str] = []
+
+    def save_model(self, path: str) -> None:
+        self.saved.append(path)
+
+
+def test_a_run_whose_loss_did_not_fall_ends_with_a_failing_verdict(run_rules, tmp_path, capsys):
+    flat = run_rules.LossMonitor(stall_patience=99)
+    for step in range(1, 11):
+        flat.observe(step, 2.0)  # the loss never moved
+    assert flat.verdict() == (False, "no_improvement: mean loss of the last 2 logged steps "
+                                     "2.0000 is not below the first 2 2.0000")
+    dest = run_rules.Destination(tmp_path / "acme-flat", tmp_path, None)
+    trainer = _Trainer()
+    code = run_rules.run_job(
+        lambda: None, lambda _: run_rules.finish(trainer, dest, "acme-flat", 10, flat, {}))
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert code == 1 and last == (
+        "VERDICT: FAIL no_improvement: mean loss of the last 2 logged steps 2.0000 is not below "
+        "the first 2 2.0000 run=acme-flat steps=10 first_loss=2.0000 last_loss=2.0000")
+    assert trainer.saved == []  # a failed run leaves no weights
+    # the same run with a loss that fell, however little, passes
+    fell = run_rules.LossMonitor(stall_patience=99)
+    for step in range(1, 11):
+        fell.observe(step, 2.0 if step < 10 else 1.99)
+    assert fell.verdict() == (True, "")
+
+
 @given(st.lists(st.floats(min_value=0.01, max_value=20), min_size=1, max_size=60))
 def test_monitor_never_reports_divergence_on_a_falling_loss(run_rules, values):
     m = run_rules.LossMonitor(divergence_patience=1)
