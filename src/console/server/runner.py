@@ -38,6 +38,9 @@ from console.server.wire import iso
 log = logging.getLogger("console.server.runner")
 
 SERVER_STOPPED_MESSAGE = "the server stopped while the job was running"
+HEARTBEAT_SECONDS = 2.0
+"""How often the runner records that its running jobs are alive: a job the server loses (a crash,
+a kill) is billed until its last heartbeat, at most this much short of the truth."""
 TERM_GRACE_SECONDS = 3.0
 _MAX_LINE_BYTES = 64 * 1024
 _PASS_ENV = {
@@ -137,6 +140,7 @@ class Runner:
         self.python_mode = python_mode
         self.poll_interval = poll_interval
         self._active: dict[str, _Running] = {}
+        self._last_heartbeat = 0.0
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._stopping = threading.Event()
@@ -158,12 +162,12 @@ class Runner:
             self._thread = None
 
     def recover(self) -> None:
-        """After a restart: kill groups left by jobs that were running, mark them ERROR."""
-        now = time.time()
+        """After a restart: kill groups left by jobs that were running, mark them ERROR as of the
+        moment they were last seen alive (their last heartbeat)."""
         for job in self.store.jobs_in_stages(("RUNNING",)):
             if job.pgid:
                 _kill_leftover_group(job.pgid, job.id)
-            if self.store.finish_job_if_active(job.id, "ERROR", SERVER_STOPPED_MESSAGE, now):
+            if self.store.finish_job_at_last_sight(job.id, "ERROR", SERVER_STOPPED_MESSAGE):
                 _append_log(job.id, f"===== {SERVER_STOPPED_MESSAGE} =====")
         for leftover in paths.work_root().iterdir():
             shutil.rmtree(leftover, ignore_errors=True)
@@ -220,6 +224,9 @@ class Runner:
         now = time.monotonic()
         with self._lock:
             items = list(self._active.values())
+        if items and now - self._last_heartbeat >= HEARTBEAT_SECONDS:
+            self._last_heartbeat = now
+            self.store.heartbeat(time.time())
         for running in items:
             rc = running.popen.poll()
             if rc is None:

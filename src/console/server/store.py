@@ -176,6 +176,9 @@ class Store:
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute("PRAGMA busy_timeout=5000")
         self._db.executescript(_SCHEMA)
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(jobs)")}
+        if "seen_at" not in columns:  # a database from before heartbeats
+            self._db.execute("ALTER TABLE jobs ADD COLUMN seen_at REAL")
 
     def close(self) -> None:
         with self._lock:
@@ -331,13 +334,30 @@ class Store:
             )
         return cur.rowcount > 0
 
+    def finish_job_at_last_sight(self, job_id: str, stage: str, message: str | None) -> bool:
+        """Like `finish_job_if_active`, for a job this server lost sight of (it stopped or crashed
+        while the job ran): the job ends when it was last seen alive (its last heartbeat), so it
+        is billed for the time it is known to have run, not until the restart."""
+        with self._lock:
+            cur = self._db.execute(
+                "UPDATE jobs SET stage = ?, message = ?, finished_at = COALESCE(seen_at, started_at, created_at) "
+                "WHERE id = ? AND stage IN ('SCHEDULING', 'RUNNING')",
+                (stage, message, job_id),
+            )
+        return cur.rowcount > 0
+
+    def heartbeat(self, at: float) -> None:
+        """Every running job was seen alive at `at` (see `finish_job_at_last_sight`)."""
+        with self._lock:
+            self._db.execute("UPDATE jobs SET seen_at = ? WHERE stage = 'RUNNING'", (at,))
+
     def mark_running(self, job_id: str, pid: int, started_at: float, attempt: int) -> bool:
         """SCHEDULING (or RUNNING, for a retry) -> RUNNING; False when it was canceled meanwhile."""
         with self._lock:
             cur = self._db.execute(
-                "UPDATE jobs SET stage = 'RUNNING', pid = ?, pgid = ?, started_at = ?, attempt = ? "
+                "UPDATE jobs SET stage = 'RUNNING', pid = ?, pgid = ?, started_at = ?, seen_at = ?, attempt = ? "
                 "WHERE id = ? AND stage IN ('SCHEDULING', 'RUNNING')",
-                (pid, pid, started_at, attempt, job_id),
+                (pid, pid, started_at, started_at, attempt, job_id),
             )
         return cur.rowcount > 0
 
