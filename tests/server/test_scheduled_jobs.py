@@ -3,7 +3,6 @@ reschedule, labels, concurrency, delete — through HfApi."""
 
 from __future__ import annotations
 
-import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -19,6 +18,20 @@ def _runs(api: HfApi, sj_id: str) -> list:
         j for j in api.list_jobs(namespace=NAMESPACE)
         if j.initiator is not None and j.initiator.id == sj_id
     ]
+
+
+def _witness(api: HfApi):
+    """A schedule firing every second beside the one under test: its runs show due times pass."""
+    return api.create_scheduled_job(
+        image="python:3.12", command=["python", "-c", "pass"], schedule="* * * * * *",
+        labels={"tenant": "witness"}, namespace=NAMESPACE, concurrency=True,
+    )
+
+
+def _due_times_pass(api: HfApi, witness, n: int) -> None:
+    """Wait until the witness fired `n` more times: `n` due seconds went by, ticked through."""
+    before = len(_runs(api, witness.id))
+    wait_until(lambda: len(_runs(api, witness.id)) >= before + n, timeout=15)
 
 
 def test_cron_with_seconds_fires_on_its_own(api: HfApi) -> None:
@@ -38,13 +51,17 @@ def test_cron_with_seconds_fires_on_its_own(api: HfApi) -> None:
     assert info.status.last_job is not None
     assert info.status.next_job_run_at > info.status.last_job.at
 
+    witness = _witness(api)
     api.suspend_scheduled_job(scheduled_job_id=sj.id, namespace=NAMESPACE)
     suspended = api.inspect_scheduled_job(scheduled_job_id=sj.id, namespace=NAMESPACE)
     assert suspended.suspend is True and suspended.status.next_job_run_at is None
-    time.sleep(0.3)  # a run already being created may still land
+    # A tick that read the schedule before the suspend may still fire it: that run lands before
+    # the witness's run of the same tick (a tick fires in creation order, one after the other).
+    _due_times_pass(api, witness, 1)
     count = len(_runs(api, sj.id))
-    time.sleep(1.5)
+    _due_times_pass(api, witness, 1)  # a later due time: it would have fired beside the witness
     assert len(_runs(api, sj.id)) == count  # nothing fires while suspended
+    api.delete_scheduled_job(scheduled_job_id=witness.id, namespace=NAMESPACE)
 
     api.resume_scheduled_job(scheduled_job_id=sj.id, namespace=NAMESPACE)
     wait_until(lambda: len(_runs(api, sj.id)) > count, timeout=5)
@@ -98,9 +115,11 @@ def test_no_overlapping_runs_without_concurrency(api: HfApi) -> None:
         image="python:3.12", command=["python", "-c", "import time; time.sleep(30)"],
         schedule="* * * * * *", namespace=NAMESPACE,
     )
+    witness = _witness(api)
     runs = wait_until(lambda: _runs(api, sj.id), timeout=5)
-    time.sleep(2.2)  # two more due times pass while the first run is still going
+    _due_times_pass(api, witness, 2)  # two more due times pass while the first run still goes
     assert len(_runs(api, sj.id)) == 1
+    api.delete_scheduled_job(scheduled_job_id=witness.id, namespace=NAMESPACE)
     api.suspend_scheduled_job(scheduled_job_id=sj.id, namespace=NAMESPACE)
     api.cancel_job(job_id=runs[0].id, namespace=NAMESPACE)
 
