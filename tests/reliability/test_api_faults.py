@@ -40,11 +40,11 @@ def test_429_waits_for_retry_after(server, backend):
 
 def test_retry_after_longer_than_the_cap_is_shown_not_waited(server, backend):
     server.faults.add(Fault("status", path=JOBS, status=429, retry_after=600, times=1))
-    started = time.monotonic()
     with pytest.raises(HfHubHTTPError) as err:
         job_count(backend)
     assert err.value.response.status_code == 429
-    assert time.monotonic() - started < 2
+    assert err.value.response.headers["retry-after"] == "600"  # there for the caller to show
+    assert backend.policy.retries == 0  # not waited out and tried again
     assert job_count(backend) == 0  # and the next call works
 
 
@@ -60,9 +60,10 @@ def test_a_storm_longer_than_the_retries_surfaces_as_an_error(server, backend):
 
 def test_a_slow_answer_past_the_timeout_is_retried(server, backend):
     server.faults.add(Fault("delay", path=JOBS, seconds=3.0, times=1))
-    started = time.monotonic()
     assert job_count(backend) == 0
-    assert time.monotonic() - started < 2.5  # gave up on the slow one after 1 s, retried
+    # it gave up on the slow answer (past the 1 s timeout) and asked again
+    assert [f[0] for f in server.faults.fired] == ["delay"]
+    assert backend.policy.retries == 1
 
 
 def test_a_connection_dropped_mid_answer_is_retried(server, backend):
