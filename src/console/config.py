@@ -23,7 +23,7 @@ from typing import Any
 import tomli_w
 
 from console import paths
-from console.prices import DEFAULT_TIMEOUT_BUFFER, PLANS, SHIPPED_FLAVORS
+from console.prices import DEFAULT_TIMEOUT_BUFFER, DEFAULT_TIMEOUT_OVERHEAD_S, PLANS, SHIPPED_FLAVORS
 
 BACKENDS = ("local", "hub")
 SERVER_PYTHON_MODES = ("self", "uv", "auto")
@@ -43,7 +43,10 @@ class Defaults:
     flavor: str = "l4x1"
     """Hardware flavor for a training job (reference §3: l4x1 is the best $/perf for tenant adapters)."""
     timeout_buffer: float = DEFAULT_TIMEOUT_BUFFER
-    """Timeout = estimated time x this (reference: x 1.3)."""
+    """Timeout = (estimated time + timeout_overhead_s) x this (reference: x 1.3)."""
+    timeout_overhead_s: int = DEFAULT_TIMEOUT_OVERHEAD_S
+    """Seconds added to every training estimate before the buffer: the environment install (~48 s
+    for a cold `uv run`), model and dataset downloads, the Hub push."""
     env: str = "dev"
     """The `env=` label put on every job the console starts."""
 
@@ -219,6 +222,7 @@ SCHEMA: dict[str, Callable[[Any], Any]] = {
     "read_only": _bool,
     "defaults.flavor": _flavor,
     "defaults.timeout_buffer": _float_range(1.0, 5.0),
+    "defaults.timeout_overhead_s": _int_range(0, 6 * 3600),
     "defaults.env": _env_label,
     "trackio.project": _project,
     "trackio.space_id": _space_id,

@@ -19,6 +19,7 @@ from functools import lru_cache
 from console.prices import (
     BASE_HOURS_PER_B_PER_1K_EXAMPLES,
     DEFAULT_TIMEOUT_BUFFER,
+    DEFAULT_TIMEOUT_OVERHEAD_S,
     PLANS,
     UNSLOTH_SPEEDUP,
     PriceBook,
@@ -144,11 +145,21 @@ def format_duration(seconds: float) -> str:
     return f"{secs}s"
 
 
-def padded_timeout_seconds(hours: float, buffer: float = DEFAULT_TIMEOUT_BUFFER) -> int:
-    """The timeout a submission sets: estimate x buffer, rounded up to a whole minute."""
+MAX_TIMEOUT_OVERHEAD_S = 6 * 3600
+
+
+def padded_timeout_seconds(
+    hours: float, buffer: float = DEFAULT_TIMEOUT_BUFFER, overhead_s: float = DEFAULT_TIMEOUT_OVERHEAD_S
+) -> int:
+    """The timeout a submission sets: (estimated training time + the fixed overhead of install,
+    downloads and push) x buffer, rounded up to a whole minute."""
     if not math.isfinite(buffer) or not 1.0 <= buffer <= 5.0:
         raise CostInputError(f"timeout buffer must be from 1.0 to 5.0, got {buffer!r}")
-    seconds = hours * 3600 * buffer
+    if not _finite_number(overhead_s) or not 0 <= overhead_s <= MAX_TIMEOUT_OVERHEAD_S:
+        raise CostInputError(
+            f"timeout overhead must be from 0 to {MAX_TIMEOUT_OVERHEAD_S} seconds, got {_show_number(overhead_s)}"
+        )
+    seconds = (hours * 3600 + overhead_s) * buffer
     return max(60, math.ceil(seconds / 60) * 60)
 
 
@@ -184,6 +195,11 @@ class Estimate:
     multiplier_source: str
     unsloth: bool
     calibration_factor: float = 1.0  # observed / heuristic; 1.0 = the reference heuristic as is
+    timeout_overhead_s: float = DEFAULT_TIMEOUT_OVERHEAD_S
+    """Seconds added to the estimate before the buffer (install, downloads, Hub push)."""
+    timeout_basis_hours: float = 0.0
+    """The training time the timeout is padded from: the estimate without any Unsloth speed-up
+    (a timeout never assumes a speed-up the job may not get; a longer one costs nothing)."""
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -194,9 +210,13 @@ def estimate_run(
     prices: PriceBook | None = None,
     *,
     timeout_buffer: float = DEFAULT_TIMEOUT_BUFFER,
+    timeout_overhead_s: float = DEFAULT_TIMEOUT_OVERHEAD_S,
     calibration_factor: float = 1.0,
 ) -> Estimate:
-    """Hours, cost and padded timeout of one run (reference §4 heuristic)."""
+    """Hours, cost and padded timeout of one run (reference §4 heuristic).
+
+    Unsloth (~2x faster, reference §2) halves the hours and the cost, not the timeout: the timeout
+    is (the estimate without Unsloth + `timeout_overhead_s`) x `timeout_buffer`."""
     spec.validate()
     prices = prices or shipped_price_book()
     try:
@@ -222,18 +242,31 @@ def estimate_run(
         * multiplier
         * calibration_factor
     )
+    basis = hours
     if spec.unsloth:
         hours /= UNSLOTH_SPEEDUP
     return Estimate(
         flavor=spec.flavor,
         hours=hours,
         cost_usd=hours * flavor.price_per_hour,
-        timeout_seconds=padded_timeout_seconds(hours, timeout_buffer),
+        timeout_seconds=padded_timeout_seconds(basis, timeout_buffer, timeout_overhead_s),
         price_per_hour=flavor.price_per_hour,
         multiplier=multiplier,
         multiplier_source=source,
         unsloth=spec.unsloth,
         calibration_factor=calibration_factor,
+        timeout_overhead_s=timeout_overhead_s,
+        timeout_basis_hours=basis,
+    )
+
+
+def timeout_rule(est: Estimate, buffer: float) -> str:
+    """The padded timeout in words: `(1h12m training + 5m overhead) x 1.3 = 1h40m`."""
+    unsloth = " (without Unsloth)" if est.unsloth else ""
+    return (
+        f"({format_duration(est.timeout_basis_hours * 3600)} training{unsloth} + "
+        f"{format_duration(est.timeout_overhead_s)} set-up and push) x {buffer:g} = "
+        f"{format_duration(est.timeout_seconds)}"
     )
 
 
@@ -452,6 +485,7 @@ class Scenario:
     builder: RunSpec | None = None
     builder_cadence: str = "weekly"
     timeout_buffer: float = DEFAULT_TIMEOUT_BUFFER
+    timeout_overhead_s: float = DEFAULT_TIMEOUT_OVERHEAD_S
 
 
 @dataclass(frozen=True)
@@ -482,6 +516,9 @@ class Projection:
             "hours_per_run": self.per_run.hours,
             "cost_per_run_usd": self.per_run.cost_usd,
             "timeout_seconds": self.per_run.timeout_seconds,
+            "timeout_rule": timeout_rule(self.per_run, s.timeout_buffer),
+            "timeout_overhead_s": self.per_run.timeout_overhead_s,
+            "timeout_buffer": s.timeout_buffer,
             "price_per_hour": self.per_run.price_per_hour,
             "multiplier": self.per_run.multiplier,
             "multiplier_source": self.per_run.multiplier_source,
@@ -512,6 +549,7 @@ def project(
         scenario.run,
         prices,
         timeout_buffer=scenario.timeout_buffer,
+        timeout_overhead_s=scenario.timeout_overhead_s,
         calibration_factor=_factor(calibration, scenario.run.flavor),
     )
     rpm = runs_per_month(scenario.cadence)
@@ -523,6 +561,7 @@ def project(
             scenario.builder,
             prices,
             timeout_buffer=scenario.timeout_buffer,
+            timeout_overhead_s=scenario.timeout_overhead_s,
             calibration_factor=_factor(calibration, scenario.builder.flavor),
         )
         builder_usd = runs_per_month(scenario.builder_cadence) * builder_est.cost_usd

@@ -28,14 +28,15 @@ import json
 import re
 import shlex
 import tarfile
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from console import paths
-from console.costs import CostInputError, RunSpec, estimate_run
-from console.prices import PriceBook, shipped_price_book
+from console.costs import CostInputError, RunSpec, estimate_run, timeout_rule
+from console.prices import DEFAULT_TIMEOUT_BUFFER, DEFAULT_TIMEOUT_OVERHEAD_S, PriceBook, shipped_price_book
 from console.strings import shared
 
 LABEL_VALUE_RE = re.compile(r"^[A-Za-z0-9._-]{0,63}$")
@@ -127,6 +128,11 @@ class Submission:
     ssh: bool = False
     estimate_hours: float = 0.0
     estimate_usd: float = 0.0
+    timeout_rule: str = ""
+    """How the timeout was padded, in words (`costs.timeout_rule`); empty for a fixed timeout."""
+    dataset: str = ""
+    destination: str = ""
+    """Where the run's weights go, in words: `hf://<repo>` or the local artifact folder."""
 
     def run_kwargs(self) -> dict[str, Any]:
         kwargs: dict[str, Any] = dict(
@@ -188,24 +194,72 @@ def default_run_name(tenant: str, kind: str = "sft", now: datetime | None = None
     return label_value(f"{tenant}-{kind}-{stamp}")
 
 
-def estimate_timeout(req: TrainingRequest, buffer: float, prices: PriceBook | None = None) -> int:
-    """The padded timeout (seconds) for a request: estimate x buffer; preflight has a fixed one."""
+def destination_of(req: TrainingRequest, run_name: str | None = None) -> str:
+    """Where a run's weights go: `hf://<hub_model_id>` when it pushes to the Hub, else the local
+    artifact store's folder for the run (`$CONSOLE_ARTIFACTS_DIR/<run-name>/`, the embedded
+    server's stand-in for the Hub). A dataset preflight writes no weights."""
+    if req.kind == "validate":
+        return "none (a dataset check writes no weights)"
+    if req.hub_model_id:
+        return f"hf://{req.hub_model_id}"
+    name = f"{req.tenant}-<job id>" if req.scheduled else (run_name or req.run_name or f"{req.tenant}-sft-<time>")
+    return f"local artifacts {name}/"
+
+
+def dataset_key(dataset: str) -> str:
+    """A dataset as one name whoever wrote it: a local file by its resolved path, a Hub dataset
+    id as written."""
+    text = dataset.strip()
+    if not text:
+        return ""
+    if text.startswith(("/", "./", "../", "~")) or text.endswith((".jsonl", ".json", ".parquet", ".csv")):
+        return str(Path(text).expanduser().resolve())
+    return text
+
+
+def dataset_owners(requests: Iterable[TrainingRequest]) -> dict[str, str]:
+    """dataset (by `dataset_key`) -> the tenant that trains on it, from the fleet's known requests."""
+    owners: dict[str, str] = {}
+    for req in requests:
+        key = dataset_key(req.dataset)
+        if key and req.kind == "sft":
+            owners.setdefault(key, req.tenant)
+    return owners
+
+
+def foreign_dataset(req: TrainingRequest, owners: Mapping[str, str]) -> str | None:
+    """Why `req` may not train on its dataset (it is another known tenant's), or None."""
+    owner = owners.get(dataset_key(req.dataset))
+    if owner is None or owner == req.tenant:
+        return None
+    return f"dataset {req.dataset} is tenant {owner}'s: {req.tenant} trains only on its own data"
+
+
+def estimate_timeout(
+    req: TrainingRequest, buffer: float, prices: PriceBook | None = None,
+    overhead_s: float = DEFAULT_TIMEOUT_OVERHEAD_S,
+) -> int:
+    """The padded timeout (seconds) for a request: (estimate + overhead) x buffer; preflight has a
+    fixed one."""
     if req.kind == "validate":
         return PREFLIGHT_TIMEOUT_SECONDS
-    return estimate_run(req.run_spec(), prices, timeout_buffer=buffer).timeout_seconds
+    return estimate_run(req.run_spec(), prices, timeout_buffer=buffer, timeout_overhead_s=overhead_s).timeout_seconds
 
 
 def build_submission(
     req: TrainingRequest,
     *,
     backend_kind: str = "local",
-    timeout_buffer: float = 1.3,
+    timeout_buffer: float = DEFAULT_TIMEOUT_BUFFER,
+    timeout_overhead_s: float = DEFAULT_TIMEOUT_OVERHEAD_S,
     token: str | None = None,
     prices: PriceBook | None = None,
     script_dir: Path | None = None,
+    owners: Mapping[str, str] | None = None,
 ) -> Submission:
     """The job submission for a training (kind="sft") or dataset preflight (kind="validate") run.
 
+    `owners` (`dataset_owners` of the known fleet): a dataset another tenant trains on is refused.
     Raises SubmissionError with a reason for anything HF would refuse or the cost model rejects.
     """
     prices = prices or shipped_price_book()
@@ -217,6 +271,8 @@ def build_submission(
         )
     if not req.dataset:
         raise SubmissionError("dataset is required")
+    if owners and (why := foreign_dataset(req, owners)):
+        raise SubmissionError(why)
     if label_value(req.env) != req.env or not req.env:
         raise SubmissionError(f"env {req.env!r} must be a label value")
     flavor = PREFLIGHT_FLAVOR if req.kind == "validate" else req.flavor
@@ -224,10 +280,14 @@ def build_submission(
         raise SubmissionError(f"unknown flavor {flavor!r}")
     try:
         if req.kind == "sft":
-            est = estimate_run(req.run_spec(), prices, timeout_buffer=timeout_buffer)
+            est = estimate_run(
+                req.run_spec(), prices, timeout_buffer=timeout_buffer, timeout_overhead_s=timeout_overhead_s
+            )
             hours, usd, timeout = est.hours, est.cost_usd, est.timeout_seconds
+            rule = timeout_rule(est, timeout_buffer)
         else:
             timeout = PREFLIGHT_TIMEOUT_SECONDS
+            rule = f"{timeout} s, fixed for a dataset check"
             hours = timeout / 3600 / 1.3
             usd = hours * prices.price_per_hour(flavor)
     except CostInputError as exc:
@@ -236,6 +296,7 @@ def build_submission(
         if req.timeout_seconds <= 0:
             raise SubmissionError("timeout must be longer than zero")
         timeout = int(req.timeout_seconds)
+        rule = "set by hand"
 
     if req.scheduled:
         run_name = f"{req.tenant}-scheduled"
@@ -280,6 +341,9 @@ def build_submission(
         ssh=req.ssh,
         estimate_hours=hours,
         estimate_usd=usd,
+        timeout_rule=rule,
+        dataset=req.dataset,
+        destination=destination_of(req, run_name),
     )
 
 

@@ -117,6 +117,11 @@ BASE_HOURS_PER_B_PER_1K_EXAMPLES = 0.1
 UNSLOTH_SPEEDUP = 2.0
 # Reference §1 and the training reference: "Add 20–30% buffer"; "estimated training time × 1.3".
 DEFAULT_TIMEOUT_BUFFER = 1.3
+# What happens around the training itself inside a job, which the §4 heuristic does not count:
+# the `uv run` environment install (about 48 s measured with a cold cache: torch alone is several
+# GB), downloading the base model and the dataset, and the final Hub push. Added to the estimate
+# before the buffer, so a short run's timeout is never shorter than its set-up.
+DEFAULT_TIMEOUT_OVERHEAD_S = 300
 # Reference §1: "Default 30 min — too short for real training".
 HF_DEFAULT_TIMEOUT_SECONDS = 30 * 60
 # Reference §3: "Exposed ports add a flat $0.01/hr."

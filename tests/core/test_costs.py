@@ -51,7 +51,7 @@ def test_the_heuristic_formula():
     est = costs.estimate_run(RunSpec(3, 1000, 3, "l4x1"))
     assert est.hours == pytest.approx(0.1 * 3 * 1 * 3 * 1.2)
     assert est.cost_usd == pytest.approx(est.hours * 0.80)
-    assert est.timeout_seconds == math.ceil(est.hours * 3600 * 1.3 / 60) * 60
+    assert est.timeout_seconds == math.ceil((est.hours * 3600 + 300) * 1.3 / 60) * 60
     assert est.multiplier_source == "reference"
     fast = costs.estimate_run(RunSpec(3, 1000, 3, "l4x1", unsloth=True))
     assert fast.hours == pytest.approx(est.hours / 2)
@@ -289,3 +289,27 @@ def test_count_firings_matches_stepping_croniter(cadence, after, end):
     while e > a and it.get_next(datetime) < e:
         stepped += 1
     assert costs.count_firings(cadence, a, e) == stepped
+
+
+def test_a_short_run_gets_time_for_its_set_up_and_push():
+    # 1B, 100 examples, 1 epoch on l4x1: 0.1 x 1 x 0.1 x 1 x 1.2 = 0.012 h = 43.2 s of training.
+    est = costs.estimate_run(RunSpec(1, 100, 1, "l4x1"))
+    assert est.hours == pytest.approx(0.012)
+    assert est.timeout_seconds == 480  # (43.2 s + 300 s) x 1.3 = 446 s, up to whole minutes
+    assert costs.estimate_run(RunSpec(1, 100, 1, "l4x1"), timeout_overhead_s=0).timeout_seconds == 60
+    assert costs.timeout_rule(est, 1.3) == "(43s training + 5m set-up and push) x 1.3 = 8m"
+
+
+def test_unsloth_halves_the_cost_but_never_the_timeout():
+    plain = costs.estimate_run(RunSpec(3, 1000, 3, "l4x1"))
+    fast = costs.estimate_run(RunSpec(3, 1000, 3, "l4x1", unsloth=True))
+    assert fast.cost_usd == pytest.approx(plain.cost_usd / 2)
+    assert fast.hours == pytest.approx(plain.hours / 2)
+    assert fast.timeout_seconds == plain.timeout_seconds == 5460  # (3888 s + 300 s) x 1.3, whole minutes
+    assert "without Unsloth" in costs.timeout_rule(fast, 1.3)
+
+
+@pytest.mark.parametrize("overhead", [-1, float("nan"), float("inf"), 6 * 3600 + 1])
+def test_a_timeout_overhead_out_of_range_is_refused(overhead):
+    with pytest.raises(costs.CostInputError, match="timeout overhead must be from 0 to 21600 seconds"):
+        costs.estimate_run(RunSpec(1, 100, 1, "l4x1"), timeout_overhead_s=overhead)

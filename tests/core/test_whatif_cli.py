@@ -33,7 +33,8 @@ def test_json_scenario():
         assert key in data
     assert data["hours_per_run"] == pytest.approx(1.08)
     assert data["cost_per_run_usd"] == pytest.approx(0.864)
-    assert data["timeout_seconds"] == 5100
+    assert data["timeout_seconds"] == 5460  # (1.08 h + 300 s of set-up and push) x 1.3, whole minutes
+    assert data["timeout_overhead_s"] == 300 and data["timeout_buffer"] == 1.3
     assert data["monthly_usd"] == pytest.approx(100 * data["runs_per_month"] * 0.864 + 40)
 
 

@@ -36,6 +36,7 @@ def setup_demo(backend, cfg, *, trigger: int = 2, report=print) -> list[str]:
         list(api.list_scheduled_jobs(namespace=ns)),
         backend_kind="local",
         timeout_buffer=cfg.defaults.timeout_buffer,
+        timeout_overhead_s=cfg.defaults.timeout_overhead_s,
         trackio_project=cfg.trackio.project,
     )
     if plan.empty:

@@ -79,6 +79,7 @@ def run_apply(args: argparse.Namespace) -> int:
             scheduled,
             backend_kind=backend.kind,
             timeout_buffer=cfg.defaults.timeout_buffer,
+            timeout_overhead_s=cfg.defaults.timeout_overhead_s,
             token=token,
             trackio_project=cfg.trackio.project,
         )

@@ -31,7 +31,10 @@ def register(sub, add_common) -> None:
     p.add_argument("--plan", help="free | pro | team | enterprise (default: the config's plan)")
     p.add_argument("--seats", type=int, help="seats on the plan (default: the config's seats)")
     p.add_argument("--unsloth", action="store_true", help="train with Unsloth (~2x faster)")
-    p.add_argument("--timeout-buffer", type=float, help="timeout = estimate x this (default: config, 1.3)")
+    p.add_argument("--timeout-buffer", type=float,
+                   help="timeout = (estimate + overhead) x this (default: config, 1.3)")
+    p.add_argument("--timeout-overhead", type=int, metavar="SECONDS",
+                   help="seconds of install, downloads and push added before the buffer (default: config, 300)")
     p.add_argument("--builder-model-b", type=float, help="add a builder model of this size (billions)")
     p.add_argument("--builder-examples", type=int, default=3000, help="builder examples (default 3000)")
     p.add_argument("--builder-flavor", default="a100-large", help="builder flavor (default a100-large)")
@@ -49,7 +52,15 @@ def register(sub, add_common) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from console.commands._common import CommandError, load_config
-    from console.costs import CostInputError, RunSpec, Scenario, describe_cron, format_duration, project
+    from console.costs import (
+        CostInputError,
+        RunSpec,
+        Scenario,
+        describe_cron,
+        format_duration,
+        project,
+        timeout_rule,
+    )
 
     if args.reference:
         return _print_reference(args.json)
@@ -68,6 +79,9 @@ def run(args: argparse.Namespace) -> int:
             builder=builder,
             builder_cadence=args.builder_cadence,
             timeout_buffer=args.timeout_buffer or cfg.defaults.timeout_buffer,
+            timeout_overhead_s=(
+                args.timeout_overhead if args.timeout_overhead is not None else cfg.defaults.timeout_overhead_s
+            ),
         )
         proj = project(scenario)
         words = describe_cron(scenario.cadence)
@@ -92,8 +106,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"Cadence:  {proj.scenario.cadence} ({words}) = {proj.runs_per_month:.2f} runs/month")
         print(
             f"Per run:  {e.hours:.2f} h, ${e.cost_usd:.2f}, "
-            f"timeout {format_duration(e.timeout_seconds)} ({e.timeout_seconds} s = estimate x {s.timeout_buffer:g})"
+            f"timeout {format_duration(e.timeout_seconds)} ({e.timeout_seconds} s)"
         )
+        print(f"Timeout:  {timeout_rule(e, s.timeout_buffer)}")
         parts = [f"tenants ${proj.tenants_usd:,.2f}"]
         if proj.builder_per_run is not None:
             b = proj.builder_per_run

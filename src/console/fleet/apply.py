@@ -18,7 +18,7 @@ from console import jobspec
 from console.costs import CostInputError, normalize_cron
 from console.fleet.file import FleetFile, TenantSpec
 from console.jobspec import Submission
-from console.prices import PriceBook
+from console.prices import DEFAULT_TIMEOUT_BUFFER, DEFAULT_TIMEOUT_OVERHEAD_S, PriceBook
 
 
 @dataclass
@@ -39,6 +39,7 @@ class Action:
             return (
                 f"+ create  {self.tenant}: {self.schedule} on {sub.flavor}, "
                 f"timeout {sub.timeout_seconds}s, ~${sub.estimate_usd:.2f}/run"
+                + (f"\n            timeout {sub.timeout_rule}" if sub.timeout_rule else "")
             )
         if self.op == "change":
             return f"~ change  {self.tenant} ({self.scheduled_job_id}): " + "; ".join(self.changes)
@@ -88,13 +89,15 @@ def desired_submission(
     *,
     backend_kind: str,
     timeout_buffer: float,
+    timeout_overhead_s: float = DEFAULT_TIMEOUT_OVERHEAD_S,
     token: str | None = None,
     prices: PriceBook | None = None,
     trackio_project: str | None = None,
 ) -> Submission:
     req = tenant.request(fleet.env, fleet.trackio_project or trackio_project)
     sub = jobspec.build_submission(
-        req, backend_kind=backend_kind, timeout_buffer=timeout_buffer, token=token, prices=prices
+        req, backend_kind=backend_kind, timeout_buffer=timeout_buffer, timeout_overhead_s=timeout_overhead_s,
+        token=token, prices=prices,
     )
     labels = dict(sub.labels)
     labels["spec"] = sub.fingerprint()
@@ -106,7 +109,8 @@ def plan_apply(
     scheduled: Iterable[Any],
     *,
     backend_kind: str = "local",
-    timeout_buffer: float = 1.3,
+    timeout_buffer: float = DEFAULT_TIMEOUT_BUFFER,
+    timeout_overhead_s: float = DEFAULT_TIMEOUT_OVERHEAD_S,
     token: str | None = None,
     prices: PriceBook | None = None,
     trackio_project: str | None = None,
@@ -128,6 +132,7 @@ def plan_apply(
             fleet,
             backend_kind=backend_kind,
             timeout_buffer=timeout_buffer,
+            timeout_overhead_s=timeout_overhead_s,
             token=token,
             prices=prices,
             trackio_project=trackio_project,
