@@ -1,7 +1,7 @@
 """The console's performance suite: start-up, steady state at scale, logs, what-if — beside the peers.
 
     python benchmarks/run.py [--runs 5] [--lines 1000000] [--tenants 1000] [--jobs 10000]
-                             [--no-write] [--only startup,imports,steady,logs,whatif]
+                             [--no-write] [--only startup,imports,steady,logs,whatif,scripts]
 
 Run on demand (not in CI). In a throwaway data folder it seeds an embedded Jobs server with
 `--tenants` tenants' scheduled jobs (through the real API) and `--jobs` finished jobs (bulk, into
@@ -18,7 +18,10 @@ its SQLite store), serves it with a real `console serve` process on loopback, an
    terminal, key-to-frame latency (a key sent to the pty until the frame showing its effect comes
    back) while the log streams, memory after `--lines` lines; beside `hf jobs logs --follow` on an
    identical job in the same kind of terminal;
-4. what-if: recomputing a `--tenants`-tenant monthly projection after one assumption changes.
+4. what-if: recomputing a `--tenants`-tenant monthly projection after one assumption changes;
+5. training scripts: process start to the VERDICT line for what `sft_lora.py` refuses before any
+   heavy import (a Hub push without `HF_TOKEN`, a bad dataset) and for `validate_dataset.py` on a
+   300-row JSONL (training/README.md: they answer "in well under a second").
 
 It prints every figure (as a ratio against its peer where there is one) and rewrites the figures
 section of BENCHMARKS.md (between the `figures` markers; the rest of the file is kept). Bounded
@@ -533,13 +536,56 @@ def bench_whatif(res: Results, tenants: int, runs: int = 30) -> None:
             met=p95(scenario_times) < 0.016)
 
 
+# -- 5. training scripts ---------------------------------------------------------------------------
+
+
+def bench_scripts(res: Results, runs: int) -> None:
+    print("\n5. Training scripts", flush=True)
+    training = REPO / "training"
+    acme = training / "data" / "acme.jsonl"
+    with tempfile.TemporaryDirectory(prefix="console-bench-scripts-") as tmp:
+        root = Path(tmp)
+        bad = root / "bad.jsonl"
+        bad.write_text(
+            '{"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]}\n'
+            '{"messages": [{"role": "user", "content": "hi"}, {"role": "bot", "content": "yo"}]}\n'
+        )
+        env = {k: v for k, v in os.environ.items() if k != "HF_TOKEN"}
+        env.update(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TRACKIO_DIR=str(root / "trackio"),
+                   CONSOLE_ARTIFACTS_DIR=str(root / "artifacts"))
+        sft, validate = str(training / "sft_lora.py"), str(training / "validate_dataset.py")
+        cases = [
+            ("sft_lora.py refuses a Hub push without HF_TOKEN",
+             [sft, "--base-model", "tiny-random", "--dataset", str(acme),
+              "--hub-model-id", "acme-corp/acme-adapter"], "VERDICT: FAIL hf_token_missing"),
+            ("sft_lora.py refuses a dataset with a bad row",
+             [sft, "--base-model", "tiny-random", "--dataset", str(bad)], "VERDICT: FAIL bad_dataset"),
+            ("validate_dataset.py checks a 300-row JSONL",
+             [validate, str(acme), "--max-length", "512"], "VERDICT: PASS"),
+        ]
+        for name, argv, verdict in cases:
+            times = []
+            for _ in range(runs):
+                t0 = time.perf_counter()
+                proc = subprocess.run([sys.executable, *argv], env=env, capture_output=True,
+                                      text=True, timeout=120)
+                times.append(time.perf_counter() - t0)
+                last = (proc.stdout.strip().splitlines() or [""])[-1]
+                if not last.startswith(verdict):
+                    raise RuntimeError(f"{name}: ended {last!r}, not {verdict!r}")
+            res.add("scripts", f"{name}: start to VERDICT line",
+                    f"median {_ms(median(times))}, p95 {_ms(p95(times))}", goal="< 1 s",
+                    met=p95(times) < 1.0)
+
+
 # -- report -------------------------------------------------------------------------------------
 
 
 def write_report(res: Results, info: dict[str, str], args: argparse.Namespace,
                  elapsed: float) -> None:
     titles = {"startup": "Start-up", "imports": "Import-time profile",
-              "steady": "Steady state at scale", "logs": "Logs", "whatif": "What-if"}
+              "steady": "Steady state at scale", "logs": "Logs", "whatif": "What-if",
+              "scripts": "Training scripts"}
     out = [START, "", f"Measured {time.strftime('%Y-%m-%d %H:%M %Z')} by `python benchmarks/run.py` "
            f"({elapsed:.0f} s; {args.tenants:,} tenants, {args.jobs:,} jobs, {args.lines:,} log "
            f"lines, medians of {args.runs} runs).", "",
@@ -581,7 +627,7 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=10_000)
     parser.add_argument("--lines", type=int, default=1_000_000, help="log lines (default 1M)")
     parser.add_argument("--idle-seconds", type=float, default=10.0)
-    parser.add_argument("--only", default="startup,imports,steady,logs,whatif")
+    parser.add_argument("--only", default="startup,imports,steady,logs,whatif,scripts")
     parser.add_argument("--no-write", action="store_true", help="print only, keep BENCHMARKS.md")
     args = parser.parse_args()
     only = set(args.only.split(","))
@@ -589,33 +635,36 @@ def main() -> int:
     info = harness.machine()
     print(f"Machine: {info['cpu']}, {info['memory']}; load {info['load']}")
     res = Results()
-    with tempfile.TemporaryDirectory(prefix="console-bench-") as tmp:
-        root = Path(tmp)
-        ws = Workspace(root / "big")
-        small = Workspace(root / "small")
-        t0 = time.monotonic()
-        seed_fleet(ws, args.tenants, args.jobs)
-        if "steady" in only:
-            seed_fleet(small, max(1, args.tenants // 10), args.jobs)
-        print(f"seeded {args.tenants:,} tenants and {args.jobs:,} jobs in "
-              f"{time.monotonic() - t0:.1f} s", flush=True)
-        server = SharedServer(ws).start()
-        small_server = SharedServer(small).start() if "steady" in only else None
-        try:
-            if "startup" in only:
-                bench_startup(res, ws, server, args.runs)
-            if "imports" in only:
-                bench_imports(res, ws)
+    if only & {"startup", "imports", "steady", "logs"}:  # the sections that need a seeded server
+        with tempfile.TemporaryDirectory(prefix="console-bench-") as tmp:
+            root = Path(tmp)
+            ws = Workspace(root / "big")
+            small = Workspace(root / "small")
+            t0 = time.monotonic()
+            seed_fleet(ws, args.tenants, args.jobs)
             if "steady" in only:
-                bench_steady(res, ws, small, args.idle_seconds)
-            if "logs" in only:
-                bench_logs(res, ws, server, args.lines)
-        finally:
-            server.stop()
-            if small_server is not None:
-                small_server.stop()
+                seed_fleet(small, max(1, args.tenants // 10), args.jobs)
+            print(f"seeded {args.tenants:,} tenants and {args.jobs:,} jobs in "
+                  f"{time.monotonic() - t0:.1f} s", flush=True)
+            server = SharedServer(ws).start()
+            small_server = SharedServer(small).start() if "steady" in only else None
+            try:
+                if "startup" in only:
+                    bench_startup(res, ws, server, args.runs)
+                if "imports" in only:
+                    bench_imports(res, ws)
+                if "steady" in only:
+                    bench_steady(res, ws, small, args.idle_seconds)
+                if "logs" in only:
+                    bench_logs(res, ws, server, args.lines)
+            finally:
+                server.stop()
+                if small_server is not None:
+                    small_server.stop()
     if "whatif" in only:
         bench_whatif(res, args.tenants)
+    if "scripts" in only:
+        bench_scripts(res, args.runs)
     elapsed = time.monotonic() - started
     print(f"\ndone in {elapsed:.0f} s")
     if not args.no_write:
