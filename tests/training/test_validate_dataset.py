@@ -213,7 +213,7 @@ def test_cli_summary_and_verdict_for_a_good_dataset(tmp_path):
     # standard library only for local files: starts instantly
     imported = {line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines()}
     assert not imported & {"datasets", "pyarrow", "torch", "numpy"}
-    assert result.seconds < 3
+    # how fast it answers is a benchmark goal: benchmarks/run.py --only scripts (< 1 s)
 
 
 def test_cli_lists_first_offending_rows_with_line_numbers(tmp_path):
