@@ -48,20 +48,22 @@ while True:
 
 
 def _kill_mid_write(script: str, target: Path, rounds: int) -> list[int]:
-    """Run a writer, SIGKILL it at a different moment each round; the last count it reported."""
+    """Run a writer, SIGKILL it mid-write at a later point each round (once it has reported
+    1, 38, 75, ... commits, so while it writes the next); the last count it reported."""
     reported = []
     for n in range(rounds):
         proc = subprocess.Popen([sys.executable, "-c", script, str(target)],
                                 stdout=subprocess.PIPE, text=True)
         assert proc.stdout is not None
         last = 0
-        deadline = time.monotonic() + 0.3 + 0.07 * n
-        while time.monotonic() < deadline:
+        deadline = time.monotonic() + 60  # a writer that never reports fails below
+        while last < 1 + 37 * n and time.monotonic() < deadline:
             ready, _, _ = select.select([proc.stdout], [], [], 0.05)
             if ready:
                 line = proc.stdout.readline()
-                if line:
-                    last = int(line)
+                if not line:
+                    break
+                last = int(line)
         proc.send_signal(signal.SIGKILL)
         rest, _ = proc.communicate()
         for line in rest.split():
