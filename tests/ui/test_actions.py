@@ -55,7 +55,9 @@ async def test_cancel_asks_then_the_job_ends_canceled(backend, cfg):
         shown = " ".join(str(s.render()) for s in app.screen.query("Static"))
         assert job.id in shown and "acme" in shown and "cost so far" in shown
         await pilot.press("n")  # first: say no, nothing happens
-        await pilot.pause(0.3)
+        await wait_for(pilot, lambda: "Cancel: not done" in _notes(app), what="the refusal")
+        assert not isinstance(app.screen, ConfirmScreen)
+        assert not [w for w in app.workers if w.group == "actions"]  # no cancel was sent
         assert (
             backend.api.inspect_job(job_id=job.id, namespace=backend.namespace).status.stage
             == "RUNNING"
@@ -179,7 +181,8 @@ async def test_read_only_refuses_every_action(backend, cfg):
         for key in ("s", "c", "x", "r", "p", "t", "R"):
             before = len(app._notifications)
             await pilot.press(key)
-            await pilot.pause(0.05)
+            await wait_for(pilot, lambda before=before: len(app._notifications) > before,
+                           what=f"the answer to {key}")
             assert app.screen is app.screen_stack[0], f"{key} opened a screen in read-only mode"
             assert len(app._notifications) == before + 1
             assert "Read-only" in _notes(app)[-1]
