@@ -6,6 +6,7 @@ import pytest
 from jobjson import job, scheduled, tenant_labels
 from rich.text import Text
 from textual.app import App, ComposeResult
+from textual.message import Message
 from textual.widgets import Checkbox, DataTable, Input, Select, Static
 
 from console import reference
@@ -30,12 +31,21 @@ def text_of(widget: Static) -> str:
     return content.plain if isinstance(content, Text) else str(content)
 
 
+class Mark(Message):
+    """Posted to a widget by a test: once the host has it, what the widget posted before has
+    arrived too (messages bubble in order)."""
+
+
 class Host(App):
     def __init__(self, screen_factory=None, pane=None):
         super().__init__()
         self.screen_factory = screen_factory
         self.pane = pane
         self.budget_warnings: list[str] = []
+        self.marks = 0
+
+    def on_mark(self, message: Mark) -> None:
+        self.marks += 1
 
     def compose(self) -> ComposeResult:
         if self.pane is not None:
@@ -256,7 +266,8 @@ async def test_ledger_pane_shows_spend_projection_and_warns_over_budget(tmp_path
         # the same jobs again: nothing new, and no second warning
         pane.ingest(jobs, sched, now=now)
         await wait_for(pilot, lambda: pane.refreshes >= 3)
-        await pilot.pause(0.1)
+        pane.post_message(Mark())  # it reaches the host after anything the pane posted before
+        await wait_for(pilot, lambda: app.marks)
         assert len(ledger) == 3 and app.budget_warnings == [s.budget_warning]
         table.focus()
         await pilot.press("w")
@@ -280,9 +291,10 @@ async def test_ledger_pane_updates_on_every_refresh_only_while_on_screen(tmp_pat
         await wait_for(pilot, lambda: pane.refreshes >= 3)
         assert pane.summary.in_flight_usd > 0
         pane.display = False
-        await pilot.pause(0.1)
+        await wait_for(pilot, lambda: not pane.is_on_screen)
+        updates = {w for w in app.workers if w.group == "ledger"}
         pane.ingest([live], None, full=False)  # quiet and off screen: waits
-        await pilot.pause(0.5)
+        assert {w for w in app.workers if w.group == "ledger"} <= updates  # no update started
         assert pane.refreshes == 3
         done = job("done", ran=1800, labels=tenant_labels("acme"))
         pane.ingest([done], None, full=False)  # a finished job: recorded now
