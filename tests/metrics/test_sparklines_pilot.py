@@ -118,7 +118,8 @@ async def test_a_live_job_is_polled_and_a_finished_one_is_not(trained_store):
         panel.show_job(FakeRow("job-1", {"run": trained_store.healthy}, "COMPLETED"))
         await wait_reads(pilot, panel, 4)
         calls = reader.calls
-        await pilot.pause(0.6)
+        alerts = app.query_one(AlertList)  # polls at the panel's pace: it shows polls go by
+        await wait_reads(pilot, alerts, alerts.reads + 3)
         assert reader.calls == calls  # finished: no more polling
 
 

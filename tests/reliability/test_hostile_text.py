@@ -20,6 +20,7 @@ from textual.widget import Widget
 from console.config import Config
 from console.jobs import clean_log_line
 from console.ui.app import ConsoleApp
+from console.ui.screens.confirm import ConfirmScreen
 from console.ui.widgets.job_log import JobLog
 
 UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # C0 (bar \t \n), DEL, C1: ESC included
@@ -124,13 +125,15 @@ async def test_hostile_names_and_labels_from_the_hub_stay_inert_everywhere():
         await wait_for(pilot, lambda: app.log_pane.ended, what="the log")
         app.notify(f"Canceled {hostile.id} ({evil})")  # the shape of every action's message
         await pilot.press("c")  # the cancel confirmation names the tenant
-        await pilot.pause(0.3)
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the dialog")
+        await pilot.pause()
         painted = screen_text(app)
         assert "[@click=app.quit]x[/]" in painted  # shown, literally, in table, details, dialog
         assert not UNSAFE.search(painted)
         assert "pwned" not in painted and "ZXZpbA" not in painted
         await pilot.press("n")
-        await pilot.pause(0.2)
+        await wait_for(pilot, lambda: any(n.message == "Cancel: not done"
+                                          for n in app._notifications), what="the answer")
         assert app.is_running  # nothing was clicked into quitting
 
 
