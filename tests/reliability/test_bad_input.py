@@ -18,6 +18,7 @@ from tests.ui.conftest import wait_for, wait_thread
 from console import cli
 from console import config as config_mod
 from console.ui.refresh import DataRefreshed
+from console.ui.screens.confirm import ConfirmScreen
 
 HOSTILE_CONFIGS = {
     "wrong type": 'seats = "many"\n',
@@ -168,7 +169,7 @@ async def test_the_tui_handles_a_job_that_vanished(backend, cfg):
         await wait_for(pilot, lambda: app.log_pane.ended, what="the ghost's log to fail")
         assert "not found" in (app.log_pane.error or "")
         await pilot.press("c")
-        await pilot.pause(0.2)
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the dialog")
         await pilot.press("y")
         await wait_for(pilot, lambda: any("not found" in n.message for n in app._notifications),
                        what="the failure message")

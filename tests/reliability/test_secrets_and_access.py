@@ -224,7 +224,7 @@ async def test_the_ui_refuses_cleanly_when_only_the_client_layer_knows(server, c
             await wait_for(pilot, lambda: job.id in app.jobs_table.rows_by_id, what="the row")
             app.jobs_table.select_job(job.id)
             await pilot.press("c")
-            await pilot.pause(0.2)
+            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the dialog")
             await pilot.press("y")
             await wait_for(pilot, lambda: any("read-only" in n.message
                                               for n in app._notifications), what="the refusal")
