@@ -248,7 +248,7 @@ def estimate_run(
     return Estimate(
         flavor=spec.flavor,
         hours=hours,
-        cost_usd=hours * flavor.price_per_hour,
+        cost_usd=hours * flavor.price_per_hour,  # an expectation, as the reference's §4 tables compute it
         timeout_seconds=padded_timeout_seconds(basis, timeout_buffer, timeout_overhead_s),
         price_per_hour=flavor.price_per_hour,
         multiplier=multiplier,
@@ -270,10 +270,23 @@ def timeout_rule(est: Estimate, buffer: float) -> str:
     )
 
 
-def cost_of_seconds(running_seconds: float, flavor: str, prices: PriceBook | None = None) -> float:
-    """What HF bills for a job that ran this long (per minute while Starting/Running)."""
+def billed_seconds(running_seconds: float, granularity: str = "minute") -> float:
+    """The running time a bill counts: rounded up to whole minutes ("minute", reference §1: "per
+    minute while Starting/Running"), or exact ("second"). Nothing run, nothing billed."""
+    seconds = max(0.0, running_seconds) if math.isfinite(running_seconds) else 0.0
+    if granularity == "second":
+        return seconds
+    return math.ceil(seconds / 60 - 1e-9) * 60.0  # 1080.0000000000002 s is 18 minutes, not 19
+
+
+def job_cost(running_seconds: float, flavor: str, prices: PriceBook | None = None) -> float:
+    """What a job that ran this long on `flavor` costs: the one function every cost of a real job
+    comes from (jobs table, job details, cancel confirmation, ledger entries, money in flight,
+    `console ledger`, the Costs tab). The price book says the flavor's price and how running time
+    is billed (`billing.granularity`). Estimates of runs not yet made are `estimate_run`'s hours x
+    the same price, unrounded, as the reference's §4 tables compute them."""
     prices = prices or shipped_price_book()
-    return max(0.0, running_seconds) / 3600.0 * prices.price_per_hour(flavor)
+    return billed_seconds(running_seconds, prices.granularity) / 3600.0 * prices.price_per_hour(flavor)
 
 
 def cheaper_flavors_that_fit(

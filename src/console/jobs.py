@@ -13,14 +13,13 @@ Headless so the UI stays thin and the rules are tested without Textual:
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from console import jobspec
-from console.costs import cost_of_seconds, format_duration
+from console.costs import format_duration, job_cost
 from console.prices import PriceBook, shipped_price_book
 
 ACTIVE_STAGES = ("SCHEDULING", "RUNNING")
@@ -108,8 +107,7 @@ def job_row(info: Any, *, now: datetime | None = None, prices: PriceBook | None 
     flavor = str(info.flavor or "")
     cost = None
     if running is not None and flavor in prices:
-        # billed per minute while Starting/Running
-        cost = cost_of_seconds(math.ceil(running / 60) * 60 if running else 0, flavor, prices)
+        cost = job_cost(running, flavor, prices)
     initiator = getattr(info, "initiator", None)
     scheduled = (
         initiator.id if initiator is not None and initiator.type == "scheduled-job" else None

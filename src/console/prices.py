@@ -159,14 +159,28 @@ def plan_floor_usd(plan: str, seats: int) -> float:
     return p.monthly_usd * (max(seats, 1) if p.per_seat else 1)
 
 
+# Reference §1: "Billing is per-minute while Starting/Running". `billing.granularity` in the config
+# picks "minute" (each job's running time rounded up to whole minutes: the reference's rule, the
+# default) or "second" (exact, for comparing with a bill that is).
+BILLING_GRANULARITIES = ("minute", "second")
+
+
 @dataclass(frozen=True)
 class PriceBook:
-    """The flavors and prices in use, and where they came from."""
+    """The flavors and prices in use, where they came from, and how running time is billed."""
 
     flavors: dict[str, Flavor]
     source: str  # "shipped" or "live"
     detail: str = PRICES_SOURCE
     _unknown: frozenset[str] = field(default=frozenset(), repr=False)
+    granularity: str = "minute"
+    """"minute" (running time rounded up to whole minutes) or "second" (see BILLING_GRANULARITIES)."""
+
+    def billed_by(self, granularity: str) -> PriceBook:
+        """The same prices, billed per `granularity`."""
+        if granularity not in BILLING_GRANULARITIES:
+            raise ValueError(f"billing granularity must be one of {', '.join(BILLING_GRANULARITIES)}")
+        return replace(self, granularity=granularity)
 
     def get(self, name: str) -> Flavor:
         try:
@@ -190,8 +204,8 @@ class PriceBook:
         return f"shipped prices ({self.detail})"
 
 
-def shipped_price_book() -> PriceBook:
-    return PriceBook({f.name: f for f in SHIPPED_FLAVORS}, "shipped", PRICES_SOURCE)
+def shipped_price_book(granularity: str = "minute") -> PriceBook:
+    return PriceBook({f.name: f for f in SHIPPED_FLAVORS}, "shipped", PRICES_SOURCE).billed_by(granularity)
 
 
 def multiplier_for(flavor: str) -> tuple[float, str]:

@@ -76,8 +76,8 @@ def test_timed_out_job_is_counted_as_wasted(ledger):
     assert ledger.get("t1").wasted and not ledger.get("f1").wasted and not ledger.get("ok").wasted
     s = summarize(ledger.entries(), now=T0 + timedelta(hours=1))
     assert s.wasted_runs == 1
-    assert s.wasted_usd == pytest.approx(2 / 3600 * 0.80)
-    assert s.by_tenant[0].wasted_usd == pytest.approx(2 / 3600 * 0.80)
+    assert s.wasted_usd == pytest.approx(60 / 3600 * 0.80)  # 2 s, billed as a whole minute
+    assert s.by_tenant[0].wasted_usd == pytest.approx(60 / 3600 * 0.80)  # 2 s, billed as a minute
 
 
 def test_running_time_from_durations_then_timestamps_then_never_started():
@@ -149,8 +149,8 @@ def test_summary_by_tenant_month_plan_floor_and_budget():
     now = datetime(2026, 12, 15, tzinfo=UTC)
     s = summarize(entries, now=now, plan="team", seats=3, budget_usd=70.0)
     assert s.month == "2026-12"
-    assert s.month_to_date_usd == pytest.approx(0.80 + 1.50 + 36 / 3600 * 0.01)
-    assert s.by_month == pytest.approx({"2026-11": 0.40, "2026-12": 0.80 + 1.50 + 0.0001})
+    assert s.month_to_date_usd == pytest.approx(0.80 + 1.50 + 60 / 3600 * 0.01)  # 36 s billed as a minute
+    assert s.by_month == pytest.approx({"2026-11": 0.40, "2026-12": 0.80 + 1.50 + 60 / 3600 * 0.01})
     tenants = {t.tenant: t for t in s.by_tenant}
     assert tenants["acme"].runs == 2 and tenants["acme"].month_usd == pytest.approx(0.80)
     assert tenants["acme"].total_usd == pytest.approx(1.20)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import os
 import subprocess
 import sys
@@ -50,7 +51,7 @@ def test_ledger_refreshes_from_the_backend_then_prints_json_csv_and_text(server)
     for e in entries:
         for key in ("job_id", "tenant", "flavor", "running_seconds", "cost_usd"):
             assert key in e
-        assert e["cost_usd"] == pytest.approx(e["running_seconds"] / 3600 * e["price_per_hour"])
+        assert e["cost_usd"] == pytest.approx(math.ceil(e["running_seconds"] / 60) * 60 / 3600 * e["price_per_hour"])
     wasted = {e["job_id"]: e["wasted"] for e in entries}
     assert wasted == {ok.id: False, out.id: True}
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from huggingface_hub import HfApi
 
@@ -46,7 +48,7 @@ def test_two_finished_jobs_then_refresh_again_and_restart_add_nothing(api, tmp_p
         assert e.running_seconds == info.durations.running_secs
         assert e.price_per_hour == pytest.approx(prices[e.flavor])
         assert e.price_per_hour == pytest.approx(shipped_price_book().price_per_hour(e.flavor), rel=1e-4)
-        assert e.cost_usd == pytest.approx(e.running_seconds / 3600 * e.price_per_hour)
+        assert e.cost_usd == pytest.approx(math.ceil(e.running_seconds / 60) * 60 / 3600 * e.price_per_hour)
     assert {ledger.get(a.id).tenant, ledger.get(b.id).tenant} == {"acme", "globex"}
 
     assert refresh_from_api(ledger, api, namespace=NS).refresh.added == 0
@@ -66,7 +68,7 @@ def test_a_timed_out_job_is_wasted_spend(api, tmp_path):
     assert e.wasted and e.stage == "ERROR"
     assert 1 <= e.running_seconds <= 4
     assert e.price_per_hour == pytest.approx(0.40, rel=1e-4)
-    assert e.cost_usd == pytest.approx(e.running_seconds / 3600 * e.price_per_hour)
+    assert e.cost_usd == pytest.approx(math.ceil(e.running_seconds / 60) * 60 / 3600 * e.price_per_hour)
     s = summarize(ledger.entries())
     assert s.wasted_runs == 1 and s.wasted_usd == pytest.approx(e.cost_usd)
 

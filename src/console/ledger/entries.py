@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from console.costs import job_cost
 from console.prices import PriceBook, shipped_price_book
 
 TERMINAL_STAGES = frozenset({"COMPLETED", "ERROR", "CANCELED", "DELETED"})
@@ -191,7 +192,7 @@ def entry_from_job(
         price_source=price_source,
         running_seconds=seconds,
         running_source=source,
-        cost_usd=seconds / 3600.0 * price,
+        cost_usd=job_cost(seconds, flavor, prices) if price_source != "unknown flavor" else 0.0,
         stage=_stage(job),
         message=message,
         wasted=timed_out(job),

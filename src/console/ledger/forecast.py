@@ -21,6 +21,7 @@ from console.costs import (
     RunSpec,
     count_firings,
     estimate_run,
+    job_cost,
 )
 from console.ledger.calibration import estimate_calibration
 from console.ledger.entries import (
@@ -218,7 +219,7 @@ def summarize(
         secs, _ = running_seconds_of(job, now)
         flavor = flavor_of(job)
         if flavor in prices:
-            in_flight += secs / 3600.0 * prices.price_per_hour(flavor)
+            in_flight += job_cost(secs, flavor, prices)
     forecasts = [
         f
         for sj in scheduled_jobs

@@ -19,14 +19,15 @@ from console.ledger.store import Ledger, RefreshResult
 from console.prices import PriceBook, shipped_price_book
 
 
-def live_prices(api: Any) -> PriceBook:
-    """Prices from the backend's `list_jobs_hardware`, else the shipped table."""
+def live_prices(api: Any, granularity: str = "minute") -> PriceBook:
+    """Prices from the backend's `list_jobs_hardware`, else the shipped table; billed per
+    `granularity` (the config's `billing.granularity`)."""
     from console.prices import price_book_from_hardware
 
     try:
-        return price_book_from_hardware(api.list_jobs_hardware())
+        return price_book_from_hardware(api.list_jobs_hardware()).billed_by(granularity)
     except Exception:  # an older server, or no network: the shipped prices still cost the jobs
-        return shipped_price_book()
+        return shipped_price_book(granularity)
 
 
 @dataclass(frozen=True)
@@ -40,13 +41,15 @@ class Snapshot:
     seconds: float
 
 
-def refresh_from_api(ledger: Ledger, api: Any, *, namespace: str | None = None) -> Snapshot:
+def refresh_from_api(
+    ledger: Ledger, api: Any, *, namespace: str | None = None, granularity: str = "minute"
+) -> Snapshot:
     """List jobs and scheduled jobs, record every newly finished job, return what was read.
 
     Blocking (HTTP): call it from a thread worker in the UI.
     """
     t0 = time.monotonic()
-    prices = live_prices(api)
+    prices = live_prices(api, granularity)
     jobs = list(api.list_jobs(namespace=namespace))
     result = ledger.refresh(jobs, prices)
     try:
