@@ -64,7 +64,6 @@ class FleetTable(KeyedTable):
         super().__init__(id=id, cursor_type="row")
         self.column_keys = tuple(key for key, _, _ in COLUMNS)
         self.rows_by_tenant: dict[str, TenantRow] = {}
-        self._selected: str | None = None
 
     def on_mount(self) -> None:
         for key, label, width in COLUMNS:
@@ -125,7 +124,7 @@ class FleetTable(KeyedTable):
             if added:
                 self.sort("tenant", key=lambda cell: cell.plain[1:])
             self.move_cursor_to(keep)
-        self._announce()
+        self.announce_selection()
 
     def refresh_rows(self, rows: list[TenantRow], now: datetime) -> None:
         """Redraw the changed cells of these tenants only (e.g. when an outcome arrives)."""
@@ -136,15 +135,8 @@ class FleetTable(KeyedTable):
                 self.put_row(row.tenant, self._cells_for(row, now), shown=True)
                 self.rows_by_tenant[row.tenant] = row
 
-    def _announce(self) -> None:
-        tenant = self.key_at_cursor()
-        if tenant != self._selected:
-            self._selected = tenant
-            self.post_message(self.TenantSelected(tenant, self.rows_by_tenant.get(tenant or "")))
-
-    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        event.stop()
-        self._announce()
+    def selection_message(self, key: str | None) -> TenantSelected:
+        return self.TenantSelected(key, self.rows_by_tenant.get(key or ""))
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()

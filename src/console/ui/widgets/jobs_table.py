@@ -77,7 +77,6 @@ class JobsTable(KeyedTable):
         self.all_rows: dict[str, JobRow] = {}
         self.job_filter = JobFilter()
         self.column_keys = tuple(key for key, _, _ in COLUMNS)
-        self._selected: str | None = None
         self.max_rows = MAX_ROWS
         self.matching = 0
         """Jobs that match the filter (the table shows at most `max_rows` of them)."""
@@ -134,7 +133,7 @@ class JobsTable(KeyedTable):
                 rank = {job_id: i for i, job_id in enumerate(desired)}
                 self._sort_by_rank(rank)
             self.move_cursor_to(keep)
-        self._announce()
+        self.announce_selection()
 
     def apply_changes(self, changed: list[JobRow], gone: list[str], now: datetime) -> None:
         """Like `update_rows`, for a refresh that brought only `changed` rows and `gone` ids.
@@ -178,24 +177,15 @@ class JobsTable(KeyedTable):
                     else sum(1 for r in self.all_rows.values() if self.job_filter.matches(r))
                 )
             self.move_cursor_to(keep)
-        self._announce()
+        self.announce_selection()
 
     def _sort_by_rank(self, rank: dict[str, int]) -> None:
         # DataTable.sort orders by column values; order by our own rank through the id column.
         by_short = {short_id(job_id): r for job_id, r in rank.items()}
         self.sort("id", key=lambda cell: by_short.get(cell.plain, 1 << 30))
 
-    def _announce(self) -> None:
-        job_id = self.key_at_cursor()
-        if job_id != self._selected:
-            self._selected = job_id
-            self.post_message(
-                self.JobSelected(job_id, self.rows_by_id.get(job_id) if job_id else None)
-            )
-
-    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        event.stop()
-        self._announce()
+    def selection_message(self, key: str | None) -> JobSelected:
+        return self.JobSelected(key, self.rows_by_id.get(key) if key else None)
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()
@@ -206,5 +196,5 @@ class JobsTable(KeyedTable):
         if job_id not in self.rows_by_id:
             return False
         self.move_cursor(row=self.get_row_index(job_id), animate=False)
-        self._announce()
+        self.announce_selection()
         return True

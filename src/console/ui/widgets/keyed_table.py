@@ -3,6 +3,10 @@
 The jobs and fleet tables refresh every few seconds; most refreshes change a cell or two, so a
 row is compared with the text it was last drawn with and only the differing cells are updated
 (`clear()` would also throw the cursor away).
+
+The highlighted row is the selection: whatever moved the cursor (a key, a filter, a re-sort, a
+refresh that removed the row under it), `announce_selection` posts the table's selection message
+once the key under the cursor changed, so everything that follows the selection shows that row.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from collections.abc import Collection, Sequence
 
 from rich.text import Text
 from textual.coordinate import Coordinate
+from textual.message import Message
 from textual.widgets import DataTable
 
 
@@ -23,6 +28,32 @@ class KeyedTable(DataTable):
         super().__init__(**kwargs)
         self._cells: dict[str, tuple[str, ...]] = {}
         """row key -> the plain text of its cells as last drawn"""
+        self._selected: str | None = None
+        """The key of the highlighted row, as last announced."""
+
+    def selection_message(self, key: str | None) -> Message | None:
+        """The message that says row `key` is now the highlighted one (None: the table is empty);
+        a table whose selection nobody follows posts none."""
+        return None
+
+    def announce_selection(self) -> None:
+        """Post `selection_message` if the row under the cursor is not the one last announced."""
+        key = self.key_at_cursor()
+        if key == self._selected:
+            return
+        self._selected = key
+        message = self.selection_message(key)
+        if message is None:
+            return
+        # The table is the sender, whoever's handler moved the cursor: Textual stops a bubbling
+        # message at its sender's parent, so one made while the jobs pane applies a filter (the
+        # pane is the table's parent) would never reach the app, and the log, details and
+        # metrics would stay on a job the table no longer highlights.
+        self.post_message(message.set_sender(self))
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        event.stop()
+        self.announce_selection()
 
     def put_row(self, key: str, cells: Sequence[Text], *, shown: bool) -> bool:
         """Draw row `key` (`shown`: it is already in the table); True when it was added."""
