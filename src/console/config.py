@@ -23,7 +23,15 @@ from typing import Any
 import tomli_w
 
 from console import paths
-from console.prices import DEFAULT_TIMEOUT_BUFFER, DEFAULT_TIMEOUT_OVERHEAD_S, PLANS, SHIPPED_FLAVORS
+from console.prices import (
+    BILLING_GRANULARITIES,
+    DEFAULT_TIMEOUT_BUFFER,
+    DEFAULT_TIMEOUT_OVERHEAD_S,
+    PLANS,
+    SHIPPED_FLAVORS,
+    PriceBook,
+    shipped_price_book,
+)
 
 BACKENDS = ("local", "hub")
 SERVER_PYTHON_MODES = ("self", "uv", "auto")
@@ -75,6 +83,15 @@ class ServerSettings:
 
 
 @dataclass
+class BillingSettings:
+    """How the console turns a job's running time into money."""
+
+    granularity: str = "minute"
+    """minute: each job's running time rounded up to whole minutes, as HF Jobs bills ("per minute
+    while Starting/Running", reference §1); second: exact, to compare with a bill that is."""
+
+
+@dataclass
 class Config:
     namespace: str = field(default_factory=lambda: _default_namespace())
     """The HF user or org that jobs run under (and that `whoami` answers locally)."""
@@ -93,6 +110,7 @@ class Config:
     defaults: Defaults = field(default_factory=Defaults)
     trackio: TrackioSettings = field(default_factory=TrackioSettings)
     server: ServerSettings = field(default_factory=ServerSettings)
+    billing: BillingSettings = field(default_factory=BillingSettings)
     path: Path | None = field(default=None, compare=False)
     """The file this config was read from (None for pure defaults)."""
     _raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
@@ -229,8 +247,9 @@ SCHEMA: dict[str, Callable[[Any], Any]] = {
     "server.port": _int_range(0, 65535),
     "server.max_running_jobs": _int_range(1, 64),
     "server.python": _choice(SERVER_PYTHON_MODES),
+    "billing.granularity": _choice(BILLING_GRANULARITIES),
 }
-SECTIONS = ("defaults", "trackio", "server")
+SECTIONS = ("defaults", "trackio", "server", "billing")
 
 
 def _get_attr(cfg: Config, key: str) -> Any:
@@ -431,3 +450,8 @@ def _attr_doc(cls: type, name: str) -> str:
             if isinstance(nxt, ast.Expr) and isinstance(getattr(nxt, "value", None), ast.Constant):
                 return " ".join(str(nxt.value.value).split())
     return ""
+
+
+def price_book(cfg: Config) -> PriceBook:
+    """The shipped prices, billed as the config says (`billing.granularity`)."""
+    return shipped_price_book(cfg.billing.granularity)

@@ -117,7 +117,9 @@ def run_show(args: argparse.Namespace) -> int:
     from datetime import UTC, datetime
 
     now = datetime.now(UTC)
-    rows = derive_fleet(scheduled, jobs, now=now)
+    from console.config import price_book
+
+    rows = derive_fleet(scheduled, jobs, now=now, prices=price_book(cfg))
     if args.json:
         print(
             json.dumps(

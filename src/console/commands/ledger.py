@@ -126,7 +126,7 @@ def _refresh(ledger, cfg):
         raise CommandError(f"cannot reach the {cfg.backend} backend: {plain(exc)}") from None
     try:
         namespace = getattr(backend, "namespace", None) or cfg.namespace
-        return refresh_from_api(ledger, backend.api, namespace=namespace)
+        return refresh_from_api(ledger, backend.api, namespace=namespace, granularity=cfg.billing.granularity)
     except LedgerError as exc:
         raise CommandError(str(exc)) from None
     except Exception as exc:

@@ -52,6 +52,7 @@ def register(sub, add_common) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from console.commands._common import CommandError, load_config
+    from console.config import price_book
     from console.costs import (
         CostInputError,
         RunSpec,
@@ -83,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
                 args.timeout_overhead if args.timeout_overhead is not None else cfg.defaults.timeout_overhead_s
             ),
         )
-        proj = project(scenario)
+        proj = project(scenario, price_book(cfg))
         words = describe_cron(scenario.cadence)
         calibrated = _calibrated(args, scenario) if args.calibrated else None
     except CostInputError as exc:

@@ -17,10 +17,10 @@ from textual.coordinate import Coordinate
 from textual.widgets import TabbedContent
 
 from console import paths
-from console.config import Config
+from console.config import Config, price_book
 from console.fleet import TenantRow
 from console.jobs import JobRow, Prefetch, clean_log_line
-from console.prices import PriceBook, shipped_price_book
+from console.prices import PriceBook
 from console.ui.job_view import JobView
 from console.ui.refresh import Refresher
 from console.ui.session import Session
@@ -49,7 +49,7 @@ class ConsoleBase(App[None]):
 
         clock = clock or (lambda: datetime.now(UTC))
         kind = getattr(backend, "kind", cfg.backend)
-        self.session = Session(cfg, backend, clock, prices or shipped_price_book(), reader_for(cfg, kind))
+        self.session = Session(cfg, backend, clock, prices or price_book(cfg), reader_for(cfg, kind))
         self.read_only = bool(cfg.read_only)
         """Refuse every action that changes anything (`--read-only`, `read_only = true`)."""
         self.ledger = Ledger()

@@ -187,7 +187,7 @@ class LedgerPane(Vertical):
           description="refresh the cost ledger from the backend")
     def _refresh_from(self, api: Any, namespace: str | None) -> None:
         try:
-            snap = refresh_from_api(self.ledger, api, namespace=namespace)
+            snap = refresh_from_api(self.ledger, api, namespace=namespace, granularity=self.cfg.billing.granularity)
             self.scheduled, self.prices = snap.scheduled_jobs, snap.prices
             self._active = {j.id: j for j in snap.refresh.active}
             summary = self._summarize(snap.scheduled_jobs, snap.refresh.active, snap.prices, None)
