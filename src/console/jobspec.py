@@ -273,6 +273,14 @@ def build_submission(
         raise SubmissionError("dataset is required")
     if owners and (why := foreign_dataset(req, owners)):
         raise SubmissionError(why)
+    if backend_kind == "hub" and req.kind == "sft":
+        if not req.hub_model_id:
+            raise SubmissionError(
+                "a run on HF Jobs needs a destination (hub_model_id): the job's disk is thrown away "
+                "when it ends, and weights not pushed are lost"
+            )
+        if not token:
+            raise SubmissionError("a run on HF Jobs needs a token to push with: `hf auth login` or set HF_TOKEN")
     if label_value(req.env) != req.env or not req.env:
         raise SubmissionError(f"env {req.env!r} must be a label value")
     flavor = PREFLIGHT_FLAVOR if req.kind == "validate" else req.flavor

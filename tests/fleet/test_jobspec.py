@@ -11,9 +11,18 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from console import jobspec, paths
 from console.costs import RunSpec, estimate_run
-from console.jobspec import TrainingRequest, build_submission, decode_bundle, read_request, script_args_of
+from console.jobspec import (
+    SubmissionError,
+    TrainingRequest,
+    build_submission,
+    decode_bundle,
+    read_request,
+    script_args_of,
+)
 
 REQ = TrainingRequest(
     tenant="acme",
@@ -76,7 +85,8 @@ def test_local_submission():
 
 
 def test_hub_submission_carries_the_script_and_the_token_as_a_secret():
-    sub = build_submission(REQ, backend_kind="hub", token="hf_secret_value")
+    hub = dataclasses.replace(REQ, hub_model_id="org/adapter-acme")
+    sub = build_submission(hub, backend_kind="hub", token="hf_secret_value")
     assert sub.secrets == {"HF_TOKEN": "hf_secret_value"}
     assert "hf_secret_value" not in repr(sub.command) + repr(sub.env) + sub.describe()
     assert sub.command[:2] == ["bash", "-c"]
@@ -86,7 +96,7 @@ def test_hub_submission_carries_the_script_and_the_token_as_a_secret():
     assert sorted(bundle) == sorted(["sft_lora.py", *package])
     assert "jobkit/__init__.py" in bundle and "jobkit/run.py" in bundle
     assert all(data == (training / name).read_bytes() for name, data in bundle.items())
-    assert bundle == decode_bundle(build_submission(REQ, backend_kind="hub").env[jobspec.SCRIPT_ENV])
+    assert bundle == decode_bundle(build_submission(hub, backend_kind="hub", token="hf_x").env[jobspec.SCRIPT_ENV])
     assert "--dataset" in sub.command and "/data/acme.jsonl" in sub.command
     assert sub.run_kwargs()["secrets"] == {"HF_TOKEN": "hf_secret_value"}
 
@@ -172,3 +182,24 @@ def test_the_shipped_bundle_runs_the_dataset_preflight(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.strip().splitlines()[-1].startswith("VERDICT: PASS format=messages method=sft rows=300 ")
     assert (folder / "validate_dataset.py").is_file()
+
+
+@pytest.mark.parametrize(
+    ("hub_model_id", "token", "reason"),
+    [(None, "hf_x", r"needs a destination \(hub_model_id\)"), ("org/adapter-acme", None, "needs a token to push with")],
+)
+def test_a_hub_run_with_nowhere_to_push_is_refused_before_anything_is_spent(hub_model_id, token, reason):
+    with pytest.raises(SubmissionError, match=reason):
+        build_submission(dataclasses.replace(REQ, hub_model_id=hub_model_id), backend_kind="hub", token=token)
+    # a local run saves to the artifact store, and a dataset check writes no weights
+    assert build_submission(REQ, backend_kind="local").destination.startswith("local artifacts")
+    check = build_submission(dataclasses.replace(REQ, kind="validate"), backend_kind="hub", token=None)
+    assert check.destination.startswith("none")
+
+
+def test_a_dataset_another_tenant_trains_on_is_refused():
+    owners = jobspec.dataset_owners([dataclasses.replace(REQ, tenant="globex", dataset="/data/globex.jsonl"), REQ])
+    stolen = dataclasses.replace(REQ, dataset="/data/globex.jsonl")
+    with pytest.raises(SubmissionError, match="dataset /data/globex.jsonl is tenant globex's: acme trains only"):
+        build_submission(stolen, backend_kind="local", owners=owners)
+    assert build_submission(REQ, backend_kind="local", owners=owners).dataset == "/data/acme.jsonl"
