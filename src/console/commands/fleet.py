@@ -53,7 +53,7 @@ def _api_error(exc: Exception) -> str:
 
 def run_apply(args: argparse.Namespace) -> int:
     from console.commands._common import CommandError, load_config
-    from console.fleet import FleetFileError, apply_plan, load_fleet_file, plan_apply
+    from console.fleet import FleetFileError, PlanRefused, apply_plan, load_fleet_file, plan_apply
 
     cfg = load_config(args)
     try:
@@ -74,15 +74,20 @@ def run_apply(args: argparse.Namespace) -> int:
             scheduled = list(backend.api.list_scheduled_jobs(namespace=backend.namespace))
         except Exception as exc:  # noqa: BLE001 (any API failure is reported, not raised)
             raise CommandError(f"cannot list scheduled jobs: {_api_error(exc)}") from None
-        plan = plan_apply(
-            fleet,
-            scheduled,
-            backend_kind=backend.kind,
-            timeout_buffer=cfg.defaults.timeout_buffer,
-            timeout_overhead_s=cfg.defaults.timeout_overhead_s,
-            token=token,
-            trackio_project=cfg.trackio.project,
-        )
+        try:
+            plan = plan_apply(
+                fleet,
+                scheduled,
+                backend_kind=backend.kind,
+                timeout_buffer=cfg.defaults.timeout_buffer,
+                timeout_overhead_s=cfg.defaults.timeout_overhead_s,
+                token=token,
+                trackio_project=cfg.trackio.project,
+            )
+        except PlanRefused as exc:
+            lines = "\n".join(f"  - {p}" for p in exc.problems)
+            count = len(exc.problems)
+            raise CommandError(f"{args.file}: nothing applied, {count} tenant(s) refused:\n{lines}") from None
         for line in plan.lines():
             print(line)
         if args.dry_run or plan.empty:

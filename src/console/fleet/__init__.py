@@ -20,6 +20,7 @@ from __future__ import annotations
 from console.fleet.apply import (
     Action,
     ApplyPlan,
+    PlanRefused,
     apply_plan,
     desired_submission,
     normalize_or_same,
@@ -33,6 +34,7 @@ __all__ = [
     "TERMINAL_STAGES",
     "Action",
     "ApplyPlan",
+    "PlanRefused",
     "FleetFile",
     "FleetFileError",
     "RunOutcome",

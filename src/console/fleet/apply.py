@@ -10,7 +10,7 @@ from the caller. No Textual, no console.ui or console.server, no training stack.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -83,6 +83,14 @@ _COMPARED = (
 )
 
 
+class PlanRefused(ValueError):
+    """Tenants of a fleet file the console will not submit (each with its reason); nothing is applied."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("; ".join(problems))
+        self.problems = problems
+
+
 def desired_submission(
     tenant: TenantSpec,
     fleet: FleetFile,
@@ -93,11 +101,12 @@ def desired_submission(
     token: str | None = None,
     prices: PriceBook | None = None,
     trackio_project: str | None = None,
+    owners: Mapping[str, str] | None = None,
 ) -> Submission:
     req = tenant.request(fleet.env, fleet.trackio_project or trackio_project)
     sub = jobspec.build_submission(
         req, backend_kind=backend_kind, timeout_buffer=timeout_buffer, timeout_overhead_s=timeout_overhead_s,
-        token=token, prices=prices,
+        token=token, prices=prices, owners=owners,
     )
     labels = dict(sub.labels)
     labels["spec"] = sub.fingerprint()
@@ -115,7 +124,13 @@ def plan_apply(
     prices: PriceBook | None = None,
     trackio_project: str | None = None,
 ) -> ApplyPlan:
-    """The actions that make the env's console scheduled jobs match the fleet file."""
+    """The actions that make the env's console scheduled jobs match the fleet file.
+
+    A tenant whose dataset another tenant trains on (one the file does not list) is refused."""
+    scheduled = list(scheduled)
+    listed = {t.id for t in fleet.tenants}
+    others = [r for sj in scheduled if (r := jobspec.read_request(sj)) is not None and r.tenant not in listed]
+    owners = jobspec.dataset_owners([*others, *(t.request(fleet.env) for t in fleet.tenants)])
     existing: dict[str, list[Any]] = {}
     for sj in scheduled:
         labels = jobspec.labels_of(sj)
@@ -126,17 +141,24 @@ def plan_apply(
         existing.setdefault(labels["tenant"], []).append(sj)
     actions: list[Action] = []
     unchanged: list[str] = []
+    refused: list[str] = []
     for tenant in fleet.tenants:
-        sub = desired_submission(
-            tenant,
-            fleet,
-            backend_kind=backend_kind,
-            timeout_buffer=timeout_buffer,
-            timeout_overhead_s=timeout_overhead_s,
-            token=token,
-            prices=prices,
-            trackio_project=trackio_project,
-        )
+        try:
+            sub = desired_submission(
+                tenant,
+                fleet,
+                backend_kind=backend_kind,
+                timeout_buffer=timeout_buffer,
+                timeout_overhead_s=timeout_overhead_s,
+                token=token,
+                prices=prices,
+                trackio_project=trackio_project,
+                owners=owners,
+            )
+        except jobspec.SubmissionError as exc:
+            refused.append(f"tenant {tenant.id!r}: {exc}")
+            existing.pop(tenant.id, None)  # refused is not removed: nothing changes for it
+            continue
         found = existing.pop(tenant.id, [])
         if not found:
             actions.append(
@@ -177,6 +199,8 @@ def plan_apply(
                     "remove", tenant_id, scheduled_job_id=sj.id, changes=["not in the fleet file"]
                 )
             )
+    if refused:
+        raise PlanRefused(refused)
     return ApplyPlan(env=fleet.env, actions=actions, unchanged=unchanged)
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from console import jobspec
 from console.costs import CostInputError, normalize_cron
 from console.jobspec import TrainingRequest, label_value
 from console.prices import PriceBook, shipped_price_book
@@ -171,6 +172,7 @@ def parse_fleet(
     defaults = {k: v for k, v in doc.items() if k not in ("tenant", "env", "name", "description")}
     tenants: list[TenantSpec] = []
     seen: dict[str, int] = {}
+    dataset_of: dict[str, str] = {}  # dataset (jobspec.dataset_key) -> the first tenant training on it
     for index, raw in enumerate(raw_tenants, start=1):
         where = f"tenant #{index}"
         tid = raw.get("id")
@@ -183,6 +185,13 @@ def parse_fleet(
                 problems.append(f"duplicate tenant id {tid!r} (tenants #{seen[tid]} and #{index})")
             else:
                 seen[tid] = index
+        if spec is not None and spec.dataset:
+            owner = dataset_of.setdefault(jobspec.dataset_key(spec.dataset), spec.id)
+            if owner != spec.id:
+                problems.append(
+                    f"tenants {owner!r} and {spec.id!r} both train on {spec.dataset}: "
+                    "each tenant trains only on its own data"
+                )
         if spec is not None and tid not in [t.id for t in tenants]:
             tenants.append(spec)
     if problems:
