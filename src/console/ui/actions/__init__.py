@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 from textual.message import Message
 
+from console import jobspec
+from console.jobspec import TrainingRequest
 from console.ui import keys
 from console.ui.base import ConsoleBase
 from console.ui.screens.confirm import ConfirmScreen
@@ -42,6 +44,16 @@ def refuse_if_read_only(app: ConsoleBase, action: str) -> bool:
         title="read-only",
     )
     return True
+
+
+def fleet_requests(app: ConsoleBase) -> dict[str, TrainingRequest]:
+    """tenant -> its request, for every tenant of the known fleet whose request is known."""
+    return {t: row.request for t, row in app.refresher.fleet_rows.items() if row.request is not None}
+
+
+def dataset_owners(app: ConsoleBase) -> dict[str, str]:
+    """dataset -> the tenant that trains on it, from the known fleet (`jobspec.dataset_owners`)."""
+    return jobspec.dataset_owners(fleet_requests(app).values())
 
 
 def run_in_worker(app: ConsoleBase, description: str, fn: Callable[[], str]) -> None:

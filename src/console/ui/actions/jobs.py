@@ -16,7 +16,7 @@ from textual.worker import get_current_worker
 from console import jobspec
 from console.jobs import format_cost
 from console.jobspec import TrainingRequest
-from console.ui.actions import ActionDone, confirm_then_run, refuse_if_read_only
+from console.ui.actions import ActionDone, confirm_then_run, fleet_requests, refuse_if_read_only
 from console.ui.base import ConsoleBase
 from console.ui.screens.prompt import PromptScreen
 from console.ui.screens.submit import SubmitResult, SubmitScreen
@@ -63,8 +63,10 @@ def submit(app: ConsoleBase) -> None:
         _initial_request(app),
         backend_kind=app.backend_kind,
         timeout_buffer=app.cfg.defaults.timeout_buffer,
-        token=None,
+        timeout_overhead_s=app.cfg.defaults.timeout_overhead_s,
+        token=app.session.hub_token(),
         prices=app.prices,
+        known=fleet_requests(app),
     )
     app.push_screen(screen, lambda result: _confirm_submit(app, result))
 
@@ -122,6 +124,7 @@ def _submit_now(app: ConsoleBase, result: SubmitResult) -> str:
     build: dict[str, Any] = dict(
         backend_kind=app.backend_kind,
         timeout_buffer=app.cfg.defaults.timeout_buffer,
+        timeout_overhead_s=app.cfg.defaults.timeout_overhead_s,
         token=token,
         prices=app.prices,
     )

@@ -1,13 +1,21 @@
 """The submit form: one tenant's training job, with its cost and padded timeout before confirming.
 
-Fields: tenant, dataset, base model, model size, examples, epochs, flavor (with its price and fit),
-timeout (pre-filled with estimate x buffer and kept in step until edited), max steps, a CPU
-dataset preflight first, ssh on/off and an optional cron that makes it a scheduled job. The form
-refuses invalid input with the reason and only dismisses with a request that `jobspec` accepts.
+Fields: tenant, dataset, Hub repo (where the adapter is pushed), base model, model size, examples,
+epochs, flavor (with its price and fit), timeout (pre-filled with the padding rule's value and
+kept in step until edited), max steps, a CPU dataset preflight first, ssh on/off
+and an optional cron that makes it a scheduled job. The form refuses invalid input with the reason
+and only dismisses with a request that `jobspec` accepts.
+
+A job trains only its own tenant's data: the dataset and the Hub repo follow the tenant field
+(a tenant of the known fleet fills them from its request; any other tenant clears them), and a
+dataset another known tenant trains on is refused. On the hub backend a submission with no Hub
+repo or no token is refused here, before any job is created (both refusals are
+`jobspec.build_submission`'s, shown as the form's one-line error).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from rich.text import Text
@@ -25,8 +33,11 @@ from console.costs import (
     parse_timeout,
 )
 from console.jobspec import Submission, SubmissionError, TrainingRequest
-from console.prices import PriceBook, shipped_price_book
+from console.prices import DEFAULT_TIMEOUT_OVERHEAD_S, PriceBook, shipped_price_book
 from console.ui import keys
+
+FOLLOW_TENANT = (("f-dataset", "dataset"), ("f-hub-model-id", "hub_model_id"))
+"""The fields that belong to the tenant: (field id, TrainingRequest attribute)."""
 
 
 @dataclass(frozen=True)
@@ -46,15 +57,24 @@ class SubmitScreen(ModalScreen[SubmitResult | None]):
         *,
         backend_kind: str,
         timeout_buffer: float,
+        timeout_overhead_s: float = DEFAULT_TIMEOUT_OVERHEAD_S,
         token: str | None = None,
         prices: PriceBook | None = None,
+        known: Mapping[str, TrainingRequest] | None = None,
     ) -> None:
+        """`known`: tenant -> its request, for the tenants of the known fleet (what the dataset
+        and Hub repo follow, and who owns which dataset); `token`: the Hub token (hub backend)."""
         super().__init__()
         self.initial = initial
         self.backend_kind = backend_kind
         self.timeout_buffer = timeout_buffer
+        self.timeout_overhead_s = timeout_overhead_s
         self.token = token
         self.prices = prices or shipped_price_book()
+        self.known = dict(known or {})
+        self.owners = jobspec.dataset_owners(self.known.values())
+        self._tenant = initial.tenant
+        """The tenant the dataset and Hub repo were last made to follow."""
         self._timeout_edited = False
         self._auto_timeout = ""
 
@@ -72,6 +92,16 @@ class SubmitScreen(ModalScreen[SubmitResult | None]):
             with VerticalScroll(id="submit-fields"):
                 yield self._row("Tenant", Input(r.tenant, id="f-tenant", compact=True))
                 yield self._row("Dataset", Input(r.dataset, id="f-dataset", compact=True))
+                hub = self.backend_kind == "hub"
+                yield self._row(
+                    "Hub repo",
+                    Input(
+                        r.hub_model_id or "",
+                        id="f-hub-model-id",
+                        placeholder="org/name (required)" if hub else "(none: local artifacts)",
+                        compact=True,
+                    ),
+                )
                 yield self._row("Base model", Input(r.base_model, id="f-base-model", compact=True))
                 yield self._row("Model (B)", Input(f"{r.model_b:g}", id="f-model-b", compact=True))
                 yield self._row("Examples", Input(str(r.examples), id="f-examples", compact=True))
@@ -152,6 +182,7 @@ class SubmitScreen(ModalScreen[SubmitResult | None]):
             self.initial,
             tenant=self._value("f-tenant"),
             dataset=self._value("f-dataset"),
+            hub_model_id=self._value("f-hub-model-id") or None,
             base_model=self._value("f-base-model"),
             model_b=self._number("f-model-b", "model size"),
             examples=int(self._number("f-examples", "examples", int)),
@@ -179,8 +210,10 @@ class SubmitScreen(ModalScreen[SubmitResult | None]):
             req,
             backend_kind=self.backend_kind,
             timeout_buffer=self.timeout_buffer,
+            timeout_overhead_s=self.timeout_overhead_s,
             token=self.token,
             prices=self.prices,
+            owners=self.owners,
         )
         preflight = self.query_one("#f-preflight", Checkbox).value
         return SubmitResult(req, sub, cron, preflight)
@@ -203,9 +236,10 @@ class SubmitScreen(ModalScreen[SubmitResult | None]):
         text.append(f"${sub.estimate_usd:.2f}", style="bold green")
         text.append(f" on {sub.flavor}; timeout {format_duration(sub.timeout_seconds)}")
         if not self._timeout_edited:
-            text.append(f" (estimate x {self.timeout_buffer:g})", style="dim")
+            text.append(f" {sub.timeout_rule}", style="dim")
         if result.preflight:
             text.append(" + preflight ~$0.01", style="dim")
+        text.append(f"\nweights to {sub.destination}", style="dim")
         if result.schedule:
             text.append(f"\nscheduled: {describe_cron(result.schedule)}", style="cyan")
         estimate.update(text)
@@ -218,7 +252,20 @@ class SubmitScreen(ModalScreen[SubmitResult | None]):
         if event.input.id == "f-timeout":
             value = event.value.strip()
             self._timeout_edited = bool(value) and value != self._auto_timeout
+        elif event.input.id == "f-tenant":
+            self._follow_tenant(event.value.strip())
         self._recompute()
+
+    def _follow_tenant(self, tenant: str) -> None:
+        """The tenant changed: its own dataset and Hub repo from the fleet, or none (a dataset
+        typed after choosing the tenant stays: only a change of tenant touches them)."""
+        if tenant == self._tenant:
+            return
+        self._tenant = tenant
+        request = self.known.get(tenant)
+        for field_id, attr in FOLLOW_TENANT:
+            value = (getattr(request, attr) or "") if request is not None else ""
+            self.query_one(f"#{field_id}", Input).value = value
 
     def on_select_changed(self, event: Select.Changed) -> None:
         self._recompute()

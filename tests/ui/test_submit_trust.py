@@ -1,0 +1,150 @@
+"""A run trains only its own tenant's data: the submit form against the real embedded server,
+with console schedules and jobs."""
+
+from __future__ import annotations
+
+from tests.ui.conftest import run_python, wait_for
+from textual.widgets import Input
+
+from console import jobspec, paths
+from console.jobspec import TrainingRequest
+from console.ui.app import ConsoleApp
+from console.ui.screens.submit import SubmitScreen
+
+DATA = paths.training_dir() / "data"
+ACME = str(DATA / "acme.jsonl")
+GLOBEX = str(DATA / "globex.jsonl")
+
+
+def _notes(app) -> list[str]:
+    return [str(n.message) for n in app._notifications]
+
+
+async def _type(pilot, widget: Input, text: str) -> None:
+    widget.value = ""
+    widget.focus()
+    await pilot.pause()
+    for ch in text:
+        await pilot.press(ch if ch != " " else "space")
+    await pilot.pause()
+
+
+def _request(tenant: str, dataset: str, **kw) -> TrainingRequest:
+    return TrainingRequest(tenant=tenant, dataset=dataset, examples=200, epochs=1.0, flavor="l4x1", **kw)
+
+
+def _schedule(backend, request: TrainingRequest):
+    """A suspended console schedule for `request`, as `fleet apply` would create it."""
+    sub = jobspec.build_submission(request, backend_kind="local")
+    kwargs = sub.scheduled_kwargs("0 3 * * 1", suspend=True)
+    kwargs.pop("name", None)
+    return backend.api.create_scheduled_job(**kwargs, namespace=backend.namespace)
+
+
+def _fleet_known(app, *tenants: str) -> bool:
+    rows = app.refresher.fleet_rows
+    return all(t in rows and rows[t].request is not None for t in tenants)
+
+
+def _form(app) -> SubmitScreen:
+    assert isinstance(app.screen, SubmitScreen)
+    return app.screen
+
+
+def _form_open(app) -> bool:
+    return isinstance(app.screen, SubmitScreen) and bool(app.screen.query("#submit-error"))
+
+
+def _field(app, field_id: str) -> str:
+    return _form(app).query_one(f"#{field_id}", Input).value
+
+
+def _error(app) -> str:
+    return str(_form(app).query_one("#submit-error").render())
+
+
+async def test_the_dataset_follows_the_tenant_and_another_tenants_dataset_is_refused(backend, cfg):
+    _schedule(backend, _request("acme", ACME))
+    _schedule(backend, _request("globex", GLOBEX, hub_model_id="ops/globex-lora"))
+    job = run_python(backend, "print('globex run')", tenant="globex")
+    app = ConsoleApp(cfg, backend, refresh_seconds=0.3, stream_metrics=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(
+            pilot,
+            lambda: _fleet_known(app, "acme", "globex") and job.id in app.jobs_table.rows_by_id,
+            what="the fleet and the globex job",
+        )
+        app.jobs_table.select_job(job.id)
+        await pilot.press("s")
+        await wait_for(pilot, lambda: _form_open(app))
+        form = _form(app)
+        assert _field(app, "f-tenant") == "globex"
+        assert _field(app, "f-dataset") == GLOBEX
+
+        await _type(pilot, form.query_one("#f-tenant", Input), "acme")
+        assert _field(app, "f-dataset") == ACME  # acme's own data, not globex's
+        assert _error(app) == ""
+        await _type(pilot, form.query_one("#f-tenant", Input), "globex")
+        assert _field(app, "f-hub-model-id") == "ops/globex-lora"  # the destination follows too
+        await _type(pilot, form.query_one("#f-tenant", Input), "acme")
+        assert _field(app, "f-hub-model-id") == ""  # acme pushes nowhere of globex's
+
+        await _type(pilot, form.query_one("#f-tenant", Input), "newco")  # not in the fleet
+        assert _field(app, "f-dataset") == ""
+        assert _error(app) == "dataset is required"
+        await _type(pilot, form.query_one("#f-dataset", Input), "ops/newco-chats")
+        await pilot.pause(0.1)
+        assert _field(app, "f-dataset") == "ops/newco-chats"  # typed for this tenant: it stays
+        assert _error(app) == ""
+
+        await _type(pilot, form.query_one("#f-tenant", Input), "acme")
+        await _type(pilot, form.query_one("#f-dataset", Input), GLOBEX)
+        reason = f"dataset {GLOBEX} is tenant globex's: acme trains only on its own data"
+        assert _error(app) == reason
+        await pilot.press("ctrl+s")
+        await pilot.pause(0.2)
+        assert isinstance(app.screen, SubmitScreen)  # refused in the form, with the reason
+        assert _notes(app)[-1] == f"Not submitted: {reason}"
+    assert [j.id for j in backend.api.list_jobs(namespace=backend.namespace)] == [job.id]
+
+
+async def test_a_hub_submission_without_a_destination_or_a_token_is_refused_in_the_form(backend, cfg):
+    app = ConsoleApp(cfg, backend, refresh_seconds=0.3, stream_metrics=False)
+    results: list = []
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: app.refresher.refresh_count > 0)
+
+        def form(token: str | None) -> SubmitScreen:
+            return SubmitScreen(
+                _request("acme", "ops/acme-chats"), backend_kind="hub", timeout_buffer=1.3, token=token
+            )
+
+        app.push_screen(form(None), results.append)
+        await wait_for(pilot, lambda: _form_open(app))
+        assert _field(app, "f-hub-model-id") == ""
+        assert _error(app) == (
+            "a run on HF Jobs needs a destination (hub_model_id): the job's disk is thrown away "
+            "when it ends, and weights not pushed are lost"
+        )
+        await pilot.press("ctrl+s")
+        await pilot.pause(0.1)
+        assert isinstance(app.screen, SubmitScreen) and results == []
+        await _type(pilot, _form(app).query_one("#f-hub-model-id", Input), "ops/acme-lora")
+        assert _error(app) == (
+            "a run on HF Jobs needs a token to push with: `hf auth login` or set HF_TOKEN"
+        )
+        await pilot.press("ctrl+s")
+        await pilot.pause(0.1)
+        assert isinstance(app.screen, SubmitScreen) and results == []
+        assert _notes(app)[-1].startswith("Not submitted: a run on HF Jobs needs a token")
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: results == [None])
+
+        app.push_screen(form("hf_test_token"), results.append)
+        await wait_for(pilot, lambda: _form_open(app))
+        await _type(pilot, _form(app).query_one("#f-hub-model-id", Input), "ops/acme-lora")
+        assert _error(app) == ""
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: len(results) == 2)
+        assert results[1].submission.destination == "hf://ops/acme-lora"
+    assert list(backend.api.list_jobs(namespace=backend.namespace)) == []
