@@ -1,5 +1,5 @@
-"""A run trains only its own tenant's data: the submit form against the real embedded server,
-with console schedules and jobs."""
+"""A run trains only its own tenant's data, and every confirmation says what will run: the submit
+form, rerun and trigger against the real embedded server, with console jobs and schedules."""
 
 from __future__ import annotations
 
@@ -7,13 +7,17 @@ from tests.ui.conftest import run_python, wait_for
 from textual.widgets import Input
 
 from console import jobspec, paths
+from console.costs import format_duration
 from console.jobspec import TrainingRequest
+from console.prices import shipped_price_book
 from console.ui.app import ConsoleApp
+from console.ui.screens.confirm import ConfirmScreen
 from console.ui.screens.submit import SubmitScreen
 
 DATA = paths.training_dir() / "data"
 ACME = str(DATA / "acme.jsonl")
 GLOBEX = str(DATA / "globex.jsonl")
+STANDIN = "print('stand-in training run', flush=True)\n"
 
 
 def _notes(app) -> list[str]:
@@ -41,6 +45,17 @@ def _schedule(backend, request: TrainingRequest):
     return backend.api.create_scheduled_job(**kwargs, namespace=backend.namespace)
 
 
+def _console_job(backend, request: TrainingRequest, scripts):
+    """A console job submitted as the console submits it, running a stand-in for the script."""
+    (scripts / jobspec.SCRIPTS["sft"]).write_text(STANDIN, encoding="utf-8")
+    sub = jobspec.build_submission(request, backend_kind="local", script_dir=scripts)
+    return backend.api.run_job(**sub.run_kwargs(), namespace=backend.namespace)
+
+
+def _price(flavor: str) -> float:
+    return shipped_price_book().price_per_hour(flavor)
+
+
 def _fleet_known(app, *tenants: str) -> bool:
     rows = app.refresher.fleet_rows
     return all(t in rows and rows[t].request is not None for t in tenants)
@@ -61,6 +76,11 @@ def _field(app, field_id: str) -> str:
 
 def _error(app) -> str:
     return str(_form(app).query_one("#submit-error").render())
+
+
+def _confirmation(app) -> str:
+    assert isinstance(app.screen, ConfirmScreen)
+    return "\n".join([app.screen.title_text, *app.screen.details])
 
 
 async def test_the_dataset_follows_the_tenant_and_another_tenants_dataset_is_refused(backend, cfg):
@@ -105,6 +125,86 @@ async def test_the_dataset_follows_the_tenant_and_another_tenants_dataset_is_ref
         await pilot.pause(0.2)
         assert isinstance(app.screen, SubmitScreen)  # refused in the form, with the reason
         assert _notes(app)[-1] == f"Not submitted: {reason}"
+    assert [j.id for j in backend.api.list_jobs(namespace=backend.namespace)] == [job.id]
+
+
+async def test_a_rerun_on_another_tenants_dataset_is_refused(backend, cfg, tmp_path):
+    _schedule(backend, _request("acme", ACME))
+    _schedule(backend, _request("globex", GLOBEX))
+    # made behind the console's back: acme trained on globex's data
+    job = _console_job(backend, _request("acme", GLOBEX), tmp_path)
+    app = ConsoleApp(cfg, backend, refresh_seconds=0.3, stream_metrics=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(
+            pilot,
+            lambda: _fleet_known(app, "acme", "globex") and job.id in app.jobs_table.rows_by_id,
+            what="the fleet and the acme job",
+        )
+        app.jobs_table.select_job(job.id)
+        await pilot.press("R")
+        await pilot.pause(0.2)
+        assert not isinstance(app.screen, ConfirmScreen)
+        assert _notes(app)[-1] == (
+            f"Rerun refused: dataset {GLOBEX} is tenant globex's: acme trains only on its own data"
+        )
+    assert [j.id for j in backend.api.list_jobs(namespace=backend.namespace)] == [job.id]
+
+
+async def test_submit_rerun_and_trigger_confirmations_name_what_will_run(backend, cfg, tmp_path):
+    _schedule(backend, _request("acme", ACME, hub_model_id="ops/acme-lora"))
+    job = _console_job(backend, _request("acme", ACME), tmp_path)
+    est = jobspec.build_submission(_request("acme", ACME))
+    run = f"tenant acme, sft on l4x1 (${_price('l4x1'):.2f}/h)"
+    timeout = f"timeout {format_duration(est.timeout_seconds)}: {est.timeout_rule}"
+    assert est.timeout_rule.startswith("(") and " set-up and push) x 1.3 = " in est.timeout_rule
+    cost = f"estimated {format_duration(est.estimate_hours * 3600)}, ${est.estimate_usd:.2f} per run"
+    app = ConsoleApp(cfg, backend, refresh_seconds=0.3, stream_metrics=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(
+            pilot,
+            lambda: _fleet_known(app, "acme") and job.id in app.jobs_table.rows_by_id,
+            what="the fleet and the acme job",
+        )
+        app.jobs_table.select_job(job.id)
+
+        await pilot.press("s")
+        await wait_for(pilot, lambda: _form_open(app))
+        await pilot.pause(0.1)
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the submit confirmation")
+        text = _confirmation(app)
+        assert "Submit a job now?" in text
+        assert run in text
+        assert f"dataset {ACME}" in text
+        assert "weights to hf://ops/acme-lora" in text
+        assert timeout in text
+        assert cost in text
+        await pilot.press("n")
+        await wait_for(pilot, lambda: app.screen is app.screen_stack[0])
+
+        await pilot.press("R")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the rerun confirmation")
+        text = _confirmation(app)
+        assert f"Run job {job.id} again?" in text
+        assert run in text
+        assert f"dataset {ACME}" in text
+        assert "weights to local artifacts acme-sft-" in text
+        assert timeout in text
+        assert cost in text
+        await pilot.press("n")
+        await wait_for(pilot, lambda: app.screen is app.screen_stack[0])
+
+        await pilot.press("1")
+        await pilot.press("t")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the trigger confirmation")
+        text = _confirmation(app)
+        assert "Run acme's scheduled job now?" in text
+        assert run in text
+        assert f"dataset {ACME}" in text
+        assert "weights to hf://ops/acme-lora" in text
+        assert timeout in text
+        assert cost in text
+        await pilot.press("n")
     assert [j.id for j in backend.api.list_jobs(namespace=backend.namespace)] == [job.id]
 
 

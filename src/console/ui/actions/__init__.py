@@ -7,6 +7,10 @@ or kills work (`confirm_then_run`), then make the blocking `HfApi` call in a thr
 (group "actions") and report the outcome as a notification (`ActionDone`); a failure is reported
 by the app's one worker-error handler.
 
+Every confirmation of a training run (submit, rerun, trigger) names the same facts, from its
+`jobspec.Submission`: tenant, dataset, destination, flavor, timeout with its rule, estimated cost
+(`submission_details`).
+
 Nothing here imports the app module (it imports these), the server or the training stack.
 """
 
@@ -18,7 +22,9 @@ from dataclasses import dataclass
 from textual.message import Message
 
 from console import jobspec
-from console.jobspec import TrainingRequest
+from console.costs import format_duration
+from console.jobspec import Submission, TrainingRequest
+from console.prices import PriceBook
 from console.ui import keys
 from console.ui.base import ConsoleBase
 from console.ui.screens.confirm import ConfirmScreen
@@ -54,6 +60,20 @@ def fleet_requests(app: ConsoleBase) -> dict[str, TrainingRequest]:
 def dataset_owners(app: ConsoleBase) -> dict[str, str]:
     """dataset -> the tenant that trains on it, from the known fleet (`jobspec.dataset_owners`)."""
     return jobspec.dataset_owners(fleet_requests(app).values())
+
+
+def submission_details(sub: Submission, tenant: str, prices: PriceBook) -> list[str]:
+    """What a confirmation of a run says: tenant and flavor, dataset, where the weights go, the
+    timeout with its rule, and the estimated time and cost."""
+    kind = sub.labels.get("kind", "sft")
+    timeout = f"timeout {format_duration(sub.timeout_seconds)}"
+    return [
+        f"tenant {tenant}, {kind} on {sub.flavor} (${prices.price_per_hour(sub.flavor):.2f}/h)",
+        f"dataset {sub.dataset}",
+        f"weights to {sub.destination}",
+        f"{timeout}: {sub.timeout_rule}" if sub.timeout_rule else timeout,
+        f"estimated {format_duration(sub.estimate_hours * 3600)}, ${sub.estimate_usd:.2f} per run",
+    ]
 
 
 def run_in_worker(app: ConsoleBase, description: str, fn: Callable[[], str]) -> None:

@@ -2,6 +2,8 @@
 
 Each is one function taking the app: read-only check, what it applies to, a confirmation that
 names what will happen and what it costs, then the API call in a worker (see `console.ui.actions`).
+A run trains only its own tenant's data: a submission or rerun on a dataset another tenant of the
+known fleet trains on is refused, and so is one to the Hub with no destination or no token.
 """
 
 from __future__ import annotations
@@ -16,7 +18,14 @@ from textual.worker import get_current_worker
 from console import jobspec
 from console.jobs import format_cost
 from console.jobspec import TrainingRequest
-from console.ui.actions import ActionDone, confirm_then_run, fleet_requests, refuse_if_read_only
+from console.ui.actions import (
+    ActionDone,
+    confirm_then_run,
+    dataset_owners,
+    fleet_requests,
+    refuse_if_read_only,
+    submission_details,
+)
 from console.ui.base import ConsoleBase
 from console.ui.screens.prompt import PromptScreen
 from console.ui.screens.submit import SubmitResult, SubmitScreen
@@ -98,11 +107,7 @@ def _confirm_submit(app: ConsoleBase, result: SubmitResult | None) -> None:
         return
     sub = result.submission
     what = f"a scheduled job ({result.schedule})" if result.schedule else "a job now"
-    details = [
-        f"tenant {result.request.tenant} on {sub.flavor} (${app.prices.price_per_hour(sub.flavor):.2f}/h)",
-        f"estimated {sub.estimate_hours * 60:.0f} min, ${sub.estimate_usd:.2f} per run; "
-        f"timeout {sub.timeout_seconds}s",
-    ]
+    details = submission_details(sub, result.request.tenant, app.prices)
     if result.preflight:
         details.append("a CPU dataset preflight (~$0.01) runs first; training starts if it passes")
     confirm_then_run(
@@ -120,6 +125,8 @@ def _submit_now(app: ConsoleBase, result: SubmitResult) -> str:
     """Worker thread: the optional preflight, then the job or the scheduled job."""
     token = app.session.hub_token()
     request = result.request
+    if not request.scheduled:  # the run name (and so the destination) the confirmation showed
+        request = replace(request, run_name=result.submission.labels.get("run") or None)
     ns = app.namespace
     build: dict[str, Any] = dict(
         backend_kind=app.backend_kind,
@@ -184,19 +191,25 @@ def rerun(app: ConsoleBase) -> None:
                 request,
                 backend_kind=app.backend_kind,
                 timeout_buffer=app.cfg.defaults.timeout_buffer,
+                timeout_overhead_s=app.cfg.defaults.timeout_overhead_s,
+                token=app.session.hub_token(),
                 prices=app.prices,
+                owners=dataset_owners(app),
             )
         except jobspec.SubmissionError as exc:
             app.notify(f"Rerun refused: {exc}", severity="error")
             return
-        cost = f"${sub.estimate_usd:.2f} est"
+        details = submission_details(sub, request.tenant, app.prices)
 
         def run_again() -> str:
-            s = replace(sub, secrets={"HF_TOKEN": t} if (t := app.session.hub_token()) else {})
-            new = app.api.run_job(**s.run_kwargs(), namespace=ns)
+            new = app.api.run_job(**sub.run_kwargs(), namespace=ns)
             return f"Rerun of {job.id}: {new.id} ({request.tenant})"
     else:
-        cost = "cost unknown (not a console job)"
+        details = [
+            f"tenant {job.tenant}, {job.kind} on {job.flavor}",
+            "dataset and destination unknown: not a console job (its own command, env and flavor)",
+            "timeout and cost unknown (not a console job)",
+        ]
 
         def run_again() -> str:
             new = app.api.run_job(
@@ -212,7 +225,7 @@ def rerun(app: ConsoleBase) -> None:
     confirm_then_run(
         app,
         f"Run job {job.id} again?",
-        [f"tenant {job.tenant}, {job.kind} on {job.flavor}", cost],
+        details,
         yes_label="Rerun",
         description=f"Rerun {job.id}",
         fn=run_again,

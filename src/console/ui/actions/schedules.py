@@ -5,11 +5,14 @@ Each is one function taking the app (see `console.ui.actions` for the shared pat
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
+from console import jobspec
+from console.costs import format_duration
 from console.fleet import TenantRow
 from console.jobs import format_cost
-from console.ui.actions import confirm_then_run, refuse_if_read_only, run_in_worker
+from console.ui.actions import confirm_then_run, refuse_if_read_only, run_in_worker, submission_details
 from console.ui.base import ConsoleBase
 from console.ui.screens.reschedule import RescheduleScreen
 
@@ -88,9 +91,36 @@ def trigger(app: ConsoleBase) -> None:
     confirm_then_run(
         app,
         f"Run {tenant.tenant}'s scheduled job now?",
-        [f"{tenant.flavor}, est {format_cost(tenant.cost_per_run)} per run", f"schedule {sj.schedule} is unchanged"],
+        [*_run_details(app, tenant, sj), f"schedule {sj.schedule} is unchanged"],
         yes_label="Trigger",
         description=f"Trigger {tenant.tenant}",
         fn=run_now,
         declined="Trigger: not done",
     )
+
+
+def _run_details(app: ConsoleBase, tenant: TenantRow, sj: Any) -> list[str]:
+    """What a run of the scheduled job is (see `submission_details`): its timeout is the one the
+    schedule carries, with the rule it was padded by when the rule still gives that value."""
+    request = jobspec.read_request(sj)
+    try:
+        if request is None:
+            raise jobspec.SubmissionError("not a console schedule")
+        sub = jobspec.build_submission(
+            replace(request, timeout_seconds=None),
+            backend_kind=app.backend_kind,
+            timeout_buffer=app.cfg.defaults.timeout_buffer,
+            timeout_overhead_s=app.cfg.defaults.timeout_overhead_s,
+            token=app.session.hub_token(),
+            prices=app.prices,
+        )
+    except jobspec.SubmissionError as exc:
+        return [
+            f"tenant {tenant.tenant} on {tenant.flavor or '?'}, est {format_cost(tenant.cost_per_run)} per run",
+            f"dataset, destination and timeout unknown: {exc}",
+        ]
+    kept = request.timeout_seconds
+    if kept is not None and kept != sub.timeout_seconds:
+        rule = f"set on the schedule (the rule now gives {format_duration(sub.timeout_seconds)}: {sub.timeout_rule})"
+        sub = replace(sub, timeout_seconds=kept, timeout_rule=rule)
+    return submission_details(sub, tenant.tenant, app.prices)
