@@ -100,9 +100,13 @@ async def test_submit_creates_a_job_with_the_padded_timeout_and_labels(backend, 
             timeout=20,
             what="the submit notification",
         )
-    jobs = [j for j in backend.api.list_jobs(namespace=backend.namespace)]
-    assert len(jobs) == 1
-    raw = raw_job(backend, jobs[0].id)
+    # the dataset preflight (on by default) ran first; the training job was submitted once it passed
+    jobs = {j.labels["kind"]: j for j in backend.api.list_jobs(namespace=backend.namespace)}
+    assert sorted(jobs) == ["sft", "validate"]
+    check, train = jobs["validate"], jobs["sft"]
+    assert check.status.stage == "COMPLETED" and check.flavor == "cpu-basic"
+    assert check.created_at < train.created_at
+    raw = raw_job(backend, train.id)
     expected = estimate_run(
         RunSpec(1.0, 400, 3.0, cfg.defaults.flavor), timeout_buffer=cfg.defaults.timeout_buffer
     ).timeout_seconds
@@ -122,7 +126,7 @@ async def test_submit_creates_a_job_with_the_padded_timeout_and_labels(backend, 
     assert labels["run"].startswith("acme-sft-")
     assert all(len(v) <= 63 for v in labels.values())
     assert raw["command"][:3] == ["uv", "run", str(paths.training_dir() / "sft_lora.py")]
-    backend.api.cancel_job(job_id=jobs[0].id, namespace=backend.namespace)
+    backend.api.cancel_job(job_id=train.id, namespace=backend.namespace)
 
 
 async def test_reschedule_changes_the_cron_and_the_preview(backend, cfg):

@@ -4,7 +4,7 @@ form, rerun and trigger against the real embedded server, with console jobs and 
 from __future__ import annotations
 
 from tests.ui.conftest import run_python, wait_for
-from textual.widgets import Input
+from textual.widgets import Checkbox, Input, Select
 
 from console import jobspec, paths
 from console.costs import format_duration
@@ -179,6 +179,10 @@ async def test_submit_rerun_and_trigger_confirmations_name_what_will_run(backend
         assert "weights to hf://ops/acme-lora" in text
         assert timeout in text
         assert cost in text
+        assert (
+            "first a CPU dataset preflight on cpu-basic (~$0.01); "
+            "the l4x1 job is submitted only after it passes"
+        ) in text
         await pilot.press("n")
         await wait_for(pilot, lambda: app.screen is app.screen_stack[0])
 
@@ -206,6 +210,25 @@ async def test_submit_rerun_and_trigger_confirmations_name_what_will_run(backend
         assert cost in text
         await pilot.press("n")
     assert [j.id for j in backend.api.list_jobs(namespace=backend.namespace)] == [job.id]
+
+
+async def test_the_preflight_is_on_by_default_for_every_gpu_flavor(backend, cfg):
+    app = ConsoleApp(cfg, backend, refresh_seconds=0.3, stream_metrics=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: app.refresher.refresh_count > 0)
+        await pilot.press("s")
+        await wait_for(pilot, lambda: _form_open(app))
+        form = _form(app)
+        await _type(pilot, form.query_one("#f-tenant", Input), "acme")
+        await _type(pilot, form.query_one("#f-dataset", Input), ACME)
+        flavors = [f.name for f in app.prices.gpu_flavors()]
+        assert flavors
+        for flavor in flavors:
+            form.query_one("#f-flavor", Select).value = flavor
+            await pilot.pause()
+            assert form.query_one("#f-preflight", Checkbox).value, flavor
+            if _error(app) == "":  # the model fits this flavor
+                assert "+ preflight ~$0.01" in str(form.query_one("#submit-estimate").render())
 
 
 async def test_a_hub_submission_without_a_destination_or_a_token_is_refused_in_the_form(backend, cfg):

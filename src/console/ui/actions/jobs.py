@@ -109,7 +109,10 @@ def _confirm_submit(app: ConsoleBase, result: SubmitResult | None) -> None:
     what = f"a scheduled job ({result.schedule})" if result.schedule else "a job now"
     details = submission_details(sub, result.request.tenant, app.prices)
     if result.preflight:
-        details.append("a CPU dataset preflight (~$0.01) runs first; training starts if it passes")
+        then = "the schedule is created" if result.schedule else f"the {sub.flavor} job is submitted"
+        details.append(
+            f"first a CPU dataset preflight on {jobspec.PREFLIGHT_FLAVOR} (~$0.01); {then} only after it passes"
+        )
     confirm_then_run(
         app,
         f"Submit {what}?",

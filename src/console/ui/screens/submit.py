@@ -2,7 +2,7 @@
 
 Fields: tenant, dataset, Hub repo (where the adapter is pushed), base model, model size, examples,
 epochs, flavor (with its price and fit), timeout (pre-filled with the padding rule's value and
-kept in step until edited), max steps, a CPU dataset preflight first, ssh on/off
+kept in step until edited), max steps, a CPU dataset preflight first (on by default), ssh on/off
 and an optional cron that makes it a scheduled job. The form refuses invalid input with the reason
 and only dismisses with a request that `jobspec` accepts.
 
@@ -123,9 +123,10 @@ class SubmitScreen(ModalScreen[SubmitResult | None]):
                 yield self._row(
                     "Cron", Input("", id="f-cron", placeholder="(run once now)", compact=True)
                 )
+                # every flavor offered here is a GPU one: check the data on a CPU first
                 yield Checkbox(
                     "CPU dataset preflight first (~$0.01)",
-                    value=False,
+                    value=True,
                     id="f-preflight",
                     compact=True,
                 )
