@@ -118,6 +118,14 @@ async def test_the_dataset_follows_the_tenant_and_another_tenants_dataset_is_ref
         assert _error(app) == ""
 
         await _type(pilot, form.query_one("#f-tenant", Input), "acme")
+        assert _field(app, "f-dataset") == ACME
+        # a tenant pasted and its dataset typed before the form saw the tenant change: it stays
+        form.query_one("#f-tenant", Input).value = "newco2"
+        form.query_one("#f-dataset", Input).value = "ops/newco2-chats"
+        await pilot.pause(0.1)
+        assert _field(app, "f-dataset") == "ops/newco2-chats"
+
+        await _type(pilot, form.query_one("#f-tenant", Input), "acme")
         await _type(pilot, form.query_one("#f-dataset", Input), GLOBEX)
         reason = f"dataset {GLOBEX} is tenant globex's: acme trains only on its own data"
         assert _error(app) == reason

@@ -7,10 +7,10 @@ and an optional cron that makes it a scheduled job. The form refuses invalid inp
 and only dismisses with a request that `jobspec` accepts.
 
 A job trains only its own tenant's data: the dataset and the Hub repo follow the tenant field
-(a tenant of the known fleet fills them from its request; any other tenant clears them), and a
-dataset another known tenant trains on is refused. On the hub backend a submission with no Hub
-repo or no token is refused here, before any job is created (both refusals are
-`jobspec.build_submission`'s, shown as the form's one-line error).
+(a tenant of the known fleet fills them from its request; any other tenant clears what the form
+filled in, not what was typed by hand), and a dataset another known tenant trains on is refused.
+On the hub backend a submission with no Hub repo or no token is refused here, before any job is
+created (both refusals are `jobspec.build_submission`'s, shown as the form's one-line error).
 """
 
 from __future__ import annotations
@@ -75,6 +75,8 @@ class SubmitScreen(ModalScreen[SubmitResult | None]):
         self.owners = jobspec.dataset_owners(self.known.values())
         self._tenant = initial.tenant
         """The tenant the dataset and Hub repo were last made to follow."""
+        self._filled = {field_id: getattr(initial, attr) or "" for field_id, attr in FOLLOW_TENANT}
+        """What the form itself last put in each field that follows the tenant."""
         self._timeout_edited = False
         self._auto_timeout = ""
 
@@ -254,19 +256,27 @@ class SubmitScreen(ModalScreen[SubmitResult | None]):
             value = event.value.strip()
             self._timeout_edited = bool(value) and value != self._auto_timeout
         elif event.input.id == "f-tenant":
-            self._follow_tenant(event.value.strip())
+            self._follow_tenant()
         self._recompute()
 
-    def _follow_tenant(self, tenant: str) -> None:
-        """The tenant changed: its own dataset and Hub repo from the fleet, or none (a dataset
-        typed after choosing the tenant stays: only a change of tenant touches them)."""
+    def _follow_tenant(self) -> None:
+        """The tenant changed: a known tenant's own dataset and Hub repo from the fleet; for any
+        other tenant, none in place of what the form filled in (one typed by hand stays: this
+        change may arrive after the user typed the dataset for the new tenant)."""
+        tenant = self._value("f-tenant")
         if tenant == self._tenant:
             return
         self._tenant = tenant
         request = self.known.get(tenant)
         for field_id, attr in FOLLOW_TENANT:
-            value = (getattr(request, attr) or "") if request is not None else ""
-            self.query_one(f"#{field_id}", Input).value = value
+            box = self.query_one(f"#{field_id}", Input)
+            if request is not None:
+                value = getattr(request, attr) or ""
+            elif box.value.strip() != self._filled[field_id].strip():
+                continue
+            else:
+                value = ""
+            box.value = self._filled[field_id] = value
 
     def on_select_changed(self, event: Select.Changed) -> None:
         self._recompute()
