@@ -146,7 +146,7 @@ class WhatIfScreen(ModalScreen[None]):
         self.error: str | None = None
 
     def _fleet(self, calibration: Calibration) -> FleetCosts:
-        return fleet_costs(
+        fleet = fleet_costs(
             self.scheduled_jobs,
             plan=self.cfg.plan,
             seats=self.cfg.seats,
@@ -155,6 +155,9 @@ class WhatIfScreen(ModalScreen[None]):
             calibration=calibration,
             timeout_buffer=self.cfg.defaults.timeout_buffer,
         )
+        # the timeout is padded as a submission pads it: by the configured overhead too
+        overhead = self.cfg.defaults.timeout_overhead_s
+        return replace(fleet, representative=replace(fleet.representative, timeout_overhead_s=overhead))
 
     # -- layout
 
