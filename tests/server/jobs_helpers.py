@@ -39,3 +39,18 @@ def wait_until(check: Callable[[], object], timeout: float = 10.0, interval: flo
         if time.monotonic() > deadline:
             raise AssertionError(f"condition not met within {timeout}s")
         time.sleep(interval)
+
+
+def job_processes(job_id: str) -> list[int]:
+    """The live processes of a job, as this machine sees them (a sandboxed job numbers its own
+    processes from 1 inside its PID namespace, so the pids it prints mean nothing out here)."""
+    import psutil
+
+    found = []
+    for proc in psutil.process_iter(["pid"]):
+        try:
+            if proc.status() != psutil.STATUS_ZOMBIE and proc.environ().get("JOB_ID") == job_id:
+                found.append(proc.pid)
+        except psutil.Error:
+            continue
+    return found

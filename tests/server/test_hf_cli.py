@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import json
 
-import psutil
 from huggingface_hub import HfApi
-from jobs_helpers import NAMESPACE, wait_stage, wait_until
+from jobs_helpers import NAMESPACE, job_processes, wait_stage, wait_until
 
 
 def test_run_follow_ps_inspect_logs(hf, api: HfApi) -> None:
@@ -43,13 +42,14 @@ def test_cancel_and_failures(hf, api: HfApi) -> None:
     job_id = job_id.strip()
     wait_stage(api, job_id, ("RUNNING",))
     stream = api.fetch_job_logs(job_id=job_id, follow=True, namespace=NAMESPACE)
-    pid = int(next(x for x in stream if x.startswith("pid")).split()[1])
+    next(x for x in stream if x.startswith("pid"))
     stream.close()
+    assert job_processes(job_id)
     running = json.loads(hf("jobs", "ps", "--json").stdout)
     assert [r["id"] for r in running] == [job_id]
     hf("jobs", "cancel", job_id)
     assert wait_stage(api, job_id).status.stage == "CANCELED"
-    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    assert job_processes(job_id) == []
 
     failed = hf("jobs", "run", "python:3.12", "python", "-c", "import sys; sys.exit(7)",
                 check=False)

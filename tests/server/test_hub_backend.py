@@ -27,6 +27,7 @@ from console import jobspec, paths
 from console.backend import HUB, connect
 from console.config import Config
 from console.jobspec import TrainingRequest
+from console.server import paths as server_paths
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="the hub wrapper is a bash script")
 
@@ -45,7 +46,7 @@ STANDIN = textwrap.dedent(
 )
 REQUEST = TrainingRequest(
     tenant="acme", dataset="ops/acme-chats", model_b=1.0, examples=300, epochs=1.0, flavor="t4-small",
-    max_steps=3, learning_rate=5e-3, trackio_project="console", env="prod",
+    max_steps=3, learning_rate=5e-3, trackio_project="console", env="prod", hub_model_id="ops/adapter-acme",
 )
 
 
@@ -123,7 +124,10 @@ def test_a_hub_submission_runs_its_shipped_script_and_reads_back_as_the_request(
     logs = list(hub.api.fetch_job_logs(job_id=job.id, namespace=hub.namespace))
     script_args = sub.command[sub.command.index(jobspec.SCRIPTS["sft"]) + 1 :]
     [script] = [line.split(" ", 1)[1] for line in logs if line.startswith("SCRIPT ")]
-    assert re.fullmatch(rf"{re.escape(os.environ['TMPDIR'])}/console-training\.\w+/{jobspec.SCRIPTS['sft']}", script)
+    # unpacked into the job's own temporary folder, thrown away with the job
+    job_tmp = re.escape(str(server_paths.job_workdir(job.id) / ".tmp"))
+    assert re.fullmatch(rf"{job_tmp}/console-training\.\w+/{jobspec.SCRIPTS['sft']}", script)
+    assert not server_paths.job_workdir(job.id).exists()
     assert "JOBKIT BESIDE True" in logs  # unpacked from the environment, with the shared package
     assert "ARGS " + " ".join(script_args) in logs
     assert "TOKEN ***" in logs and not any(server.token in line for line in logs)

@@ -26,7 +26,7 @@ def test_tiny_lora_run_pushes_to_the_local_artifact_store(api: HfApi) -> None:
     done = wait_stage(api, job.id)
     assert done.status.stage == "COMPLETED", (done.status, lines[-20:])
     assert lines[-1].startswith("VERDICT: PASS"), lines[-20:]
-    adapter = paths.artifacts_dir() / "acme-e2e"
+    adapter = paths.artifacts_dir() / "acme" / "acme-e2e"  # in its tenant's folder of the store
     assert (adapter / "adapter_model.safetensors").is_file()
     assert (adapter / "adapter_config.json").is_file()
     assert any(paths.trackio_dir().iterdir())  # metrics landed in the shared Trackio store

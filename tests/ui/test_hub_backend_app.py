@@ -5,6 +5,7 @@ from. (The shipped script is a stand-in: see tests/server/test_hub_backend.py.)"
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 
@@ -45,8 +46,8 @@ async def test_the_tui_on_the_hub_backend_shows_a_hub_job_its_log_and_no_metrics
     scripts.mkdir()
     (scripts / jobspec.SCRIPTS["sft"]).write_text(STANDIN, encoding="utf-8")
     request = TrainingRequest(tenant="acme", dataset="ops/acme-chats", examples=300, epochs=1.0,
-                              flavor="t4-small", max_steps=3)
-    sub = jobspec.build_submission(request, backend_kind=HUB, token=backend.api.token, script_dir=scripts)
+                              flavor="t4-small", max_steps=3, hub_model_id="ops/adapter-acme")
+    sub = jobspec.build_submission(request, backend_kind=HUB, token=os.environ["HF_TOKEN"], script_dir=scripts)
     job = backend.api.run_job(**sub.run_kwargs(), namespace=backend.namespace)
     await wait_thread(wait_stage, backend, job.id, ("COMPLETED",), 60)
 

@@ -12,14 +12,14 @@ from pathlib import Path
 from typing import Any
 
 
-def write_server_info(url: str, *, daemon: bool = False) -> Path:
+def write_server_info(url: str, *, daemon: bool = False, sandbox: str | None = None) -> Path:
     """Announce a server of this process in ``<data dir>/server.json`` (`daemon`: started in the
     background by a console, rather than by `console serve` in a terminal)."""
     from console.config import atomic_write_bytes
     from console.server import paths
 
     path = paths.server_info_path()
-    info = {"url": url, "pid": os.getpid(), "daemon": daemon, "started": time.time()}
+    info = {"url": url, "pid": os.getpid(), "daemon": daemon, "started": time.time(), "sandbox": sandbox}
     payload = json.dumps(info).encode()
     atomic_write_bytes(path, payload, mode=0o600)
     return path

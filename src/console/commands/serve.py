@@ -60,8 +60,12 @@ def run(args: argparse.Namespace) -> int:
         options.port = 0  # a daemon started by a console: any free port will do
     server = LocalServer(options)
 
+    from console.server import sandbox
+
+    isolation = sandbox.detect()
+
     def ready(url: str) -> None:
-        backend.write_server_info(url, daemon=args.daemon)
+        backend.write_server_info(url, daemon=args.daemon, sandbox=isolation.describe())
         if os.environ.get(server_paths.TOKEN_ENV):
             where, token_expr = f"${server_paths.TOKEN_ENV}", f"${server_paths.TOKEN_ENV}"
         else:
@@ -70,6 +74,12 @@ def run(args: argparse.Namespace) -> int:
         started = "started in the background" if args.daemon else "listening"
         print(f"Jobs server {started} on {url}", flush=True)
         print(f"  pid {os.getpid()}; `console server stop` stops it", flush=True)
+        if isolation.available:
+            print(f"  {isolation.describe()}", flush=True)
+        else:
+            print(f"WARNING: {isolation.describe()}. A job can then read this server's state and other",
+                  "jobs' files, and processes it detaches can outlive it (see RELIABILITY.md).",
+                  file=sys.stderr, flush=True)
         print(f"  namespace {cfg.namespace}; bearer token in {where}", flush=True)
         print(f"  hf CLI: HF_ENDPOINT={url} HF_TOKEN={token_expr} hf jobs ps -a", flush=True)
         if not args.daemon:

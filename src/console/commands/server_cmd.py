@@ -91,6 +91,8 @@ def run_status(args: argparse.Namespace) -> int:
     since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started)) if isinstance(started, (int, float)) else "?"
     print(f"Local Jobs server at {url}, pid {info.get('pid')}, running {how} since {since}")
     print(f"  log: {log_path()}")
+    if info.get("sandbox"):
+        print(f"  {info['sandbox']}")
     jobs = _active_jobs(args, url, token)
     print(f"  {len(jobs)} job(s) scheduling or running")
     for job in jobs:

@@ -7,7 +7,8 @@ Everything lives under :func:`console.paths.data_dir` (so `CONSOLE_DATA_DIR` mov
 - ``server/work/<job_id>/``  a job's throwaway working folder, deleted when the job ends
 - ``server/token``  the bearer token (mode 0600) unless `CONSOLE_SERVER_TOKEN` is set
 - ``server.json``  ``{"url", "pid"}`` of a running `console serve`, so several consoles share it
-- ``artifacts/``  the durable artifact store that stands in for the Hub (``$CONSOLE_ARTIFACTS_DIR``)
+- ``artifacts/<tenant>/``  the durable artifact store that stands in for the Hub, one folder per
+  tenant (a job sees its tenant's as ``$CONSOLE_ARTIFACTS_DIR``, and no other)
 - ``trackio/``  the shared Trackio store jobs log metrics to (``$TRACKIO_DIR``)
 """
 
@@ -56,6 +57,14 @@ def job_workdir(job_id: str) -> Path:
 def artifacts_dir() -> Path:
     """The durable folder standing in for the Hub (jobs see it as $CONSOLE_ARTIFACTS_DIR)."""
     return _made(paths.data_dir() / "artifacts")
+
+
+def tenant_artifacts_dir(tenant: str | None) -> Path:
+    """A tenant's folder of the artifact store (`_shared` for jobs without a tenant label)."""
+    name = (tenant or "").strip()
+    if not name or name in (".", "..") or "/" in name or "\0" in name:
+        name = "_shared"
+    return _made(artifacts_dir() / name)
 
 
 def trackio_dir() -> Path:

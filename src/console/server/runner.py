@@ -30,7 +30,7 @@ from typing import IO
 
 import psutil
 
-from console.server import paths
+from console.server import paths, sandbox
 from console.server.commands import plan_command
 from console.server.store import JobRecord, Store
 from console.server.wire import iso
@@ -79,7 +79,7 @@ def job_environment(job: JobRecord) -> dict[str, str]:
     first on PATH, then the job's `environment`, then its `secrets`, plus what the console's jobs
     rely on: $JOB_ID, $CONSOLE_ARTIFACTS_DIR (the local stand-in for the Hub), $TRACKIO_DIR (the
     shared Trackio store), PYTHONUNBUFFERED=1 so logs stream, and HF_HUB_OFFLINE=1 unless the job
-    sets it.
+    sets it. $CONSOLE_ARTIFACTS_DIR is the job's tenant's folder of the store (its `tenant` label).
     """
     env = {
         k: v for k, v in os.environ.items() if k in _PASS_ENV or k.startswith(_PASS_PREFIXES)
@@ -89,7 +89,8 @@ def job_environment(job: JobRecord) -> dict[str, str]:
     env["PYTHONUNBUFFERED"] = "1"
     env["HF_HUB_DISABLE_TELEMETRY"] = "1"
     env["JOB_ID"] = job.id
-    env["CONSOLE_ARTIFACTS_DIR"] = str(paths.artifacts_dir())
+    env["CONSOLE_ARTIFACTS_DIR"] = str(paths.tenant_artifacts_dir((job.labels or {}).get("tenant")))
+    env["TMPDIR"] = str(paths.job_workdir(job.id) / ".tmp")
     env["TRACKIO_DIR"] = str(paths.trackio_dir())
     user_env = dict(job.spec.get("environment") or {})
     env.update(user_env)
@@ -118,6 +119,25 @@ def _signal_group(pgid: int, sig: int) -> bool:
         return True
     except (ProcessLookupError, PermissionError):
         return False
+
+
+def _terminate(pgid: int) -> bool:
+    """Ask a job to stop (SIGTERM), as a container is asked before it is killed. In a sandbox the
+    signal goes to the job's own processes, not to bubblewrap around them: bubblewrap ending takes
+    the whole sandbox down at once, which is the SIGKILL that follows the grace period."""
+    try:
+        outer = psutil.Process(pgid)
+        if outer.name() == "bwrap":
+            inside = [p for p in outer.children(recursive=True) if p.name() != "bwrap"]
+            for proc in inside:
+                try:
+                    proc.send_signal(signal.SIGTERM)
+                except psutil.Error:
+                    pass
+            return True
+    except psutil.Error:
+        pass
+    return _signal_group(pgid, signal.SIGTERM)
 
 
 def _group_alive(pgid: int) -> bool:
@@ -185,7 +205,7 @@ class Runner:
                 if running.reason is None:
                     running.reason = "cancel"
                     running.term_sent_at = time.monotonic()
-                    _signal_group(running.popen.pid, signal.SIGTERM)
+                    _terminate(running.popen.pid)
                 self._wake.set()
                 return
         self.store.finish_job_if_active(job_id, "CANCELED", None, time.time())
@@ -233,7 +253,7 @@ class Runner:
                 if running.reason is None and now >= running.deadline:
                     running.reason = "timeout"
                     running.term_sent_at = now
-                    _signal_group(running.popen.pid, signal.SIGTERM)
+                    _terminate(running.popen.pid)
                 elif (
                     running.reason is not None
                     and running.term_sent_at is not None
@@ -271,13 +291,22 @@ class Runner:
             log_fh.write(log_event(f"===== {plan.note} =====") + "\n")
         log_fh.flush()
         started = time.time()
+        env = job_environment(job)
+        Path(env["TMPDIR"]).mkdir(parents=True, exist_ok=True)
+        isolation = sandbox.detect()
+        writable = [Path(env["CONSOLE_ARTIFACTS_DIR"]), paths.trackio_dir()]
+        if (uv_cache := sandbox.uv_cache_dir()) is not None:
+            writable.append(uv_cache)
+        argv = sandbox.wrap(plan.argv, isolation, workdir=workdir, writable=writable,
+                            hidden_files=sandbox.login_token_files())
         try:
             if plan.download:
                 _download(plan.download, workdir / plan.argv[1])
+            _check_executable(plan.argv[0], env.get("PATH", os.defpath), workdir)
             popen = subprocess.Popen(
-                plan.argv,
+                argv,
                 cwd=workdir,
-                env=job_environment(job),
+                env=env,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
@@ -312,7 +341,7 @@ class Runner:
             # Canceled between being picked from the queue and starting: kill what started.
             running.reason = "cancel"
             running.term_sent_at = time.monotonic()
-            _signal_group(popen.pid, signal.SIGTERM)
+            _terminate(popen.pid)
 
     def _finish(self, running: _Running, rc: int) -> None:
         job = running.job
@@ -369,7 +398,7 @@ class Runner:
         for running in items:
             if running.reason is None:
                 running.reason = "stop"
-            _signal_group(running.popen.pid, signal.SIGTERM)
+            _terminate(running.popen.pid)
         deadline = time.monotonic() + TERM_GRACE_SECONDS
         for running in items:
             remaining = max(0.0, deadline - time.monotonic())
@@ -444,6 +473,18 @@ def _append_log(job_id: str, text: str) -> None:
 def _download(url: str, dest: Path) -> None:
     with urllib.request.urlopen(url, timeout=30) as resp:  # noqa: S310 (http(s) only, see plan)
         dest.write_bytes(resp.read())
+
+
+def _check_executable(program: str, path: str, cwd: Path) -> None:
+    """Fail the way `exec` would, before the sandbox hides why (bubblewrap would exit 1)."""
+    if "/" in program:
+        target = Path(program) if Path(program).is_absolute() else cwd / program
+        if not target.exists():
+            raise FileNotFoundError(program)
+        if not os.access(target, os.X_OK) or target.is_dir():
+            raise PermissionError(program)
+    elif shutil.which(program, path=path) is None:
+        raise FileNotFoundError(program)
 
 
 def _launch_error(argv: list[str], exc: Exception) -> str:
