@@ -294,9 +294,7 @@ class Runner:
         env = job_environment(job)
         Path(env["TMPDIR"]).mkdir(parents=True, exist_ok=True)
         isolation = sandbox.detect()
-        writable = [Path(env["CONSOLE_ARTIFACTS_DIR"]), paths.trackio_dir()]
-        if (uv_cache := sandbox.uv_cache_dir()) is not None:
-            writable.append(uv_cache)
+        writable = [Path(env["CONSOLE_ARTIFACTS_DIR"]), paths.trackio_dir(), *sandbox.shared_caches()]
         argv = sandbox.wrap(plan.argv, isolation, workdir=workdir, writable=writable,
                             hidden_files=sandbox.login_token_files())
         try:

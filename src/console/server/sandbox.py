@@ -10,8 +10,11 @@ namespaces, a job runs:
   by an empty one (the server's database with every job's secrets, its bearer token, other jobs'
   folders and logs, other tenants' artifacts, the ledger: none of it is there), then only what the
   job may write bound back in: its own working folder, its tenant's artifact folder
-  (`$CONSOLE_ARTIFACTS_DIR`), the Trackio store (`$TRACKIO_DIR`), and uv's cache; the user's Hugging
-  Face login token files read as empty.
+  (`$CONSOLE_ARTIFACTS_DIR`), the Trackio store (`$TRACKIO_DIR`), and the download caches (uv, the
+  Hub's models and datasets); the user's Hugging Face login token files read as empty.
+
+Not isolated (said in RELIABILITY.md): the Trackio store and the download caches are shared by every
+job here; the network is the host's.
 
 Where no sandbox can run (no bwrap, or the kernel refuses user namespaces), jobs run as plain
 process groups: `console serve` and `console server status` say so loudly, and RELIABILITY.md says
@@ -122,6 +125,17 @@ def login_token_files() -> list[Path]:
     home = Path(os.environ.get("HF_HOME") or Path.home() / ".cache" / "huggingface")
     found = [home / "token", home / "stored_tokens", Path.home() / ".huggingface" / "token"]
     return [p for p in found if p.exists()]
+
+
+def shared_caches() -> list[Path]:
+    """Download caches a job may fill (uv's packages, the Hub's models and datasets): shared by
+    every job on this machine, as a local convenience (HF containers start empty)."""
+    caches = []
+    if (uv := uv_cache_dir()) is not None:
+        caches.append(uv)
+    home = Path(os.environ.get("HF_HOME") or Path.home() / ".cache" / "huggingface")
+    caches += [home / name for name in ("hub", "datasets", "xet") if (home / name).is_dir()]
+    return caches
 
 
 def uv_cache_dir() -> Path | None:
