@@ -257,9 +257,9 @@ async def test_hub_jobs_are_kept_without_their_shipped_script(backend, cfg):
 
     request = jobspec.TrainingRequest(
         tenant="acme", dataset="ops/acme-chats", model_b=1.0, examples=500, epochs=1.0,
-        flavor="l4x1", env="prod",
+        flavor="l4x1", env="prod", hub_model_id="ops/adapter-acme",
     )
-    sub = jobspec.build_submission(request, backend_kind="hub", token=None)
+    sub = jobspec.build_submission(request, backend_kind="hub", token="hf_not_a_real_token")
     kwargs = sub.scheduled_kwargs("0 3 * * 1", suspend=True)
     kwargs.pop("name", None)
     sj = backend.api.create_scheduled_job(**kwargs, namespace=backend.namespace)
