@@ -60,7 +60,10 @@ def _init(args: argparse.Namespace) -> int:
             value = getattr(args, key)
             if value is not None:
                 cfgmod.set_value(cfg, key, json.dumps(value))
-        cfgmod.save(cfg, target)
+        try:
+            cfgmod.save(cfg, target)
+        except OSError as exc:
+            raise CommandError(f"{target}: not written: {exc.strerror or exc}") from None
     except cfgmod.ConfigError as exc:
         raise CommandError(str(exc)) from None
     print(f"wrote {target}")
@@ -116,6 +119,8 @@ def _change(args: argparse.Namespace, apply) -> int:
         msg = str(exc)
         where = str(cfg.path)
         raise CommandError(msg if msg.startswith(where) else f"{where}: {msg}") from None
+    except OSError as exc:  # a full disk, a read-only folder: the file is left as it was
+        raise CommandError(f"{cfg.path}: not saved: {exc.strerror or exc}") from None
     value = cfgmod._get_attr(cfg, args.key)
     print(f"{args.key} = {'(unset)' if value is None else json.dumps(value)}  ({path})")
     return 0

@@ -20,8 +20,10 @@ message names what is unsupported.
 from __future__ import annotations
 
 import asyncio
+import errno
 import hmac
 import json
+import sqlite3
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from email.utils import formatdate
@@ -54,6 +56,15 @@ LOG_POLL_SECONDS = 0.05
 _SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 Handler = Callable[[Request], Awaitable[Response]]
+MAX_BODY_BYTES = 8 * 1024 * 1024
+"""The largest request body read (a job spec with its environment is a few KB; 413 beyond)."""
+
+
+def disk_full(exc: BaseException) -> bool:
+    """An error that means the disk (or the user's quota) is full."""
+    if isinstance(exc, OSError):
+        return exc.errno in (errno.ENOSPC, errno.EDQUOT)
+    return isinstance(exc, sqlite3.Error) and "full" in str(exc).lower()
 
 
 def _error(status: int, message: str) -> JSONResponse:
@@ -86,11 +97,24 @@ def create_app(service: JobsService, token: str) -> Any:
                 return await fn(request)
             except ApiError as exc:
                 return _error(exc.status, exc.message)
+            except (sqlite3.Error, OSError) as exc:
+                if not disk_full(exc):
+                    raise
+                return _error(507, "disk full: the Jobs server cannot write its state; free space in its data folder")
 
         return handler
 
     async def body_json(request: Request) -> Any:
-        raw = await request.body()
+        declared = request.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+            raise ApiError(413, f"the request body is over {MAX_BODY_BYTES // (1024 * 1024)} MiB")
+        chunks, size = [], 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > MAX_BODY_BYTES:
+                raise ApiError(413, f"the request body is over {MAX_BODY_BYTES // (1024 * 1024)} MiB")
+            chunks.append(chunk)
+        raw = b"".join(chunks)
         if not raw:
             return None
         try:
@@ -338,6 +362,29 @@ class _LineReader:
             self.fh.close()
 
 
+def tail_lines(path: Path, count: int, block: int = 64 * 1024) -> tuple[list[bytes], int]:
+    """The last `count` complete lines of a file, read backwards a block at a time, and the offset
+    just past them (where following the file goes on). A missing file has none."""
+    try:
+        fh = open(path, "rb")  # noqa: SIM115
+    except FileNotFoundError:
+        return [], 0
+    with fh:
+        end = fh.seek(0, 2)
+        data = b""
+        pos = end
+        while pos > 0 and data.count(b"\n") <= count:
+            step = min(block, pos)
+            pos -= step
+            fh.seek(pos)
+            data = fh.read(step) + data
+    complete = data.rfind(b"\n") + 1  # a last line still being written is not sent yet
+    lines = [line for line in data[:complete].split(b"\n") if line]
+    if pos > 0 and lines:  # the first piece may be the end of a line that began before `pos`
+        lines = lines[1:]
+    return (lines[-count:] if count else []), end - (len(data) - complete)
+
+
 # Line breaks a JSON string may hold raw but that line-splitting SSE clients (httpx's
 # `iter_lines`, like `str.splitlines`) break lines at: NEL, LINE and PARAGRAPH SEPARATOR. Sent
 # raw, a job printing one would split its event in two and end the client's stream with a JSON
@@ -359,8 +406,8 @@ async def _log_events(service: JobsService, job_id: str, tail: int | None) -> As
     last_sent = time.monotonic()
     try:
         if tail is not None:
-            lines = reader.read_all_lines()
-            lines = lines[-tail:] if tail else []
+            # from the end of the file, off the event loop: a 500 MB log costs a few blocks
+            lines, reader.pos = await asyncio.to_thread(tail_lines, reader.path, tail)
             if lines:
                 yield _sse(lines)
         while True:

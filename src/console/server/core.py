@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from console.server import paths
-from console.server.runner import Runner
+from console.server.runner import LOG_CAP_BYTES, Runner
 from console.server.scheduler import Scheduler, is_valid_schedule, next_run_after
 from console.server.store import (
     ACTIVE_STAGES,
@@ -26,7 +26,8 @@ from console.server.store import (
 from console.server.wire import ApiError, dumps_bytes, job_json, parse_job_spec, parse_labels
 
 STAGES = (*ACTIVE_STAGES, *TERMINAL_STAGES)
-_RENDER_CACHE_MAX = 200_000
+RENDER_CACHE_BYTES = 64 * 1024 * 1024
+"""The rendered JSON of finished jobs kept for listing, at most this many bytes (oldest first out)."""
 
 
 def new_id() -> str:
@@ -39,6 +40,7 @@ class ServiceSettings:
     namespace: str
     max_running_jobs: int = 2
     python_mode: str = "self"
+    log_cap_bytes: int = LOG_CAP_BYTES
 
 
 class JobsService:
@@ -49,11 +51,13 @@ class JobsService:
         self.namespace = settings.namespace
         self.store = Store(db_path or paths.db_path())
         self.runner = Runner(
-            self.store, max_running=settings.max_running_jobs, python_mode=settings.python_mode
+            self.store, max_running=settings.max_running_jobs, python_mode=settings.python_mode,
+            log_cap_bytes=settings.log_cap_bytes,
         )
         self.scheduler = Scheduler(self.store, self._fire_scheduled)
         self._started = False
         self._rendered: dict[str, bytes] = {}
+        self._rendered_bytes = 0
 
     def start(self) -> None:
         if self._started:
@@ -182,11 +186,24 @@ class JobsService:
                     continue
                 doc = dumps_bytes(self.present(job))
                 if job.stage in TERMINAL_STAGES:
-                    if len(cache) >= _RENDER_CACHE_MAX:
-                        cache.clear()
-                    cache[job_id] = doc
+                    self._remember(job_id, doc)
             parts.append(doc)
         return b"[" + b",".join(parts) + b"]", next_cursor
+
+    def _remember(self, job_id: str, doc: bytes) -> None:
+        """Keep a finished job's JSON, dropping the oldest kept ones past RENDER_CACHE_BYTES."""
+        cache = self._rendered
+        self._forget(job_id)
+        cache[job_id] = doc
+        self._rendered_bytes += len(doc)
+        while self._rendered_bytes > RENDER_CACHE_BYTES and cache:
+            oldest = next(iter(cache))
+            self._forget(oldest)
+
+    def _forget(self, job_id: str) -> None:
+        doc = self._rendered.pop(job_id, None)
+        if doc is not None:
+            self._rendered_bytes -= len(doc)
 
     def cancel_job(self, job_id: str) -> None:
         self._job(job_id)
@@ -207,7 +224,7 @@ class JobsService:
             raise ApiError(400, 'the body must be {"labels": {...}}')
         labels = parse_labels(body["labels"])
         self.store.set_job_labels(job_id, labels)
-        self._rendered.pop(job_id, None)
+        self._forget(job_id)
         return self._job(job_id)
 
     # -- scheduled jobs --------------------------------------------------------------------

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import tempfile
 from pathlib import Path
 
 from console import paths
@@ -82,7 +83,11 @@ def server_info_path() -> Path:
 
 
 def load_or_create_token() -> str:
-    """The server's bearer token: $CONSOLE_SERVER_TOKEN, else the token file (created 0600 once)."""
+    """The server's bearer token: $CONSOLE_SERVER_TOKEN, else the token file (created 0600 once).
+
+    The file appears whole or not at all (written aside, then linked into place), so a start that
+    fails half-way (a full disk) never leaves an empty token that would lock every client out; an
+    empty one left by an older version is replaced."""
     env = os.environ.get(TOKEN_ENV)
     if env:
         return env.strip()
@@ -94,15 +99,26 @@ def load_or_create_token() -> str:
     except FileNotFoundError:
         pass
     token = "console_" + secrets.token_urlsafe(32)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".token.")  # 0600
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:  # another server created it a moment ago
-        return path.read_text(encoding="utf-8").strip()
-    try:
-        os.write(fd, (token + "\n").encode("ascii"))
+        try:
+            os.write(fd, (token + "\n").encode("ascii"))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        try:
+            os.link(tmp, path)  # only if no other server created one meanwhile
+        except FileExistsError:
+            existing = path.read_text(encoding="utf-8").strip()
+            if existing:
+                return existing
+            os.replace(tmp, path)
+        return token
     finally:
-        os.close(fd)
-    return token
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
 
 
 def read_token() -> str | None:

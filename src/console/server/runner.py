@@ -14,16 +14,19 @@ after a crash does the same for the groups recorded in the database (see :meth:`
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import threading
 import time
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -42,6 +45,9 @@ HEARTBEAT_SECONDS = 2.0
 """How often the runner records that its running jobs are alive: a job the server loses (a crash,
 a kill) is billed until its last heartbeat, at most this much short of the truth."""
 TERM_GRACE_SECONDS = 3.0
+LOG_CAP_BYTES = 512 * 1024 * 1024
+"""A job's log keeps at most this much (then one marker line); the job itself runs on."""
+DISK_FULL_MESSAGE = "disk full: the job's log could not be written"
 _MAX_LINE_BYTES = 64 * 1024
 _PASS_ENV = {
     "PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "SHELL", "TERM",
@@ -105,7 +111,7 @@ class _Running:
     job: JobRecord
     popen: subprocess.Popen[bytes]
     workdir: Path
-    log_fh: IO[str]
+    log_fh: IO[bytes]
     deadline: float
     pump: threading.Thread
     redact: list[str] = field(default_factory=list)
@@ -154,8 +160,9 @@ class Runner:
     """Starts, watches, times out and cancels job processes (one background thread)."""
 
     def __init__(self, store: Store, *, max_running: int = 2, python_mode: str = "self",
-                 poll_interval: float = 0.05) -> None:
+                 poll_interval: float = 0.05, log_cap_bytes: int = LOG_CAP_BYTES) -> None:
         self.store = store
+        self.log_cap_bytes = log_cap_bytes
         self.max_running = max(1, max_running)
         self.python_mode = python_mode
         self.poll_interval = poll_interval
@@ -276,20 +283,33 @@ class Runner:
 
     def _launch(self, job: JobRecord, *, retry: bool = False) -> None:
         workdir = paths.job_workdir(job.id)
-        shutil.rmtree(workdir, ignore_errors=True)
-        workdir.mkdir(parents=True)
-        log_fh = open(paths.log_path(job.id), "a", encoding="utf-8")  # noqa: SIM115
-        attempts = int(job.spec.get("attempts", 1))
-        if retry:
-            log_fh.write(log_event(f"===== Retrying: attempt {job.attempt} of {attempts} =====")
-                         + "\n")
-        else:
-            log_fh.write(log_event(f"===== Job started at {iso(time.time())} =====") + "\n")
         argv = list(job.spec["command"]) + list(job.spec.get("arguments") or [])
         plan = plan_command(argv, self.python_mode)
-        if plan.note:
-            log_fh.write(log_event(f"===== {plan.note} =====") + "\n")
-        log_fh.flush()
+        attempts = int(job.spec.get("attempts", 1))
+        if retry:
+            header = f"===== Retrying: attempt {job.attempt} of {attempts} ====="
+        else:
+            header = f"===== Job started at {iso(time.time())} ====="
+        lines = [header] + ([f"===== {plan.note} ====="] if plan.note else [])
+        try:
+            shutil.rmtree(workdir, ignore_errors=True)
+            workdir.mkdir(parents=True)
+            log_fh = open(paths.log_path(job.id), "ab", buffering=0)  # noqa: SIM115
+            try:
+                _write_whole(log_fh, "".join(log_event(line) + "\n" for line in lines))
+            except OSError:
+                log_fh.close()
+                raise
+        except OSError as exc:  # a full disk: the job cannot even be logged, so it does not start
+            shutil.rmtree(workdir, ignore_errors=True)
+            reason = DISK_FULL_MESSAGE if exc.errno in (errno.ENOSPC, errno.EDQUOT) else f"Job failed to start: {exc}"
+            try:
+                if job.started_at is None:
+                    self.store.update_job(job.id, started_at=time.time())
+                self.store.finish_job_if_active(job.id, "ERROR", reason, time.time())
+            except (sqlite3.Error, OSError):
+                log.warning("job %s could not start and could not be recorded: %s", job.id, exc)
+            return
         started = time.time()
         env = job_environment(job)
         Path(env["TMPDIR"]).mkdir(parents=True, exist_ok=True)
@@ -313,7 +333,10 @@ class Runner:
             )
         except (OSError, ValueError) as exc:
             reason = _launch_error(plan.argv, exc)
-            log_fh.write(log_event(reason) + "\n")
+            try:
+                _write_whole(log_fh, log_event(reason) + "\n")
+            except OSError:
+                pass
             log_fh.close()
             shutil.rmtree(workdir, ignore_errors=True)
             if job.started_at is None:
@@ -321,10 +344,8 @@ class Runner:
             self.store.finish_job_if_active(job.id, "ERROR", reason, time.time())
             return
         redact = sorted((v for v in job.secrets.values() if len(v) >= 4), key=len, reverse=True)
-        pump = threading.Thread(
-            target=_pump, args=(popen, log_fh, redact), name=f"console-job-log-{job.id}",
-            daemon=True,
-        )
+        sink = _LogSink(log_fh, redact, self.log_cap_bytes, lambda exc, job_id=job.id: self._log_failed(job_id, exc))
+        pump = threading.Thread(target=_pump, args=(popen, sink), name=f"console-job-log-{job.id}", daemon=True)
         timeout = float(job.spec.get("timeoutSeconds") or 1800)
         running = _Running(
             job=job, popen=popen, workdir=workdir, log_fh=log_fh,
@@ -356,25 +377,46 @@ class Runner:
         except OSError:
             pass
         shutil.rmtree(running.workdir, ignore_errors=True)
-        with self._lock:
-            self._active.pop(job.id, None)
         stage, message = self._outcome(running, rc)
         attempts = int(job.spec.get("attempts", 1))
         if (
             stage == "ERROR" and running.reason is None and job.attempt < attempts
             and not self._stopping.is_set()
         ):
+            with self._lock:
+                self._active.pop(job.id, None)
             job.attempt += 1
             self.store.update_job(job.id, attempt=job.attempt)
             self._launch(job, retry=True)
             return
-        # (A job canceled while it was being launched is CANCELED already: this is then a no-op.)
-        self.store.finish_job_if_active(job.id, stage, message, time.time())
-        self.store.update_job(job.id, pid=None, pgid=None)
+        # The job leaves the active set only once its end is recorded: if the database cannot take
+        # the write (a full disk), it stays, and the next tick tries again.
+        try:
+            # (A job canceled while it was being launched is CANCELED already: this is a no-op.)
+            self.store.finish_job_if_active(job.id, stage, message, time.time())
+            self.store.update_job(job.id, pid=None, pgid=None)
+        except (sqlite3.Error, OSError) as exc:
+            log.warning("job %s ended %s but could not be recorded yet: %s", job.id, stage, exc)
+            return
+        with self._lock:
+            self._active.pop(job.id, None)
+
+    def _log_failed(self, job_id: str, exc: OSError) -> None:
+        """The job's log cannot be written (a full disk): end it ERROR rather than run it blind."""
+        log.warning("job %s: writing its log failed: %s", job_id, exc)
+        with self._lock:
+            running = self._active.get(job_id)
+        if running is not None and running.reason is None:
+            running.reason = "disk full"
+            running.term_sent_at = time.monotonic()
+            _terminate(running.popen.pid)
+            self._wake.set()
 
     def _outcome(self, running: _Running, rc: int) -> tuple[str, str | None]:
         if running.reason == "cancel":
             return "CANCELED", None
+        if running.reason == "disk full":
+            return "ERROR", DISK_FULL_MESSAGE
         if running.reason == "timeout":
             timeout = float(running.job.spec.get("timeoutSeconds") or 1800)
             return "ERROR", f"Job timed out after {format_seconds(timeout)} (timeoutSeconds)"
@@ -408,8 +450,60 @@ class Runner:
             self._finish(running, rc)
 
 
-def _pump(popen: subprocess.Popen[bytes], fh: IO[str], redact: list[str]) -> None:
-    """Copy a job's output to its log file, one JSON event per line."""
+class _LogSink:
+    """Where a job's output goes: its log file, one whole JSON event per line, at most `cap` bytes.
+
+    Past the cap one marker line says so and further output is read and dropped (the job is not
+    slowed or stopped by its own verbosity). A write that fails (a full disk) calls `on_failure`
+    once: the runner then ends the job ERROR "disk full" rather than let it run unlogged."""
+
+    def __init__(self, fh: IO[bytes], redact: list[str], cap: int, on_failure: Callable[[OSError], None]) -> None:
+        self.fh = fh
+        self.redact = redact
+        self.cap = cap
+        self.on_failure = on_failure
+        self.written = 0
+        self.full = False
+        self.failed = False
+
+    def write(self, lines: list[bytes]) -> None:
+        if self.full or self.failed or not lines:
+            return
+        text = _events(lines, self.redact)
+        size = len(text.encode("utf-8"))
+        if self.written + size > self.cap:
+            cap = f"{self.cap / (1024 * 1024):g} MiB"
+            text = log_event(f"===== log cut at {cap}: later output is not kept =====") + "\n"
+            self.full = True
+        try:
+            _write_whole(self.fh, text)
+        except OSError as exc:
+            self.failed = True
+            self.on_failure(exc)
+            return
+        self.written += size
+
+
+def _write_whole(fh: IO[bytes], text: str) -> None:
+    """Append whole events or nothing: a write cut short (a full disk) is taken back, so the log
+    never ends in half a JSON line. `fh` is unbuffered, opened for appending."""
+    data = text.encode("utf-8")
+    fd = fh.fileno()
+    start = os.lseek(fd, 0, os.SEEK_END)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    except OSError:
+        try:
+            os.ftruncate(fd, start)
+        except OSError:
+            pass
+        raise
+
+
+def _pump(popen: subprocess.Popen[bytes], sink: _LogSink) -> None:
+    """Copy a job's output to its log, one JSON event per line (see _LogSink)."""
     assert popen.stdout is not None
     stream = popen.stdout
     buf = b""
@@ -426,13 +520,9 @@ def _pump(popen: subprocess.Popen[bytes], fh: IO[str], redact: list[str]) -> Non
             while len(buf) > _MAX_LINE_BYTES:
                 lines.append(buf[:_MAX_LINE_BYTES])
                 buf = buf[_MAX_LINE_BYTES:]
-            if lines:
-                fh.write(_events(lines, redact))
-                fh.flush()
-        if buf:
-            fh.write(_events([buf], redact))
-            fh.flush()
-    except (OSError, ValueError):
+            sink.write(lines)
+        sink.write([buf] if buf else [])
+    except ValueError:
         pass
     finally:
         try:
@@ -461,11 +551,34 @@ def _events(lines: list[bytes], redact: list[str]) -> str:
 
 
 def _append_log(job_id: str, text: str) -> None:
+    """Add one event to a job's log after the fact, dropping a half-written last event first
+    (what a crash or a full disk can leave), so every line of the log stays whole JSON."""
     try:
-        with open(paths.log_path(job_id), "a", encoding="utf-8") as fh:
-            fh.write(log_event(text) + "\n")
+        with open(paths.log_path(job_id), "ab+", buffering=0) as fh:
+            _drop_partial_event(fh)
+            _write_whole(fh, log_event(text) + "\n")
     except OSError:
         pass
+
+
+def _drop_partial_event(fh: IO[bytes]) -> None:
+    """Cut a log back to its last complete line (a no-op when it ends with a newline)."""
+    end = fh.seek(0, os.SEEK_END)
+    if end == 0:
+        return
+    pos = end
+    while pos > 0:
+        step = min(65536, pos)
+        fh.seek(pos - step)
+        chunk = fh.read(step)
+        cut = chunk.rfind(b"\n")
+        if cut == step - 1 and pos == end:
+            return  # ends with a newline: whole
+        if cut >= 0:
+            fh.truncate(pos - step + cut + 1)
+            return
+        pos -= step
+    fh.truncate(0)
 
 
 def _download(url: str, dest: Path) -> None:

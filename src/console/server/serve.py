@@ -40,6 +40,8 @@ class ServerOptions:
     python_mode: str = "self"
     token: str | None = None
     """None: $CONSOLE_SERVER_TOKEN or the token file under the data folder (created if needed)."""
+    log_cap_bytes: int | None = None
+    """Bytes of output kept per job log (None: the runner's LOG_CAP_BYTES)."""
     faults: bool = False
     """Arm the fault-injection hooks (console.server.faults); also on with $CONSOLE_SERVER_FAULTS=1.
     Off for every real use: tests turn it on."""
@@ -72,6 +74,7 @@ class LocalServer:
                 namespace=options.namespace,
                 max_running_jobs=options.max_running_jobs,
                 python_mode=options.python_mode,
+                **({"log_cap_bytes": options.log_cap_bytes} if options.log_cap_bytes else {}),
             )
         )
         self.app = create_app(self.service, self.token)

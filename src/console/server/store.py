@@ -210,7 +210,8 @@ class Store:
                 )
                 self._db.execute("COMMIT")
             except BaseException:
-                self._db.execute("ROLLBACK")
+                if self._db.in_transaction:  # a failed COMMIT (a full disk) has rolled back already
+                    self._db.execute("ROLLBACK")
                 raise
         return job
 
@@ -240,7 +241,8 @@ class Store:
                     n += 1
                 self._db.execute("COMMIT")
             except BaseException:
-                self._db.execute("ROLLBACK")
+                if self._db.in_transaction:  # a failed COMMIT (a full disk) has rolled back already
+                    self._db.execute("ROLLBACK")
                 raise
         return n
 
@@ -375,7 +377,8 @@ class Store:
                 )
                 self._db.execute("COMMIT")
             except BaseException:
-                self._db.execute("ROLLBACK")
+                if self._db.in_transaction:  # a failed COMMIT (a full disk) has rolled back already
+                    self._db.execute("ROLLBACK")
                 raise
 
     def count_active_for_schedule(self, scheduled_job_id: str) -> int:
