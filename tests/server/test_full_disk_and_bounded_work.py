@@ -18,7 +18,8 @@ from jobs_helpers import NAMESPACE, make_server, wait_stage
 
 from console.server import paths
 from console.server.app import MAX_BODY_BYTES, tail_lines
-from console.server.runner import DISK_FULL_MESSAGE, _append_log
+from console.server.joblog import append_log
+from console.server.runner import DISK_FULL_MESSAGE
 
 
 def _py(api: HfApi, code: str, **kw):
@@ -43,7 +44,7 @@ def test_a_log_cut_mid_event_is_repaired_before_anything_is_added(tmp_path) -> N
     job_id = "0" * 24
     whole = json.dumps({"data": "line one", "timestamp": "2026-12-03T10:00:00Z"})
     paths.log_path(job_id).write_text(whole + "\n" + '{"data": "line tw')  # a crash mid-write
-    _append_log(job_id, "===== the server stopped while the job was running =====")
+    append_log(job_id, "===== the server stopped while the job was running =====")
     lines = paths.log_path(job_id).read_text().splitlines()
     assert [json.loads(line)["data"] for line in lines] == [
         "line one", "===== the server stopped while the job was running =====",

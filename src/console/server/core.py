@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from console.server import paths
-from console.server.runner import LOG_CAP_BYTES, Runner
+from console.server.joblog import LOG_CAP_BYTES
+from console.server.runner import Runner
 from console.server.scheduler import Scheduler, is_valid_schedule, next_run_after
 from console.server.store import (
     ACTIVE_STAGES,

@@ -15,7 +15,6 @@ after a crash does the same for the groups recorded in the database (see :meth:`
 from __future__ import annotations
 
 import errno
-import json
 import logging
 import os
 import shutil
@@ -26,7 +25,6 @@ import sys
 import threading
 import time
 import urllib.request
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -35,6 +33,7 @@ import psutil
 
 from console.server import paths, sandbox
 from console.server.commands import plan_command
+from console.server.joblog import LOG_CAP_BYTES, LogSink, append_log, log_event, pump, write_whole
 from console.server.store import JobRecord, Store
 from console.server.wire import iso
 
@@ -45,10 +44,7 @@ HEARTBEAT_SECONDS = 2.0
 """How often the runner records that its running jobs are alive: a job the server loses (a crash,
 a kill) is billed until its last heartbeat, at most this much short of the truth."""
 TERM_GRACE_SECONDS = 3.0
-LOG_CAP_BYTES = 512 * 1024 * 1024
-"""A job's log keeps at most this much (then one marker line); the job itself runs on."""
 DISK_FULL_MESSAGE = "disk full: the job's log could not be written"
-_MAX_LINE_BYTES = 64 * 1024
 _PASS_ENV = {
     "PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "SHELL", "TERM",
     "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "HF_HOME",
@@ -70,12 +66,6 @@ def format_seconds(seconds: float) -> str:
     h, rest = divmod(s, 3600)
     m = rest // 60
     return f"{h}h {m}m" if m else f"{h}h"
-
-
-def log_event(text: str, ts: float | None = None) -> str:
-    """One stored log line: the JSON the SSE stream sends after `data: `."""
-    return json.dumps({"data": text, "timestamp": iso(time.time() if ts is None else ts)},
-                      ensure_ascii=False)
 
 
 def job_environment(job: JobRecord) -> dict[str, str]:
@@ -195,7 +185,7 @@ class Runner:
             if job.pgid:
                 _kill_leftover_group(job.pgid, job.id)
             if self.store.finish_job_at_last_sight(job.id, "ERROR", SERVER_STOPPED_MESSAGE):
-                _append_log(job.id, f"===== {SERVER_STOPPED_MESSAGE} =====")
+                append_log(job.id, f"===== {SERVER_STOPPED_MESSAGE} =====")
         for leftover in paths.work_root().iterdir():
             shutil.rmtree(leftover, ignore_errors=True)
 
@@ -296,7 +286,7 @@ class Runner:
             workdir.mkdir(parents=True)
             log_fh = open(paths.log_path(job.id), "ab", buffering=0)  # noqa: SIM115
             try:
-                _write_whole(log_fh, "".join(log_event(line) + "\n" for line in lines))
+                write_whole(log_fh, "".join(log_event(line) + "\n" for line in lines))
             except OSError:
                 log_fh.close()
                 raise
@@ -334,7 +324,7 @@ class Runner:
         except (OSError, ValueError) as exc:
             reason = _launch_error(plan.argv, exc)
             try:
-                _write_whole(log_fh, log_event(reason) + "\n")
+                write_whole(log_fh, log_event(reason) + "\n")
             except OSError:
                 pass
             log_fh.close()
@@ -344,16 +334,16 @@ class Runner:
             self.store.finish_job_if_active(job.id, "ERROR", reason, time.time())
             return
         redact = sorted((v for v in job.secrets.values() if len(v) >= 4), key=len, reverse=True)
-        sink = _LogSink(log_fh, redact, self.log_cap_bytes, lambda exc, job_id=job.id: self._log_failed(job_id, exc))
-        pump = threading.Thread(target=_pump, args=(popen, sink), name=f"console-job-log-{job.id}", daemon=True)
+        sink = LogSink(log_fh, redact, self.log_cap_bytes, lambda exc, job_id=job.id: self._log_failed(job_id, exc))
+        pump_thread = threading.Thread(target=pump, args=(popen, sink), name=f"console-job-log-{job.id}", daemon=True)
         timeout = float(job.spec.get("timeoutSeconds") or 1800)
         running = _Running(
             job=job, popen=popen, workdir=workdir, log_fh=log_fh,
-            deadline=time.monotonic() + timeout, pump=pump, redact=redact,
+            deadline=time.monotonic() + timeout, pump=pump_thread, redact=redact,
         )
         with self._lock:
             self._active[job.id] = running
-        pump.start()
+        pump_thread.start()
         if job.started_at is None:
             job.started_at = started
         if not self.store.mark_running(job.id, popen.pid, job.started_at, job.attempt):
@@ -448,137 +438,6 @@ class Runner:
                 _signal_group(running.popen.pid, signal.SIGKILL)
                 rc = running.popen.wait()
             self._finish(running, rc)
-
-
-class _LogSink:
-    """Where a job's output goes: its log file, one whole JSON event per line, at most `cap` bytes.
-
-    Past the cap one marker line says so and further output is read and dropped (the job is not
-    slowed or stopped by its own verbosity). A write that fails (a full disk) calls `on_failure`
-    once: the runner then ends the job ERROR "disk full" rather than let it run unlogged."""
-
-    def __init__(self, fh: IO[bytes], redact: list[str], cap: int, on_failure: Callable[[OSError], None]) -> None:
-        self.fh = fh
-        self.redact = redact
-        self.cap = cap
-        self.on_failure = on_failure
-        self.written = 0
-        self.full = False
-        self.failed = False
-
-    def write(self, lines: list[bytes]) -> None:
-        if self.full or self.failed or not lines:
-            return
-        text = _events(lines, self.redact)
-        size = len(text.encode("utf-8"))
-        if self.written + size > self.cap:
-            cap = f"{self.cap / (1024 * 1024):g} MiB"
-            text = log_event(f"===== log cut at {cap}: later output is not kept =====") + "\n"
-            self.full = True
-        try:
-            _write_whole(self.fh, text)
-        except OSError as exc:
-            self.failed = True
-            self.on_failure(exc)
-            return
-        self.written += size
-
-
-def _write_whole(fh: IO[bytes], text: str) -> None:
-    """Append whole events or nothing: a write cut short (a full disk) is taken back, so the log
-    never ends in half a JSON line. `fh` is unbuffered, opened for appending."""
-    data = text.encode("utf-8")
-    fd = fh.fileno()
-    start = os.lseek(fd, 0, os.SEEK_END)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-    except OSError:
-        try:
-            os.ftruncate(fd, start)
-        except OSError:
-            pass
-        raise
-
-
-def _pump(popen: subprocess.Popen[bytes], sink: _LogSink) -> None:
-    """Copy a job's output to its log, one JSON event per line (see _LogSink)."""
-    assert popen.stdout is not None
-    stream = popen.stdout
-    buf = b""
-    try:
-        while True:
-            chunk = stream.read1(65536)  # type: ignore[attr-defined]
-            if not chunk:
-                break
-            buf += chunk
-            lines = buf.split(b"\n")
-            buf = lines.pop()
-            if any(len(line) > _MAX_LINE_BYTES for line in lines):
-                lines = [piece for line in lines for piece in _pieces(line)]
-            while len(buf) > _MAX_LINE_BYTES:
-                lines.append(buf[:_MAX_LINE_BYTES])
-                buf = buf[_MAX_LINE_BYTES:]
-            sink.write(lines)
-        sink.write([buf] if buf else [])
-    except ValueError:
-        pass
-    finally:
-        try:
-            stream.close()
-        except OSError:
-            pass
-
-
-def _pieces(line: bytes) -> list[bytes]:
-    """A line cut into log events of at most _MAX_LINE_BYTES (a 10 MB line is 160 events)."""
-    return [line[i : i + _MAX_LINE_BYTES] for i in range(0, len(line), _MAX_LINE_BYTES)] or [line]
-
-
-def _events(lines: list[bytes], redact: list[str]) -> str:
-    ts = iso(time.time())
-    out = []
-    for raw in lines:
-        text = raw.decode("utf-8", "replace")
-        if text.endswith("\r"):
-            text = text[:-1]
-        for secret in redact:
-            if secret in text:
-                text = text.replace(secret, "***")
-        out.append(json.dumps({"data": text, "timestamp": ts}, ensure_ascii=False))
-    return "\n".join(out) + "\n"
-
-
-def _append_log(job_id: str, text: str) -> None:
-    """Add one event to a job's log after the fact, dropping a half-written last event first
-    (what a crash or a full disk can leave), so every line of the log stays whole JSON."""
-    try:
-        with open(paths.log_path(job_id), "ab+", buffering=0) as fh:
-            _drop_partial_event(fh)
-            _write_whole(fh, log_event(text) + "\n")
-    except OSError:
-        pass
-
-
-def _drop_partial_event(fh: IO[bytes]) -> None:
-    """Cut a log back to its last complete line (a no-op when it ends with a newline)."""
-    end = fh.seek(0, os.SEEK_END)
-    if end == 0:
-        return
-    pos = end
-    while pos > 0:
-        step = min(65536, pos)
-        fh.seek(pos - step)
-        chunk = fh.read(step)
-        cut = chunk.rfind(b"\n")
-        if cut == step - 1 and pos == end:
-            return  # ends with a newline: whole
-        if cut >= 0:
-            fh.truncate(pos - step + cut + 1)
-            return
-        pos -= step
-    fh.truncate(0)
 
 
 def _download(url: str, dest: Path) -> None:
