@@ -13,6 +13,7 @@ import copy
 import getpass
 import math
 import os
+import re
 import tempfile
 import tomllib
 from collections.abc import Callable
@@ -207,10 +208,13 @@ def _flavor(value: Any) -> str:
     return value
 
 
+_LABEL_NAME_RE = re.compile(r"[A-Za-z0-9_-]{1,63}")
+
+
 def _env_label(value: Any) -> str:
     s = _expect_str(value)
-    if not s or len(s) > 63 or not all(ch.isalnum() or ch in "-_." for ch in s):
-        raise TypeError("a label value (letters, digits, '-', '_', '.'; at most 63)")
+    if not _LABEL_NAME_RE.fullmatch(s):
+        raise TypeError("a label value (letters, digits, '-', '_'; at most 63: HF refuses '.' in labels)")
     return s
 
 

@@ -39,7 +39,11 @@ from console.costs import CostInputError, RunSpec, estimate_run, timeout_rule
 from console.prices import DEFAULT_TIMEOUT_BUFFER, DEFAULT_TIMEOUT_OVERHEAD_S, PriceBook, shipped_price_book
 from console.strings import shared
 
-LABEL_VALUE_RE = re.compile(r"^[A-Za-z0-9._-]{0,63}$")
+LABEL_VALUE_RE = re.compile(r"^[A-Za-z0-9_-]{1,63}$")
+"""A tenant id or an env the console accepts: what HF accepts in a label value (letters, digits,
+'-', '_'; huggingface_hub 2.4: "only alphanumeric characters, dashes, and underscores", no '.'),
+short enough that the run names built from it stay labels too."""
+NAME_RULE = "must be letters, digits, '-' and '_' (at most 63; HF refuses '.' and any other character in a label)"
 SCRIPT_ENV = "CONSOLE_SCRIPT_B64"
 HUB_IMAGE = "ghcr.io/astral-sh/uv:python3.12-bookworm-slim"
 LOCAL_IMAGE = "console/local-uv"
@@ -71,14 +75,36 @@ class SubmissionError(ValueError):
 
 
 def label_value(value: Any) -> str:
-    """A label value HF accepts: [A-Za-z0-9._-], at most 63 characters (other characters -> '-')."""
-    text = re.sub(r"[^A-Za-z0-9._-]", "-", str(value)).strip("-")
+    """A label value HF accepts: [A-Za-z0-9_-], at most 63 characters (other characters, '.'
+    included, -> '-')."""
+    text = re.sub(r"[^A-Za-z0-9_-]", "-", str(value)).strip("-")
     return text[:63]
 
 
+def is_label_name(text: Any) -> bool:
+    """Whether `text` can be a tenant id or an env: a label value HF accepts, as it is."""
+    return isinstance(text, str) and LABEL_VALUE_RE.fullmatch(text) is not None
+
+
 def format_number(value: float) -> str:
-    """3 -> '3', 0.5 -> '0.5': how numbers read in labels and arguments."""
+    """3 -> '3', 0.5 -> '0.5': how numbers read in arguments."""
     return f"{value:g}"
+
+
+def number_label(value: float) -> str:
+    """A number as a label value HF accepts: 3 -> '3', 0.5 -> '0p5', 1.5 -> '1p5' (no '.')."""
+    return label_value(format_number(value).replace(".", "p"))
+
+
+def label_number(text: Any) -> float | None:
+    """A number label read back, in either encoding ('0p5', or '0.5' as older consoles wrote it);
+    None when absent or not a number."""
+    if not isinstance(text, str) or not text:
+        return None
+    try:
+        return float(text.replace("p", "."))
+    except ValueError:
+        return None
 
 
 @dataclass(frozen=True)
@@ -265,10 +291,8 @@ def build_submission(
     prices = prices or shipped_price_book()
     if req.kind not in KINDS:
         raise SubmissionError(f"kind must be one of {', '.join(KINDS)}, got {req.kind!r}")
-    if not req.tenant or label_value(req.tenant) != req.tenant:
-        raise SubmissionError(
-            f"tenant id {req.tenant!r} must be letters, digits, '.', '-', '_' (at most 63)"
-        )
+    if not is_label_name(req.tenant):
+        raise SubmissionError(f"tenant id {req.tenant!r} {NAME_RULE}")
     if not req.dataset:
         raise SubmissionError("dataset is required")
     if owners and (why := foreign_dataset(req, owners)):
@@ -281,8 +305,8 @@ def build_submission(
             )
         if not token:
             raise SubmissionError("a run on HF Jobs needs a token to push with: `hf auth login` or set HF_TOKEN")
-    if label_value(req.env) != req.env or not req.env:
-        raise SubmissionError(f"env {req.env!r} must be a label value")
+    if not is_label_name(req.env):
+        raise SubmissionError(f"env {req.env!r} {NAME_RULE}")
     flavor = PREFLIGHT_FLAVOR if req.kind == "validate" else req.flavor
     if flavor not in prices:
         raise SubmissionError(f"unknown flavor {flavor!r}")
@@ -308,16 +332,16 @@ def build_submission(
 
     if req.scheduled:
         run_name = f"{req.tenant}-scheduled"
-    else:
-        run_name = req.run_name or default_run_name(req.tenant, req.kind)
+    else:  # the run label and the Trackio run are one name, and a label HF accepts
+        run_name = label_value(req.run_name or "") or default_run_name(req.tenant, req.kind)
     labels = {
         "app": "console",
         "tenant": req.tenant,
         "env": req.env,
         "kind": req.kind,
-        "model_b": label_value(format_number(req.model_b)),
+        "model_b": number_label(req.model_b),
         "examples": str(int(req.examples)),
-        "epochs": label_value(format_number(req.epochs)),
+        "epochs": number_label(req.epochs),
         "unsloth": "1" if req.unsloth else "0",
         "run": label_value(run_name),
     }
@@ -520,9 +544,9 @@ def read_request(info: Any) -> TrainingRequest | None:
         tenant=labels["tenant"],
         dataset=values.get("dataset", ""),
         base_model=values.get("base_model", "tiny-random"),
-        model_b=_parse_float(labels.get("model_b")) or 1.0,
-        examples=int(_parse_float(labels.get("examples")) or 1000),
-        epochs=_parse_float(labels.get("epochs")) or _parse_float(values.get("epochs")) or 3.0,
+        model_b=label_number(labels.get("model_b")) or 1.0,
+        examples=int(label_number(labels.get("examples")) or 1000),
+        epochs=label_number(labels.get("epochs")) or _parse_float(values.get("epochs")) or 3.0,
         flavor=str(getattr(spec, "flavor", None) or "l4x1"),
         kind=labels.get("kind", "sft"),
         env=labels.get("env", "dev"),

@@ -89,6 +89,7 @@ def test_malformed_toml_names_file_line_and_column(tmp_path):
         ("read_only = 1", "read_only", "true or false"),
         ('defaults = "x"', "defaults", "table"),
         ('[trackio]\nspace_id = "nospace"', "trackio.space_id", "Space id"),
+        ('[defaults]\nenv = "prod.eu"', "defaults.env", "HF refuses '.'"),
     ],
 )
 def test_wrong_values_name_the_key_and_what_is_expected(tmp_path, text, key, expected):

@@ -210,3 +210,19 @@ def test_other_envs_and_other_apps_are_left_alone(server, fleet_file, capsys):
     code, out = apply(capsys, str(fleet_file))
     assert code == 0 and "0 to remove" in out and "- remove" not in out
     assert len(list(api.list_scheduled_jobs(namespace=ns))) == 4
+
+
+def test_a_half_billion_parameter_fleet_applies_with_labels_hf_accepts(server, fleet_file, capsys):
+    """The embedded server refuses a '.' in a label as HF does; a 0.5B model and 1.5 epochs go as
+    0p5 and 1p5, read back as numbers, and a second apply plans nothing."""
+    fleet_file.write_text(FLEET.replace("model_b = 1.0", "model_b = 0.5").replace("epochs = 3", "epochs = 1.5"))
+    code, out = apply(capsys, str(fleet_file))
+    assert code == 0 and "Applied." in out, out
+    for sj in scheduled(server).values():
+        labels = jobspec.labels_of(sj)
+        assert labels["model_b"] == "0p5" and labels["epochs"] == "1p5"
+        assert not any("." in k or "." in v for k, v in labels.items())
+        request = jobspec.read_request(sj)
+        assert (request.model_b, request.epochs) == (0.5, 1.5)
+    code, out = apply(capsys, str(fleet_file))
+    assert code == 0 and "Nothing to do" in out

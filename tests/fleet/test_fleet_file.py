@@ -88,6 +88,10 @@ def test_every_conflict_is_reported(tmp_path):
     [
         ('[[tenant]]\nid = "a"\ndataset = "data/acme.jsonl"\n', "examples is required"),
         ('[[tenant]]\nid = "a b"\ndataset = "data/acme.jsonl"\nexamples = 1\n', "must be letters"),
+        ('[[tenant]]\nid = "acme.eu"\ndataset = "data/acme.jsonl"\nexamples = 1\n',
+         "id 'acme.eu' must be letters, digits, '-' and '_' (at most 63; HF refuses '.'"),
+        ('env = "prod.eu"\n[[tenant]]\nid = "a"\ndataset = "data/acme.jsonl"\nexamples = 1\n',
+         "env 'prod.eu' must be letters"),
         ('[[tenant]]\nid = "a"\ndataset = "data/acme.jsonl"\nexamples = "ten"\n', "whole number"),
         (
             '[[tenant]]\nid = "a"\ndataset = "data/acme.jsonl"\nexamples = 1\ncolour = 1\n',

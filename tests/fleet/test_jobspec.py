@@ -55,7 +55,7 @@ def test_local_submission():
         "unsloth": "0",
         "run": sub.labels["run"],
     }
-    assert all(re.fullmatch(r"[A-Za-z0-9._-]{1,63}", v) for v in sub.labels.values())
+    assert all(re.fullmatch(r"[A-Za-z0-9_-]{1,63}", v) for v in sub.labels.values())
     assert sub.secrets == {}
     back = read_request(
         type(
@@ -110,13 +110,42 @@ def test_preflight_runs_the_validator_on_cpu():
 
 
 def test_label_values_are_cleaned():
-    # what HF refuses becomes '-', outer dashes go, and the value stops at 63 characters
+    # what HF refuses ('.' included) becomes '-', outer dashes go, and the value stops at 63 characters
     assert jobspec.label_value("a b/c:d") == "a-b-c-d"
-    assert jobspec.label_value(" acme_prod.v2 ") == "acme_prod.v2"
-    assert jobspec.label_value(0.5) == "0.5"
+    assert jobspec.label_value(" acme_prod.v2 ") == "acme_prod-v2"
+    assert jobspec.label_value(0.5) == "0-5"
     long = jobspec.label_value("acme corp/α" * 10)
     assert long == "acme-corp--" * 5 + "acme-cor" and len(long) == 63
-    assert re.fullmatch(r"[A-Za-z0-9._-]{1,63}", long)
+    assert re.fullmatch(r"[A-Za-z0-9_-]{1,63}", long)
+
+
+HF_LABEL = re.compile(r"[A-Za-z0-9_-]{1,100}")  # huggingface_hub 2.4: alphanumerics, '-' and '_'
+
+
+def test_fractional_numbers_go_in_labels_without_a_dot_and_read_back_in_both_encodings():
+    req = dataclasses.replace(REQ, model_b=0.5, epochs=1.5, run_name="acme.v2")
+    sub = build_submission(req, backend_kind="local")
+    assert sub.labels["model_b"] == "0p5" and sub.labels["epochs"] == "1p5"
+    assert sub.labels["run"] == "acme-v2" and sub.run_kwargs()["name"] == "acme-v2"
+    assert sub.command[sub.command.index("--run-name") + 1] == "acme-v2"  # Trackio's run is the label's
+    assert all(HF_LABEL.fullmatch(k) and HF_LABEL.fullmatch(v) for k, v in sub.labels.items())
+
+    def job(labels):
+        return type("J", (), {"labels": labels, "command": sub.command, "arguments": [],
+                              "environment": sub.env, "flavor": sub.flavor, "job_spec": None})()
+
+    back = read_request(job(sub.labels))
+    assert (back.model_b, back.epochs) == (0.5, 1.5)
+    old = read_request(job({**sub.labels, "model_b": "0.5", "epochs": "1.5"}))  # an older console's labels
+    assert (old.model_b, old.epochs) == (0.5, 1.5)
+    assert [jobspec.number_label(v) for v in (3, 3.0, 0.5, 13.25, 0.001)] == ["3", "3", "0p5", "13p25", "0p001"]
+    assert [jobspec.label_number(t) for t in ("0p5", "0.5", "3", "", None, "x")] == [0.5, 0.5, 3.0, None, None, None]
+
+
+@pytest.mark.parametrize(("field", "value"), [("tenant", "acme.eu"), ("tenant", "acme eu"), ("env", "prod.eu")])
+def test_a_tenant_or_env_hf_would_refuse_is_refused_when_built(field, value):
+    with pytest.raises(SubmissionError, match=rf"{field}.*{re.escape(repr(value))} must be letters, digits.*'\.'"):
+        build_submission(dataclasses.replace(REQ, **{field: value}), backend_kind="local")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from typing import Any
 
 from console import jobspec
 from console.costs import CostInputError, normalize_cron
-from console.jobspec import TrainingRequest, label_value
+from console.jobspec import NAME_RULE, TrainingRequest, is_label_name
 from console.prices import PriceBook, shipped_price_book
 
 _TENANT_KEYS = {
@@ -163,8 +163,8 @@ def parse_fleet(
         if key not in _TOP_KEYS:
             problems.append(f"unknown top-level key {key!r}")
     env = doc.get("env", default_env)
-    if not isinstance(env, str) or not env or label_value(env) != env:
-        problems.append(f"env {env!r} must be a label value (letters, digits, '.', '-', '_')")
+    if not is_label_name(env):
+        problems.append(f"env {env!r} {NAME_RULE}")
         env = default_env
     raw_tenants = doc.get("tenant", [])
     if not isinstance(raw_tenants, list) or not all(isinstance(t, dict) for t in raw_tenants):
@@ -234,8 +234,8 @@ def _tenant(
         return value
 
     tid = get("id", str)
-    if tid is not None and (not tid or label_value(tid) != tid):
-        errors.append(f"{where}: id {tid!r} must be letters, digits, '.', '-', '_' (at most 63)")
+    if tid is not None and not is_label_name(tid):
+        errors.append(f"{where}: id {tid!r} {NAME_RULE}")
     dataset = get("dataset", str)
     if dataset is not None:
         dataset = _resolve_dataset(dataset, base, backend_kind, where, errors)

@@ -13,8 +13,8 @@ Running time comes from what the Jobs API returns, in this order:
 
 The label readers here (`flavor_of`, `label_float`, `label_bool`) also serve the forecasts.
 
-Imports console.prices only: no SQLite, no Textual, no console.ui or console.server, no
-network, no training stack.
+Imports console.prices, console.costs and console.jobspec's label reader: no SQLite, no Textual,
+no console.ui or console.server, no network, no training stack.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from console.costs import job_cost
+from console.jobspec import label_number
 from console.prices import PriceBook, shipped_price_book
 
 TERMINAL_STAGES = frozenset({"COMPLETED", "ERROR", "CANCELED", "DELETED"})
@@ -140,12 +141,10 @@ def running_seconds_of(job: Any, now: datetime | None = None) -> tuple[float, st
 
 
 def label_float(labels: dict[str, str], key: str) -> float | None:
-    """A label as a finite, non-negative number; None when absent or anything else."""
-    try:
-        value = float(labels[key])
-    except (KeyError, TypeError, ValueError):
-        return None
-    return value if math.isfinite(value) and value >= 0 else None
+    """A label as a finite, non-negative number ('0p5' as the console writes it, or '0.5' as older
+    consoles did); None when absent or anything else."""
+    value = label_number(labels.get(key))
+    return value if value is not None and math.isfinite(value) and value >= 0 else None
 
 
 def label_bool(labels: dict[str, str], key: str) -> bool | None:
