@@ -29,7 +29,7 @@ def wait(api: HfApi, job_id: str, timeout: float = 30):
 
 
 def test_two_finished_jobs_then_refresh_again_and_restart_add_nothing(api, tmp_path):
-    labels = {"app": "console", "tenant": "acme", "env": "dev", "kind": "sft", "model_b": "0.001",
+    labels = {"app": "console", "tenant": "acme", "env": "dev", "kind": "sft", "model_b": "0p001",
               "examples": "64", "epochs": "1", "unsloth": "0", "run": "acme-1"}
     a = run(api, "import time; time.sleep(1.2)", flavor="l4x1", labels=labels, timeout=60)
     b = run(api, "import time; time.sleep(0.5)", flavor="a10g-large",

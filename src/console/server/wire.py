@@ -22,8 +22,12 @@ from console.prices import HF_DEFAULT_TIMEOUT_SECONDS, SHIPPED_FLAVORS
 from console.server.store import JobRecord, ScheduledJobRecord
 
 KNOWN_FLAVORS = {f.name: f for f in SHIPPED_FLAVORS}
-_LABEL_RE = re.compile(r"^[A-Za-z0-9._-]{1,100}$")
-_LABEL_VALUE_RE = re.compile(r"^[A-Za-z0-9._-]{0,100}$")
+# huggingface_hub 2.4 (`update_job_labels`): "Both keys and values must be max 100 characters and
+# contain only alphanumeric characters, dashes, and underscores"; a job's `name` is a label too,
+# and is also stored as a tag, with the same characters. HF answers anything else with a 400.
+_LABEL_RE = re.compile(r"^[A-Za-z0-9_-]{1,100}$")
+_LABEL_VALUE_RE = re.compile(r"^[A-Za-z0-9_-]{0,100}$")
+_LABEL_RULE = "only alphanumeric characters, dashes and underscores, at most 100 characters"
 _ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 MAX_TIMEOUT_SECONDS = 7 * 24 * 3600
 
@@ -102,20 +106,27 @@ def _expect_dict_of_str(
 
 
 def parse_labels(value: Any) -> dict[str, str]:
+    """Labels as HF accepts them; anything else is a 400 naming the field (``labels.<key>``)."""
     labels = _expect_dict_of_str(value, "labels")
     for key, val in labels.items():
         if not _LABEL_RE.match(key):
-            raise ApiError(
-                400,
-                f"label key {key!r}: letters, digits, '.', '-' and '_' only, 1-100 characters",
-            )
+            raise ApiError(400, f"labels: invalid key {key!r}: {_LABEL_RULE} (at least 1)")
         if not _LABEL_VALUE_RE.match(val):
-            raise ApiError(
-                400,
-                f"label {key}={val!r}: values are letters, digits, '.', '-' and '_' only, "
-                "at most 100 characters",
-            )
+            what = "the job name" if key == "name" else "invalid value"
+            raise ApiError(400, f"labels.{key}: {what} {val!r}: {_LABEL_RULE}")
     return labels
+
+
+def parse_tags(value: Any) -> list[str]:
+    """Tags as HF accepts them (the characters of a label key); anything else is a 400."""
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
+        raise ApiError(400, "tags must be a list of strings")
+    for tag in value:
+        if not _LABEL_RE.match(tag):
+            raise ApiError(400, f"tags: invalid tag {tag!r}: {_LABEL_RULE} (at least 1)")
+    return list(value)
 
 
 def parse_job_spec(body: Any) -> tuple[dict[str, Any], dict[str, str]]:
@@ -176,7 +187,7 @@ def parse_job_spec(body: Any) -> tuple[dict[str, Any], dict[str, str]]:
     labels = parse_labels(body.get("labels"))
     ssh = body.get("ssh") or {}
     ssh_enabled = bool(ssh.get("enabled")) if isinstance(ssh, dict) else bool(ssh)
-    tags = body.get("tags") or []
+    tags = parse_tags(body.get("tags"))
 
     spec: dict[str, Any] = {
         "dockerImage": image,
@@ -188,7 +199,7 @@ def parse_job_spec(body: Any) -> tuple[dict[str, Any], dict[str, str]]:
         "attempts": attempts,
         "labels": labels,
         "ssh": ssh_enabled,
-        "tags": tags if isinstance(tags, list) else [],
+        "tags": tags,
     }
     return spec, secrets
 
