@@ -29,13 +29,15 @@ from `jobkit`:
       plan run=<name> base_model=<id> dataset=<d> format=<f> rows=<n> ... destination=<where>
       steps_total=<n>
       progress step=<i>/<n> loss=<x> lr=<x> grad_norm=<x> epoch=<x> elapsed=<s>s
-      ALERT level=<INFO|WARN|ERROR> kind=<nan|divergence|stall> step=<i> title="<t>": <text>
+      ALERT level=<INFO|WARN|ERROR> kind=<kind> step=<i> title="<t>": <text>
       saved adapter=<path-or-hf://repo>
       VERDICT: PASS run=<name> steps=<n> first_loss=<x> last_loss=<y> adapter=<where>
       VERDICT: FAIL <code>: <reason>
 
   The VERDICT line is always the last line printed; the exit status is 0 for PASS, 1 for a failed
-  run and 2 for a run that refused to start.
+  run and 2 for a run that refused to start. A run whose loss went NaN, whose gradients went to 0,
+  that diverged or whose loss did not meaningfully fall fails (`nan_loss`, `zero_grad`,
+  `diverged`, `flat_loss`) with an ERROR alert of that kind (training/README.md has the rule).
 
 Offline mode: `--base-model tiny-random` builds a tiny LlamaForCausalLM (hidden 64, 2 layers) from
 `LlamaConfig` and a byte-level BPE tokenizer trained on the dataset itself, so a real LoRA run
@@ -444,6 +446,7 @@ def train(plan: Plan, started: float) -> tuple[bool, str]:
         cuda=torch.cuda.is_available(),
     )
     monitor = LossMonitor.from_args(args)
+    monitor.vocab_size = len(tokenizer)  # a dead run's loss sits at ln(vocab)
     callback = monitor_callback(monitor, steps_total=plan.steps_total, inject_nan_at=plan.inject_nan_at)
     trainer = SFTTrainer(
         model=model,

@@ -94,12 +94,12 @@ def test_monitor_stall(run_rules):
     assert m.verdict() == (True, "")
 
 
-def test_monitor_no_improvement_fails(run_rules):
+def test_monitor_a_rising_loss_fails_flat_loss(run_rules):
     m = run_rules.LossMonitor(stall_patience=99)
     for i, v in enumerate([2.0, 2.1, 2.0, 2.2, 2.3]):
         m.observe(i, v)
     passed, reason = m.verdict()
-    assert not passed and reason.startswith("no_improvement")
+    assert not passed and reason.startswith("flat_loss: the loss rose 15.0% ")
     assert run_rules.LossMonitor().verdict()[1].startswith("no_loss")
 
 
@@ -117,21 +117,23 @@ def test_a_run_whose_loss_did_not_fall_ends_with_a_failing_verdict(run_rules, tm
     flat = run_rules.LossMonitor(stall_patience=99)
     for step in range(1, 11):
         flat.observe(step, 2.0)  # the loss never moved
-    assert flat.verdict() == (False, "no_improvement: mean loss of the last 2 logged steps "
-                                     "2.0000 is not below the first 2 2.0000")
+    assert flat.verdict() == (False, "flat_loss: the loss fell 0.0% (mean of the first 2 logged "
+                                     "steps 2.0000, best of the last 2 2.0000); a run that learns "
+                                     "falls at least 1%")
     dest = run_rules.Destination(tmp_path / "acme-flat", tmp_path, None)
     trainer = _Trainer()
     code = run_rules.run_job(
         lambda: None, lambda _: run_rules.finish(trainer, dest, "acme-flat", 10, flat, {}))
     last = capsys.readouterr().out.strip().splitlines()[-1]
     assert code == 1 and last == (
-        "VERDICT: FAIL no_improvement: mean loss of the last 2 logged steps 2.0000 is not below "
-        "the first 2 2.0000 run=acme-flat steps=10 first_loss=2.0000 last_loss=2.0000")
+        "VERDICT: FAIL flat_loss: the loss fell 0.0% (mean of the first 2 logged steps 2.0000, "
+        "best of the last 2 2.0000); a run that learns falls at least 1% "
+        "run=acme-flat steps=10 first_loss=2.0000 last_loss=2.0000")
     assert trainer.saved == []  # a failed run leaves no weights
-    # the same run with a loss that fell, however little, passes
+    # the same run with a loss that fell by more than 1% passes
     fell = run_rules.LossMonitor(stall_patience=99)
     for step in range(1, 11):
-        fell.observe(step, 2.0 if step < 10 else 1.99)
+        fell.observe(step, 2.0 if step < 10 else 1.97)
     assert fell.verdict() == (True, "")
 
 

@@ -16,11 +16,17 @@
   refuses to start. A Trackio Space needs `HF_TOKEN` too.
 * Metrics go to Trackio (`report_to="trackio"`). A loss monitor (:class:`LossMonitor`) raises an
   alert on NaN/inf loss (and stops training), on divergence (loss well above its running best) and
-  on a stall (no new best for N logged steps); :func:`monitor_callback` prints `progress` and
-  `ALERT` lines and sends the alerts to Trackio with `trackio.alert`:
+  on a stall (no new best for N logged steps). At the end it judges the run
+  (:meth:`LossMonitor.verdict`): NaN, zero gradients, divergence, or a loss that did not
+  meaningfully fall fail it, and a failed run gets an ERROR alert named after its reason.
+  :func:`monitor_callback` prints `progress` and `ALERT` lines and sends the alerts to Trackio with
+  `trackio.alert`:
 
       progress step=<i>/<n> loss=<x> lr=<x> grad_norm=<x> epoch=<x> elapsed=<s>s
-      ALERT level=<INFO|WARN|ERROR> kind=<nan|divergence|stall> step=<i> title="<t>": <text>
+      ALERT level=<INFO|WARN|ERROR> kind=<kind> step=<i> title="<t>": <text>
+
+  kinds: `nan` (ERROR), `divergence`, `stall` (WARN) while training; `zero_grad`, `diverged`,
+  `flat_loss`, `no_loss` (ERROR) when the run ends with that verdict.
 
 Standard library only at import time: a refusal happens in well under a second, before torch,
 transformers or trackio are imported (the functions that need them import them).
@@ -49,6 +55,16 @@ ARTIFACTS_ENV = "CONSOLE_ARTIFACTS_DIR"
 INJECT_NAN_ENV = "CONSOLE_INJECT_NAN_AT_STEP"
 DEFAULT_TRACKIO_PROJECT = "console"
 RUN_NAME_RE = re.compile(r"^[A-Za-z0-9][\w.-]{0,95}$")
+# The end-of-run verdict (LossMonitor.verdict; the thresholds and why: training/README.md).
+DEFAULT_MIN_LOSS_DROP = 0.01  # a run that learns falls well over 1% (the tiny model: 3.5% in 12 steps)
+FLAT_MIN_POINTS = 5  # fewer logged losses are too few to tell a flat loss from noise
+ZERO_GRAD_NORM = 1e-8  # a gradient norm at or below this is 0 (live runs log 0.002 and up)
+VERDICT_TITLES = {
+    "zero_grad": "Run failed: zero gradients",
+    "diverged": "Run failed: loss diverged",
+    "flat_loss": "Run failed: the loss did not fall",
+    "no_loss": "Run failed: no loss logged",
+}
 
 
 # ----------------------------------------------------------------------------- output
@@ -289,6 +305,8 @@ def finish(
     A failed run leaves no weights, only its manifest (in the artifact folder). Returns (passed,
     the rest of the VERDICT line) for :func:`run_job`.
     """
+    for alert in monitor.conclude():  # already sent by monitor_callback when training ended
+        send_alert(alert)
     passed, reason = monitor.verdict()
     summary = (
         f"run={run_name} steps={steps} first_loss={fmt_loss(monitor.first_loss)} "
@@ -348,6 +366,13 @@ def add_monitor_arguments(p: argparse.ArgumentParser) -> None:
         help="relative improvement that counts as a new best (default 0.001 = 0.1%%)",
     )
     p.add_argument(
+        "--min-loss-drop",
+        type=float,
+        default=DEFAULT_MIN_LOSS_DROP,
+        help="fail the run (flat_loss) unless the best loss of its last fifth is this much below "
+        "the mean of its first fifth, relative (default 0.01 = 1%%; 0 turns the check off)",
+    )
+    p.add_argument(
         "--inject-nan-at-step",
         type=int,
         default=None,
@@ -360,6 +385,8 @@ def check_monitor_arguments(args: argparse.Namespace) -> None:
         raise Refusal("bad_arguments", "alert patiences must be positive")
     if args.divergence_factor <= 1.0:
         raise Refusal("bad_arguments", "--divergence-factor must be above 1")
+    if not 0.0 <= args.min_loss_drop < 1.0:
+        raise Refusal("bad_arguments", "--min-loss-drop must be at least 0 and below 1")
 
 
 def inject_nan_step(args: argparse.Namespace) -> int | None:
@@ -392,13 +419,18 @@ class Alert:
 
 @dataclass
 class LossMonitor:
-    """Watches the logged loss series; pure Python so it can be tested without torch.
+    """Watches the logged loss (and grad-norm) series; pure Python so it can be tested without torch.
+
+    While training:
 
     * NaN/inf loss: one ERROR alert, and `should_stop` becomes true.
     * Divergence: the loss stays above `divergence_factor` x its running best for
       `divergence_patience` consecutive observations (WARN, re-armed once it comes back down).
     * Stall: no new best (better by `stall_min_delta`, relative) for `stall_patience`
       observations (WARN, re-armed by the next new best).
+
+    At the end, :meth:`verdict` judges the run and :meth:`conclude` gives a failed run its ERROR
+    alert (see :meth:`verdict` for the rules).
     """
 
     divergence_factor: float = 2.0
@@ -406,7 +438,10 @@ class LossMonitor:
     stall_patience: int = 20
     stall_min_delta: float = 0.001
     stop_on_divergence: bool = False
+    min_loss_drop: float = DEFAULT_MIN_LOSS_DROP
+    vocab_size: int | None = None  # when known, a dead run's loss is compared to ln(vocab)
     losses: list[tuple[int, float]] = field(default_factory=list)
+    grad_norms: list[tuple[int, float]] = field(default_factory=list)
     alerts: list[Alert] = field(default_factory=list)
     best: float | None = None
     best_step: int = 0
@@ -416,6 +451,7 @@ class LossMonitor:
     stalled: bool = False
     nan_step: int | None = None
     should_stop: bool = False
+    concluded: bool = False
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> LossMonitor:
@@ -426,10 +462,14 @@ class LossMonitor:
             stall_patience=args.stall_patience,
             stall_min_delta=args.stall_min_delta,
             stop_on_divergence=args.stop_on_divergence,
+            min_loss_drop=args.min_loss_drop,
         )
 
-    def observe(self, step: int, loss: float) -> list[Alert]:
+    def observe(self, step: int, loss: float, grad_norm: float | None = None) -> list[Alert]:
+        """One logged step: its loss and, when the trainer logs it, its gradient norm."""
         new: list[Alert] = []
+        if grad_norm is not None:
+            self.grad_norms.append((step, float(grad_norm)))
         if not math.isfinite(loss):
             if self.nan_step is None:
                 self.nan_step = step
@@ -494,29 +534,84 @@ class LossMonitor:
     def last_loss(self) -> float | None:
         return self.losses[-1][1] if self.losses else None
 
+    def _chance(self, loss: float) -> str:
+        """`, chance level for <V> tokens` when the loss is within 1% of ln(vocab)."""
+        if self.vocab_size and self.vocab_size > 1:
+            chance = math.log(self.vocab_size)
+            if abs(loss - chance) <= 0.01 * chance:
+                return f", chance level for {self.vocab_size} tokens"
+        return ""
+
     def verdict(self) -> tuple[bool, str]:
-        """(passed, failure reason) for the run as a whole."""
+        """(passed, failure reason) for the run as a whole; the first rule that matches decides.
+
+        The window is the last fifth of the logged steps (at least one), and the run is judged by
+        the best loss in it, so a noisy last step or two does not fail a run that learned.
+
+        * `nan_loss`: a loss was NaN/inf.
+        * `no_loss`: no loss was logged.
+        * `zero_grad`: the gradient norm was 0 (at most ZERO_GRAD_NORM) on every one of the last
+          logged steps, at least two and at least a window (a loss of exactly 0 excepted):
+          nothing trains any more.
+        * `diverged`: the best loss of the window is above `divergence_factor` x the run's best.
+        * `flat_loss`: with at least FLAT_MIN_POINTS logged steps, the best loss of the window is
+          not `min_loss_drop` (relative) below the mean of the first window.
+        """
         if self.nan_step is not None:
             return False, f"nan_loss: loss became NaN/inf at step {self.nan_step}"
         if not self.losses:
             return False, "no_loss: no training loss was logged"
-        last = self.last_loss
-        assert last is not None and self.best is not None
-        if self.best > 0 and last > self.best * self.divergence_factor:
+        assert self.best is not None
+        values = [v for _, v in self.losses]
+        k = max(1, len(values) // 5)
+        start = sum(values[:k]) / k
+        end = min(values[-k:])
+
+        zeros = 0
+        for _, g in reversed(self.grad_norms):
+            if not (abs(g) <= ZERO_GRAD_NORM):
+                break
+            zeros += 1
+        needed = min(len(self.grad_norms), max(2, k))
+        if self.grad_norms and zeros >= needed and end > 0:
+            first = self.grad_norms[-zeros][0]
+            last = self.grad_norms[-1][0]
             return False, (
-                f"diverged: last loss {fmt_loss(last)} is {last / self.best:.1f}x the best "
-                f"{fmt_loss(self.best)}"
+                f"zero_grad: the gradient norm is 0 on every logged step from step {first} to "
+                f"{last} ({zeros} steps): the weights no longer change; loss "
+                f"{fmt_loss(self.last_loss)}{self._chance(end)}"
             )
-        if len(self.losses) >= 2:
-            k = max(1, len(self.losses) // 5)
-            head = sum(v for _, v in self.losses[:k]) / k
-            tail = sum(v for _, v in self.losses[-k:]) / k
-            if tail >= head:
+        if self.best > 0 and end > self.best * self.divergence_factor:
+            return False, (
+                f"diverged: the best of the last {k} logged steps {fmt_loss(end)} is "
+                f"{end / self.best:.2f}x the run's best {fmt_loss(self.best)} (step {self.best_step}) "
+                f"(--divergence-factor {self.divergence_factor:g})"
+            )
+        if self.min_loss_drop > 0 and len(values) >= FLAT_MIN_POINTS and start > 0:
+            drop = (start - end) / start
+            if drop < self.min_loss_drop:
+                change = f"fell {drop:.1%}" if drop >= 0 else f"rose {-drop:.1%}"
                 return False, (
-                    f"no_improvement: mean loss of the last {k} logged steps {fmt_loss(tail)} is "
-                    f"not below the first {k} {fmt_loss(head)}"
+                    f"flat_loss: the loss {change} (mean of the first {k} logged steps "
+                    f"{fmt_loss(start)}, best of the last {k} {fmt_loss(end)}{self._chance(end)}); "
+                    f"a run that learns falls at least {self.min_loss_drop:.0%}"
                 )
         return True, ""
+
+    def conclude(self) -> list[Alert]:
+        """The ERROR alert of a failed verdict (kind = its reason code), once; a NaN already had
+        its own. Returns the new alerts (none on the second call)."""
+        if self.concluded:
+            return []
+        self.concluded = True
+        passed, reason = self.verdict()
+        if passed or self.nan_step is not None:
+            return []
+        kind, _, text = reason.partition(": ")
+        step = self.losses[-1][0] if self.losses else 0
+        alert = Alert(kind, "ERROR", VERDICT_TITLES.get(kind, "Run failed"), text, step)
+        self.alerts.append(alert)
+        return [alert]
 
     def record(self) -> dict[str, Any]:
         """The monitor's part of a run's manifest (non-finite losses as null)."""
@@ -568,8 +663,10 @@ def monitor_callback(monitor: LossMonitor, *, steps_total: int | None, inject_na
     Trackio), and training stopped when the monitor says so.
 
     Its `steps_total` follows the trainer's own count (a `steps_total=` line when that differs
-    from the estimate) and `started` is when training began. With `inject_nan_at` it poisons the
-    LoRA weights before that step, to exercise the NaN path for real.
+    from the estimate) and `started` is when training began. When training is over (the trainer's
+    summary log, before the Trackio run is finished) a failed verdict's ERROR alert is sent. With
+    `inject_nan_at` it poisons the LoRA weights before that step, to exercise the NaN path for
+    real.
     """
     import torch
     from transformers import TrainerCallback
@@ -594,11 +691,22 @@ def monitor_callback(monitor: LossMonitor, *, steps_total: int | None, inject_na
                             p.fill_(float("nan"))
 
         def on_log(self, targs, state, control, logs=None, **kwargs):  # type: ignore[no-untyped-def]
-            if not logs or "loss" not in logs:
+            if not logs:
+                return
+            if "loss" not in logs:
+                if "train_runtime" in logs:
+                    # the trainer's summary, logged once training is over and before the Trackio
+                    # run is finished: the time for the verdict's alert
+                    for alert in monitor.conclude():
+                        send_alert(alert)
                 return
             loss = float(logs["loss"])
             say(progress_line(state.global_step, self.steps_total, loss, logs, time.monotonic() - self.started))
-            for alert in monitor.observe(state.global_step, loss):
+            try:
+                grad = float(logs["grad_norm"]) if logs.get("grad_norm") is not None else None
+            except (TypeError, ValueError):
+                grad = None
+            for alert in monitor.observe(state.global_step, loss, grad):
                 send_alert(alert)
             if monitor.should_stop:
                 control.should_training_stop = True
