@@ -24,6 +24,7 @@ from console.server import paths
 from console.server.app import create_app
 from console.server.core import JobsService, ServiceSettings
 from console.server.faults import FaultMiddleware, FaultPlan, faults_enabled_by_env
+from console.server.shapes import HfShapes, strict_by_env
 
 HOST = "127.0.0.1"
 
@@ -45,6 +46,10 @@ class ServerOptions:
     faults: bool = False
     """Arm the fault-injection hooks (console.server.faults); also on with $CONSOLE_SERVER_FAULTS=1.
     Off for every real use: tests turn it on."""
+    strict: bool = False
+    """Answer in the leaner shapes huggingface.co sends (console.server.shapes): finished jobs
+    without `finishedAt` or `durations`, scheduled specs without a readable timeout, `suspend:
+    null`; also on with $CONSOLE_SERVER_STRICT=1. Off for every real use: tests turn it on."""
 
 
 def bind_loopback(port: int) -> socket.socket:
@@ -78,6 +83,8 @@ class LocalServer:
             )
         )
         self.app = create_app(self.service, self.token)
+        if options.strict or strict_by_env():
+            self.app = HfShapes(self.app)
         self.faults: FaultPlan | None = None
         """The armed faults (None unless started with faults on)."""
         if options.faults or faults_enabled_by_env():
