@@ -70,6 +70,11 @@ _ARG_FIELDS: tuple[tuple[str, str], ...] = (
 )
 
 
+_DERIVED_LABELS = ("run", "spec", "timeout")
+"""Labels left out of a fingerprint: the run's name, the fingerprint itself, and the timeout
+(already in it as the job's own)."""
+
+
 class SubmissionError(ValueError):
     """A request the console refuses to submit; the message says which field and why."""
 
@@ -192,7 +197,7 @@ class Submission:
             "env": self.env,
             "flavor": self.flavor,
             "timeout": self.timeout_seconds,
-            "labels": {k: v for k, v in self.labels.items() if k not in ("run", "spec")},
+            "labels": {k: v for k, v in self.labels.items() if k not in _DERIVED_LABELS},
             "secrets": sorted(self.secrets),
         }
         return hashlib.sha1(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:12]
@@ -344,6 +349,9 @@ def build_submission(
         "epochs": number_label(req.epochs),
         "unsloth": "1" if req.unsloth else "0",
         "run": label_value(run_name),
+        # HF does not always echo a timeout back (huggingface_hub's JobSpec reads `timeout`, the
+        # API sends `timeoutSeconds`; JobInfo has none): the label keeps it readable
+        "timeout": str(int(timeout)),
     }
     args = _script_args(replace(req, run_name=None if req.scheduled else run_name))
     if req.scheduled and req.kind == "sft":
@@ -534,7 +542,7 @@ def read_request(info: Any) -> TrainingRequest | None:
     spec = getattr(info, "job_spec", None) or info
     env = dict(getattr(spec, "environment", None) or {})
     env.pop(SCRIPT_ENV, None)
-    timeout = getattr(spec, "timeout", None)
+    timeout = getattr(spec, "timeout", None) or label_number(labels.get("timeout"))
 
     def _int(name: str) -> int | None:
         v = _parse_float(values.get(name))

@@ -226,3 +226,76 @@ def test_a_half_billion_parameter_fleet_applies_with_labels_hf_accepts(server, f
         assert (request.model_b, request.epochs) == (0.5, 1.5)
     code, out = apply(capsys, str(fleet_file))
     assert code == 0 and "Nothing to do" in out
+
+
+@pytest.fixture
+def strict_server(tmp_path):
+    """A server answering as huggingface.co does (no readable timeout on scheduled specs, `suspend:
+    null`), with faults armable, announced in server.json for the CLI to find."""
+    from console.backend.server_info import forget_server_info, write_server_info
+    from console.server import LocalServer, ServerOptions
+
+    cfg = Config(namespace="oncall")
+    save(cfg)
+    srv = LocalServer(ServerOptions(namespace="oncall", strict=True, faults=True))
+    srv.start()
+    write_server_info(srv.url)
+    b = connect(cfg)
+    try:
+        yield srv, b
+    finally:
+        b.close()
+        forget_server_info(srv.url)
+        srv.stop()
+
+
+def test_apply_twice_plans_nothing_when_hf_echoes_no_timeout(strict_server, fleet_file, capsys):
+    srv, server = strict_server
+    assert apply(capsys, str(fleet_file))[0] == 0
+    have = scheduled(server)
+    assert {sj.job_spec.timeout for sj in have.values()} == {None}  # as HF's JobSpec reads it
+    assert {sj.suspend for sj in have.values()} == {None}
+    request = jobspec.read_request(have["acme"])
+    assert request.timeout_seconds == jobspec.estimate_timeout(request, 1.3)  # kept in its label
+    code, out = apply(capsys, str(fleet_file))
+    assert code == 0 and "Nothing to do" in out and "0 to change" in out, out
+    assert {k: v.id for k, v in scheduled(server).items()} == {k: v.id for k, v in have.items()}
+
+    # a real timeout change still shows, from the label
+    (fleet_file.parent / "config.toml").write_text('namespace = "oncall"\n[defaults]\ntimeout_buffer = 2.0\n')
+    code, out = apply(capsys, "--config", str(fleet_file.parent / "config.toml"), str(fleet_file), "--dry-run")
+    assert "~ change  acme" in out and "timeout " in out and "2 to change" in out, out
+
+
+def test_a_change_creates_the_new_schedule_before_deleting_the_old(strict_server, fleet_file, capsys):
+    from console.server.faults import Fault
+
+    srv, server = strict_server
+    assert apply(capsys, str(fleet_file))[0] == 0
+    old = scheduled(server)["acme"]
+    changed = FLEET.replace("examples = 300\nmax_steps = 10", 'examples = 300\nmax_steps = 10\nflavor = "l4x1"')
+    fleet_file.write_text(changed)
+
+    # the create fails: nothing was deleted, acme keeps its schedule
+    srv.faults.add(Fault("status", path=r"^/api/scheduled-jobs/oncall$", method="POST", status=500))
+    code, out = apply(capsys, str(fleet_file))
+    assert code == 2 and "apply stopped" in out
+    assert scheduled(server)["acme"].id == old.id
+    acme = [sj for sj in server.api.list_scheduled_jobs(namespace=server.namespace)
+            if jobspec.labels_of(sj).get("tenant") == "acme"]
+    assert [sj.id for sj in acme] == [old.id]
+
+    # the delete fails: the new schedule is in place, the old one too, until the next apply
+    srv.faults.add(Fault("status", path=rf"/{old.id}$", method="DELETE", status=403))
+    code, out = apply(capsys, str(fleet_file))
+    assert code == 2 and f"the old one {old.id} could not be deleted" in out, out
+    acme = [sj for sj in server.api.list_scheduled_jobs(namespace=server.namespace)
+            if jobspec.labels_of(sj).get("tenant") == "acme"]
+    assert len(acme) == 2 and {sj.job_spec.flavor for sj in acme} == {"t4-small", "l4x1"}
+    new_id = next(sj.id for sj in acme if sj.job_spec.flavor == "l4x1")
+
+    code, out = apply(capsys, str(fleet_file), "--dry-run")
+    assert f"- remove  acme ({old.id})" in out and "0 to create, 0 to change, 1 to remove" in out, out
+    assert apply(capsys, str(fleet_file))[0] == 0
+    assert scheduled(server)["acme"].id == new_id
+    assert "Nothing to do" in apply(capsys, str(fleet_file))[1]

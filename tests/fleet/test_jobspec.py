@@ -54,6 +54,7 @@ def test_local_submission():
         "epochs": "2",
         "unsloth": "0",
         "run": sub.labels["run"],
+        "timeout": str(sub.timeout_seconds),  # readable when HF echoes no timeout back
     }
     assert all(re.fullmatch(r"[A-Za-z0-9_-]{1,63}", v) for v in sub.labels.values())
     assert sub.secrets == {}

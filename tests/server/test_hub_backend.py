@@ -119,7 +119,7 @@ def test_a_hub_submission_runs_its_shipped_script_and_reads_back_as_the_request(
     assert set(info.environment) == {jobspec.SCRIPT_ENV}
     assert _raw_job(server, job.id)["timeoutSeconds"] == sub.timeout_seconds
     back = jobspec.read_request(info)
-    assert back == dataclasses.replace(REQUEST, run_name=sub.labels["run"])
+    assert back == dataclasses.replace(REQUEST, run_name=sub.labels["run"], timeout_seconds=sub.timeout_seconds)
 
     logs = list(hub.api.fetch_job_logs(job_id=job.id, namespace=hub.namespace))
     script_args = sub.command[sub.command.index(jobspec.SCRIPTS["sft"]) + 1 :]

@@ -1,8 +1,16 @@
 """Apply: the create / change / remove actions that make the scheduled jobs match a fleet file.
 
 :func:`plan_apply` compares a fleet file with the scheduled jobs and returns the actions;
-:func:`apply_plan` carries them out through ``HfApi``. Applying the same file twice is a no-op: a
-fleet-managed scheduled job carries a ``spec=`` label, the fingerprint of its submission.
+:func:`apply_plan` carries them out through ``HfApi``. Applying the same file twice is a no-op,
+whatever HF echoes back: the plan compares only what the console reads back reliably — the
+schedule, the labels it wrote (the ``spec=`` fingerprint of the whole submission, the ``timeout=``
+label, the cost model's numbers) and the script's arguments — never a field HF may leave out
+(huggingface_hub's ``JobSpec`` reads ``timeout`` where the API sends ``timeoutSeconds``, and a
+scheduled job's timeout can come back empty).
+
+A change that needs a new job spec creates the replacement first and deletes the old schedule only
+once the new one exists: if the create fails, the old schedule stays as it was; if the delete
+fails, the next apply finds two and removes the one that no longer matches.
 
 Imports the fleet file, console.jobspec, console.costs and console.prices; the ``HfApi`` comes
 from the caller. No Textual, no console.ui or console.server, no training stack.
@@ -79,7 +87,6 @@ _COMPARED = (
     ("lora_r", "lora_r"),
     ("lora_alpha", "lora_alpha"),
     ("unsloth", "unsloth"),
-    ("timeout_seconds", "timeout"),
 )
 
 
@@ -165,7 +172,11 @@ def plan_apply(
                 Action("create", tenant.id, tenant.schedule, submission=sub, suspend=tenant.suspend)
             )
             continue
-        current, extras = found[0], found[1:]
+        # the schedule that already matches is kept (a replacement whose old copy could not be
+        # deleted last time); else the first the server lists
+        diffs = [(sj, _differences(sj, tenant, sub)) for sj in found]
+        current, changes = next(((sj, d) for sj, d in diffs if not d), diffs[0])
+        extras = [sj for sj in found if sj is not current]
         for extra in extras:
             actions.append(
                 Action(
@@ -175,7 +186,6 @@ def plan_apply(
                     changes=["duplicate schedule for this tenant"],
                 )
             )
-        changes = _differences(current, tenant, sub)
         if not changes:
             unchanged.append(tenant.id)
             continue
@@ -223,7 +233,6 @@ def _differences(current: Any, tenant: TenantSpec, sub: Submission) -> list[str]
         "lora_r": tenant.lora_r,
         "lora_alpha": tenant.lora_alpha,
         "unsloth": tenant.unsloth,
-        "timeout_seconds": sub.timeout_seconds,
     }
     detail: list[str] = []
     if have is not None:
@@ -231,9 +240,23 @@ def _differences(current: Any, tenant: TenantSpec, sub: Submission) -> list[str]
             old, new = getattr(have, attr), want[attr]
             if old != new:
                 detail.append(f"{name} {_show(old)} -> {_show(new)}")
+    old_timeout = _timeout_of(current)
+    if old_timeout is not None and old_timeout != sub.timeout_seconds:
+        detail.append(f"timeout {old_timeout}s -> {sub.timeout_seconds}s")
     if jobspec.labels_of(current).get("spec") != sub.labels["spec"] and not detail:
         detail.append("job spec (command, script or environment)")
     return changes + detail
+
+
+def _timeout_of(current: Any) -> int | None:
+    """The timeout a scheduled job runs with, when it can be known: the console's `timeout=`
+    label, else the spec's timeout when HF sent one (None: unknown; the fingerprint covers it)."""
+    label = jobspec.label_number(jobspec.labels_of(current).get("timeout"))
+    if label is not None:
+        return int(label)
+    spec = getattr(current, "job_spec", None)
+    timeout = getattr(spec, "timeout", None)
+    return int(timeout) if isinstance(timeout, (int, float)) and not isinstance(timeout, bool) and timeout else None
 
 
 def normalize_or_same(expr: str | None) -> str | None:
@@ -294,13 +317,30 @@ def apply_plan(
             say(f"changed {action.tenant} ({sid}): " + "; ".join(action.changes))
         else:
             assert action.submission is not None and action.schedule is not None
-            api.delete_scheduled_job(scheduled_job_id=action.scheduled_job_id, namespace=namespace)
+            # the replacement first: if it cannot be created, the old schedule runs on unchanged
             sj = api.create_scheduled_job(
                 **action.submission.scheduled_kwargs(action.schedule, suspend=action.suspend),
                 namespace=namespace,
             )
+            try:
+                api.delete_scheduled_job(scheduled_job_id=action.scheduled_job_id, namespace=namespace)
+            except Exception as exc:
+                raise ReplaceIncomplete(action.tenant, str(action.scheduled_job_id), sj.id, exc) from exc
             say(
                 f"replaced {action.tenant} ({action.scheduled_job_id} -> {sj.id}): "
                 + "; ".join(action.changes)
             )
     return done
+
+
+class ReplaceIncomplete(RuntimeError):
+    """A change whose replacement schedule exists but whose old schedule could not be deleted:
+    both run until the next apply removes the old one."""
+
+    def __init__(self, tenant: str, old_id: str, new_id: str, cause: BaseException) -> None:
+        first = (str(cause).strip().splitlines() or [type(cause).__name__])[0]
+        super().__init__(
+            f"{tenant}: the new schedule {new_id} is in place but the old one {old_id} could not be "
+            f"deleted ({first}); apply again to remove it"
+        )
+        self.tenant, self.old_id, self.new_id = tenant, old_id, new_id
