@@ -20,7 +20,6 @@ Everything here — run names, alert titles and texts — is untrusted text; the
 from __future__ import annotations
 
 import math
-import os
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -375,7 +374,9 @@ def reader_for(cfg: Any, backend_kind: str | None = None) -> MetricsReader:
     if kind == "local":
         return LocalTrackioReader()
     if space:
-        return SpaceTrackioReader(space, hf_token=os.environ.get("HF_TOKEN"))
+        from huggingface_hub import get_token  # $HF_TOKEN, else the token `hf auth login` saved
+
+        return SpaceTrackioReader(space, hf_token=get_token())
     return NoMetricsReader(
         "no Trackio Space configured (trackio.space_id): metrics of HF jobs die with their "
         "container; set one with `console config set trackio.space_id org/trackio`"
