@@ -58,6 +58,10 @@ class Defaults:
     for a cold `uv run`), model and dataset downloads, the Hub push."""
     env: str = "dev"
     """The `env=` label put on every job the console starts."""
+    hub_model_id: str | None = None
+    """Where a tenant's adapter is pushed when neither the tenant nor the fleet file says: a Hub
+    model id with {tenant} in it, e.g. "org/adapter-{tenant}". A run on HF Jobs with no
+    destination is refused (its container's disk is thrown away)."""
 
 
 @dataclass
@@ -67,7 +71,9 @@ class TrackioSettings:
     project: str = "console"
     """Trackio project the training scripts log to."""
     space_id: str | None = None
-    """A HF Space (`org/trackio`) so metrics outlive the job's container; unset for local runs."""
+    """A HF Space (`org/trackio`) every run on HF Jobs logs to (fleet, form, rerun, trigger), so its
+    metrics outlive the job's container; the console reads them back from it. Local runs use the
+    server's own Trackio store."""
 
 
 @dataclass
@@ -218,6 +224,17 @@ def _env_label(value: Any) -> str:
     return s
 
 
+_REPO_ID_RE = re.compile(r"[A-Za-z0-9][\w.-]{0,95}/[A-Za-z0-9][\w.-]{0,95}")
+
+
+def _hub_template(value: Any) -> str:
+    s = _expect_str(value)
+    sample = s.replace("{tenant}", "tenant")
+    if "{tenant}" not in s or not _REPO_ID_RE.fullmatch(sample) or "--" in sample or ".." in sample:
+        raise TypeError('a Hub model id with {tenant} in it, like "org/adapter-{tenant}"')
+    return s
+
+
 def _space_id(value: Any) -> str:
     s = _expect_str(value)
     parts = s.split("/")
@@ -246,6 +263,7 @@ SCHEMA: dict[str, Callable[[Any], Any]] = {
     "defaults.timeout_buffer": _float_range(1.0, 5.0),
     "defaults.timeout_overhead_s": _int_range(0, 6 * 3600),
     "defaults.env": _env_label,
+    "defaults.hub_model_id": _hub_template,
     "trackio.project": _project,
     "trackio.space_id": _space_id,
     "server.port": _int_range(0, 65535),

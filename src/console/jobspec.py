@@ -225,6 +225,73 @@ def default_run_name(tenant: str, kind: str = "sft", now: datetime | None = None
     return label_value(f"{tenant}-{kind}-{stamp}")
 
 
+REPO_ID_RE = re.compile(r"^[A-Za-z0-9][\w.-]{0,95}(/[A-Za-z0-9][\w.-]{0,95})?$")
+"""A Hub repo id (`org/name` or `name`), as the training script checks `--hub-model-id`."""
+SPACE_ID_RE = re.compile(r"^[A-Za-z0-9][\w.-]{0,95}/[A-Za-z0-9][\w.-]{0,95}$")
+"""A Space id (`org/trackio`)."""
+TENANT_FIELD = "{tenant}"
+
+
+def hub_model_id_problem(text: Any, *, template: bool = False) -> str | None:
+    """Why `text` cannot be a destination (a Hub model id), or None. A `template` is one for
+    every tenant (`org/adapter-{tenant}`): it must name the tenant, or all would push to one repo."""
+    if not isinstance(text, str) or not text:
+        return "must be a Hub model id like org/adapter-acme"
+    if template and TENANT_FIELD not in text:
+        return f"{text!r} is shared by every tenant: put {TENANT_FIELD} in it (org/adapter-{TENANT_FIELD})"
+    sample = text.replace(TENANT_FIELD, "tenant") if template else text
+    if "{" in sample or "}" in sample:
+        return f"{text!r}: the only field a destination template may hold is {TENANT_FIELD}"
+    if not REPO_ID_RE.match(sample) or "--" in sample or ".." in sample:
+        return f"{text!r} is not a Hub model id (org/name: letters, digits, '-', '_', '.')"
+    return None
+
+
+def hub_model_id_for(tenant: str, template: str | None) -> str | None:
+    """A tenant's destination from a template (`org/adapter-{tenant}` -> `org/adapter-acme`)."""
+    if not template:
+        return None
+    return template.replace(TENANT_FIELD, tenant)
+
+
+def with_defaults(
+    req: TrainingRequest,
+    *,
+    hub_model_id: str | None = None,
+    trackio_project: str | None = None,
+    trackio_space_id: str | None = None,
+) -> TrainingRequest:
+    """`req` with its blanks filled: the destination from a per-tenant template (`hub_model_id`,
+    e.g. `org/adapter-{tenant}`), the Trackio project and Space. What `req` sets is kept."""
+    changes: dict[str, Any] = {}
+    if req.kind == "sft" and not req.hub_model_id and req.tenant and hub_model_id:
+        changes["hub_model_id"] = hub_model_id_for(req.tenant, hub_model_id)
+    if not req.trackio_project and trackio_project:
+        changes["trackio_project"] = trackio_project
+    if not req.trackio_space_id and trackio_space_id:
+        changes["trackio_space_id"] = trackio_space_id
+    return replace(req, **changes) if changes else req
+
+
+def with_config_defaults(req: TrainingRequest, cfg: Any) -> TrainingRequest:
+    """`with_defaults` from a config: `defaults.hub_model_id`, `trackio.project`, `trackio.space_id`
+    — what every submission (form, rerun, fleet) gets when it says nothing else."""
+    return with_defaults(
+        req,
+        hub_model_id=getattr(cfg.defaults, "hub_model_id", None),
+        trackio_project=cfg.trackio.project,
+        trackio_space_id=cfg.trackio.space_id,
+    )
+
+
+def for_backend(req: TrainingRequest, backend_kind: str) -> TrainingRequest:
+    """The request as it is submitted to a backend: a local job logs to the server's Trackio store
+    ($TRACKIO_DIR) and gets no token, so a Trackio Space is for Hub runs only."""
+    if backend_kind != "hub" and req.trackio_space_id:
+        return replace(req, trackio_space_id=None)
+    return req
+
+
 def destination_of(req: TrainingRequest, run_name: str | None = None) -> str:
     """Where a run's weights go: `hf://<hub_model_id>` when it pushes to the Hub, else the local
     artifact store's folder for the run (`$CONSOLE_ARTIFACTS_DIR/<run-name>/`, the embedded
@@ -294,6 +361,7 @@ def build_submission(
     Raises SubmissionError with a reason for anything HF would refuse or the cost model rejects.
     """
     prices = prices or shipped_price_book()
+    req = for_backend(req, backend_kind)
     if req.kind not in KINDS:
         raise SubmissionError(f"kind must be one of {', '.join(KINDS)}, got {req.kind!r}")
     if not is_label_name(req.tenant):
@@ -302,11 +370,14 @@ def build_submission(
         raise SubmissionError("dataset is required")
     if owners and (why := foreign_dataset(req, owners)):
         raise SubmissionError(why)
+    if req.kind == "sft" and req.hub_model_id and (why := hub_model_id_problem(req.hub_model_id)):
+        raise SubmissionError(f"hub_model_id {why}")
     if backend_kind == "hub" and req.kind == "sft":
         if not req.hub_model_id:
             raise SubmissionError(
                 "a run on HF Jobs needs a destination (hub_model_id): the job's disk is thrown away "
-                "when it ends, and weights not pushed are lost"
+                "when it ends, and weights not pushed are lost; name one, or give every tenant one with "
+                "hub_model_id = \"org/adapter-{tenant}\" in the fleet file or defaults.hub_model_id in the config"
             )
         if not token:
             raise SubmissionError("a run on HF Jobs needs a token to push with: `hf auth login` or set HF_TOKEN")

@@ -83,6 +83,8 @@ def run_apply(args: argparse.Namespace) -> int:
                 timeout_overhead_s=cfg.defaults.timeout_overhead_s,
                 token=token,
                 trackio_project=cfg.trackio.project,
+                trackio_space_id=cfg.trackio.space_id,
+                hub_model_id=cfg.defaults.hub_model_id,
             )
         except PlanRefused as exc:
             lines = "\n".join(f"  - {p}" for p in exc.problems)

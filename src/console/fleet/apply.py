@@ -25,7 +25,7 @@ from typing import Any
 from console import jobspec
 from console.costs import CostInputError, normalize_cron
 from console.fleet.file import FleetFile, TenantSpec
-from console.jobspec import Submission
+from console.jobspec import Submission, TrainingRequest
 from console.prices import DEFAULT_TIMEOUT_BUFFER, DEFAULT_TIMEOUT_OVERHEAD_S, PriceBook
 
 
@@ -87,6 +87,9 @@ _COMPARED = (
     ("lora_r", "lora_r"),
     ("lora_alpha", "lora_alpha"),
     ("unsloth", "unsloth"),
+    ("hub_model_id", "destination"),
+    ("trackio_project", "trackio project"),
+    ("trackio_space_id", "trackio space"),
 )
 
 
@@ -96,6 +99,27 @@ class PlanRefused(ValueError):
     def __init__(self, problems: list[str]) -> None:
         super().__init__("; ".join(problems))
         self.problems = problems
+
+
+def desired_request(
+    tenant: TenantSpec,
+    fleet: FleetFile,
+    *,
+    backend_kind: str = "local",
+    trackio_project: str | None = None,
+    trackio_space_id: str | None = None,
+    hub_model_id: str | None = None,
+) -> TrainingRequest:
+    """A tenant's scheduled run as submitted: what the tenant says, else the fleet file's top
+    level (destination template, Trackio project and Space), else the config's (`hub_model_id` a
+    template such as `org/adapter-{tenant}`)."""
+    req = jobspec.with_defaults(
+        tenant.request(fleet.env),
+        hub_model_id=fleet.hub_model_id or hub_model_id,
+        trackio_project=fleet.trackio_project or trackio_project,
+        trackio_space_id=fleet.trackio_space_id or trackio_space_id,
+    )
+    return jobspec.for_backend(req, backend_kind)
 
 
 def desired_submission(
@@ -108,9 +132,14 @@ def desired_submission(
     token: str | None = None,
     prices: PriceBook | None = None,
     trackio_project: str | None = None,
+    trackio_space_id: str | None = None,
+    hub_model_id: str | None = None,
     owners: Mapping[str, str] | None = None,
 ) -> Submission:
-    req = tenant.request(fleet.env, fleet.trackio_project or trackio_project)
+    req = desired_request(
+        tenant, fleet, backend_kind=backend_kind, trackio_project=trackio_project,
+        trackio_space_id=trackio_space_id, hub_model_id=hub_model_id,
+    )
     sub = jobspec.build_submission(
         req, backend_kind=backend_kind, timeout_buffer=timeout_buffer, timeout_overhead_s=timeout_overhead_s,
         token=token, prices=prices, owners=owners,
@@ -130,10 +159,15 @@ def plan_apply(
     token: str | None = None,
     prices: PriceBook | None = None,
     trackio_project: str | None = None,
+    trackio_space_id: str | None = None,
+    hub_model_id: str | None = None,
 ) -> ApplyPlan:
     """The actions that make the env's console scheduled jobs match the fleet file.
 
-    A tenant whose dataset another tenant trains on (one the file does not list) is refused."""
+    `trackio_project`, `trackio_space_id` and `hub_model_id` (a destination template, e.g.
+    `org/adapter-{tenant}`) are the config's, for tenants the fleet file says nothing about.
+    A tenant whose dataset another tenant trains on (one the file does not list) is refused, and so
+    is a run on HF Jobs with nowhere to push."""
     scheduled = list(scheduled)
     listed = {t.id for t in fleet.tenants}
     others = [r for sj in scheduled if (r := jobspec.read_request(sj)) is not None and r.tenant not in listed]
@@ -160,6 +194,8 @@ def plan_apply(
                 token=token,
                 prices=prices,
                 trackio_project=trackio_project,
+                trackio_space_id=trackio_space_id,
+                hub_model_id=hub_model_id,
                 owners=owners,
             )
         except jobspec.SubmissionError as exc:
@@ -174,7 +210,11 @@ def plan_apply(
             continue
         # the schedule that already matches is kept (a replacement whose old copy could not be
         # deleted last time); else the first the server lists
-        diffs = [(sj, _differences(sj, tenant, sub)) for sj in found]
+        want = desired_request(
+            tenant, fleet, backend_kind=backend_kind, trackio_project=trackio_project,
+            trackio_space_id=trackio_space_id, hub_model_id=hub_model_id,
+        )
+        diffs = [(sj, _differences(sj, tenant, sub, want)) for sj in found]
         current, changes = next(((sj, d) for sj, d in diffs if not d), diffs[0])
         extras = [sj for sj in found if sj is not current]
         for extra in extras:
@@ -214,7 +254,7 @@ def plan_apply(
     return ApplyPlan(env=fleet.env, actions=actions, unchanged=unchanged)
 
 
-def _differences(current: Any, tenant: TenantSpec, sub: Submission) -> list[str]:
+def _differences(current: Any, tenant: TenantSpec, sub: Submission, req: TrainingRequest) -> list[str]:
     changes: list[str] = []
     if normalize_or_same(current.schedule) != tenant.schedule:
         changes.append(f"schedule {current.schedule!r} -> {tenant.schedule!r}")
@@ -233,6 +273,9 @@ def _differences(current: Any, tenant: TenantSpec, sub: Submission) -> list[str]
         "lora_r": tenant.lora_r,
         "lora_alpha": tenant.lora_alpha,
         "unsloth": tenant.unsloth,
+        "hub_model_id": req.hub_model_id,
+        "trackio_project": req.trackio_project,
+        "trackio_space_id": req.trackio_space_id,
     }
     detail: list[str] = []
     if have is not None:

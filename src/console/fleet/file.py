@@ -56,6 +56,8 @@ _TOP_KEYS = {
     "name",
     "description",
     "trackio_project",
+    "trackio_space_id",
+    "hub_model_id",
 }
 
 
@@ -88,7 +90,9 @@ class TenantSpec:
     hub_model_id: str | None = None
     suspend: bool = False
 
-    def request(self, env: str, trackio_project: str | None = None) -> TrainingRequest:
+    def request(
+        self, env: str, trackio_project: str | None = None, trackio_space_id: str | None = None
+    ) -> TrainingRequest:
         return TrainingRequest(
             tenant=self.id,
             dataset=self.dataset,
@@ -106,6 +110,7 @@ class TenantSpec:
             hub_model_id=self.hub_model_id,
             scheduled=True,
             trackio_project=trackio_project,
+            trackio_space_id=trackio_space_id,
         )
 
 
@@ -115,6 +120,10 @@ class FleetFile:
     env: str
     tenants: tuple[TenantSpec, ...]
     trackio_project: str | None = None
+    trackio_space_id: str | None = None
+    """The Trackio Space the fleet's Hub runs log to (overrides the config's `trackio.space_id`)."""
+    hub_model_id: str | None = None
+    """The destination template of tenants that name none (`org/adapter-{tenant}`), as written."""
 
     def tenant(self, tenant_id: str) -> TenantSpec:
         for t in self.tenants:
@@ -169,10 +178,17 @@ def parse_fleet(
     raw_tenants = doc.get("tenant", [])
     if not isinstance(raw_tenants, list) or not all(isinstance(t, dict) for t in raw_tenants):
         raise FleetFileError(path, [*problems, "tenants must be [[tenant]] tables"])
+    template = doc.get("hub_model_id")
+    if template is not None and (why := jobspec.hub_model_id_problem(template, template=True)):
+        problems.append(f"hub_model_id {why}")
+    space = doc.get("trackio_space_id")
+    if space is not None and (not isinstance(space, str) or not jobspec.SPACE_ID_RE.match(space)):
+        problems.append(f"trackio_space_id {space!r} must be a Space id like org/trackio")
     defaults = {k: v for k, v in doc.items() if k not in ("tenant", "env", "name", "description")}
     tenants: list[TenantSpec] = []
     seen: dict[str, int] = {}
     dataset_of: dict[str, str] = {}  # dataset (jobspec.dataset_key) -> the first tenant training on it
+    pushes_to: dict[str, str] = {}  # destination -> the first tenant pushing to it
     for index, raw in enumerate(raw_tenants, start=1):
         where = f"tenant #{index}"
         tid = raw.get("id")
@@ -192,6 +208,13 @@ def parse_fleet(
                     f"tenants {owner!r} and {spec.id!r} both train on {spec.dataset}: "
                     "each tenant trains only on its own data"
                 )
+        if spec is not None and spec.hub_model_id:
+            owner = pushes_to.setdefault(spec.hub_model_id, spec.id)
+            if owner != spec.id:
+                problems.append(
+                    f"tenants {owner!r} and {spec.id!r} both push to {spec.hub_model_id}: "
+                    "each tenant's adapter goes to its own repo"
+                )
         if spec is not None and tid not in [t.id for t in tenants]:
             tenants.append(spec)
     if problems:
@@ -202,6 +225,8 @@ def parse_fleet(
         env=env,
         tenants=tuple(tenants),
         trackio_project=project if isinstance(project, str) else None,
+        trackio_space_id=space if isinstance(space, str) else None,
+        hub_model_id=template if isinstance(template, str) else None,
     )
 
 
@@ -251,6 +276,10 @@ def _tenant(
     lora_alpha = get("lora_alpha", int, required=False)
     unsloth = get("unsloth", bool, required=False) or False
     hub_model_id = get("hub_model_id", str, required=False)
+    if hub_model_id is not None and tid is not None:
+        hub_model_id = jobspec.hub_model_id_for(tid, hub_model_id)  # org/adapter-{tenant}
+        if "hub_model_id" in raw and (why := jobspec.hub_model_id_problem(hub_model_id)):
+            errors.append(f"{where}: hub_model_id {why}")
     suspend = get("suspend", bool, required=False) or False
     if schedule is not None:
         try:
