@@ -223,7 +223,7 @@ def create_app(service: JobsService, token: str) -> Any:
             if not sep or not key:
                 raise ApiError(400, f"label filter {item!r} must be key=value")
             labels[key] = value
-        return _Json([scheduled_job_json(sj) for sj in service.list_scheduled(labels)])
+        return StreamingResponse(service.scheduled_listing(labels), media_type="application/json")
 
     async def scheduled_item(request: Request) -> Response:
         sj_id = request.path_params["sj_id"]

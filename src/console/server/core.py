@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import secrets as _secrets
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,14 @@ from console.server.store import (
     ScheduledJobRecord,
     Store,
 )
-from console.server.wire import ApiError, dumps_bytes, job_json, parse_job_spec, parse_labels
+from console.server.wire import (
+    ApiError,
+    dumps_bytes,
+    job_json,
+    parse_job_spec,
+    parse_labels,
+    scheduled_job_json,
+)
 
 STAGES = (*ACTIVE_STAGES, *TERMINAL_STAGES)
 RENDER_CACHE_BYTES = 64 * 1024 * 1024
@@ -263,12 +271,25 @@ class JobsService:
             )
 
     def list_scheduled(self, labels: dict[str, str]) -> list[ScheduledJobRecord]:
-        out = []
-        for sj in self.store.list_scheduled(self.namespace):
+        return list(self._scheduled_matching(labels))
+
+    def _scheduled_matching(self, labels: dict[str, str]) -> Iterator[ScheduledJobRecord]:
+        for sj in self.store.iter_scheduled(self.namespace):
             sj_labels = sj.spec.get("labels") or {}
             if all(sj_labels.get(k) == v for k, v in labels.items()):
-                out.append(sj)
-        return out
+                yield sj
+
+    def scheduled_listing(self, labels: dict[str, str]) -> Iterator[bytes]:
+        """The scheduled job list as a JSON array, in pieces: the API answers it in one response
+        (no pages), and 10,000 schedules with their specs would be hundreds of MB held at once;
+        this holds one batch of records and one rendered schedule at a time."""
+        yield b"["
+        first = True
+        for sj in self._scheduled_matching(labels):
+            doc = dumps_bytes(scheduled_job_json(sj))
+            yield doc if first else b"," + doc
+            first = False
+        yield b"]"
 
     def get_scheduled(self, sj_id: str) -> ScheduledJobRecord:
         return self._scheduled(sj_id)

@@ -67,11 +67,11 @@ class Scheduler:
 
     def start(self) -> None:
         now = time.time()
-        for sj in self.store.list_scheduled():
-            if sj.suspend:
+        for sj_id, schedule, suspended, next_run_at in self.store.scheduled_timing():
+            if suspended:
                 continue
-            if sj.next_run_at is None or sj.next_run_at < now:
-                self.store.update_scheduled(sj.id, next_run_at=next_run_after(sj.schedule, now))
+            if next_run_at is None or next_run_at < now:
+                self.store.update_scheduled(sj_id, next_run_at=next_run_after(schedule, now))
         self._thread = threading.Thread(target=self._loop, name="console-jobs-cron", daemon=True)
         self._thread.start()
 
@@ -95,9 +95,7 @@ class Scheduler:
             self._wake.clear()
 
     def tick(self, now: float) -> None:
-        for sj in self.store.list_scheduled():
-            if sj.suspend or sj.next_run_at is None or sj.next_run_at > now:
-                continue
+        for sj in self.store.due_scheduled(now):
             self.store.update_scheduled(sj.id, next_run_at=next_run_after(sj.schedule, now))
             if not sj.concurrency and self.store.count_active_for_schedule(sj.id) > 0:
                 log.info("scheduled job %s: previous run still active, skipping this run", sj.id)
