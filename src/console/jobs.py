@@ -87,6 +87,9 @@ class JobRow:
 
 
 def _running_seconds(info: Any, now: datetime) -> float | None:
+    """How long the job ran (so far), from what the Jobs API said; None when it did not say: never
+    started, or finished without durations or a finish time (HF's legacy answers). A finished job
+    is never measured "until now"."""
     durations = getattr(info, "durations", None)
     if durations is not None and durations.running_secs is not None:
         if info.status.stage == "RUNNING" and info.started_at is not None:
@@ -94,6 +97,8 @@ def _running_seconds(info: Any, now: datetime) -> float | None:
             return max(float(durations.running_secs), (now - info.started_at).total_seconds())
         return float(durations.running_secs)
     if info.started_at is None:
+        return None
+    if info.finished_at is None and info.status.stage not in ACTIVE_STAGES:
         return None
     end = info.finished_at or now
     return max(0.0, (end - info.started_at).total_seconds())

@@ -77,3 +77,34 @@ def test_bad_arguments_get_a_clear_message(server):
     assert r.returncode == 2 and "--month must look like 2026-12" in r.stderr
     r = console("ledger", "--no-refresh", "--summary")
     assert r.returncode == 2 and "--summary goes with --json" in r.stderr
+
+
+def test_a_job_without_a_running_time_is_listed_unknown_and_costs_nothing(_isolated_dirs):
+    """A server answering as huggingface.co's legacy answers do (finished jobs without `finishedAt`
+    and with null `durations`): the ledger does not bill them until now; it says they are unknown."""
+    with LocalServer(ServerOptions(namespace=NS, port=0, strict=True)) as srv:
+        config = _isolated_dirs / "config" / "config.toml"
+        config.parent.mkdir(parents=True, exist_ok=True)
+        config.write_text(f'namespace = "{NS}"\nbackend = "local"\nendpoint = "{srv.url}"\n')
+        api = HfApi(endpoint=srv.url, token=srv.token)
+        labels = {"app": "console", "tenant": "acme", "env": "dev", "kind": "sft", "run": "acme-1"}
+        job = api.run_job(image="python:3.12", command=["python", "-c", "1"], flavor="h200x8",
+                          labels=labels, namespace=NS, timeout=60)
+        done = api.wait_for_job(job.id, timeout=30, poll_interval=0.05, namespace=NS)
+        assert done.started_at is not None and done.finished_at is None and done.durations is None
+
+        text = console("ledger")
+        assert text.returncode == 0, text.stderr
+        assert "1 new entry" in text.stderr
+        assert "spent $0.00" in text.stdout
+        assert "Unknown cost: 1 finished job(s) the Jobs API gave no running time for" in text.stdout
+        assert job.id in text.stdout
+        [line] = [row for row in text.stdout.splitlines() if row.strip().startswith(job.id)]
+        assert " ? " in line and "unknown" in line and "COMPLETED" in line
+
+        [entry] = json.loads(console("ledger", "--no-refresh", "--json").stdout)
+        assert entry["cost_known"] is False and entry["cost_usd"] is None and entry["running_seconds"] is None
+        assert entry["running_source"] == "unknown"
+        summary = json.loads(console("ledger", "--no-refresh", "--json", "--summary").stdout)
+        assert summary["unknown_runs"] == 1 and summary["unknown_jobs"] == [job.id]
+        assert summary["month_to_date_usd"] == 0 and summary["by_tenant"] == []

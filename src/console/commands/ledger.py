@@ -19,7 +19,7 @@ CSV_COLUMNS = (
     "job_id", "tenant", "kind", "env", "flavor", "price_per_hour", "running_seconds", "cost_usd",
     "stage", "wasted", "created_at", "started_at", "finished_at", "month", "model_b", "examples",
     "epochs", "unsloth", "run_name", "scheduled_job_id", "running_source", "price_source",
-    "message",
+    "message", "cost_known",
 )
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
@@ -94,17 +94,27 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(summary_for_config(ledger, cfg, snapshot).to_dict(), indent=2))
         return 0
     if args.json:
-        print(json.dumps([e.to_dict() for e in entries], indent=2))
+        print(json.dumps([_entry_dict(e) for e in entries], indent=2))
         return 0
     if args.csv:
         writer = csv.writer(sys.stdout, lineterminator="\n")
         writer.writerow(CSV_COLUMNS)
         for e in entries:
-            d = e.to_dict()
+            d = _entry_dict(e)
             writer.writerow([_csv_cell(d[c]) for c in CSV_COLUMNS])
         return 0
     _print_text(summary_for_config(ledger, cfg, snapshot), entries, args.limit, ledger.path)
     return 0
+
+
+def _entry_dict(entry) -> dict:
+    """An entry as printed: a job whose running time is unknown has no running seconds and no
+    cost (null / empty), not zeros."""
+    d = entry.to_dict()
+    d["cost_known"] = entry.known
+    if not entry.known:
+        d["running_seconds"] = d["cost_usd"] = None
+    return d
 
 
 def _refresh(ledger, cfg):
@@ -152,6 +162,12 @@ def _print_text(s, entries, limit: int, path) -> None:
     print(f"Projection:   ${s.projection_usd:,.2f} by month end ({budget})")
     if s.budget_warning:
         print(f"WARNING: {s.budget_warning}")
+    if s.unknown_runs:
+        shown = ", ".join(plain(j, 24) for j in s.unknown_jobs[:5]) + (", ..." if s.unknown_runs > 5 else "")
+        print(
+            f"Unknown cost: {s.unknown_runs} finished job(s) the Jobs API gave no running time for "
+            f"(no durations, no finish time); in no total above: {shown}"
+        )
     if s.by_tenant:
         print()
         print(f"  {'Tenant':<24}{'Runs':>6}{'This month':>13}{'All time':>12}{'Wasted':>10}")
@@ -168,7 +184,9 @@ def _print_text(s, entries, limit: int, path) -> None:
         print(f"  {'Job':<26}{'Tenant':<16}{'Flavor':<12}{'Ran':>8}{'Cost':>10}  Stage")
         for e in entries[-limit:]:
             stage = e.stage + (" (timed out: wasted)" if e.wasted else "")
+            ran = format_duration(e.running_seconds) if e.known else "?"
+            cost = "$" + format(e.cost_usd, ",.4f") if e.known else "unknown"
             print(
                 f"  {plain(e.job_id, 25):<26}{plain(e.tenant, 15):<16}{plain(e.flavor, 11):<12}"
-                f"{format_duration(e.running_seconds):>8}{'$' + format(e.cost_usd, ',.4f'):>10}  {stage}"
+                f"{ran:>8}{cost:>10}  {stage}"
             )

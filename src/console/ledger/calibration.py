@@ -26,7 +26,7 @@ def observations_from(entries: Iterable[LedgerEntry], *, local: bool | None = No
     for e in entries:
         if local is not None and e.local != local:
             continue
-        if e.stage != "COMPLETED" or e.kind not in ("sft", "") or e.running_seconds <= 0:
+        if e.stage != "COMPLETED" or e.kind not in ("sft", "") or not e.known or e.running_seconds <= 0:
             continue
         if e.model_b is None or not e.examples or e.epochs is None:
             continue

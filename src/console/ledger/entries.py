@@ -4,12 +4,17 @@ HF bills a job per minute while it is Starting/Running, at its flavor's price, a
 its timeout still costs those minutes (reference §1, §3). An entry is a terminal job's running
 seconds x the price per hour in effect when it was recorded.
 
-Running time comes from what the Jobs API returns, in this order:
+Running time comes from what the Jobs API returns — evidence only, never a guess:
 
 1. ``JobInfo.durations.running_secs`` — computed by the server (HF and the embedded server both
-   send ``durations.runningSecs``);
-2. ``finished_at - started_at`` — the timestamps ``JobInfo`` carries when durations are absent;
-3. zero — a job that never left SCHEDULING (cancelled in the queue) was never billed.
+   send ``durations.runningSecs``); durations with no running time say the job never ran: zero;
+2. ``finished_at - started_at`` — the timestamps ``JobInfo`` carries when durations are absent
+   (for a job still running: up to now, the money in flight);
+3. zero — a job cancelled (or deleted) with no start time never left SCHEDULING: never billed;
+4. unknown — a finished job HF answers for without durations and without the timestamps that
+   bound its run (legacy answers: ``durations: null``, no ``finishedAt``; huggingface_hub 2.4's
+   own tests show such jobs). Its cost is not guessed: the entry says ``unknown``, costs nothing
+   in any total, and is listed as such; a later refresh costs it if HF then gives the evidence.
 
 The label readers here (`flavor_of`, `label_float`, `label_bool`) also serve the forecasts.
 
@@ -30,6 +35,10 @@ from console.jobspec import label_number
 from console.prices import PriceBook, shipped_price_book
 
 TERMINAL_STAGES = frozenset({"COMPLETED", "ERROR", "CANCELED", "DELETED"})
+_RAN_STAGES = frozenset({"COMPLETED", "ERROR"})
+"""Terminal stages a job may reach only after running (a CANCELED one may never have started)."""
+UNKNOWN = "unknown"
+"""The running source of a finished job whose running time the Jobs API did not say."""
 NO_TENANT = "(none)"
 # How a timeout reads in a job's status message: the embedded server says "Job timed out after 2s
 # (timeoutSeconds)"; HF's wording is not documented, so any "timed out" / "timeout" in an ERROR's
@@ -52,7 +61,8 @@ class LedgerEntry:
     running_seconds: float
     """Billed seconds (Starting/Running); see the module docstring for where they come from."""
     running_source: str
-    """durations | timestamps | never-started"""
+    """durations | timestamps | never-started | unknown (then running_seconds and cost_usd are 0
+    and mean nothing: see `known`)"""
     cost_usd: float
     stage: str
     message: str | None
@@ -73,6 +83,11 @@ class LedgerEntry:
     endpoint: str = ""
     """The Jobs API the job ran on (huggingface.co, or the embedded server on loopback)."""
     recorded_at: str = ""
+
+    @property
+    def known(self) -> bool:
+        """Whether the job's running time (and so its cost) is known; an unknown one is in no total."""
+        return self.running_source != UNKNOWN
 
     @property
     def local(self) -> bool:
@@ -120,24 +135,30 @@ def timed_out(job: Any) -> bool:
     return _stage(job) == "ERROR" and bool(_TIMEOUT_RE.search(message))
 
 
-def running_seconds_of(job: Any, now: datetime | None = None) -> tuple[float, str]:
-    """Billed seconds of a job and where they came from (durations | timestamps | never-started).
-
-    For a job still running, the timestamps fallback measures up to `now`.
+def running_seconds_of(job: Any, now: datetime | None = None) -> tuple[float | None, str]:
+    """Running seconds of a job and the evidence they rest on (durations | timestamps |
+    never-started), or (None, "unknown") for a finished job whose running time the answer does not
+    say (see the module docstring). For a job still running, the timestamps measure up to `now`.
     """
     durations = getattr(job, "durations", None)
     secs = getattr(durations, "running_secs", None)
     if isinstance(secs, (int, float)) and not isinstance(secs, bool) and math.isfinite(secs):
         return max(0.0, float(secs)), "durations"
+    stage = _stage(job)
     started = getattr(job, "started_at", None)
+    finished = getattr(job, "finished_at", None)
     if started is not None:
-        end = getattr(job, "finished_at", None) or now or datetime.now(UTC)
+        if finished is None and stage in TERMINAL_STAGES:
+            return None, UNKNOWN  # ended, but when? Billing it "until now" would grow for ever
+        end = finished or now or datetime.now(UTC)
         if started.tzinfo is None:
             started = started.replace(tzinfo=UTC)
         if end.tzinfo is None:
             end = end.replace(tzinfo=UTC)
         return max(0.0, (end - started).total_seconds()), "timestamps"
-    return 0.0, "never-started"
+    if durations is not None or stage not in _RAN_STAGES:
+        return 0.0, "never-started"  # the server's durations say so, or it was cancelled queued
+    return None, UNKNOWN  # COMPLETED or ERROR with neither durations nor a start: it may have run
 
 
 def label_float(labels: dict[str, str], key: str) -> float | None:
@@ -171,7 +192,9 @@ def entry_from_job(
         price_source = prices.source
     else:
         price, price_source = 0.0, "unknown flavor"
-    seconds, source = running_seconds_of(job, now)
+    measured, source = running_seconds_of(job, now)
+    seconds = 0.0 if measured is None else measured
+    costed = measured is not None and price_source != "unknown flavor"
     started = getattr(job, "started_at", None)
     created = getattr(job, "created_at", None)
     billed_at = started or created or now or datetime.now(UTC)
@@ -191,7 +214,7 @@ def entry_from_job(
         price_source=price_source,
         running_seconds=seconds,
         running_source=source,
-        cost_usd=job_cost(seconds, flavor, prices) if price_source != "unknown flavor" else 0.0,
+        cost_usd=job_cost(seconds, flavor, prices) if costed else 0.0,
         stage=_stage(job),
         message=message,
         wasted=timed_out(job),

@@ -11,7 +11,7 @@ console.ui or console.server, no network, no training stack.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -109,8 +109,8 @@ def forecast_schedule(
         past = [
             e.cost_usd
             for e in history
-            if e.scheduled_job_id == getattr(sj, "id", None)
-            or (e.tenant == tenant and e.kind == kind and e.flavor == flavor)
+            if e.known and (e.scheduled_job_id == getattr(sj, "id", None)
+                            or (e.tenant == tenant and e.kind == kind and e.flavor == flavor))
         ]
         if past:
             per_run, basis = sum(past) / len(past), "observed"
@@ -158,6 +158,13 @@ class LedgerSummary:
     """Month to date + in flight + the schedules' remaining firings + the plan floor."""
     budget_usd: float | None
     calibration_runs: int
+    unknown_jobs: list[str] = field(default_factory=list)
+    """Finished jobs whose running time the Jobs API did not say (no durations, no finish time):
+    not costed, in no total above, listed so that they are not forgotten."""
+
+    @property
+    def unknown_runs(self) -> int:
+        return len(self.unknown_jobs)
 
     @property
     def over_budget(self) -> bool:
@@ -175,6 +182,7 @@ class LedgerSummary:
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
+        d["unknown_runs"] = self.unknown_runs
         d["over_budget"] = self.over_budget
         d["budget_warning"] = self.budget_warning
         return d
@@ -202,7 +210,11 @@ def summarize(
     by_month: dict[str, float] = {}
     mtd = wasted = 0.0
     wasted_runs = 0
+    unknown: list[str] = []
     for e in entries:
+        if not e.known:
+            unknown.append(e.job_id)
+            continue
         by_month[e.month] = by_month.get(e.month, 0.0) + e.cost_usd
         t = tenants.setdefault(e.tenant, [0, 0.0, 0.0, 0.0])
         t[0] += 1
@@ -218,7 +230,7 @@ def summarize(
     for job in active_jobs:
         secs, _ = running_seconds_of(job, now)
         flavor = flavor_of(job)
-        if flavor in prices:
+        if secs is not None and flavor in prices:
             in_flight += job_cost(secs, flavor, prices)
     forecasts = [
         f
@@ -248,4 +260,5 @@ def summarize(
         projection_usd=mtd + in_flight + remaining + floor,
         budget_usd=budget_usd,
         calibration_runs=calibration.runs,
+        unknown_jobs=unknown,
     )

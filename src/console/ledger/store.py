@@ -22,7 +22,7 @@ from typing import Any
 from console import paths
 from console.costs import Calibration, Observation, calibrate
 from console.ledger.calibration import estimate_calibration, observations_from
-from console.ledger.entries import LedgerEntry, entry_from_job, is_terminal
+from console.ledger.entries import UNKNOWN, LedgerEntry, entry_from_job, is_terminal
 from console.prices import PriceBook, shipped_price_book
 from console.strings import shared
 
@@ -68,6 +68,21 @@ _COLUMNS = (
     "started_at", "finished_at", "month", "model_b", "examples", "epochs", "unsloth", "run_name",
     "scheduled_job_id", "labels", "endpoint", "recorded_at",
 )
+
+
+_REPAIR_UNTIL_NOW = f"""
+UPDATE entries SET running_seconds = 0, cost_usd = 0, running_source = '{UNKNOWN}'
+WHERE running_source = 'timestamps' AND finished_at IS NULL
+"""
+"""Entries an older console costed "until now": a finished job with a start time but no finish time
+was billed up to the moment it was recorded (one ERROR job: 2,776,734 s, $1,928). Their running
+time is unknown; they become unknown entries (no total counts them) and are costed again if the
+Jobs API later says how long they ran."""
+
+_UPSERT_SET = ", ".join(f"{c} = excluded.{c}" for c in (
+    "price_per_hour", "price_source", "running_seconds", "running_source", "cost_usd", "stage",
+    "message", "wasted", "started_at", "finished_at", "month", "recorded_at",
+))
 
 
 class LedgerError(Exception):
@@ -129,8 +144,8 @@ class Ledger:
     def __init__(self, path: Path | str | None = None) -> None:
         self.path = Path(path).expanduser() if path is not None else default_path()
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._cache: tuple[int, list[LedgerEntry]] | None = None
-        self._calibration: tuple[int, tuple[Calibration, str]] | None = None
+        self._cache: tuple[tuple[int, int], list[LedgerEntry]] | None = None
+        self._calibration: tuple[tuple[int, int], tuple[Calibration, str]] | None = None
         with self._connect() as conn:
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             if version > SCHEMA_VERSION:
@@ -140,6 +155,7 @@ class Ledger:
                 )
             conn.executescript(_SCHEMA)
             conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            conn.execute(_REPAIR_UNTIL_NOW)
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
@@ -160,7 +176,8 @@ class Ledger:
     # -- writing
 
     def record(self, entries: Iterable[LedgerEntry]) -> int:
-        """Insert entries not yet in the ledger (by job id); returns how many were new."""
+        """Insert entries not yet in the ledger (by job id); returns how many were new. An entry
+        whose cost was unknown is replaced by one whose cost is known (and only then)."""
         rows = [_to_row(e) for e in entries]
         if not rows:
             return 0
@@ -170,7 +187,9 @@ class Ledger:
             try:
                 before = conn.total_changes
                 conn.executemany(
-                    f"INSERT OR IGNORE INTO entries ({', '.join(_COLUMNS)}) VALUES ({placeholders})",
+                    f"INSERT INTO entries ({', '.join(_COLUMNS)}) VALUES ({placeholders}) "
+                    f"ON CONFLICT (job_id) DO UPDATE SET {_UPSERT_SET} "
+                    f"WHERE entries.running_source = '{UNKNOWN}' AND excluded.running_source != '{UNKNOWN}'",
                     rows,
                 )
                 added = conn.total_changes - before
@@ -183,10 +202,12 @@ class Ledger:
     def refresh(
         self, jobs: Iterable[Any], prices: PriceBook | None = None, *, now: datetime | None = None
     ) -> RefreshResult:
-        """Cost every terminal job not yet in the ledger; idempotent."""
+        """Cost every terminal job not yet in the ledger, and those whose cost was unknown if the
+        Jobs API now says how long they ran; idempotent."""
         prices = prices or shipped_price_book()
         now = now or datetime.now(UTC)
         known = self.job_ids()
+        unknown = self.unknown_ids()
         new: list[LedgerEntry] = []
         active: list[Any] = []
         terminal = 0
@@ -195,12 +216,15 @@ class Ledger:
                 active.append(job)
                 continue
             terminal += 1
-            if str(job.id) in known:
+            job_id = str(job.id)
+            if job_id in known and job_id not in unknown:
                 continue
             entry = entry_from_job(job, prices, now=now)
-            if entry is not None:
-                new.append(entry)
-                known.add(entry.job_id)
+            if entry is None or (job_id in unknown and not entry.known):
+                continue
+            new.append(entry)
+            known.add(job_id)
+            unknown.discard(job_id)
         return RefreshResult(self.record(new), terminal, active, prices.describe())
 
     # -- reading
@@ -208,6 +232,12 @@ class Ledger:
     def job_ids(self) -> set[str]:
         with self._connect() as conn:
             return {row[0] for row in conn.execute("SELECT job_id FROM entries")}
+
+    def unknown_ids(self) -> set[str]:
+        """Entries whose running time (so cost) is unknown: costed again when evidence comes."""
+        with self._connect() as conn:
+            return {row[0] for row in conn.execute(
+                "SELECT job_id FROM entries WHERE running_source = ?", (UNKNOWN,))}
 
     def __len__(self) -> int:
         with self._connect() as conn:
@@ -228,28 +258,38 @@ class Ledger:
     def entries(self, *, month: str | None = None, tenant: str | None = None) -> list[LedgerEntry]:
         """Entries, oldest first (by when they started, then by id).
 
-        Entries are only ever added, so the unfiltered list is cached by the row count: a pane
-        refreshing every few seconds re-reads the file only when a job was recorded.
+        Entries are only ever added, or an unknown one costed, so the unfiltered list is cached by
+        the row count and the count of unknown ones: a pane refreshing every few seconds re-reads
+        the file only when a job was recorded or costed.
         """
         if month is None and tenant is None:
-            count = len(self)
+            version = self._version()
             cached = self._cache
-            if cached is not None and cached[0] == count:
+            if cached is not None and cached[0] == version:
                 return list(cached[1])
             entries = self._read_entries(None, None)
-            self._cache = (len(entries), entries)
+            self._cache = (version, entries)
             self._calibration = None
             return list(entries)
         return self._read_entries(month, tenant)
 
+    def _version(self) -> tuple[int, int]:
+        with self._connect() as conn:
+            count, unknown = conn.execute(
+                "SELECT COUNT(*), COALESCE(SUM(running_source = ?), 0) FROM entries", (UNKNOWN,)
+            ).fetchone()
+        return int(count), int(unknown)
+
     def estimate_calibration(self) -> tuple[Calibration, str]:
-        """:func:`estimate_calibration` of all entries, cached until a new entry is recorded."""
+        """:func:`estimate_calibration` of all entries, cached until an entry is recorded or costed."""
         entries = self.entries()
         cached = self._calibration
-        if cached is not None and cached[0] == len(entries):
+        version = self._cache[0] if self._cache is not None else None
+        if cached is not None and version is not None and cached[0] == version:
             return cached[1]
         result = estimate_calibration(entries)
-        self._calibration = (len(entries), result)
+        if version is not None:
+            self._calibration = (version, result)
         return result
 
     def _read_entries(self, month: str | None, tenant: str | None) -> list[LedgerEntry]:
