@@ -23,7 +23,6 @@ from console.prices import (
     PLANS,
     UNSLOTH_SPEEDUP,
     PriceBook,
-    multiplier_for,
     plan_floor_usd,
     shipped_price_book,
 )
@@ -229,7 +228,7 @@ def estimate_run(
             "(CPU flavors are for dataset preflight, ~$0.01)"
         )
     try:
-        multiplier, source = multiplier_for(spec.flavor)
+        multiplier, source = prices.multiplier(spec.flavor)
     except KeyError as exc:
         raise CostInputError(str(exc.args[0])) from None
     if not math.isfinite(calibration_factor) or calibration_factor <= 0:

@@ -31,6 +31,13 @@ class Flavor:
     fits: str  # the reference's "Fits (LoRA SFT)" guidance
     # Largest model (billions of parameters) the "fits" guidance admits for LoRA SFT; 0 = not for training.
     max_model_b: float = 0.0
+    multiplier: float | None = None
+    """The heuristic's speed factor when it is not the reference's or an assumed one by name (a
+    flavor only the live hardware list has: from its GPU family); None: `multiplier_for(name)`."""
+    multiplier_source: str = ""
+    note: str = ""
+    """Where this flavor's figures come from when a live price book could not give them all (a
+    shipped price HF no longer lists; guidance derived for a flavor only HF lists)."""
 
     @property
     def price_per_minute(self) -> float:
@@ -198,6 +205,17 @@ class PriceBook:
     def gpu_flavors(self) -> list[Flavor]:
         return [f for f in self.flavors.values() if f.is_gpu]
 
+    def multiplier(self, name: str) -> tuple[float, str]:
+        """The heuristic's hardware multiplier for a flavor of this book, and where it comes from."""
+        flavor = self.flavors.get(name)
+        if flavor is not None and flavor.multiplier is not None:
+            return flavor.multiplier, flavor.multiplier_source
+        return multiplier_for(name)
+
+    def notes(self) -> dict[str, str]:
+        """Flavor -> why its figures are not all the live list's (empty for a shipped book)."""
+        return {name: f.note for name, f in self.flavors.items() if f.note}
+
     def describe(self) -> str:
         if self.source == "live":
             return f"live prices from the backend ({self.detail})"
@@ -218,12 +236,58 @@ def multiplier_for(flavor: str) -> tuple[float, str]:
     raise KeyError(f"no hardware multiplier for flavor {flavor!r} (training estimates need a GPU flavor)")
 
 
+def _gpu_family(text: str) -> str:
+    """A GPU model as one key: "1x RTX PRO 6000" / "RTX PRO 6000" / "rtx pro 6000" -> "RTXPRO6000"."""
+    model = text.split("x ", 1)[1] if "x " in text and text.split("x ", 1)[0].isdigit() else text
+    return "".join(model.split()).upper()
+
+
+def _gpu_count(text: str) -> int:
+    head = text.split("x ", 1)[0]
+    return int(head) if head.isdigit() else 1
+
+
+def family_multiplier(model: str) -> tuple[float, str]:
+    """The speed factor of a GPU family: the slowest of the shipped flavors built on it (so an
+    estimate, and the timeout padded from it, is never short); a GPU no shipped flavor has is taken
+    to be as slow as the slowest known one. Calibration from real runs replaces either."""
+    family = _gpu_family(model)
+    known = [(multiplier_for(f.name)[0], -_gpu_count(f.gpu), f.name)
+             for f in SHIPPED_FLAVORS if f.is_gpu and _gpu_family(f.gpu) == family]
+    if known:
+        value, _, name = max(known)  # the slowest; of equals, the one with the fewest GPUs
+        return value, f"assumed: same GPU ({model}) as {name}"
+    value, name = max((multiplier_for(f.name)[0], f.name) for f in SHIPPED_FLAVORS if f.is_gpu)
+    gpu = model or "GPU of this kind"
+    return value, f"assumed: no shipped flavor has a {gpu}; as slow as {name}, the slowest known"
+
+
+def _guidance(model: str, count: int, memory_gb: int) -> tuple[str, float, str]:
+    """(fits, max_model_b, where from) for a GPU flavor the shipped table does not have: the shipped
+    flavor of the same GPU with the most of them not above `count`, else the shipped GPU flavor
+    with the most memory not above `memory_gb`; nothing known: not for training."""
+    family = _gpu_family(model)
+    same = [f for f in SHIPPED_FLAVORS if f.is_gpu and _gpu_family(f.gpu) == family and _gpu_count(f.gpu) <= count]
+    if same:
+        base = max(same, key=lambda f: (_gpu_count(f.gpu), f.max_model_b))
+        return base.fits, base.max_model_b, f"size guidance of {base.name} (same GPU, {base.gpu})"
+    smaller = [f for f in SHIPPED_FLAVORS if f.is_gpu and 0 < f.gpu_memory_gb <= memory_gb]
+    if smaller:
+        base = max(smaller, key=lambda f: (f.max_model_b, f.gpu_memory_gb))
+        why = f"size guidance of {base.name} ({base.gpu_memory_gb} GB, no more GPU memory)"
+        return base.fits, base.max_model_b, why
+    return "", 0.0, "no size guidance (no shipped flavor to compare with)"
+
+
 def price_book_from_hardware(hardware: Iterable[Any], detail: str = "list_jobs_hardware") -> PriceBook:
-    """Build a live price book from `HfApi.list_jobs_hardware()` answers.
+    """The shipped table with the live prices of `HfApi.list_jobs_hardware()` merged in.
 
     Each item has `name`, `unit_cost_usd` and `unit_label` ("minute" or "hour") and, for GPUs,
-    `accelerator` with `quantity`, `model` and `vram`. Shipped "fits" guidance is kept for flavors
-    the shipped table knows.
+    `accelerator` with `quantity`, `model` and `vram` (the flavor's total). A flavor both know takes
+    the live price and keeps the shipped guidance; a shipped flavor HF does not list keeps its
+    shipped price, with a note saying so (it may be gone, or only hidden from this account); a
+    flavor only HF lists gets size guidance and a speed factor from its GPU family
+    (:func:`family_multiplier`), with a note, so that estimates on it work.
     """
     shipped = {f.name: f for f in SHIPPED_FLAVORS}
     flavors: dict[str, Flavor] = {}
@@ -233,18 +297,34 @@ def price_book_from_hardware(hardware: Iterable[Any], detail: str = "list_jobs_h
         if not name or cost is None:
             continue
         unit = (getattr(hw, "unit_label", None) or "hour").lower()
-        per_hour = float(cost) * (60.0 if unit.startswith("min") else 1.0)
+        per_hour = round(float(cost) * (60.0 if unit.startswith("min") else 1.0), 6)
         base = shipped.get(name)
         acc = getattr(hw, "accelerator", None)
         if base is not None:
-            flavors[name] = replace(base, price_per_hour=round(per_hour, 6))
+            flavors[name] = replace(base, price_per_hour=per_hour)
         elif acc is not None:
+            model = str(getattr(acc, "model", "") or "").strip()
+            quantity = str(getattr(acc, "quantity", "") or "").strip()
+            count = int(quantity) if quantity.isdigit() and int(quantity) > 0 else 1
             vram = str(getattr(acc, "vram", "") or "")
             mem = int("".join(ch for ch in vram if ch.isdigit()) or 0)
-            gpu = f"{getattr(acc, 'quantity', 1)}x {getattr(acc, 'model', '')}".strip()
-            flavors[name] = Flavor(name, "gpu", gpu, mem, round(per_hour, 6), "", 0.0)
+            fits, max_b, why = _guidance(model, count, mem)
+            value, source = family_multiplier(model)
+            flavors[name] = Flavor(
+                name, "gpu", f"{count}x {model}".strip(), mem, per_hour, fits, max_b,
+                multiplier=value, multiplier_source=source,
+                note=f"listed by the backend only: {why}; speed {source.removeprefix('assumed: ')}",
+            )
         else:
-            flavors[name] = Flavor(name, "cpu", "", 0, round(per_hour, 6), "", 0.0)
+            flavors[name] = Flavor(name, "cpu", "", 0, per_hour, "", 0.0,
+                                   note="listed by the backend only (CPU: not for training)")
     if not flavors:
         return shipped_price_book()
+    missing = [f for name, f in shipped.items() if name not in flavors]
+    for f in missing:
+        flavors[f.name] = replace(
+            f, note=f"not in the backend's hardware list: shipped price of {PRICES_READ_ON}"
+        )
+    if missing:
+        detail = f"{detail}; {len(missing)} flavor(s) it does not list at shipped prices"
     return PriceBook(flavors, "live", detail)
