@@ -101,7 +101,8 @@ class BillingSettings:
 @dataclass
 class Config:
     namespace: str = field(default_factory=lambda: _default_namespace())
-    """The HF user or org that jobs run under (and that `whoami` answers locally)."""
+    """The HF user or org that jobs run under (and that `whoami` answers locally). Unset on the hub
+    backend: the token's user, from `whoami`; one the token cannot use is refused."""
     plan: str = "pro"
     """free | pro | team | enterprise. Jobs need a paid plan."""
     seats: int = 1
@@ -145,6 +146,12 @@ def _default_namespace() -> str:
     except Exception:  # no user name in this environment
         name = "local"
     return name or "local"
+
+
+def namespace_is_set(cfg: Config) -> bool:
+    """Whether the namespace was chosen (in the file, or given in code) rather than left at its
+    default, the OS user name: on the hub an unchosen namespace is the token's user (`whoami`)."""
+    return "namespace" in cfg._raw or cfg.namespace != _default_namespace()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -109,13 +109,29 @@ def connect(cfg: Config, *, start: str = HERE, policy: ClientPolicy | None = Non
             **kwargs,
         )
         install_policy(api.endpoint, policy)
+        try:
+            namespace = _hub_namespace(api, cfg)
+        except BackendError:
+            remove_policy(api.endpoint, policy)
+            raise
+        api.default_namespace = namespace
         return Backend(
-            api=api, url=api.endpoint, kind=HUB, namespace=cfg.namespace,
+            api=api, url=api.endpoint, kind=HUB, namespace=namespace,
             read_only=bool(cfg.read_only), policy=policy,
         )
     backend = _connect_local(cfg, start=start, policy=policy)
     install_policy(backend.url, policy)
     return backend
+
+
+def _hub_namespace(api: JobsApi, cfg: Config) -> str:
+    """The namespace on the Hub: the configured one if the token can use it, else (none
+    configured: the config's default is the OS user name, meaningless there) the token's user,
+    from `whoami`, cached (see :mod:`console.backend.identity`)."""
+    from console.backend.identity import hub_namespace
+    from console.config import namespace_is_set
+
+    return hub_namespace(api, cfg.namespace if namespace_is_set(cfg) else None)
 
 
 def _connect_local(cfg: Config, *, start: str, policy: ClientPolicy) -> Backend:
