@@ -61,10 +61,10 @@ def test_cancel_and_failures(hf, api: HfApi) -> None:
     assert timed_out.returncode != 0
     assert "timed out" in timed_out.stdout + timed_out.stderr
 
-    refused = hf("jobs", "run", "--detach", "-v", "hf://buckets/me/data:/data", "python:3.12",
+    refused = hf("jobs", "run", "-v", "hf://buckets/me/data:/data", "python:3.12",
                  "ls", check=False)
     assert refused.returncode != 0
-    assert "volumes are not supported" in refused.stdout + refused.stderr
+    assert "bucket me/data does not exist" in refused.stdout + refused.stderr
 
 
 def test_scheduled_jobs_through_the_cli(hf, api: HfApi) -> None:

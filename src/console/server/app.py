@@ -37,6 +37,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from console.server import paths
+from console.server.bucket_routes import bucket_routes
 from console.server.core import JobsService
 from console.server.metrics import TreeSampler
 from console.server.store import TERMINAL_STAGES
@@ -47,6 +48,7 @@ from console.server.wire import (
     scheduled_job_json,
     whoami_json,
 )
+from console.server.xetcas import cas_routes
 
 PAGE_SIZE = 100
 """Jobs per page of the job list: a client that wants the newest few reads one small page."""
@@ -252,11 +254,17 @@ def create_app(service: JobsService, token: str) -> Any:
             "local Jobs server",
         )
 
+    async def webhooks(request: Request) -> Response:
+        raise ApiError(
+            501, "webhooks (and webhook-triggered jobs, `hf webhooks create --job-id`) are not "
+            "supported by the local Jobs server: nothing on this machine emits Hub events",
+        )
+
     async def unsupported(request: Request) -> Response:
         path = request.url.path
         what = path
         for prefix, name in (
-            ("/api/buckets", "buckets"), ("/api/spaces", "Spaces"), ("/api/datasets", "datasets"),
+            ("/api/buckets", "bucket calls"), ("/api/spaces", "Spaces"), ("/api/datasets", "datasets"),
             ("/api/models", "models"), ("/api/repos", "repositories"),
             ("/api/resolve-cache", "file downloads"),
         ):
@@ -266,7 +274,7 @@ def create_app(service: JobsService, token: str) -> Any:
         raise ApiError(
             404 if not path.startswith("/api/jobs") else 400,
             f"{request.method} {what} is not supported by the local Jobs server "
-            "(it serves jobs, scheduled jobs, hardware and whoami only)",
+            "(it serves jobs, scheduled jobs, hardware, whoami and the bucket calls of Jobs)",
         )
 
     all_methods = ["GET", "POST", "PUT", "DELETE", "PATCH", "HEAD"]
@@ -288,6 +296,11 @@ def create_app(service: JobsService, token: str) -> Any:
               methods=["GET", "DELETE"]),
         Route("/api/scheduled-jobs/{namespace}/{sj_id}/{action}", guarded(scheduled_action),
               methods=all_methods),
+        *[Route(path, guarded(fn), methods=methods)
+          for path, fn, methods in bucket_routes(service.hub, service.namespace)],
+        *cas_routes(lambda: service.hub.cas),
+        Route("/api/settings/webhooks", guarded(webhooks), methods=all_methods),
+        Route("/api/settings/webhooks/{rest:path}", guarded(webhooks), methods=all_methods),
         Route("/{path:path}", guarded(unsupported), methods=all_methods),
     ]
     app = Starlette(routes=routes)

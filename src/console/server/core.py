@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from console.server import paths
+from console.server.buckets import LocalHub
 from console.server.joblog import LOG_CAP_BYTES
 from console.server.runner import Runner
 from console.server.scheduler import Scheduler, is_valid_schedule, next_run_after
@@ -62,8 +63,11 @@ class JobsService:
         self.runner = Runner(
             self.store, max_running=settings.max_running_jobs, python_mode=settings.python_mode,
             log_cap_bytes=settings.log_cap_bytes,
+            bucket_exists=lambda bucket_id: self.hub.buckets.exists(bucket_id),
         )
         self.scheduler = Scheduler(self.store, self._fire_scheduled)
+        self.hub = LocalHub()
+        """The local Hub stand-in: buckets (and the Xet store behind them) that volumes mount."""
         self._started = False
         self._rendered: dict[str, bytes] = {}
         self._rendered_bytes = 0
@@ -81,6 +85,7 @@ class JobsService:
         self.scheduler.stop()
         self.runner.stop()
         self.store.close()
+        self.hub.close()
         self._started = False
 
     # -- helpers ---------------------------------------------------------------------------

@@ -9,6 +9,10 @@ Everything lives under :func:`console.paths.data_dir` (so `CONSOLE_DATA_DIR` mov
 - ``server.json``  ``{"url", "pid"}`` of a running `console serve`, so several consoles share it
 - ``artifacts/<tenant>/``  the durable artifact store that stands in for the Hub, one folder per
   tenant (a job sees its tenant's as ``$CONSOLE_ARTIFACTS_DIR``, and no other)
+- ``artifacts/hub.local/``  the local Hub's buckets and repos that jobs mount as volumes
+  (``buckets/<ns>/<name>/``, ``models/<ns>/<name>/``, ``datasets/...``, ``spaces/...``, their index
+  ``index.sqlite3`` and the Xet store ``xet/``); a tenant id never has a '.', so no tenant folder
+  can be called that
 - ``trackio/``  the shared Trackio store jobs log metrics to (``$TRACKIO_DIR``)
 """
 
@@ -63,9 +67,22 @@ def artifacts_dir() -> Path:
 def tenant_artifacts_dir(tenant: str | None) -> Path:
     """A tenant's folder of the artifact store (`_shared` for jobs without a tenant label)."""
     name = (tenant or "").strip()
-    if not name or name in (".", "..") or "/" in name or "\0" in name:
+    if not name or name in (".", "..", HUB_DIR_NAME) or "/" in name or "\0" in name:
         name = "_shared"
     return _made(artifacts_dir() / name)
+
+
+HUB_DIR_NAME = "hub.local"
+
+
+def hub_dir() -> Path:
+    """The local stand-in for the Hub's buckets and repos (volumes mount folders of it)."""
+    return _made(artifacts_dir() / HUB_DIR_NAME)
+
+
+def hub_repo_dir(kind: str, repo_id: str) -> Path:
+    """Where a bucket / model / dataset / space `ns/name` lives (`kind` plural: "buckets", ...)."""
+    return hub_dir() / kind / repo_id
 
 
 def trackio_dir() -> Path:

@@ -25,6 +25,7 @@ import sys
 import threading
 import time
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -35,6 +36,7 @@ from console.server import paths, sandbox
 from console.server.commands import plan_command
 from console.server.joblog import LOG_CAP_BYTES, LogSink, append_log, log_event, pump, write_whole
 from console.server.store import JobRecord, Store
+from console.server.volumes import VolumeError, resolve_mounts
 from console.server.wire import iso
 
 log = logging.getLogger("console.server.runner")
@@ -45,6 +47,7 @@ HEARTBEAT_SECONDS = 2.0
 a kill) is billed until its last heartbeat, at most this much short of the truth."""
 TERM_GRACE_SECONDS = 3.0
 DISK_FULL_MESSAGE = "disk full: the job's log could not be written"
+NO_SANDBOX_VOLUMES = "volumes need the sandbox (bubblewrap), which this machine lacks"
 _PASS_ENV = {
     "PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "SHELL", "TERM",
     "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "HF_HOME",
@@ -150,8 +153,10 @@ class Runner:
     """Starts, watches, times out and cancels job processes (one background thread)."""
 
     def __init__(self, store: Store, *, max_running: int = 2, python_mode: str = "self",
-                 poll_interval: float = 0.05, log_cap_bytes: int = LOG_CAP_BYTES) -> None:
+                 poll_interval: float = 0.05, log_cap_bytes: int = LOG_CAP_BYTES,
+                 bucket_exists: Callable[[str], bool] = lambda _bucket: False) -> None:
         self.store = store
+        self.bucket_exists = bucket_exists
         self.log_cap_bytes = log_cap_bytes
         self.max_running = max(1, max_running)
         self.python_mode = python_mode
@@ -305,9 +310,10 @@ class Runner:
         Path(env["TMPDIR"]).mkdir(parents=True, exist_ok=True)
         isolation = sandbox.detect()
         writable = [Path(env["CONSOLE_ARTIFACTS_DIR"]), paths.trackio_dir(), *sandbox.shared_caches()]
-        argv = sandbox.wrap(plan.argv, isolation, workdir=workdir, writable=writable,
-                            hidden_files=sandbox.login_token_files())
         try:
+            mounts = self._mounts(job, isolation, log_fh)
+            argv = sandbox.wrap(plan.argv, isolation, workdir=workdir, writable=writable,
+                                hidden_files=sandbox.login_token_files(), mounts=mounts)
             if plan.download:
                 _download(plan.download, workdir / plan.argv[1])
             _check_executable(plan.argv[0], env.get("PATH", os.defpath), workdir)
@@ -321,7 +327,7 @@ class Runner:
                 start_new_session=True,
                 close_fds=True,
             )
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, _LaunchRefused) as exc:
             reason = _launch_error(plan.argv, exc)
             try:
                 write_whole(log_fh, log_event(reason) + "\n")
@@ -351,6 +357,23 @@ class Runner:
             running.reason = "cancel"
             running.term_sent_at = time.monotonic()
             _terminate(popen.pid)
+
+    def _mounts(self, job: JobRecord, isolation: sandbox.Sandbox, log_fh: IO[bytes]) -> list[sandbox.Mount]:
+        """The job's volumes as binds; a job whose volumes cannot be mounted does not start."""
+        volumes = job.spec.get("volumes") or []
+        if not volumes:
+            return []
+        if not isolation.available:
+            raise _LaunchRefused(f"{NO_SANDBOX_VOLUMES} ({isolation.reason}); not mounted: "
+                                 + ", ".join(v["mountPath"] for v in volumes))
+        try:
+            mounts, notes = resolve_mounts(volumes, job.namespace, self.bucket_exists)
+        except VolumeError as exc:
+            raise _LaunchRefused(str(exc)) from None
+        lines = [f"===== {note} =====" for note in notes]
+        lines += [f"===== volume {dest}: {'read-only' if ro else 'read-write'} =====" for _, dest, ro in mounts]
+        write_whole(log_fh, "".join(log_event(line) + "\n" for line in lines))
+        return mounts
 
     def _finish(self, running: _Running, rc: int) -> None:
         job = running.job
@@ -445,6 +468,10 @@ def _download(url: str, dest: Path) -> None:
         dest.write_bytes(resp.read())
 
 
+class _LaunchRefused(Exception):
+    """A job that cannot start, and why (its volumes, its script download)."""
+
+
 def _check_executable(program: str, path: str, cwd: Path) -> None:
     """Fail the way `exec` would, before the sandbox hides why (bubblewrap would exit 1)."""
     if "/" in program:
@@ -458,6 +485,8 @@ def _check_executable(program: str, path: str, cwd: Path) -> None:
 
 
 def _launch_error(argv: list[str], exc: Exception) -> str:
+    if isinstance(exc, _LaunchRefused):
+        return f"Job failed to start: {exc}"
     if isinstance(exc, FileNotFoundError):
         return f"Job failed to start: command not found: {argv[0]}"
     if isinstance(exc, PermissionError):

@@ -84,6 +84,10 @@ def detect() -> Sandbox:
     return Sandbox(True, bwrap, "")
 
 
+Mount = tuple[Path, str, bool]
+"""A volume: (host folder, mount path inside the job, read-only)."""
+
+
 def wrap(
     argv: list[str],
     sandbox: Sandbox,
@@ -91,32 +95,83 @@ def wrap(
     workdir: Path,
     writable: list[Path],
     hidden_files: list[Path] = (),  # type: ignore[assignment]
+    mounts: list[Mount] = (),  # type: ignore[assignment]
 ) -> list[str]:
     """`argv` run inside the sandbox (unchanged when there is none).
 
     `writable`: folders the job may write (created if missing), bound at their own paths after the
-    data folder is hidden; `hidden_files`: files that must read as empty (login tokens)."""
+    data folder is hidden; `hidden_files`: files that must read as empty (login tokens); `mounts`:
+    volumes, bound last at their mount paths (which need not exist on this machine)."""
     if not sandbox.available or sandbox.bwrap is None:
         return list(argv)
     data = console_paths.data_dir()
-    out = [
-        sandbox.bwrap,
-        "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent",
-        "--ro-bind", "/", "/",
-        "--dev", "/dev",
-        "--proc", "/proc",
-        "--tmpfs", str(data),
-    ]
+    shadowed = _shadowed_dirs([dest for _, dest, _ in mounts])
+    out = [sandbox.bwrap, "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent"]
+    out += _root_view(shadowed)
+    out += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", str(data)]
     for folder in [workdir, *writable]:
         folder.mkdir(parents=True, exist_ok=True)
         out += ["--bind", str(folder), str(folder)]
+    for source, dest, read_only in mounts:
+        out += ["--ro-bind" if read_only else "--bind", str(source), dest]
     empty = workdir / ".empty"  # device nodes do not open in the sandbox: an empty file stands in
     for secret in hidden_files:
         if secret.is_file():
             empty.touch()
             out += ["--ro-bind", str(empty), str(secret)]
     out += ["--remount-ro", str(data)]  # the empty stand-in for the data folder takes no writes
+    for folder in sorted(shadowed, key=len, reverse=True):  # rebuilt folders go back to read-only
+        out += ["--remount-ro", folder]
     out += ["--chdir", str(workdir), "--", *argv]
+    return out
+
+
+def _shadowed_dirs(dests: list[str]) -> set[str]:
+    """Host folders a mount point must be created in (the deepest existing folder above each mount
+    path that does not exist here): the sandbox rebuilds them, everything else is bound as is."""
+    shadowed = set()
+    for dest in dests:
+        path = Path(dest)
+        if path.exists():
+            continue
+        while not path.exists() and path != path.parent:
+            path = path.parent
+        shadowed.add(str(path))
+    return shadowed
+
+
+def _root_view(shadowed: set[str]) -> list[str]:
+    """bwrap arguments that show the host's file system read-only, except that each shadowed
+    folder is a fresh one holding read-only binds of the host folder's entries (so a mount point
+    can be made in it). "/" shadowed: the sandbox's own root takes the entries of the host's."""
+    if not shadowed:
+        return ["--ro-bind", "/", "/"]
+    out: list[str] = []
+
+    def rebuild(folder: Path) -> None:
+        try:
+            entries = sorted(folder.iterdir())
+        except OSError:
+            return
+        for entry in entries:
+            if folder == Path("/") and entry.name in ("dev", "proc"):
+                continue
+            if entry.is_symlink():
+                out.extend(["--symlink", os.readlink(entry), str(entry)])
+            elif str(entry) in shadowed:
+                out.extend(["--dir", str(entry)])
+                rebuild(entry)
+            else:
+                out.extend(["--ro-bind", str(entry), str(entry)])
+
+    if "/" not in shadowed:
+        out += ["--ro-bind", "/", "/"]
+        for folder in sorted(shadowed, key=len):
+            if not any(folder.startswith(other.rstrip("/") + "/") for other in shadowed if other != folder):
+                out += ["--tmpfs", folder]
+                rebuild(Path(folder))
+    else:
+        rebuild(Path("/"))
     return out
 
 

@@ -2,7 +2,8 @@
 
 Incoming: :func:`parse_job_spec` checks a job spec (the body of `POST /api/jobs/{namespace}`, and
 the `jobSpec` of a scheduled job) and refuses, with a message naming it, anything this server
-cannot do (volumes, exposed ports, network groups, Space images). Outgoing: :func:`job_json`,
+cannot do (Space images); volumes, exposed ports, network and resource groups are checked in
+:mod:`console.server.specextras`. Outgoing: :func:`job_json`,
 :func:`scheduled_job_json`, :func:`hardware_json` and :func:`whoami_json` build what
 `JobInfo`, `ScheduledJobInfo`, `JobHardwareInfo` and `whoami` read. Datetimes are always
 ``2026-12-02T10:00:00.000Z`` (the `hf` CLI accepts nothing else). Secret values never leave here:
@@ -139,15 +140,9 @@ def parse_job_spec(body: Any) -> tuple[dict[str, Any], dict[str, str]]:
             "Space images (spaceId) are not supported by the local Jobs server: "
             "use a Docker image name and a command",
         )
-    if body.get("volumes"):
-        raise ApiError(400, "volumes are not supported by the local Jobs server")
-    expose = body.get("expose")
-    if expose and (expose.get("ports") or expose.get("portsPublic")):
-        raise ApiError(400, "exposed ports (expose) are not supported by the local Jobs server")
-    if body.get("network"):
-        raise ApiError(400, "network groups are not supported by the local Jobs server")
-    if body.get("resourceGroupId"):
-        raise ApiError(400, "resource groups are not supported by the local Jobs server")
+    from console.server.specextras import parse_extras  # volumes, expose, network, resource group
+
+    extras = parse_extras(body)
     if body.get("arch") not in (None, "", "amd64", "x86_64", "arm64"):
         raise ApiError(400, f"arch {body.get('arch')!r} is not supported by the local Jobs server")
 
@@ -201,6 +196,7 @@ def parse_job_spec(body: Any) -> tuple[dict[str, Any], dict[str, str]]:
         "ssh": ssh_enabled,
         "tags": tags,
     }
+    spec.update(extras)
     return spec, secrets
 
 
@@ -223,7 +219,8 @@ def _durations(job: JobRecord, now: float) -> dict[str, int | None]:
 
 
 def job_json(
-    job: JobRecord, *, now: float | None = None, ssh_url: str | None = None
+    job: JobRecord, *, now: float | None = None, ssh_url: str | None = None,
+    expose_urls: list[str] | None = None,
 ) -> dict[str, Any]:
     now = time.time() if now is None else now
     spec = job.spec
@@ -253,6 +250,9 @@ def job_json(
         out["tags"] = spec["tags"]
     if ssh_url:
         out["status"]["sshUrl"] = ssh_url
+    if expose_urls:
+        out["status"]["exposeUrls"] = expose_urls
+    out.update(_extras_json(spec))
     return out
 
 
@@ -269,7 +269,14 @@ def _spec_json(spec: dict[str, Any], secrets: dict[str, str]) -> dict[str, Any]:
         "labels": spec.get("labels") or None,
         "retry": max(0, int(spec.get("attempts", 1)) - 1),
         "tags": spec.get("tags") or None,
+        **_extras_json(spec),
     }
+
+
+def _extras_json(spec: dict[str, Any]) -> dict[str, Any]:
+    from console.server.specextras import extras_json
+
+    return extras_json(spec)
 
 
 def scheduled_job_json(sj: ScheduledJobRecord) -> dict[str, Any]:

@@ -1,0 +1,111 @@
+"""A job's volumes: buckets and repos of the local Hub stand-in, mounted at paths in the job.
+
+What huggingface_hub 2.4 sends (`Volume.to_dict()`): ``{"type": "bucket"|"model"|"dataset"|"space",
+"source": "ns/name", "mountPath": "/data", "readOnly": bool?, "path": "sub/folder"?,
+"revision": str?}``. :func:`parse_volumes` checks them at submission (a 400 naming the volume);
+:func:`resolve_mounts` finds their folders when the job starts:
+
+- a bucket is ``artifacts/hub.local/buckets/<ns>/<name>/[path]`` (read-write unless ``readOnly``):
+  what the job writes there stays in the bucket when its working folder is thrown away;
+- a model / dataset / space is ``artifacts/hub.local/{models,datasets,spaces}/<ns>/<name>/[path]``,
+  always read-only. Nothing uploads repos to the local server: put files there by hand (or let
+  jobs write them there through a bucket). Only the files on disk count: a `revision` is noted in
+  the log and not honoured.
+
+Mounting needs the sandbox (bubblewrap binds each folder at its mount path, which need not exist on
+this machine). Without one a job with volumes ends ERROR and its log says why: running it with the
+paths missing would fail later and less clearly.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from pathlib import Path
+from typing import Any
+
+from console.server import paths
+from console.server.buckets import check_path, check_repo_id
+from console.server.wire import ApiError
+
+KINDS = {"bucket": "buckets", "model": "models", "dataset": "datasets", "space": "spaces"}
+_RESERVED = ("/proc", "/dev", "/sys")
+
+
+class VolumeError(Exception):
+    """A volume cannot be mounted (the job ends ERROR with this message)."""
+
+
+def _mount_path(value: Any, where: str) -> str:
+    if not isinstance(value, str) or not value.startswith("/"):
+        raise ApiError(400, f"{where}: mountPath must be an absolute path inside the job (e.g. /data)")
+    norm = posixpath.normpath(value)
+    if norm != value.rstrip("/") or norm == "/" or "\0" in value or ".." in value.split("/"):
+        raise ApiError(400, f"{where}: mountPath {value!r} must be a plain absolute path, not '/'")
+    if any(norm == r or norm.startswith(r + "/") for r in _RESERVED):
+        raise ApiError(400, f"{where}: mountPath {value!r} is reserved")
+    return norm
+
+
+def parse_volumes(value: Any) -> list[dict[str, Any]]:
+    """The `volumes` of a job spec, checked and normalised (repos always read-only)."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ApiError(400, "volumes must be a list of objects")
+    out: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for i, vol in enumerate(value):
+        where = f"volumes[{i}]"
+        if not isinstance(vol, dict):
+            raise ApiError(400, f"{where} must be an object")
+        kind = vol.get("type") or "model"
+        if kind not in KINDS:
+            raise ApiError(400, f"{where}: type {kind!r} is not one of {', '.join(KINDS)}")
+        source = vol.get("source")
+        if not isinstance(source, str):
+            raise ApiError(400, f"{where}: source must be 'namespace/name'")
+        check_repo_id(source, kind)
+        mount = _mount_path(vol.get("mountPath"), where)
+        if any(mount == m or mount.startswith(m + "/") or m.startswith(mount + "/") for m in seen):
+            raise ApiError(400, f"{where}: mountPath {mount} overlaps another volume")
+        seen.add(mount)
+        read_only = vol.get("readOnly")
+        if read_only is not None and not isinstance(read_only, bool):
+            raise ApiError(400, f"{where}: readOnly must be true or false")
+        entry: dict[str, Any] = {"type": kind, "source": source, "mountPath": mount,
+                                 "readOnly": True if kind != "bucket" else bool(read_only)}
+        sub = vol.get("path")
+        if sub not in (None, ""):
+            if not isinstance(sub, str):
+                raise ApiError(400, f"{where}: path must be a folder inside the {kind}")
+            entry["path"] = check_path(sub.strip("/"))
+        if isinstance(vol.get("revision"), str):
+            entry["revision"] = vol["revision"]
+        out.append(entry)
+    return out
+
+
+def resolve_mounts(
+    volumes: list[dict[str, Any]], namespace: str, bucket_exists: Any
+) -> tuple[list[tuple[Path, str, bool]], list[str]]:
+    """(host folder, mount path, read-only) for each volume, and notes for the job's log.
+
+    Raises :class:`VolumeError` naming the first volume that cannot be mounted."""
+    mounts: list[tuple[Path, str, bool]] = []
+    notes: list[str] = []
+    for vol in volumes:
+        kind, source, mount = vol["type"], vol["source"], vol["mountPath"]
+        label = f"volume {mount} ({kind} {source})"
+        if kind == "bucket" and (not source.startswith(namespace + "/") or not bucket_exists(source)):
+            raise VolumeError(f"{label}: bucket {source} does not exist on this server "
+                              f"(create it with `hf buckets create {source}`)")
+        root = paths.hub_repo_dir(KINDS[kind], source)
+        if kind != "bucket" and not root.is_dir():
+            raise VolumeError(f"{label}: {kind} {source} is not in the local Hub stand-in (put its files in {root})")
+        folder = root / vol["path"] if vol.get("path") else root
+        if not folder.is_dir():
+            raise VolumeError(f"{label}: folder {vol.get('path')!r} does not exist in {kind} {source}")
+        if vol.get("revision") not in (None, "main"):
+            notes.append(f"{label}: revision {vol['revision']!r} ignored, the local files are mounted")
+        mounts.append((folder, mount, bool(vol["readOnly"])))
+    return mounts, notes
