@@ -119,6 +119,8 @@ class JobsService:
     def present(self, job: JobRecord) -> dict[str, Any]:
         """The API answer for a job (a queued job says why it waits)."""
         if job.stage == "SCHEDULING" and job.message is None:
+            job.message = self.runner.preparing(job.id)
+        if job.stage == "SCHEDULING" and job.message is None:
             running, limit = self.runner.running_count(), self.runner.max_running
             if running >= limit:
                 job.message = (

@@ -24,16 +24,16 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import psutil
 
 from console.server import paths, sandbox
 from console.server.commands import plan_command
+from console.server.fetcher import Fetcher
 from console.server.joblog import LOG_CAP_BYTES, LogSink, append_log, log_event, pump, write_whole
 from console.server.store import JobRecord, Store
 from console.server.volumes import VolumeError, resolve_mounts
@@ -157,6 +157,10 @@ class Runner:
                  bucket_exists: Callable[[str], bool] = lambda _bucket: False) -> None:
         self.store = store
         self.bucket_exists = bucket_exists
+        self.fetcher = Fetcher(lambda job_id: paths.work_root() / f"{job_id}.script", self.wake)
+        """Script downloads of `uv run URL` jobs, each in its own thread (never this one's)."""
+        self.on_finish: list[Callable[[JobRecord], Any]] = []
+        """Called (in the runner thread) once a job's run has ended and its process group is gone."""
         self.log_cap_bytes = log_cap_bytes
         self.max_running = max(1, max_running)
         self.python_mode = python_mode
@@ -267,19 +271,33 @@ class Runner:
         self._start_queued()
 
     def _start_queued(self) -> None:
-        if self.running_count() >= self.max_running or self._stopping.is_set():
+        if self._stopping.is_set():
             return
-        for job in self.store.jobs_in_stages(("SCHEDULING",)):
+        queued = self.store.jobs_in_stages(("SCHEDULING",))
+        for job_id in set(self.fetcher.finished()) - {job.id for job in queued}:
+            if not self.is_running(job_id):
+                self.fetcher.forget(job_id)  # canceled while its script downloaded
+        for job in queued:
             if self.running_count() >= self.max_running:
                 break
             if self.is_running(job.id):
                 continue
             self._launch(job)
 
+    def preparing(self, job_id: str) -> str | None:
+        """Why a queued job has not started yet, when it is its script being downloaded."""
+        item = self.fetcher.pending(job_id)
+        return f"Downloading the script {item.url}" if item is not None else None
+
     def _launch(self, job: JobRecord, *, retry: bool = False) -> None:
         workdir = paths.job_workdir(job.id)
         argv = list(job.spec["command"]) + list(job.spec.get("arguments") or [])
         plan = plan_command(argv, self.python_mode)
+        script = None
+        if plan.download:
+            script = self.fetcher.state(job.id, plan.download, plan.argv[1])
+            if script.outcome() is None:
+                return  # not yet: the job stays queued, the next tick looks again
         attempts = int(job.spec.get("attempts", 1))
         if retry:
             header = f"===== Retrying: attempt {job.attempt} of {attempts} ====="
@@ -314,8 +332,10 @@ class Runner:
             mounts = self._mounts(job, isolation, log_fh)
             argv = sandbox.wrap(plan.argv, isolation, workdir=workdir, writable=writable,
                                 hidden_files=sandbox.login_token_files(), mounts=mounts)
-            if plan.download:
-                _download(plan.download, workdir / plan.argv[1])
+            if script is not None:
+                if script.outcome():
+                    raise _LaunchRefused(script.outcome() or "")
+                shutil.copyfile(script.dest, workdir / plan.argv[1])
             _check_executable(plan.argv[0], env.get("PATH", os.defpath), workdir)
             popen = subprocess.Popen(
                 argv,
@@ -329,6 +349,7 @@ class Runner:
             )
         except (OSError, ValueError, _LaunchRefused) as exc:
             reason = _launch_error(plan.argv, exc)
+            self.fetcher.forget(job.id)
             try:
                 write_whole(log_fh, log_event(reason) + "\n")
             except OSError:
@@ -413,6 +434,12 @@ class Runner:
             return
         with self._lock:
             self._active.pop(job.id, None)
+        self.fetcher.forget(job.id)
+        for hook in self.on_finish:
+            try:
+                hook(job)
+            except Exception:  # a hook must not stop the runner
+                log.exception("on_finish hook failed for job %s", job.id)
 
     def _log_failed(self, job_id: str, exc: OSError) -> None:
         """The job's log cannot be written (a full disk): end it ERROR rather than run it blind."""
@@ -461,11 +488,6 @@ class Runner:
                 _signal_group(running.popen.pid, signal.SIGKILL)
                 rc = running.popen.wait()
             self._finish(running, rc)
-
-
-def _download(url: str, dest: Path) -> None:
-    with urllib.request.urlopen(url, timeout=30) as resp:  # noqa: S310 (http(s) only, see plan)
-        dest.write_bytes(resp.read())
 
 
 class _LaunchRefused(Exception):
