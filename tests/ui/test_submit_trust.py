@@ -253,7 +253,7 @@ async def test_a_hub_submission_without_a_destination_or_a_token_is_refused_in_t
         app.push_screen(form(None), results.append)
         await wait_for(pilot, lambda: _form_open(app))
         assert _field(app, "f-hub-model-id") == ""
-        assert _error(app) == (
+        assert _error(app).startswith(
             "a run on HF Jobs needs a destination (hub_model_id): the job's disk is thrown away "
             "when it ends, and weights not pushed are lost"
         )
