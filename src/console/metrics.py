@@ -38,6 +38,9 @@ EPOCH_KEYS = ("train/epoch", "epoch")
 ALERT_LEVELS = ("INFO", "WARN", "ERROR")
 # At most this many points go to a sparkline: a terminal is ~80 cells wide.
 SPARK_POINTS = 120
+# The step rate is measured over at most this many of the last logged steps (not from the start:
+# the first steps include warm-up).
+RATE_POINTS = 50
 
 
 class MetricsUnavailable(Exception):
@@ -95,6 +98,24 @@ class RunMetrics:
     """From the run's config (max_steps), else epochs x steps per epoch seen so far."""
     alerts: list[Alert] = field(default_factory=list)
     found: bool = True
+    recent_steps: tuple[tuple[int, float], ...] = ()
+    """The last logged steps as (step, Unix time Trackio logged it), oldest first, at most
+    RATE_POINTS: what the step rate and the time of the last step are read from."""
+
+    @property
+    def last_step_at(self) -> float | None:
+        """When the latest step was logged (Unix time), or None without timestamps."""
+        return self.recent_steps[-1][1] if self.recent_steps else None
+
+    @property
+    def step_rate(self) -> float | None:
+        """Steps per second over the recent steps (None with fewer than two, or no time between)."""
+        if len(self.recent_steps) < 2:
+            return None
+        (s0, t0), (s1, t1) = self.recent_steps[0], self.recent_steps[-1]
+        if t1 <= t0 or s1 <= s0:
+            return None
+        return (s1 - s0) / (t1 - t0)
 
     @property
     def progress(self) -> float | None:
@@ -134,6 +155,22 @@ def _number(value: Any) -> float | None:
     return float(value)
 
 
+def _unix_time(value: Any) -> float | None:
+    """A Trackio row's timestamp (ISO text or a datetime) as Unix time; None when unreadable."""
+    from datetime import UTC, datetime
+
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value)
+        except ValueError:
+            return None
+    if not isinstance(value, datetime):
+        return None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.timestamp()
+
+
 def downsample(values: Sequence[float], points: int = SPARK_POINTS) -> list[float]:
     """At most `points` values, each the mean of its bucket (keeps the curve's shape)."""
     if len(values) <= points:
@@ -167,11 +204,16 @@ def run_metrics_from_logs(
     step: int | None = None
     last_epoch: float | None = None
     step_at_epoch: int | None = None
+    timed: list[tuple[int, float]] = []
     for row in logs:
         s = _number(_first(row, STEP_KEYS))
         if s is None:
             s = _number(row.get("step"))
         if s is not None:
+            if step is None or int(s) > step:
+                at = _unix_time(row.get("timestamp"))
+                if at is not None:
+                    timed.append((int(s), at))
             step = int(s) if step is None else max(step, int(s))
         epoch = _number(_first(row, EPOCH_KEYS))
         if epoch is not None and s is not None and epoch > 0:
@@ -209,6 +251,7 @@ def run_metrics_from_logs(
         max_steps=max_steps,
         alerts=list(alerts),
         found=bool(logs),
+        recent_steps=tuple(timed[-RATE_POINTS:]),
     )
 
 
