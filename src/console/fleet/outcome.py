@@ -26,6 +26,8 @@ class RunOutcome:
     adapter: str | None = None
     loss_trend: str = ""
     """The run's Trackio loss curve as block characters ("" when Trackio has none)."""
+    fail_reason: str | None = None
+    """What a `VERDICT: FAIL <code>: <reason>` line says after FAIL (None for a pass or no verdict)."""
 
 
 def parse_outcome(lines: Iterable[str]) -> RunOutcome:
@@ -35,6 +37,10 @@ def parse_outcome(lines: Iterable[str]) -> RunOutcome:
         text = line.strip()
         if text.startswith("VERDICT:"):
             out.passed = text.startswith("VERDICT: PASS")
+            verdict = text[len("VERDICT:"):].strip()
+            out.fail_reason = None
+            if verdict.startswith("FAIL"):
+                out.fail_reason = verdict[len("FAIL"):].strip() or "FAIL"
             m = _LOSS_RE.search(text)
             if m:
                 out.last_loss = _float(m.group(1))
