@@ -98,6 +98,36 @@ class BillingSettings:
     while Starting/Running", reference §1); second: exact, to compare with a bill that is."""
 
 
+NOTIFY_DESKTOP = ("off", "osc9", "osc777")
+
+
+@dataclass
+class NotifySettings:
+    """On-call notifications (`console watch` and the app): which events, and where they go."""
+
+    bell: bool = False
+    """Ring the terminal bell on each notification."""
+    desktop: str = "off"
+    """A desktop notification by terminal escape: off | osc9 (iTerm2, WezTerm, kitty, Windows
+    Terminal, foot) | osc777 (VTE terminals such as GNOME Terminal). Inside tmux they pass through
+    only with `set -g allow-passthrough on`."""
+    webhook_url: str | None = None
+    """POST each notification here: Slack and Discord webhook URLs get their own message format,
+    any other URL the event as a JSON object."""
+    webhook_urls: list[str] = field(default_factory=list)
+    """More webhooks, as a list: ["https://hooks.slack.com/services/...", "https://example.com/hook"]."""
+    webhook_timeout_s: float = 5.0
+    """Seconds one webhook POST may take before it is given up (it never holds up the console)."""
+    stall_after_s: int = 600
+    """A RUNNING job with no new log line, no new Trackio step and about-zero CPU for this long is
+    stalled (and still billing)."""
+    stall_cpu_pct: float = 1.0
+    """CPU use (percent of the job's machine, as the Jobs metrics report it) at or under which a
+    job counts as idle."""
+    osc52: bool = False
+    """Put an incident bundle's path on the terminal's clipboard (OSC 52) when one is written."""
+
+
 @dataclass
 class Config:
     namespace: str = field(default_factory=lambda: _default_namespace())
@@ -119,6 +149,7 @@ class Config:
     trackio: TrackioSettings = field(default_factory=TrackioSettings)
     server: ServerSettings = field(default_factory=ServerSettings)
     billing: BillingSettings = field(default_factory=BillingSettings)
+    notify: NotifySettings = field(default_factory=NotifySettings)
     path: Path | None = field(default=None, compare=False)
     """The file this config was read from (None for pure defaults)."""
     _raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
@@ -250,6 +281,21 @@ def _space_id(value: Any) -> str:
     return s
 
 
+def _webhook(value: Any) -> str:
+    s = _expect_str(value)
+    if not (s.startswith("http://") or s.startswith("https://")) or len(s) > 2048 or any(
+        ch.isspace() for ch in s
+    ):
+        raise TypeError("an http:// or https:// URL")
+    return s
+
+
+def _webhooks(value: Any) -> list[str]:
+    if not isinstance(value, list) or len(value) > 20:
+        raise TypeError("a list of at most 20 http:// or https:// URLs")
+    return [_webhook(v) for v in value]
+
+
 def _project(value: Any) -> str:
     s = _expect_str(value)
     if not s or len(s) > 100 or "/" in s:
@@ -277,8 +323,16 @@ SCHEMA: dict[str, Callable[[Any], Any]] = {
     "server.max_running_jobs": _int_range(1, 64),
     "server.python": _choice(SERVER_PYTHON_MODES),
     "billing.granularity": _choice(BILLING_GRANULARITIES),
+    "notify.bell": _bool,
+    "notify.desktop": _choice(NOTIFY_DESKTOP),
+    "notify.webhook_url": _webhook,
+    "notify.webhook_urls": _webhooks,
+    "notify.webhook_timeout_s": _float_range(0.5, 60),
+    "notify.stall_after_s": _int_range(10, 7 * 86400),
+    "notify.stall_cpu_pct": _float_range(0, 100),
+    "notify.osc52": _bool,
 }
-SECTIONS = ("defaults", "trackio", "server", "billing")
+SECTIONS = ("defaults", "trackio", "server", "billing", "notify")
 
 
 def _get_attr(cfg: Config, key: str) -> Any:
