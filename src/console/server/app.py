@@ -186,8 +186,9 @@ def create_app(service: JobsService, token: str) -> Any:
         return _Json(job_out(job))
 
     async def job_expose(request: Request) -> Response:
-        service.get_job(request.path_params["job_id"])
-        raise ApiError(400, "exposed ports (expose) are not supported by the local Jobs server")
+        job = await asyncio.to_thread(service.update_job_expose, request.path_params["job_id"],
+                                      await body_json(request))
+        return _Json(job_out(job))
 
     async def job_logs(request: Request) -> Response:
         job_id = request.path_params["job_id"]

@@ -7,6 +7,7 @@ config's), like an HF account with no organisations.
 
 from __future__ import annotations
 
+import json
 import secrets as _secrets
 import time
 from collections.abc import Iterator
@@ -16,6 +17,7 @@ from typing import Any
 
 from console.server import paths
 from console.server.buckets import LocalHub
+from console.server.gateway import Gateway
 from console.server.joblog import LOG_CAP_BYTES
 from console.server.runner import Runner
 from console.server.scheduler import Scheduler, is_valid_schedule, next_run_after
@@ -68,6 +70,10 @@ class JobsService:
         self.scheduler = Scheduler(self.store, self._fire_scheduled)
         self.hub = LocalHub()
         """The local Hub stand-in: buckets (and the Xet store behind them) that volumes mount."""
+        self.gateway = Gateway(self._ssh_target)
+        """Exposed ports and ssh into running jobs."""
+        self.runner.on_start.append(self._job_started)
+        self.runner.on_finish.append(lambda job: self.gateway.close(job.id))
         self._started = False
         self._rendered: dict[str, bytes] = {}
         self._rendered_bytes = 0
@@ -75,6 +81,7 @@ class JobsService:
     def start(self) -> None:
         if self._started:
             return
+        self.gateway.start()
         self.runner.start()
         self.scheduler.start()
         self._started = True
@@ -84,6 +91,7 @@ class JobsService:
             return
         self.scheduler.stop()
         self.runner.stop()
+        self.gateway.stop()
         self.store.close()
         self.hub.close()
         self._started = False
@@ -111,10 +119,45 @@ class JobsService:
         return sj
 
     def ssh_url(self, job: JobRecord) -> str | None:
-        """For ssh jobs: `file://<working folder>` while the job runs (there is no sshd here)."""
+        """For ssh jobs while they run: `ssh://<job_id>@127.0.0.1:<port>` (the gateway's ssh server);
+        `file://<working folder>` where that server could not start (see gateway.ssh_problem)."""
         if not job.spec.get("ssh") or job.stage != "RUNNING":
             return None
-        return f"file://{paths.job_workdir(job.id)}"
+        return self.gateway.ssh_url(job.id) or f"file://{paths.job_workdir(job.id)}"
+
+    def _ssh_target(self, job_id: str) -> tuple[int, Path] | str:
+        """For the ssh server: (process group leader, working folder) of a running ssh job."""
+        job = self.store.get_job(job_id)
+        if job is None or job.namespace != self.namespace:
+            return f"no job {job_id!r} on this server"
+        if not job.spec.get("ssh"):
+            return f"job {job_id} was started without ssh (hf jobs run --ssh ...)"
+        pid = self.runner.pid_of(job_id)
+        workdir = self.runner.workdir_of(job_id)
+        if job.stage != "RUNNING" or pid is None or workdir is None:
+            return f"job {job_id} is not running ({job.stage})"
+        return pid, workdir
+
+    def _job_started(self, job: JobRecord) -> None:
+        ports = (job.spec.get("expose") or {}).get("ports") or []
+        if ports:
+            self.gateway.expose(job.id, ports)
+
+    def update_job_expose(self, job_id: str, body: Any) -> JobRecord:
+        """Replace a job's exposed ports (all of them: ports in neither list close)."""
+        from console.server.specextras import parse_expose
+
+        job = self._job(job_id)
+        if job.stage in TERMINAL_STAGES:
+            raise ApiError(400, f"job {job_id} has finished ({job.stage}): nothing to expose")
+        expose = parse_expose(body if isinstance(body, dict) else {})
+        spec = {k: v for k, v in job.spec.items() if k != "expose"}
+        if expose:
+            spec["expose"] = expose
+        self.store.update_job(job_id, spec=json.dumps(spec))
+        if self.runner.is_running(job_id):
+            self.gateway.expose(job_id, (expose or {}).get("ports") or [])
+        return self._job(job_id)
 
     def present(self, job: JobRecord) -> dict[str, Any]:
         """The API answer for a job (a queued job says why it waits)."""
@@ -127,7 +170,8 @@ class JobsService:
                     f"Waiting for a free slot: {running} of {limit} local jobs running "
                     "(server.max_running_jobs)"
                 )
-        return job_json(job, ssh_url=self.ssh_url(job))
+        urls = self.gateway.urls(job.id) if job.stage == "RUNNING" else None
+        return job_json(job, ssh_url=self.ssh_url(job), expose_urls=urls)
 
     # -- jobs ------------------------------------------------------------------------------
 

@@ -159,6 +159,8 @@ class Runner:
         self.bucket_exists = bucket_exists
         self.fetcher = Fetcher(lambda job_id: paths.work_root() / f"{job_id}.script", self.wake)
         """Script downloads of `uv run URL` jobs, each in its own thread (never this one's)."""
+        self.on_start: list[Callable[[JobRecord], Any]] = []
+        """Called (in the runner thread) once a job's process runs."""
         self.on_finish: list[Callable[[JobRecord], Any]] = []
         """Called (in the runner thread) once a job's run has ended and its process group is gone."""
         self.log_cap_bytes = log_cap_bytes
@@ -378,6 +380,8 @@ class Runner:
             running.reason = "cancel"
             running.term_sent_at = time.monotonic()
             _terminate(popen.pid)
+            return
+        self._call_hooks(self.on_start, job)
 
     def _mounts(self, job: JobRecord, isolation: sandbox.Sandbox, log_fh: IO[bytes]) -> list[sandbox.Mount]:
         """The job's volumes as binds; a job whose volumes cannot be mounted does not start."""
@@ -435,11 +439,15 @@ class Runner:
         with self._lock:
             self._active.pop(job.id, None)
         self.fetcher.forget(job.id)
-        for hook in self.on_finish:
+        self._call_hooks(self.on_finish, job)
+
+    @staticmethod
+    def _call_hooks(hooks: list[Callable[[JobRecord], Any]], job: JobRecord) -> None:
+        for hook in hooks:
             try:
                 hook(job)
             except Exception:  # a hook must not stop the runner
-                log.exception("on_finish hook failed for job %s", job.id)
+                log.exception("runner hook failed for job %s", job.id)
 
     def _log_failed(self, job_id: str, exc: OSError) -> None:
         """The job's log cannot be written (a full disk): end it ERROR rather than run it blind."""

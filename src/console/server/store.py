@@ -118,6 +118,7 @@ _SCHED_COLUMNS = (
 )
 _JOB_UPDATABLE = {
     "started_at", "finished_at", "stage", "message", "pid", "pgid", "attempt",
+    "spec",  # as JSON text: only the exposed ports of a running job change
 }
 _SCHED_UPDATABLE = {
     "schedule", "suspend", "concurrency", "spec", "last_job_id", "last_job_at", "next_run_at",
