@@ -17,6 +17,7 @@ HEADLESS = (
     "console.reference",
     "console.paths",
     "console.commands",
+    "console.oncall",
 )
 
 

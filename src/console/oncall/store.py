@@ -1,0 +1,172 @@
+"""What on-call must remember across restarts: the events already sent, and each running job's
+last sign of activity.
+
+One SQLite file in the data dir (`oncall.sqlite`), shared by every console and every `console
+watch` of that data dir. Claiming an event is one ``INSERT OR IGNORE``: of two watchers that see
+the same event, exactly one sends it, and a watcher restarted after ``kill -9`` never sends it
+again. Each call opens its own short-lived connection (WAL mode), so one store can be used from
+the UI thread, thread workers and the webhook thread at once.
+
+Standard library and console.paths only: no Textual, no console.ui, console.server or
+console.backend, no network.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from console import paths
+
+ONCALL_FILENAME = "oncall.sqlite"
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS sent (
+    key     TEXT PRIMARY KEY,
+    kind    TEXT NOT NULL,
+    job_id  TEXT,
+    at      REAL NOT NULL,
+    payload TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS activity (
+    job_id      TEXT PRIMARY KEY,
+    fingerprint TEXT NOT NULL,
+    step        INTEGER,
+    active_at   REAL NOT NULL,
+    seen_at     REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS meta (
+    name  TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+"""
+
+
+class OnCallStoreError(Exception):
+    """The on-call file cannot be used; the message is one line, ready to show."""
+
+
+@dataclass(frozen=True)
+class ActivityMark:
+    """A running job's last sign of life as the store remembers it."""
+
+    job_id: str
+    fingerprint: str
+    """A hash of the job's log tail when it was last seen."""
+    step: int | None
+    """Its Trackio step when it was last seen."""
+    active_at: float
+    """Unix time of the last observation that showed activity (new log, new step or CPU)."""
+    seen_at: float
+    """Unix time of the last observation."""
+
+
+def default_path() -> Path:
+    return paths.data_dir() / ONCALL_FILENAME
+
+
+class OnCallStore:
+    """The on-call SQLite file. Safe to share between threads and processes."""
+
+    def __init__(self, path: Path | str | None = None) -> None:
+        self.path = Path(path).expanduser() if path is not None else default_path()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self._connect() as conn:
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            if version > SCHEMA_VERSION:
+                raise OnCallStoreError(
+                    f"{self.path}: written by a newer console (schema {version}, this one reads "
+                    f"{SCHEMA_VERSION}); upgrade the console"
+                )
+            conn.executescript(_SCHEMA)
+            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    @contextmanager
+    def _connect(self) -> Iterator[sqlite3.Connection]:
+        try:
+            conn = sqlite3.connect(self.path, timeout=10.0, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise OnCallStoreError(f"{self.path}: cannot be opened: {exc}") from None
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA busy_timeout = 10000")
+            yield conn
+        except sqlite3.DatabaseError as exc:
+            raise OnCallStoreError(f"{self.path}: {exc}") from None
+        finally:
+            conn.close()
+
+    # -- events
+
+    def claim(self, key: str, *, kind: str, job_id: str | None, at: float, payload: str) -> bool:
+        """Record an event as sent; True only for the one caller that recorded it first."""
+        with self._connect() as conn:
+            cur = conn.execute(
+                "INSERT OR IGNORE INTO sent (key, kind, job_id, at, payload) VALUES (?, ?, ?, ?, ?)",
+                (key, kind, job_id, at, payload),
+            )
+            return cur.rowcount == 1
+
+    def sent_keys(self, keys: Iterable[str]) -> set[str]:
+        """Which of these events were already sent."""
+        wanted = list(dict.fromkeys(keys))
+        found: set[str] = set()
+        with self._connect() as conn:
+            for i in range(0, len(wanted), 500):
+                chunk = wanted[i : i + 500]
+                marks = ", ".join("?" for _ in chunk)
+                found.update(
+                    row[0] for row in conn.execute(f"SELECT key FROM sent WHERE key IN ({marks})", chunk)
+                )
+        return found
+
+    def sent_count(self) -> int:
+        with self._connect() as conn:
+            return int(conn.execute("SELECT COUNT(*) FROM sent").fetchone()[0])
+
+    # -- activity of running jobs
+
+    def activity(self, job_id: str) -> ActivityMark | None:
+        with self._connect() as conn:
+            row = conn.execute(
+                "SELECT job_id, fingerprint, step, active_at, seen_at FROM activity WHERE job_id = ?",
+                (job_id,),
+            ).fetchone()
+        return ActivityMark(*row) if row else None
+
+    def save_activity(self, mark: ActivityMark) -> None:
+        with self._connect() as conn:
+            conn.execute(
+                "INSERT INTO activity (job_id, fingerprint, step, active_at, seen_at) "
+                "VALUES (?, ?, ?, ?, ?) ON CONFLICT (job_id) DO UPDATE SET "
+                "fingerprint = excluded.fingerprint, step = excluded.step, "
+                "active_at = excluded.active_at, seen_at = excluded.seen_at",
+                (mark.job_id, mark.fingerprint, mark.step, mark.active_at, mark.seen_at),
+            )
+
+    def forget_activity(self, keep: Iterable[str]) -> int:
+        """Drop the marks of jobs not in `keep` (they no longer run); returns how many."""
+        keep = set(keep)
+        with self._connect() as conn:
+            gone = [r[0] for r in conn.execute("SELECT job_id FROM activity") if r[0] not in keep]
+            conn.executemany("DELETE FROM activity WHERE job_id = ?", [(j,) for j in gone])
+        return len(gone)
+
+    # -- small facts
+
+    def first_watch_at(self, now: float) -> float:
+        """When this data dir was first watched (set to `now` on the first call)."""
+        with self._connect() as conn:
+            conn.execute(
+                "INSERT OR IGNORE INTO meta (name, value) VALUES ('first_watch_at', ?)", (repr(now),)
+            )
+            row = conn.execute("SELECT value FROM meta WHERE name = 'first_watch_at'").fetchone()
+        try:
+            return float(row[0])
+        except (TypeError, ValueError):
+            return now

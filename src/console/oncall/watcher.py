@@ -1,0 +1,406 @@
+"""One on-call pass over a backend: the detectors, then the notifications. What `console watch`
+runs in a loop, and what the app can run in a thread worker.
+
+A pass (:meth:`Watcher.check`) reads, through the `HfApi` it is given:
+
+1. the jobs; the finished ones go into the cost ledger (`Ledger.refresh`, once per job id), and
+   with the schedules give the month's projection (`console.ledger.summarize`): over
+   `monthly_budget_usd` is an event, once per month and budget;
+2. each job that ended ERROR (or was killed on its timeout): an event with why it failed
+   (`console.oncall.why`, from its log tail);
+3. each RUNNING job's log tail, Trackio run and CPU: its forecast (`console.oncall.forecast`;
+   one that will hit its timeout first is an event) and its stall status
+   (`console.oncall.stall`; a stall is an event, once per stall);
+4. the Trackio project's ERROR alerts: an event each.
+
+Events are sent through a :class:`~console.oncall.notify.Notifier`, once each for good. Ended
+jobs and alerts older than a day before this data dir was first watched are history, not news:
+a first `console watch` on a busy fleet does not replay every failure ever.
+
+A read that fails (Trackio, one job's log, the metrics stream, the schedules) is noted in the
+report and the pass goes on; only listing the jobs failing fails the pass.
+
+Blocking (HTTP, SQLite, Trackio): call it from a thread. No Textual, no console.ui,
+console.server or console.backend.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from console import jobspec
+from console.costs import format_duration
+from console.jobs import format_cost, job_row
+from console.ledger import Ledger, LedgerSummary, live_prices, month_of, summarize, timed_out
+from console.metrics import MetricsReader, RunMetrics, reader_for
+from console.oncall.forecast import JobForecast, forecast_job
+from console.oncall.notify import Event, Notifier
+from console.oncall.stall import StallDetector, StallStatus, cpu_percent
+from console.oncall.store import OnCallStore
+from console.oncall.why import why_failed
+from console.prices import PriceBook
+
+LOOKBACK_S = 86400.0
+"""Ended jobs and alerts this long before the first watch still count as news."""
+LOG_TAIL = 50
+"""Lines of a running job's log read each pass (what a stall is judged on)."""
+FAIL_TAIL = 200
+"""Lines of a failed job's log read once, for why it failed."""
+QUIET_S = 0.5
+"""A running job's log tail is read until no line came for this long (see `read_quietly`)."""
+PRICES_TTL_S = 600.0
+MIN_RATE_POINTS = 5
+"""A running job is called an overrun only once its rate rests on this many logged steps."""
+READ_THREADS = 4
+
+
+@dataclass
+class WatchReport:
+    """What one pass found; `events` are the ones sent by this pass (new)."""
+
+    at: datetime
+    running: int = 0
+    forecasts: list[JobForecast] = field(default_factory=list)
+    stalls: list[StallStatus] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
+    summary: LedgerSummary | None = None
+    problems: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def stalled(self) -> list[StallStatus]:
+        return [s for s in self.stalls if s.stalled]
+
+    @property
+    def overruns(self) -> list[JobForecast]:
+        return [f for f in self.forecasts if f.will_time_out]
+
+    def line(self) -> str:
+        """One status line: running, stalled, overruns, the month against the budget."""
+        parts = [f"{self.running} running", f"{len(self.stalled)} stalled",
+                 f"{len(self.overruns)} will time out"]
+        s = self.summary
+        if s is not None:
+            budget = f" of ${s.budget_usd:,.2f} budget" if s.budget_usd is not None else ""
+            parts.append(f"{s.month} projected ${s.projection_usd:,.2f}{budget}")
+        if self.problems:
+            parts.append(f"{len(self.problems)} read(s) failed")
+        return ", ".join(parts)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "at": self.at.isoformat(),
+            "running": self.running,
+            "forecasts": [f.to_dict() for f in self.forecasts],
+            "stalls": [s.to_dict() for s in self.stalls],
+            "events": [e.to_dict() for e in self.events],
+            "problems": list(self.problems),
+        }
+
+
+@dataclass
+class _RunningRead:
+    job: Any
+    tail: list[str] | None = None
+    metrics: RunMetrics | None = None
+    cpu: float | None = None
+    problems: list[str] = field(default_factory=list)
+
+
+class Watcher:
+    """The detectors and the notifier over one backend (see the module docstring).
+
+    `cfg` is the console's config (plan, seats, budget, Trackio project, `[notify]`). Pass the
+    app's own `ledger`, `reader` and `store` to share them; by default they are the data dir's.
+    `write` takes the terminal escapes (bell, desktop notification).
+    """
+
+    def __init__(
+        self,
+        api: Any,
+        cfg: Any,
+        *,
+        namespace: str | None = None,
+        backend_kind: str | None = None,
+        store: OnCallStore | None = None,
+        ledger: Ledger | None = None,
+        reader: MetricsReader | None = None,
+        notifier: Notifier | None = None,
+        write: Callable[[str], None] | None = None,
+        clock: Callable[[], datetime] | None = None,
+        lookback_s: float = LOOKBACK_S,
+    ) -> None:
+        self.api = api
+        self.cfg = cfg
+        self.namespace = namespace or getattr(cfg, "namespace", None)
+        self.store = store or OnCallStore()
+        self.ledger = ledger if ledger is not None else Ledger()
+        self.reader = reader if reader is not None else reader_for(cfg, backend_kind)
+        notify = cfg.notify
+        self.notifier = notifier or Notifier(self.store, notify, write=write)
+        self.detector = StallDetector(
+            self.store, stall_after_s=notify.stall_after_s, idle_cpu_pct=notify.stall_cpu_pct
+        )
+        self.clock = clock or (lambda: datetime.now(UTC))
+        self.lookback_s = lookback_s
+        self.project = cfg.trackio.project
+        self._prices: tuple[float, PriceBook] | None = None
+
+    # -- reads
+
+    def prices(self) -> PriceBook:
+        now = time.monotonic()
+        if self._prices is None or now - self._prices[0] > PRICES_TTL_S:
+            self._prices = (now, live_prices(self.api, self.cfg.billing.granularity))
+        return self._prices[1]
+
+    def _tail(self, job_id: str, lines: int, *, running: bool = False) -> list[str]:
+        def read() -> Iterator[str]:
+            return self.api.fetch_job_logs(job_id=job_id, namespace=self.namespace, follow=False,
+                                           tail=lines)
+
+        if running:
+            return read_quietly(read, lines)
+        return list(itertools.islice(read(), lines))
+
+    def _read_running(self, job: Any) -> _RunningRead:
+        read = _RunningRead(job)
+        try:
+            read.tail = self._tail(job.id, LOG_TAIL, running=True)
+        except Exception as exc:
+            read.problems.append(f"log of {job.id}: {_short(exc)}")
+        run = jobspec.trackio_run_name(job.id, jobspec.labels_of(job))
+        if run:
+            try:
+                read.metrics = self.reader.run_metrics(self.project, run)
+            except Exception as exc:
+                read.problems.append(f"Trackio run {run}: {_short(exc)}")
+        try:
+            sample = next(iter(self.api.fetch_job_metrics(job_id=job.id, namespace=self.namespace)), None)
+            read.cpu = cpu_percent(sample)
+        except Exception as exc:
+            read.problems.append(f"metrics of {job.id}: {_short(exc)}")
+        return read
+
+    # -- the pass
+
+    def check(self) -> WatchReport:
+        """One pass: read, detect, notify. Raises only when the jobs cannot be listed."""
+        t0 = time.monotonic()
+        now = self.clock()
+        report = WatchReport(at=now)
+        prices = self.prices()
+        jobs = [jobspec.compact_job(j) for j in self.api.list_jobs(namespace=self.namespace)]
+        since = self.store.first_watch_at(now.timestamp()) - self.lookback_s
+        events: list[Event] = []
+
+        events += self._budget(jobs, now, prices, report)
+        events += self._ended(jobs, now, prices, since)
+        running = [j for j in jobs if j.status.stage == "RUNNING"]
+        report.running = len(running)
+        events += self._running(running, now, prices, report)
+        events += self._alerts(jobs, now, since, report)
+        self.detector.forget_others([j.id for j in running])
+
+        report.events = self.notifier.send(events)
+        report.seconds = time.monotonic() - t0
+        return report
+
+    def _budget(self, jobs: list[Any], now: datetime, prices: PriceBook,
+                report: WatchReport) -> list[Event]:
+        try:
+            refreshed = self.ledger.refresh(jobs, prices, now=now)
+        except Exception as exc:
+            report.problems.append(f"ledger: {_short(exc)}")
+            return []
+        try:
+            scheduled = list(self.api.list_scheduled_jobs(namespace=self.namespace))
+        except Exception as exc:
+            report.problems.append(f"schedules: {_short(exc)}")
+            scheduled = []
+        summary = summarize(
+            self.ledger.entries(), now=now, plan=self.cfg.plan, seats=self.cfg.seats,
+            budget_usd=self.cfg.monthly_budget_usd, scheduled_jobs=scheduled,
+            active_jobs=refreshed.active, prices=prices,
+        )
+        report.summary = summary
+        if not summary.over_budget or summary.budget_usd is None:
+            return []
+        month = month_of(now)
+        return [Event(
+            key=f"budget:{month}:{summary.budget_usd:.2f}",
+            kind="budget",
+            level="WARN",
+            title=f"{month} projected over budget",
+            text=summary.budget_warning or "",
+            at=now.timestamp(),
+            data={"projection_usd": summary.projection_usd, "budget_usd": summary.budget_usd,
+                  "month_to_date_usd": summary.month_to_date_usd},
+        )]
+
+    def _ended(self, jobs: list[Any], now: datetime, prices: PriceBook, since: float) -> list[Event]:
+        candidates = {}
+        for job in jobs:
+            if job.status.stage != "ERROR":
+                continue
+            ended = job.finished_at or job.created_at
+            if ended is not None and ended.timestamp() < since:
+                continue
+            kind = "job_timeout" if timed_out(job) else "job_error"
+            candidates[f"{kind}:{job.id}"] = (kind, job)
+        fresh = set(candidates) - self.notifier.already_sent(candidates)
+        events = []
+        for key in sorted(fresh):
+            kind, job = candidates[key]
+            try:
+                tail = self._tail(job.id, FAIL_TAIL)
+            except Exception:  # the status message still says something
+                tail = []
+            reason = why_failed(job, tail)
+            row = job_row(job, now=now, prices=prices)
+            verb = "timed out" if kind == "job_timeout" else "failed"
+            text = f"{reason.text if reason else row.message or 'ERROR'}; billed {format_cost(row.cost_usd)}"
+            events.append(Event(
+                key=key, kind=kind, level="ERROR",
+                title=f"{row.tenant} {row.kind} job {row.id} {verb}",
+                text=text, at=now.timestamp(), job_id=row.id, tenant=row.tenant,
+                data={"reason": reason.text if reason else None,
+                      "reason_source": reason.source if reason else None,
+                      "cost_usd": row.cost_usd, "message": row.message, "labels": row.labels},
+            ))
+        return events
+
+    def _running(self, running: list[Any], now: datetime, prices: PriceBook,
+                 report: WatchReport) -> list[Event]:
+        if not running:
+            return []
+        with ThreadPoolExecutor(min(READ_THREADS, len(running)), thread_name_prefix="oncall-read") as pool:
+            reads = list(pool.map(self._read_running, running))
+        events = []
+        for read in reads:
+            job = read.job
+            report.problems.extend(read.problems)
+            metrics = read.metrics if read.metrics is not None and read.metrics.found else None
+            fc = forecast_job(job, metrics, now=now, prices=prices)
+            report.forecasts.append(fc)
+            if (fc.will_time_out and metrics is not None
+                    and len(metrics.recent_steps) >= MIN_RATE_POINTS):
+                events.append(Event(
+                    key=f"overrun:{job.id}", kind="overrun", level="WARN",
+                    title=f"{fc.tenant} job {job.id} will hit its timeout",
+                    text=fc.line(), at=now.timestamp(), job_id=job.id, tenant=fc.tenant,
+                    data=fc.to_dict(),
+                ))
+            if read.tail is None:
+                continue  # without its log, a job is neither cleared nor accused
+            status = self.detector.observe(
+                job, log_tail=read.tail, step=metrics.step if metrics else None, cpu_pct=read.cpu,
+                now=now, prices=prices,
+            )
+            report.stalls.append(status)
+            if status.stalled:
+                events.append(Event(
+                    key=f"stall:{job.id}:{int(status.idle_since)}", kind="stall", level="WARN",
+                    title=f"{status.tenant} job {job.id} stalled for {format_duration(status.idle_s)}",
+                    text=status.line(), at=now.timestamp(), job_id=job.id, tenant=status.tenant,
+                    data=status.to_dict(),
+                ))
+        return events
+
+    def _alerts(self, jobs: list[Any], now: datetime, since: float, report: WatchReport) -> list[Event]:
+        try:
+            alerts = [a for a in self.reader.alerts(self.project) if a.level == "ERROR"]
+        except Exception as exc:
+            report.problems.append(f"Trackio alerts: {_short(exc)}")
+            return []
+        runs: dict[str, Any] = {}
+        for job in jobs:
+            run = jobspec.trackio_run_name(job.id, jobspec.labels_of(job))
+            if run:
+                runs.setdefault(run, job)
+        events = []
+        for a in alerts:
+            at = _timestamp(a.timestamp)
+            if at is not None and at < since:
+                continue
+            job = runs.get(a.run)
+            tenant = jobspec.labels_of(job).get("tenant") if job is not None else None
+            events.append(Event(
+                key=f"alert:{a.project}:{a.run}:{a.timestamp}:{a.title}",
+                kind="trackio_error", level="ERROR",
+                title=f"Trackio ERROR in {a.run}: {a.title}",
+                text=a.text + (f" (step {a.step})" if a.step is not None else ""),
+                at=now.timestamp(), job_id=job.id if job is not None else None, tenant=tenant,
+                data={"project": a.project, "run": a.run, "step": a.step, "alert_at": a.timestamp},
+            ))
+        return events
+
+    def close(self, timeout: float = 0.0) -> None:
+        """Let queued webhooks finish for up to `timeout` seconds."""
+        self.notifier.close(timeout)
+
+
+def read_quietly(open_stream: Callable[[], Iterable[str]], limit: int, *,
+                 quiet_s: float = QUIET_S, max_s: float = 8.0) -> list[str]:
+    """The lines a log stream replays, without waiting out its timeout.
+
+    Asked for a running job's log without following, `HfApi.fetch_job_logs` replays the tail at
+    once and then waits for new lines until its own read timeout (5 s). This reads it in a
+    daemon thread and returns once no line came for `quiet_s` (or after `max_s`); the thread ends
+    with the stream's timeout. A cut-short read only makes the tail look new (activity), never
+    stalled. Raises what opening or reading the stream raised before any line came.
+    """
+    lines: list[str] = []
+    failure: list[BaseException] = []
+    done = threading.Event()
+    lock = threading.Lock()
+    last = [time.monotonic()]
+
+    def pump() -> None:
+        try:
+            for line in open_stream():
+                with lock:
+                    lines.append(line)
+                    last[0] = time.monotonic()
+                    if len(lines) >= limit:
+                        break
+        except BaseException as exc:  # handed to the caller
+            failure.append(exc)
+        finally:
+            done.set()
+
+    threading.Thread(target=pump, name="oncall-log-tail", daemon=True).start()
+    start = time.monotonic()
+    deadline = start + max_s
+    while not done.wait(0.05):
+        now = time.monotonic()
+        with lock:
+            # an empty log replays nothing: give the first line a little longer than the rest
+            quiet = now - last[0] >= (quiet_s if lines else 4 * quiet_s)
+        if quiet or now >= deadline:
+            break
+    with lock:
+        if failure and not lines:
+            raise failure[0]
+        return list(lines[-limit:])
+
+
+def _timestamp(text: str) -> float | None:
+    try:
+        dt = datetime.fromisoformat(text)
+    except (TypeError, ValueError):
+        return None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=UTC)
+    return dt.timestamp()
+
+
+def _short(exc: BaseException) -> str:
+    return " ".join(f"{type(exc).__name__}: {exc}".split())[:200]

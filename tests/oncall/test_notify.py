@@ -1,0 +1,96 @@
+"""Notifications: each event once (across restarts and between two watchers), to the terminal
+(bell, OSC 9 / 777) and to webhooks received by a real HTTP listener, and a dead or slow webhook
+never holds up the caller."""
+
+from __future__ import annotations
+
+import base64
+import time
+
+from console.config import NotifySettings
+from console.oncall import Event, Notifier, terminal
+from console.oncall.notify import webhook_payload
+from console.oncall.store import OnCallStore
+
+
+def _event(key: str = "job_error:j1", kind: str = "job_error") -> Event:
+    return Event(key=key, kind=kind, level="ERROR", title="acme sft job j1 failed",
+                 text="ZeroDivisionError: division by zero; billed $0.01", at=1_800_000_000.0,
+                 job_id="j1", tenant="acme")
+
+
+def test_a_webhook_receives_the_event_as_json_once_even_after_a_restart(tmp_path, listener):
+    settings = NotifySettings(webhook_url=listener.url + "/generic",
+                              webhook_urls=[listener.url + "/second", listener.url + "/generic"])
+    notifier = Notifier(OnCallStore(tmp_path / "oncall.sqlite"), settings)
+    assert notifier.send([_event(), _event()]) == [_event()]
+    assert notifier.flush(10)
+    assert sorted(p for p, _ in listener.posts) == ["/generic", "/second"]  # each URL once
+    body = listener.bodies("/generic")[0]
+    assert body["event"] == "job_error" and body["job_id"] == "j1" and body["tenant"] == "acme"
+    assert body["text"].startswith("ZeroDivisionError")
+    notifier.close(1)
+
+    restarted = Notifier(OnCallStore(tmp_path / "oncall.sqlite"), settings)
+    assert restarted.send([_event()]) == []
+    assert restarted.send([_event("stall:j1:1", "stall")])[0].kind == "stall"
+    assert restarted.flush(10)
+    assert len(listener.posts) == 4
+    restarted.close(1)
+
+
+def test_two_watchers_of_one_data_dir_send_an_event_once(tmp_path):
+    a = Notifier(OnCallStore(tmp_path / "oncall.sqlite"), NotifySettings())
+    b = Notifier(OnCallStore(tmp_path / "oncall.sqlite"), NotifySettings())
+    assert len(a.send([_event()])) + len(b.send([_event()])) == 1
+
+
+def test_slack_and_discord_urls_get_their_own_shapes():
+    slack = webhook_payload("https://hooks.slack.com/services/T/B/x", _event())
+    assert slack["text"].startswith("[ERROR] acme sft job j1 failed") and slack["blocks"]
+    discord = webhook_payload("https://discord.com/api/webhooks/1/x", _event())
+    assert discord["embeds"][0]["title"] == "[ERROR] acme sft job j1 failed"
+    assert webhook_payload("https://example.com/hook", _event())["key"] == "job_error:j1"
+
+
+def test_a_slow_or_failing_webhook_never_blocks_and_is_reported_without_its_secret_path(
+    tmp_path, listener
+):
+    listener.delay = 3.0
+    settings = NotifySettings(webhook_url=listener.url + "/secret-path", webhook_timeout_s=0.5,
+                              webhook_urls=["http://127.0.0.1:9/refused/secret"])
+    notifier = Notifier(OnCallStore(tmp_path / "oncall.sqlite"), settings)
+    t0 = time.monotonic()
+    assert len(notifier.send([_event()])) == 1
+    assert time.monotonic() - t0 < 0.5  # the POSTs happen in the webhook thread
+    assert notifier.flush(15)
+    failures = notifier.failures
+    assert len(failures) == 2, failures
+    assert all("secret" not in f for f in failures)
+    assert any(f.startswith("http://127.0.0.1:9/") for f in failures)
+    notifier.close(0)
+
+
+def test_the_terminal_gets_the_bell_and_the_desktop_escape_it_opted_into(tmp_path, monkeypatch):
+    monkeypatch.delenv("TMUX", raising=False)
+    written: list[str] = []
+    quiet = Notifier(OnCallStore(tmp_path / "a.sqlite"), NotifySettings(), write=written.append)
+    quiet.send([_event()])
+    assert written == []  # both opt-in
+    loud = Notifier(OnCallStore(tmp_path / "b.sqlite"), NotifySettings(bell=True, desktop="osc777"),
+                    write=written.append)
+    loud.send([_event("job_error:j2")])
+    assert written == ["\a\x1b]777;notify;console ERROR;acme sft job j1 failed: "
+                       "ZeroDivisionError: division by zero; billed $0.01\x07"]
+
+
+def test_escapes_carry_no_job_controlled_sequence_and_pass_through_tmux():
+    hostile = "done\x07\x1b]52;c;ZXZpbA==\x07 \x1b[31mred"
+    note = terminal.osc9(hostile)
+    assert note.count("\x1b") == 1 and note.count("\x07") == 1
+    assert terminal.osc777("a;b", "x") == "\x1b]777;notify;a,b;x\x07"
+    wrapped = terminal.for_terminal(terminal.osc9("hi"), {"TMUX": "/tmp/tmux-1/default,1,0"})
+    assert wrapped == "\x1bPtmux;\x1b\x1b]9;hi\x07\x1b\\"
+    copied = terminal.osc52("/data/incidents/j1.md")
+    assert copied == "\x1b]52;c;" + base64.b64encode(b"/data/incidents/j1.md").decode() + "\x07"
+    assert terminal.osc52("x" * 100_000) is None
