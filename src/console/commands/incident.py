@@ -1,0 +1,66 @@
+"""`console incident JOB_ID`: write a job's incident bundle (Markdown) and print where it is.
+
+The bundle holds the job as the Jobs API says it is, its stage history, labels, cost so far,
+CPU and memory (while it runs), its Trackio progress and alerts, the command that reproduces it
+and the last 200 log lines as plain text. It goes to `<data dir>/incidents/` unless `--out DIR`.
+`--copy` (or `notify.osc52 = true`) also puts the path on the terminal's clipboard (OSC 52).
+It never starts a Jobs server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def register(sub, add_common) -> None:
+    p = sub.add_parser(
+        "incident",
+        help="write a job's incident bundle (Markdown: inspect, stages, log tail, cost, Trackio)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_common(p)
+    p.add_argument("job_id", metavar="JOB_ID", help="the job")
+    p.add_argument("--out", metavar="DIR", help="folder to write to (default: <data dir>/incidents)")
+    p.add_argument("--copy", action="store_true", help="put the path on the clipboard (OSC 52)")
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from console.backend import NEVER, BackendError, connect
+    from console.commands._common import CommandError, load_config
+    from console.commands.ledger import plain
+    from console.ledger import live_prices
+    from console.metrics import LocalTrackioReader, reader_for
+    from console.oncall import clipboard_escape
+    from console.oncall.incident import gather, render, save_incident
+    from console.oncall.terminal import for_terminal
+
+    cfg = load_config(args)
+    try:
+        backend = connect(cfg, start=NEVER)
+    except BackendError as exc:
+        raise CommandError(f"incident: {plain(exc)}") from None
+    try:
+        trackio_dir = backend.trackio_dir
+        reader = LocalTrackioReader(trackio_dir) if trackio_dir is not None else reader_for(cfg, backend.kind)
+        try:
+            facts = gather(backend.api, args.job_id, namespace=backend.namespace, reader=reader,
+                           project=cfg.trackio.project)
+        except Exception as exc:
+            raise CommandError(f"incident: cannot read job {plain(args.job_id)}: {plain(exc, 300)}") from None
+        text = render(facts, prices=live_prices(backend.api, cfg.billing.granularity))
+    finally:
+        backend.close()
+    try:
+        path = save_incident(text, facts.job.id, out_dir=args.out)
+    except OSError as exc:
+        raise CommandError(f"incident: cannot write the bundle: {plain(exc)}") from None
+    print(path)
+    if args.copy or cfg.notify.osc52:
+        escape = clipboard_escape(path)
+        if escape and sys.stderr.isatty():
+            sys.stderr.write(for_terminal(escape))
+            sys.stderr.flush()
+    return 0
