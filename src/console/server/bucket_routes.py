@@ -25,7 +25,7 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
 
 from console.server import xetclient
-from console.server.buckets import LocalHub, check_path, check_repo_id
+from console.server.buckets import LocalHub, check_path, check_repo_id, within
 from console.server.wire import ApiError
 
 MAX_BATCH_BYTES = 32 * 1024 * 1024
@@ -156,7 +156,10 @@ def bucket_routes(hub: LocalHub, namespace: str) -> list[tuple[str, Any, list[st
         }
         if request.method == "HEAD":
             return Response(b"", headers={**headers, "Content-Length": str(row.size)})
-        return FileResponse(hub.buckets.folder(bid) / path, headers=headers)
+        target = hub.buckets.folder(bid) / path
+        if not within(hub.buckets.folder(bid), target) or target.is_symlink():
+            raise ApiError(404, f"{path!r} not found in bucket {bid!r}")
+        return FileResponse(target, headers=headers)
 
     bucket = "/api/buckets/{bns}/{name}"
     return [

@@ -43,6 +43,13 @@ def check_repo_id(repo_id: str, what: str = "bucket") -> str:
     return repo_id
 
 
+def within(folder: Path, target: Path) -> bool:
+    """Whether `target` (symlinks resolved) is inside `folder`: a job may leave symlinks in a
+    read-write volume, and the server (which runs outside any sandbox) must not follow them out."""
+    root = os.path.realpath(folder)
+    return os.path.realpath(target).startswith(root + os.sep)
+
+
 def check_path(path: str) -> str:
     """A file path inside a bucket: relative, no '..', no empty part."""
     parts = path.split("/")
@@ -259,6 +266,8 @@ class BucketStore:
         if target.is_dir():
             raise ApiError(409, f"{path}: a folder of that name exists in the bucket")
         target.parent.mkdir(parents=True, exist_ok=True)
+        if not within(folder, target.parent / "x") or target.is_symlink():
+            raise ApiError(400, f"{path}: leads out of the bucket (a symlink in its folder)")
         tmp = folder.parent / f".console-incoming-{os.getpid()}-{threading.get_ident()}"
         try:
             if size:
@@ -276,6 +285,8 @@ class BucketStore:
 
     def _delete(self, bucket_id: str, folder: Path, path: str) -> None:
         target = folder / path
+        if not within(folder, target.parent / "x"):
+            raise ApiError(400, f"{path}: leads out of the bucket (a symlink in its folder)")
         if target.is_file() or target.is_symlink():
             target.unlink()
         with self._lock:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from console.server import paths
-from console.server.buckets import check_path, check_repo_id
+from console.server.buckets import check_path, check_repo_id, within
 from console.server.wire import ApiError
 
 KINDS = {"bucket": "buckets", "model": "models", "dataset": "datasets", "space": "spaces"}
@@ -103,6 +103,8 @@ def resolve_mounts(
         if kind != "bucket" and not root.is_dir():
             raise VolumeError(f"{label}: {kind} {source} is not in the local Hub stand-in (put its files in {root})")
         folder = root / vol["path"] if vol.get("path") else root
+        if vol.get("path") and not within(root, folder):
+            raise VolumeError(f"{label}: folder {vol['path']!r} leads out of the {kind} (a symlink)")
         if not folder.is_dir():
             raise VolumeError(f"{label}: folder {vol.get('path')!r} does not exist in {kind} {source}")
         if vol.get("revision") not in (None, "main"):
