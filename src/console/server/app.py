@@ -10,11 +10,13 @@ Routes (all under a bearer token; anything else is 401):
 - ``GET  /api/jobs/{ns}/{id}/logs``                         SSE ``data: {"data","timestamp"}``,
   ``tail=N``, keep-alives, ends when the job is terminal
 - ``GET  /api/jobs/{ns}/{id}/metrics``                      SSE ``event: metric`` once a second
-- ``POST /api/jobs/{ns}/{id}/cancel`` | ``/duplicate``; ``PUT .../labels``
+- ``POST /api/jobs/{ns}/{id}/cancel`` | ``/duplicate``; ``PUT .../labels`` | ``.../expose``
 - ``/api/scheduled-jobs/{ns}[/{id}[/suspend|resume|schedule|run|labels]]``
+- the bucket calls of Jobs artifacts and volumes (:mod:`console.server.bucket_routes`) and the
+  Xet CAS behind them (:mod:`console.server.xetcas`, under its own short-lived tokens)
 
-Requests the server cannot honour (volumes, exposed ports, buckets, Spaces, ...) get a 4xx whose
-message names what is unsupported.
+Requests the server cannot honour (Space images, webhooks, other bucket calls, ...) get a 4xx (501
+for webhooks) whose message names what is unsupported.
 """
 
 from __future__ import annotations
