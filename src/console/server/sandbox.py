@@ -11,7 +11,11 @@ namespaces, a job runs:
   folders and logs, other tenants' artifacts, the ledger: none of it is there), then only what the
   job may write bound back in: its own working folder, its tenant's artifact folder
   (`$CONSOLE_ARTIFACTS_DIR`), the Trackio store (`$TRACKIO_DIR`), and the download caches (uv, the
-  Hub's models and datasets); the user's Hugging Face login token files read as empty.
+  Hub's models and datasets); the user's Hugging Face login token files read as empty;
+* with its volumes (:mod:`console.server.volumes`) bound at their mount paths. A mount path that
+  does not exist on this machine (``/data``) gets a mount point in a rebuilt copy of its deepest
+  existing folder: a fresh folder holding read-only binds of the host folder's entries, made
+  read-only again once the mount points exist.
 
 Not isolated (said in RELIABILITY.md): the Trackio store and the download caches are shared by every
 job here; the network is the host's.
