@@ -35,6 +35,34 @@ def data_dir(create: bool = True) -> Path:
     return path
 
 
+SERVER_TOKEN_ENV = "CONSOLE_SERVER_TOKEN"
+"""The local Jobs server's bearer token, when set (else the token file below)."""
+
+
+def server_info_path() -> Path:
+    """Where a running local Jobs server announces itself (``{"url", "pid", ...}``).
+
+    The client's half of `console.server.paths`: a console connecting to a running server finds
+    it here without importing the server."""
+    return data_dir() / "server.json"
+
+
+def server_token_path() -> Path:
+    """The local Jobs server's token file (the server creates it, mode 0600)."""
+    return data_dir() / "server" / "token"
+
+
+def read_server_token() -> str | None:
+    """The token for the local Jobs server of this data folder (None when there is none yet)."""
+    env = os.environ.get(SERVER_TOKEN_ENV)
+    if env:
+        return env.strip()
+    try:
+        return server_token_path().read_text(encoding="utf-8").strip() or None
+    except FileNotFoundError:
+        return None
+
+
 def _package_root() -> Path:
     return Path(str(resources.files("console")))
 

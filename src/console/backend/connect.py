@@ -1,6 +1,7 @@
 """Connecting: a :class:`Backend` for the config's `backend`, local (the embedded server) or hub.
 
-Imports the embedded server only when it has to start one in this process.
+Imports the embedded server only when it has to start one in this process: finding and using a
+running one reads `console.paths` only.
 """
 
 from __future__ import annotations
@@ -135,14 +136,14 @@ def _hub_namespace(api: JobsApi, cfg: Config) -> str:
 
 
 def _connect_local(cfg: Config, *, start: str, policy: ClientPolicy) -> Backend:
-    from console.server import paths
+    from console import paths  # the client's half of the server's paths: no server import
 
     if cfg.endpoint:
-        token = paths.read_token()
+        token = paths.read_server_token()
         if token is None:
             raise BackendError(
                 f"no token for the local Jobs server at {cfg.endpoint}: set CONSOLE_SERVER_TOKEN "
-                f"or run it with this data folder ({paths.token_path()} is missing)"
+                f"or run it with this data folder ({paths.server_token_path()} is missing)"
             )
         return _local_backend(cfg, cfg.endpoint, token, shared=True, policy=policy)
 

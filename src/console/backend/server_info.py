@@ -1,6 +1,6 @@
 """server.json: where the shared local Jobs server listens, announced in the data dir.
 
-Reads the server's paths module only (no server started, nothing of the UI).
+Reads `console.paths` only: finding a running server imports nothing of the server (nor of the UI).
 """
 
 from __future__ import annotations
@@ -11,12 +11,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from console import paths
+
 
 def write_server_info(url: str, *, daemon: bool = False, sandbox: str | None = None) -> Path:
     """Announce a server of this process in ``<data dir>/server.json`` (`daemon`: started in the
     background by a console, rather than by `console serve` in a terminal)."""
     from console.config import atomic_write_bytes
-    from console.server import paths
 
     path = paths.server_info_path()
     info = {"url": url, "pid": os.getpid(), "daemon": daemon, "started": time.time(), "sandbox": sandbox}
@@ -27,8 +28,6 @@ def write_server_info(url: str, *, daemon: bool = False, sandbox: str | None = N
 
 def forget_server_info(url: str) -> None:
     """Remove server.json if it still announces `url` from this process."""
-    from console.server import paths
-
     path = paths.server_info_path()
     info = read_server_info()
     if info and info.get("url") == url and info.get("pid") == os.getpid():
@@ -39,8 +38,6 @@ def forget_server_info(url: str) -> None:
 
 
 def read_server_info() -> dict[str, Any] | None:
-    from console.server import paths
-
     try:
         info = json.loads(paths.server_info_path().read_text(encoding="utf-8"))
     except (FileNotFoundError, ValueError, OSError):
@@ -55,15 +52,13 @@ def find_running_server(timeout: float = 2.0) -> tuple[str, str] | None:
 
     import psutil
 
-    from console.server import paths
-
     info = read_server_info()
     if not info:
         return None
     url, pid = info.get("url"), info.get("pid")
     if not isinstance(url, str) or not isinstance(pid, int) or not psutil.pid_exists(pid):
         return None
-    token = paths.read_token()
+    token = paths.read_server_token()
     if token is None:
         return None
     request = urllib.request.Request(
