@@ -1,0 +1,112 @@
+"""The last picture the console showed, kept so the next start can paint it before reading anything.
+
+The job rows are the cache's own table (`JobCache.page`); what else the screens show is derived
+from data the console does not keep (every schedule, the whole ledger), so the result is kept as
+it was shown: the fleet rows and the ledger summary, as JSON in the cache's ``meta`` table, with
+the time their data was read. A start paints them marked with that age and replaces them as soon
+as fresh data arrives.
+
+Imports the fleet and the ledger only inside the functions that rebuild their rows (the jobs tab
+paints before either is imported); no Textual, no console.ui or console.server.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, fields
+from datetime import UTC, datetime
+from typing import Any
+
+from console.cache.store import JobCache
+
+SEEN_AT = "seen_at"
+FLEET = "fleet"
+LEDGER = "ledger"
+
+
+def _encode(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return {"$t": value.timestamp()}
+    raise TypeError(f"cannot keep {type(value).__name__} in the snapshot")
+
+
+def _decode(obj: dict[str, Any]) -> Any:
+    if set(obj) == {"$t"}:
+        return datetime.fromtimestamp(obj["$t"], UTC)
+    return obj
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, default=_encode, separators=(",", ":"))
+
+
+def _loads(text: str | None) -> Any:
+    if not text:
+        return None
+    try:
+        return json.loads(text, object_hook=_decode)
+    except ValueError:
+        return None
+
+
+def save_seen(cache: JobCache, at: datetime) -> None:
+    """The job rows in the cache are as the API showed them at `at`."""
+    cache.set_meta(SEEN_AT, str(at.timestamp()))
+
+
+def seen_at(cache: JobCache) -> datetime | None:
+    """When the data the snapshot shows was read (None: there is no snapshot yet)."""
+    value = cache.get_meta(SEEN_AT)
+    try:
+        return datetime.fromtimestamp(float(value), UTC) if value else None
+    except ValueError:
+        return None
+
+
+def save_fleet(cache: JobCache, rows: list[Any]) -> None:
+    """Keep the fleet rows (`console.fleet.TenantRow`) as the fleet tab shows them."""
+    cache.set_meta(FLEET, _dumps([asdict(r) for r in rows]))
+
+
+def load_fleet(cache: JobCache) -> list[Any] | None:
+    """The kept fleet rows, or None when there are none (or they no longer read)."""
+    data = _loads(cache.get_meta(FLEET))
+    if not isinstance(data, list):
+        return None
+    from console.fleet import TenantRow
+    from console.jobspec import TrainingRequest
+
+    names = {f.name for f in fields(TenantRow)}
+    request_names = {f.name for f in fields(TrainingRequest)}
+    rows = []
+    try:
+        for item in data:
+            item = {k: v for k, v in item.items() if k in names}
+            request = item.get("request")
+            if isinstance(request, dict):
+                item["request"] = TrainingRequest(**{k: v for k, v in request.items() if k in request_names})
+            rows.append(TenantRow(**item))
+    except (TypeError, ValueError, AttributeError):
+        return None
+    return rows
+
+
+def save_ledger(cache: JobCache, summary: Any) -> None:
+    """Keep the ledger summary (`console.ledger.LedgerSummary`) as the costs tab shows it."""
+    cache.set_meta(LEDGER, _dumps(asdict(summary)))
+
+
+def load_ledger(cache: JobCache) -> Any | None:
+    """The kept ledger summary, or None."""
+    data = _loads(cache.get_meta(LEDGER))
+    if not isinstance(data, dict):
+        return None
+    from console.ledger import LedgerSummary, ScheduleForecast, TenantSpend
+
+    try:
+        data["by_tenant"] = [TenantSpend(**t) for t in data.get("by_tenant", [])]
+        data["schedules"] = [ScheduleForecast(**f) for f in data.get("schedules", [])]
+        names = {f.name for f in fields(LedgerSummary)}
+        return LedgerSummary(**{k: v for k, v in data.items() if k in names})
+    except (TypeError, ValueError):
+        return None
