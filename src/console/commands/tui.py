@@ -21,35 +21,28 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+CONNECT_WAIT_SECONDS = 60.0
+"""The longest an action waits for the backend to connect before it fails."""
 HANGUP_SIGNALS = (signal.SIGHUP, signal.SIGTERM)
 SHUTDOWN_GRACE_SECONDS = 1.5
 """After a hangup or SIGTERM, the longest the app may take to close before the process exits."""
 
 
 def run_tui(args: argparse.Namespace) -> int:
-    from console.backend import DAEMON, BackendError, connect
     from console.commands._common import CommandError, load_config
 
     cfg = load_config(args)
-    try:
-        backend = connect(cfg, start=DAEMON)
-    except BackendError as exc:
-        raise CommandError(str(exc)) from None
+    backend = Connecting(cfg)
+    if problem := backend.refusal():
+        raise CommandError(problem)
     received: list[int] = []
     previous: dict[int, Any] = {}
     try:
-        from huggingface_hub.utils import logging as hf_logging
-
-        from console.jobs import Prefetch
-
-        # huggingface_hub warns on stderr about each retry; on a full-screen app those lines
-        # would land in the middle of the screen. The status line and the log pane say it.
-        hf_logging.set_verbosity_error()
-        # the first page of jobs is read while the screens load
-        first = Prefetch(backend.api, getattr(backend, "namespace", None) or cfg.namespace)
+        # The app paints the last picture from the local cache first; huggingface_hub and the
+        # connection to the backend load in its first refresh, after that frame.
         from console.ui.app import ConsoleApp
 
-        app = ConsoleApp(cfg, backend, first_frame=first)
+        app = ConsoleApp(cfg, backend)
         for sig in HANGUP_SIGNALS:
             previous[sig] = signal.signal(sig, _exit_on_signal(app.exit, received))
         try:
@@ -61,7 +54,85 @@ def run_tui(args: argparse.Namespace) -> int:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         backend.close()
+    if backend.fatal and not received:
+        raise CommandError(backend.fatal)
     return 128 + received[0] if received else 0
+
+
+class Connecting:
+    """The backend the TUI works against, connected in the app's first refresh (a worker thread).
+
+    Until then it knows what the config says (kind, namespace); `api` waits for the connection.
+    A backend that cannot be reached at all (the daemon did not start) sets `fatal`: the app
+    exits and `console` prints it, as it did before it opened a screen.
+    """
+
+    def __init__(self, cfg: Any) -> None:
+        self.cfg = cfg
+        self.kind = cfg.backend
+        self.namespace = cfg.namespace
+        self.url = cfg.endpoint or ""
+        self.fatal: str | None = None
+        self._backend: Any = None
+        self._done = threading.Event()
+        self._lock = threading.Lock()
+
+    def refusal(self) -> str | None:
+        """Why the TUI cannot start at all, when that is known without connecting: read-only
+        with no local server running (read-only never starts one)."""
+        if not self.cfg.read_only or self.kind != "local" or self.cfg.endpoint:
+            return None
+        import json
+
+        from console import paths
+
+        try:
+            info = json.loads(paths.server_info_path().read_text(encoding="utf-8"))
+            pid = int(info["pid"])
+            os.kill(pid, 0)
+        except (OSError, ValueError, KeyError, TypeError):
+            return ("no local Jobs server is running (`console` starts one; `console serve` runs one "
+                    "in the foreground)")
+        return None
+
+    @property
+    def connected(self) -> bool:
+        return self._backend is not None
+
+    def ensure_connected(self) -> Any:
+        with self._lock:
+            if self._backend is not None:
+                return self._backend
+            from huggingface_hub.utils import logging as hf_logging
+
+            from console.backend import DAEMON, BackendError, connect
+
+            # huggingface_hub warns on stderr about each retry; on a full-screen app those lines
+            # would land in the middle of the screen. The status line and the log pane say it.
+            hf_logging.set_verbosity_error()
+            try:
+                self._backend = connect(self.cfg, start=DAEMON)
+            except BackendError as exc:
+                self.fatal = str(exc)
+                raise
+            finally:
+                self._done.set()
+            self.url = self._backend.url
+            self.kind = self._backend.kind
+            return self._backend
+
+    def __getattr__(self, name: str) -> Any:
+        # api, artifacts_dir, trackio_dir, job_workdir...: the connected backend's (waits for it)
+        if name.startswith("_"):
+            raise AttributeError(name)
+        self._done.wait(CONNECT_WAIT_SECONDS)
+        if self._backend is None:
+            raise AttributeError(f"{name}: the backend is not connected ({self.fatal or 'not yet'})")
+        return getattr(self._backend, name)
+
+    def close(self) -> None:
+        if self._backend is not None:
+            self._backend.close()
 
 
 def _exit_on_signal(exit_app: Callable[[], None], received: list[int]) -> Any:

@@ -38,10 +38,12 @@ from typing import Any
 
 from textual.app import ComposeResult, SystemCommand
 from textual.containers import Container, Horizontal, Vertical
+from textual.css.query import NoMatches
 from textual.reactive import reactive
 from textual.widgets import Footer, TabbedContent, TabPane
 from textual.worker import Worker, WorkerState
 
+from console.cache import snapshot
 from console.config import Config
 from console.jobs import Prefetch
 from console.prices import PriceBook
@@ -50,15 +52,17 @@ from console.ui.actions import ActionDone, jobs, schedules, shell
 from console.ui.base import ConsoleBase
 from console.ui.job_view import MetricsSample
 from console.ui.refresh import REFRESH_SECONDS, DataRefreshed, OutcomesFetched
-from console.ui.screens.help import HelpScreen
-from console.ui.widgets.costs import LedgerPane
-from console.ui.widgets.fleet_table import FleetTable
 from console.ui.widgets.job_details import JobDetails
 from console.ui.widgets.jobs_pane import JobsPane
 from console.ui.widgets.jobs_table import JobsTable
 from console.ui.widgets.log_pane import DEFAULT_MAX_LINES, LogPane
-from console.ui.widgets.metrics import AlertList, MetricsPanel
+from console.ui.widgets.metrics import MetricsPanel
 from console.ui.widgets.status_line import StatusLine
+
+TABS = ("fleet", "jobs", "costs", "training")
+HIDDEN_TABS_AFTER_SECONDS = 3.0
+"""The tabs not on screen are mounted after the first fresh frame, or this long after the first
+frame when no fresh data has come by then (or at once when the user opens one)."""
 
 
 class ConsoleApp(ConsoleBase):
@@ -84,7 +88,8 @@ class ConsoleApp(ConsoleBase):
         stream_metrics: bool = True,
         first_frame: Prefetch | None = None,
     ) -> None:
-        """`first_frame`: the first page of jobs, already being read (see `jobs.Prefetch`)."""
+        """`backend`: connected, or still connecting (see `console.ui.session`); `first_frame`:
+        the first page of jobs, already being read (see `jobs.Prefetch`)."""
         super().__init__(
             cfg,
             backend,
@@ -96,6 +101,7 @@ class ConsoleApp(ConsoleBase):
         )
         self.log_max_lines = log_max_lines
         self.start_tab = start_tab
+        self._mounted_tabs: set[str] = {"jobs", start_tab}
 
     # -- layout ----------------------------------------------------------------------------
 
@@ -104,7 +110,7 @@ class ConsoleApp(ConsoleBase):
             namespace=self.namespace,
             plan=self.cfg.plan,
             backend=self.backend_kind,
-            endpoint=getattr(self.session.backend, "url", "") or "",
+            endpoint=self.session.endpoint,
             read_only=self.read_only,
             clock=self.clock,
             id="status-line",
@@ -112,35 +118,112 @@ class ConsoleApp(ConsoleBase):
         project = self.cfg.trackio.project
         with TabbedContent(initial=self.start_tab, id="tabs"):
             with TabPane("1 Fleet", id="fleet"):
-                yield FleetTable(id="fleet-table")
+                if "fleet" in self._mounted_tabs:
+                    yield from self._tab_content("fleet")
             with TabPane("2 Jobs", id="jobs"):
-                yield JobsPane(self.clock, id="jobs-pane")
+                yield JobsPane(self.clock, id="jobs-pane", source=self.session.cache)
                 with Horizontal(id="log-row"):
                     yield LogPane(max_lines=self.log_max_lines, id="log-pane")
                     with Vertical(id="metrics-panel"):
                         yield JobDetails(id="job-details")
                         yield MetricsPanel(self.session.metrics_reader, project, id="trackio-metrics")
             with TabPane("3 Costs", id="costs"):
-                with Container(id="ledger-pane"):
-                    yield LedgerPane(self.ledger, self.cfg, id="ledger-widget")
+                if "costs" in self._mounted_tabs:
+                    yield from self._tab_content("costs")
             with TabPane("4 Training", id="training"):
-                with Vertical(id="training-pane"):
-                    yield MetricsPanel(self.session.metrics_reader, project, id="trackio-metrics-tab")
-                    yield AlertList(self.session.metrics_reader, project, id="fleet-alerts")
+                if "training" in self._mounted_tabs:
+                    yield from self._tab_content("training")
         yield Footer(compact=True)
+
+    def _tab_content(self, tab: str) -> list[Any]:
+        """What a tab other than the jobs tab holds (mounted when needed: `_mount_tab`)."""
+        if tab == "fleet":
+            from console.ui.widgets.fleet_table import FleetTable
+
+            return [FleetTable(id="fleet-table")]
+        if tab == "costs":
+            from console.ui.widgets.costs import LedgerPane
+
+            pane = LedgerPane(self.ledger, self.cfg, id="ledger-widget", records=False,
+                              on_summary=partial(snapshot.save_ledger, self.session.cache))
+            return [Container(pane, id="ledger-pane")]
+        if tab == "training":
+            from console.ui.widgets.metrics import AlertList
+
+            project = self.cfg.trackio.project
+            return [Vertical(
+                MetricsPanel(self.session.metrics_reader, project, id="trackio-metrics-tab"),
+                AlertList(self.session.metrics_reader, project, id="fleet-alerts"),
+                id="training-pane",
+            )]
+        return []
+
+    async def _mount_tab(self, tab: str) -> None:
+        """Mount a hidden tab's widgets and give them what is known so far."""
+        if tab in self._mounted_tabs or not self.is_running:
+            return
+        self._mounted_tabs.add(tab)
+        pane = self.query_one(f"#{tab}", TabPane)
+        await pane.mount_all(self._tab_content(tab))
+        self._fill_tab(tab)
+
+    def _fill_tab(self, tab: str) -> None:
+        if tab == "fleet":
+            self.fleet_changed(list(self.refresher.fleet_rows.values()))
+        elif tab == "costs":
+            pane = self._ledger_pane()
+            kept = snapshot.load_ledger(self.session.cache) if self.refresher.snapshot_at else None
+            if pane is not None and kept is not None:
+                pane.show_kept(kept)
+        elif tab == "training":
+            self.job_view.select(self.job_view.job_id, self.jobs_table.selected_row)
+
+    async def _mount_hidden_tabs(self) -> None:
+        for tab in TABS:
+            await self._mount_tab(tab)
 
     def on_mount(self) -> None:
         self.title = f"console - {self.namespace}"
         self.app_resume_signal.subscribe(self, self._repaint_after_resume)
-        self.refresher.refresh()
+        self.refresher.paint_snapshot()
+        for tab in self._mounted_tabs - {"jobs"}:
+            self._fill_tab(tab)
+        # connect and read once the first frame is on screen; the other tabs come after that
+        self.call_after_refresh(self.refresher.refresh)
+        self.set_timer(HIDDEN_TABS_AFTER_SECONDS, self._mount_hidden_tabs)
         if self.start_tab == "jobs":
             self.query_one(JobsTable).focus()
         else:
-            self.query_one(FleetTable).focus()
+            self.fleet_table.focus()
 
     def _repaint_after_resume(self, _app: object) -> None:
         """Back from `ctrl+z` / `fg`: the terminal shows the shell's screen; draw every cell again."""
         self.screen.refresh(repaint=True, layout=True)
+
+    # -- what the refresher hands over ------------------------------------------------------------
+
+    def fleet_changed(self, rows: list[Any]) -> None:
+        if "fleet" not in self._mounted_tabs:
+            return  # drawn from refresher.fleet_rows when the tab mounts
+        try:
+            self.fleet_table.update_rows(rows, self.clock())
+        except NoMatches:
+            pass
+
+    def _ledger_pane(self) -> Any:
+        from console.ui.widgets.costs import LedgerPane
+
+        try:
+            return self.query_one(LedgerPane)
+        except NoMatches:
+            return None
+
+    def ledger_news(self, message: DataRefreshed) -> None:
+        pane = self._ledger_pane() if "costs" in self._mounted_tabs else None
+        if pane is not None:
+            pane.ingest(message.jobs, message.scheduled, self.prices, full=message.full, gone=message.gone)
+        if message.full or self.refresher.refresh_count == 1:
+            self.call_after_refresh(self._mount_hidden_tabs)
 
     # -- messages from workers and panes -------------------------------------------------------
 
@@ -172,6 +255,10 @@ class ConsoleApp(ConsoleBase):
             return
         error = describe_error(worker.error)
         if worker.group == "refresh":
+            fatal = getattr(self.session.backend, "fatal", None)
+            if fatal and not self.refresher.connected:
+                self.exit(return_code=2)  # the backend cannot be reached at all: say why and leave
+                return
             self.query_one(StatusLine).mark_failed(error)
             self.refresher.failed()
         elif worker.group == "actions":
@@ -191,33 +278,46 @@ class ConsoleApp(ConsoleBase):
     def on_jobs_table_job_opened(self, message: JobsTable.JobOpened) -> None:
         self.log_pane.log_widget.focus()
 
-    def on_fleet_table_tenant_opened(self, message: FleetTable.TenantOpened) -> None:
-        self.action_show_tab("jobs")
+    async def on_fleet_table_tenant_opened(self, message: Any) -> None:
+        await self.action_show_tab("jobs")
         self.query_one(JobsPane).set_filter(f"tenant:{message.tenant}")
 
-    def on_ledger_pane_budget_exceeded(self, message: LedgerPane.BudgetExceeded) -> None:
+    def on_ledger_pane_budget_exceeded(self, message: Any) -> None:
         self.notify(str(message.warning), severity="warning", timeout=10, markup=False)
 
     # -- navigation ------------------------------------------------------------------------
 
-    def action_show_tab(self, tab: str) -> None:
+    async def action_show_tab(self, tab: str) -> None:
+        await self._mount_tab(tab)
         self.query_one(TabbedContent).active = tab
         if tab == "jobs":
             self.jobs_table.focus()
         elif tab == "fleet":
             self.fleet_table.focus()
 
-    def action_filter(self) -> None:
-        self.action_show_tab("jobs")
+    async def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        """A tab opened (by a key or a click): mount its widgets if they are not yet, and let the
+        panes that skipped drawing while hidden draw now."""
+        if event.pane.id:
+            await self._mount_tab(event.pane.id)
+        for widget in event.pane.query("*"):
+            shown = getattr(widget, "shown", None)
+            if callable(shown):
+                shown()
+
+    async def action_filter(self) -> None:
+        await self.action_show_tab("jobs")
         self.query_one(JobsPane).open_filter()
 
-    def action_log(self, action: str) -> None:
+    async def action_log(self, action: str) -> None:
         """Log-pane keys from anywhere on the jobs tab."""
         if self.active_tab != "jobs":
-            self.action_show_tab("jobs")
+            await self.action_show_tab("jobs")
         getattr(self.log_pane, f"action_{action}")()
 
     def action_help(self) -> None:
+        from console.ui.screens.help import HelpScreen
+
         self.push_screen(HelpScreen())
 
     def action_whatif(self) -> None:

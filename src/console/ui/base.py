@@ -8,9 +8,10 @@ module that imports them.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual.app import App
 from textual.coordinate import Coordinate
@@ -18,15 +19,17 @@ from textual.widgets import TabbedContent
 
 from console import paths
 from console.config import Config, price_book
-from console.fleet import TenantRow
 from console.jobs import JobRow, Prefetch, clean_log_line
 from console.prices import PriceBook
 from console.ui.job_view import JobView
-from console.ui.refresh import Refresher
+from console.ui.refresh import DataRefreshed, Refresher
 from console.ui.session import Session
-from console.ui.widgets.fleet_table import FleetTable
 from console.ui.widgets.jobs_table import JobsTable
 from console.ui.widgets.log_pane import LogPane
+
+if TYPE_CHECKING:
+    from console.fleet import TenantRow
+    from console.ui.widgets.fleet_table import FleetTable
 
 
 class ConsoleBase(App[None]):
@@ -44,15 +47,12 @@ class ConsoleBase(App[None]):
         first_frame: Prefetch | None,
     ) -> None:
         super().__init__()
-        from console.ledger import Ledger
-        from console.metrics import reader_for
-
         clock = clock or (lambda: datetime.now(UTC))
-        kind = getattr(backend, "kind", cfg.backend)
-        self.session = Session(cfg, backend, clock, prices or price_book(cfg), reader_for(cfg, kind))
+        self.session = Session(cfg, backend, clock, prices or price_book(cfg))
         self.read_only = bool(cfg.read_only)
         """Refuse every action that changes anything (`--read-only`, `read_only = true`)."""
-        self.ledger = Ledger()
+        self._ledger: Any = None
+        self._ledger_lock = threading.Lock()
         self.job_view = JobView(self, self.session, stream_metrics=stream_metrics)
         self.refresher = Refresher(
             self,
@@ -61,7 +61,27 @@ class ConsoleBase(App[None]):
             first_frame=first_frame,
             on_rows=self.job_view.row_refreshed,
             tenants_in_view=self.tenants_in_view,
+            ledger=_LedgerHandle(self),
+            on_fleet=self.fleet_changed,
+            on_ledger=self.ledger_news,
+            on_connected=self.job_view.connected,
         )
+
+    @property
+    def ledger(self) -> Any:
+        """The cost ledger (`console.ledger.Ledger`), opened on first use (after the first frame)."""
+        with self._ledger_lock:  # the refresher's worker may ask first
+            if self._ledger is None:
+                from console.ledger import Ledger
+
+                self._ledger = Ledger()
+            return self._ledger
+
+    def fleet_changed(self, rows: list[TenantRow]) -> None:
+        """The refresher has new fleet rows (the fleet tab draws them when it is on screen)."""
+
+    def ledger_news(self, message: DataRefreshed) -> None:
+        """A refresh the costs pane may want (it records nothing: the refresher did)."""
 
     # the session's parts, as the app's own
 
@@ -101,6 +121,8 @@ class ConsoleBase(App[None]):
 
     @property
     def fleet_table(self) -> FleetTable:
+        from console.ui.widgets.fleet_table import FleetTable
+
         return self.query_one(FleetTable)
 
     @property
@@ -114,7 +136,7 @@ class ConsoleBase(App[None]):
         if self.active_tab == "fleet":
             tenant = self.fleet_table.selected_row
             if tenant and tenant.last_job_id:
-                return self.refresher.job_rows.get(tenant.last_job_id)
+                return self.refresher.job_row(tenant.last_job_id)
             return None
         return self.jobs_table.selected_row
 
@@ -154,3 +176,13 @@ class ConsoleBase(App[None]):
             clean_log_line(str(message)), title=clean_log_line(str(title)), severity=severity,
             timeout=timeout, markup=markup,
         )
+
+
+class _LedgerHandle:
+    """The app's ledger for the refresher's worker, opened when first needed (in that worker)."""
+
+    def __init__(self, app: ConsoleBase) -> None:
+        self._app = app
+
+    def refresh(self, jobs: Any, prices: Any = None) -> Any:
+        return self._app.ledger.refresh(jobs, prices)

@@ -51,6 +51,8 @@ class JobView:
         self.job_id: str | None = None
         """The job whose log is on screen."""
         self._metrics_live = False
+        self._waiting: tuple[str, int, JobRow | None] | None = None
+        """The job on screen whose streams wait for the backend to connect."""
 
     @property
     def log_pane(self) -> LogPane:
@@ -87,6 +89,18 @@ class JobView:
         generation = self.log_pane.start(job_id, label, row.stage if row else "")
         if job_id is None:
             return
+        if not self.session.connected:  # painted from the cache: the streams start once connected
+            self._waiting = (job_id, generation, row)
+            return
+        self._start_streams(job_id, generation, row)
+
+    def connected(self) -> None:
+        """The backend is connected: start the streams of the job on screen, if they wait."""
+        waiting, self._waiting = self._waiting, None
+        if waiting is not None and waiting[0] == self.job_id:
+            self._start_streams(*waiting)
+
+    def _start_streams(self, job_id: str, generation: int, row: JobRow | None) -> None:
         self.app.run_worker(
             partial(self._stream_log, job_id, generation),
             thread=True,

@@ -1,19 +1,30 @@
 """The refresh coordinator: what the console knows about the namespace, and how it keeps it fresh.
 
-`Refresher` owns the app's picture of the backend — every job it has seen (`job_infos`), their
-table rows (`job_rows`), the scheduled jobs, the derived fleet rows and the outcomes read from
-finished runs' log tails — and the polling that keeps it current:
+`Refresher` owns the app's picture of the backend and the polling that keeps it current. The
+history lives in the local cache (`console.cache.JobCache`, SQLite in the data dir); memory holds
+only what the screens need at once: the active jobs, each tenant's newest and newest completed
+run (`console.cache.LatestRuns`, all the fleet needs), the scheduled jobs, the derived fleet rows
+and the outcomes read from finished runs' log tails.
 
-* a refresh runs in a thread worker (group "refresh"), reads only what may have changed (the head
-  of the newest-first list, the jobs known to be active, the scheduled jobs when one fired), and
-  posts `DataRefreshed`; every `FULL_SYNC_SECONDS` (and on `ctrl+r`) it re-reads everything;
-* when the app applies that message (`apply`), the panes are updated and a one-shot timer is
-  re-armed, so refreshes never pile up;
-* a second worker (group "outcomes") reads a few log tails per refresh for the fleet's last loss
+* Start: `paint_snapshot` shows the last picture from the cache at once, marked with its age
+  (before huggingface_hub is even imported); the first refresh connects the backend in its worker
+  and reads what changed since: with a cache, the head of the newest-first list down to the first
+  job already known to be finished, and the active jobs (the first fresh frame), then the
+  scheduled jobs; without one, the first page, then the whole list, streamed into the cache.
+* A refresh runs in a thread worker (group "refresh"), reads only what may have changed (the head
+  of the list, the jobs known to be active, the scheduled jobs when one fired), builds the rows,
+  writes them to the cache and posts `DataRefreshed`; every `FULL_SYNC_SECONDS` since the last
+  whole read (and on `ctrl+r`) it re-reads everything, streaming it into the cache in batches, so
+  the memory it takes does not grow with the history.
+* When the app applies that message (`apply`), the panes are updated with what changed and a
+  one-shot timer is re-armed, so refreshes never pile up. The fleet is derived in the worker when
+  the schedules were read, and on the UI thread only for the tenants a refresh touched.
+* A second worker (group "outcomes") reads a few log tails per refresh for the fleet's last loss
   and adapter, the tenants on screen first.
 
 It talks to the backend only through `HfApi` (`session.api`) and to the screen only through the
 panes' own update methods. It must not import the app module (the app imports it) nor the server.
+The fleet's code is imported in the workers, after the first frame.
 """
 
 from __future__ import annotations
@@ -27,23 +38,24 @@ from functools import partial
 from typing import Any
 
 from textual.app import App
+from textual.css.query import NoMatches
 from textual.message import Message
 from textual.worker import get_current_worker
 
-from console import jobspec
-from console.fleet import RunOutcome, TenantRow, derive_fleet, parse_outcome
-from console.jobs import ACTIVE_STAGES, JobRow, Prefetch, first_frame_jobs, job_row
-from console.metrics import spark_text
+from console.cache import snapshot
+from console.cache.docs import job_info
+from console.cache.latest import LatestRuns
+from console.cache.store import PUT_BATCH
+from console.jobs import ACTIVE_STAGES, JobRow, Prefetch, job_row
 from console.ui.session import Session
-from console.ui.widgets.costs import LedgerPane
-from console.ui.widgets.fleet_table import FleetTable
 from console.ui.widgets.jobs_pane import JobsPane
 from console.ui.widgets.status_line import StatusLine
 
 REFRESH_SECONDS = 2.0
 FULL_SYNC_SECONDS = 900.0
 """Every this often a refresh re-reads the whole job list and every scheduled job (a safety net:
-the quiet refreshes already catch new, changed and deleted jobs)."""
+the quiet refreshes already catch new, changed and deleted jobs). Counted from the last whole
+read, kept in the cache across restarts."""
 HEAD_SCAN_EVERY = 5
 """Every this many refreshes, also read the head of the job list (jobs that began and ended
 between two refreshes); the others read only the active jobs."""
@@ -52,18 +64,24 @@ OUTCOME_FETCHES_PER_REFRESH = 8
 RETRY_SECONDS = 5.0
 LOSS_TREND_WIDTH = 6
 """Characters of each tenant's last-run loss curve in the fleet pane."""
+LEDGER_BATCH = 5000
+"""Finished jobs recorded in the cost ledger at a time while the whole list streams in."""
+SNAPSHOT_SAVE_SECONDS = 60.0
+"""The fleet rows kept for the next start are written at most this often between whole reads."""
 TERMINAL = ("COMPLETED", "ERROR", "CANCELED", "DELETED")
 BENCH_READY_ENV = "CONSOLE_BENCH_READY_FILE"
-"""If set, the app writes `time.time()` to this file once its first filled frame is painted."""
+"""If set, the app appends `<what> <time.time()>` lines to this file: `snapshot` once the cached
+picture is painted, `fresh` once the first fresh data is, `full` once every job is known."""
 
 
 @dataclass
 class DataRefreshed(Message):
     """A refresh worker's result.
 
-    `full`: `jobs` is every job in the namespace. Otherwise `jobs` holds only the jobs that are
-    new or may have changed since the last refresh and `gone` the ids that no longer exist.
-    `scheduled` is None when the scheduled jobs were not re-read.
+    `full`: the cache now holds every job in the namespace (the jobs table reloads from it), and
+    `jobs` are the ones kept in memory (active, and each tenant's newest runs). Otherwise `jobs`
+    holds only the jobs that are new or may have changed since the last refresh and `gone` the
+    ids that no longer exist. `scheduled` is None when the scheduled jobs were not re-read.
     """
 
     jobs: list[Any]
@@ -71,13 +89,19 @@ class DataRefreshed(Message):
     at: datetime
     full: bool = True
     gone: list[str] = field(default_factory=list)
+    rows: dict[str, JobRow] | None = None
+    """The rows of `jobs`, built and written to the cache by the worker (None: build them here)."""
+    latest: LatestRuns | None = None
+    """Each tenant's newest runs, when the worker read them all (a whole read or a catch-up)."""
+    fleet: list[Any] | None = None
+    """The fleet rows, when the worker derived them (it had the scheduled jobs)."""
 
 
 @dataclass
 class OutcomesFetched(Message):
     """What the log tails of some tenants' newest completed runs said."""
 
-    outcomes: dict[str, RunOutcome]
+    outcomes: dict[str, Any]
 
 
 class _Stopped(Exception):
@@ -96,31 +120,77 @@ class Refresher:
         first_frame: Prefetch | None = None,
         on_rows: Callable[[dict[str, JobRow]], None] = lambda rows: None,
         tenants_in_view: Callable[[], list[str]] = list,
+        ledger: Any = None,
+        on_fleet: Callable[[list[Any]], None] = lambda rows: None,
+        on_ledger: Callable[[DataRefreshed], None] = lambda message: None,
+        on_connected: Callable[[], None] = lambda: None,
     ) -> None:
-        """`on_rows`: called with the job rows after each refresh (the job on screen follows them);
-        `tenants_in_view`: the tenants whose last outcome to read first."""
+        """`on_rows`: called with the rows that changed after each refresh (the job on screen
+        follows them); `tenants_in_view`: the tenants whose last outcome to read first;
+        `ledger`: where a whole read records the finished jobs (`console.ledger.Ledger`);
+        `on_fleet`: the fleet rows changed; `on_ledger`: a refresh for the costs pane."""
         self.app = app
         self.session = session
+        self.cache = session.cache
         self.on_rows = on_rows
         self.tenants_in_view = tenants_in_view
+        self.ledger = ledger
+        self.on_fleet = on_fleet
+        self.on_ledger = on_ledger
+        self.on_connected = on_connected
         self.interval = interval
         self._first_frame = first_frame
         self.job_infos: dict[str, Any] = {}
+        """The jobs kept in memory: the active ones, each tenant's newest runs, and those the last
+        refresh brought (every other job is in the cache: `job_info`)."""
         self.job_rows: dict[str, JobRow] = {}
+        """The rows of `job_infos`, and of the active jobs the snapshot showed."""
         self.active_ids: set[str] = set()
         """Ids of the jobs last seen SCHEDULING or RUNNING (kept in step with `job_rows`)."""
+        self.latest = LatestRuns()
         self.scheduled: dict[str, Any] = {}
-        self.fleet_rows: dict[str, TenantRow] = {}
-        self.outcomes: dict[str, RunOutcome] = {}
+        self.fleet_rows: dict[str, Any] = {}
+        self.outcomes: dict[str, Any] = {}
         self.newest_success: dict[str, str] = {}
         """tenant -> id of its newest completed training run (whose outcome the fleet shows)"""
         self.last_refresh: datetime | None = None
         self.refresh_count = 0
         self.synced = False
-        """True once the whole job list has been read (the first frame shows only the newest)."""
+        """True once every job is known (read whole, or caught up from the cache)."""
+        self.connected = False
+        self.snapshot_at: datetime | None = None
+        """When the data of the picture painted from the cache was read (None once fresh data
+        replaced it, or when there was no picture)."""
+        self._warm = False
+        """The cache held jobs at start: catch up from it instead of reading everything."""
         self._timer: Any = None
         self._last_full = 0.0
-        self._full_stamped = False
+        self._stamped: set[str] = set()
+        self._fleet_saved = 0.0
+
+    # -- the snapshot (UI thread, before anything is read) ---------------------------------------
+
+    def paint_snapshot(self) -> None:
+        """Show the last picture from the cache, marked with its age (nothing if there is none)."""
+        cache = self.cache
+        at = snapshot.seen_at(cache)
+        synced = cache.synced_at()
+        if synced is not None:
+            self._last_full = time.monotonic() - max(0.0, time.time() - synced)
+        if at is None:
+            return
+        self._warm = synced is not None
+        self.snapshot_at = at
+        active = cache.active()
+        self.active_ids = {r.id for r in active}
+        self.job_rows.update((r.id, r) for r in active)
+        self.app.query_one(JobsPane).reload()
+        self.app.query_one(StatusLine).mark_snapshot(at)
+        fleet = snapshot.load_fleet(cache)
+        if fleet is not None:
+            self.fleet_rows = {r.tenant: r for r in fleet}
+            self.on_fleet(fleet)
+        self._stamp("snapshot")
 
     # -- reading (worker threads) -------------------------------------------------------------
 
@@ -141,14 +211,25 @@ class Refresher:
 
     def _read(self, full: bool, scheduled: bool) -> None:
         try:
+            if not self.connected:
+                self.session.ensure_connected()  # huggingface_hub loads here, after the first frame
+                self.connected = True
+                self.app.call_from_thread(self._on_connected)
             self._read_changes(full, scheduled)
         except _Stopped:
             return  # the app is closing: a long read (the whole list) stops between two items
 
-    def _read_changes(self, full: bool, scheduled: bool) -> None:
-        app, session = self.app, self.session
-        api, ns, at = session.api, session.namespace, session.clock()
-        known = self.job_infos
+    def _on_connected(self) -> None:
+        try:
+            self.app.query_one(StatusLine).set_endpoint(self.session.endpoint)
+        except NoMatches:  # closing
+            return
+        self.on_connected()
+
+    def _lister(self) -> tuple[Callable[..., Iterator[Any]], Callable[[], list[Any]]]:
+        from console import jobspec
+
+        api, ns = self.session.api, self.session.namespace
         slim = jobspec.compact_job
         worker = get_current_worker()
 
@@ -161,30 +242,49 @@ class Refresher:
         def list_scheduled() -> list[Any]:
             return [slim(s) for s in api.list_scheduled_jobs(namespace=ns)]
 
+        return list_jobs, list_scheduled
+
+    def _rows(self, jobs: list[Any], *, sync: int = 0) -> dict[str, JobRow]:
+        """Rows of `jobs`, written to the cache with their documents."""
+        now, prices = self.session.clock(), self.session.prices
+        rows = {j.id: job_row(j, now=now, prices=prices) for j in jobs}
+        self.cache.put(((rows[j.id], j) for j in jobs), sync=sync)
+        return rows
+
+    def _read_changes(self, full: bool, scheduled: bool) -> None:
+        api, ns = self.session.api, self.session.namespace
+        at = self.session.clock()
+        list_jobs, list_scheduled = self._lister()
         if not self.synced:
-            if not known:
-                # first frame: the newest jobs and every active one, then the whole history
-                pre, self._first_frame = self._first_frame, None
-                head = None
-                if pre is not None:
-                    try:
-                        head, at = pre.result()
-                    except Exception:  # that read failed: read again now (a lasting error shows)
-                        head = None
-                if head is None:
-                    head = first_frame_jobs(api, ns)
-                app.post_message(DataRefreshed(head, None, at, full=False))
+            if self._warm:
+                self._catch_up(list_jobs, list_scheduled)
+                return
+            # first run on this cache: the newest page and every active job, then the whole list
+            pre, self._first_frame = self._first_frame, None
+            head = None
+            if pre is not None:
+                try:
+                    head, at = pre.result()
+                except Exception:  # that read failed: read again now (a lasting error shows)
+                    head = None
+            if head is None:
+                from console.jobs import first_frame_jobs
+
+                head = first_frame_jobs(api, ns)
+            rows = self._rows(head)
+            self._record([j for j in head if j.status.stage in TERMINAL])
+            self._post(DataRefreshed(head, None, at, full=False, rows=rows))
             full = True
         if full or time.monotonic() - self._last_full >= FULL_SYNC_SECONDS:
-            jobs = list(list_jobs())
-            sched = list_scheduled()
-            app.post_message(DataRefreshed(jobs, sched, session.clock(), full=True))
+            self._read_all(list_jobs, list_scheduled)
             return
         changed: list[Any] = []
         if self.refresh_count % HEAD_SCAN_EVERY == 0:
+            known = self.job_rows
             for job in list_jobs():
                 old = known.get(job.id)
-                if old is not None and old.status.stage in TERMINAL and job.status.stage in TERMINAL:
+                stage = old.stage if old is not None else self.cache.stages([job.id]).get(job.id)
+                if stage in TERMINAL and job.status.stage in TERMINAL:
                     break
                 changed.append(job)
         seen = {j.id for j in changed}
@@ -192,18 +292,135 @@ class Refresher:
             if job.id not in seen:
                 changed.append(job)
                 seen.add(job.id)
+        gone = self._inspect_vanished(seen)
+        changed += gone[1]
+        fired = any(j.id not in self.job_rows and _initiated_by_schedule(j) for j in changed)
+        sched = list_scheduled() if (scheduled or fired) else None
+        fleet = None
+        if sched is not None:
+            latest = self.latest.copy()
+            latest.observe_all(changed)
+            latest.forget(gone[0])
+            fleet = self._derive(sched, latest)
+        rows = self._rows(changed)
+        self._record([j for j in changed if j.status.stage in TERMINAL])
+        self._post(DataRefreshed(changed, sched, at, full=False, gone=gone[0], rows=rows, fleet=fleet))
+        if gone[0]:
+            self.cache.remove(gone[0])
+
+    def _inspect_vanished(self, seen: set[str]) -> tuple[list[str], list[Any]]:
+        """The jobs last seen active that the active list no longer has: (deleted ids, their
+        current state)."""
+        from console import jobspec
+
+        api, ns = self.session.api, self.session.namespace
         gone: list[str] = []
+        found: list[Any] = []
         for job_id in [i for i in self.active_ids if i not in seen]:
             try:
-                changed.append(slim(api.inspect_job(job_id=job_id, namespace=ns)))
+                found.append(jobspec.compact_job(api.inspect_job(job_id=job_id, namespace=ns)))
             except Exception as exc:  # deleted meanwhile: drop it; anything else: retry later
                 if getattr(getattr(exc, "response", None), "status_code", None) == 404:
                     gone.append(job_id)
                 else:
                     raise
-        fired = any(j.id not in known and _initiated_by_schedule(j) for j in changed)
-        sched = list_scheduled() if (scheduled or fired) else None
-        app.post_message(DataRefreshed(changed, sched, at, full=False, gone=gone))
+        return gone, found
+
+    def _catch_up(self, list_jobs: Callable[..., Iterator[Any]], list_scheduled: Callable[[], list[Any]]) -> None:
+        """Start from the cache: read what changed since it was written (the newest jobs down to
+        the first one it already knows finished, the active ones), then the scheduled jobs and
+        each tenant's newest runs for the fleet. If the list ended before a known job (the
+        backend's history was reset), or more jobs came than a catch-up should hold, the whole
+        list is read instead."""
+        cache, at = self.cache, self.session.clock()
+        changed: list[Any] = []
+        known_end = False
+        for job in list_jobs():
+            if job.status.stage in TERMINAL and cache.stages([job.id]).get(job.id) in TERMINAL:
+                known_end = True
+                break
+            changed.append(job)
+            if len(changed) > LEDGER_BATCH:
+                break
+        if not known_end:
+            self._read_all(list_jobs, list_scheduled)
+            return
+        seen = {j.id for j in changed}
+        for job in list_jobs(status=list(ACTIVE_STAGES)):
+            if job.id not in seen:
+                changed.append(job)
+                seen.add(job.id)
+        gone, found = self._inspect_vanished(seen)
+        changed += found
+        rows = self._rows(changed)
+        cache.remove(gone)
+        self._record([j for j in changed if j.status.stage in TERMINAL])
+        self._post(DataRefreshed(changed, None, at, full=False, gone=gone, rows=rows))
+        sched = list_scheduled()
+        latest = LatestRuns()
+        endpoint = getattr(self.session.api, "endpoint", None)
+        latest.observe_all(job_info(doc, endpoint) for doc in cache.latest_runs())
+        fleet = self._derive(sched, latest)
+        keep = {j.id: j for j in changed if j.status.stage not in TERMINAL}
+        keep.update((j.id, j) for j in latest.jobs())
+        jobs = list(keep.values())
+        self._post(DataRefreshed(jobs, sched, self.session.clock(), full=True, rows=self._rows(jobs),
+                                 latest=latest, fleet=fleet))
+
+    def _read_all(self, list_jobs: Callable[..., Iterator[Any]], list_scheduled: Callable[[], list[Any]]) -> None:
+        """Read the whole job list into the cache, a batch at a time; keep the active jobs and
+        each tenant's newest runs; record the finished jobs in the ledger; drop the jobs the
+        list no longer has."""
+        cache, prices = self.cache, self.session.prices
+        now = self.session.clock()
+        sync = cache.begin_sync()
+        latest = LatestRuns()
+        active: dict[str, Any] = {}
+        batch: list[tuple[JobRow, Any]] = []
+        finished: list[Any] = []
+        for job in list_jobs():
+            row = job_row(job, now=now, prices=prices)
+            batch.append((row, job))
+            latest.observe(job)
+            if row.stage in TERMINAL:
+                finished.append(job)
+            else:
+                active[job.id] = job
+            if len(batch) >= PUT_BATCH:
+                cache.put(batch, sync=sync)
+                batch = []
+            if len(finished) >= LEDGER_BATCH:
+                self._record(finished)
+                finished = []
+        cache.put(batch, sync=sync)
+        self._record(finished)
+        gone = cache.end_sync(sync)
+        sched = list_scheduled()
+        fleet = self._derive(sched, latest)
+        keep = dict(active)
+        keep.update((j.id, j) for j in latest.jobs())
+        jobs = list(keep.values())
+        self._post(DataRefreshed(jobs, sched, self.session.clock(), full=True, gone=gone,
+                                 rows=self._rows(jobs, sync=sync), latest=latest, fleet=fleet))
+
+    def _record(self, finished: list[Any]) -> None:
+        if self.ledger is not None and finished:
+            self.ledger.refresh(finished, self.session.prices)
+
+    def _derive(self, scheduled: list[Any], latest: LatestRuns) -> list[Any]:
+        """The fleet rows from the scheduled jobs and each tenant's newest runs (kept for the
+        next start too)."""
+        from console.fleet import derive_fleet
+
+        fleet = derive_fleet(scheduled, latest.jobs(), now=self.session.clock(), prices=self.session.prices,
+                             outcomes=dict(self.outcomes))
+        snapshot.save_fleet(self.cache, fleet)
+        self._fleet_saved = time.monotonic()
+        return fleet
+
+    def _post(self, message: DataRefreshed) -> None:
+        snapshot.save_seen(self.cache, message.at)
+        self.app.post_message(message)
 
     def fetch_outcomes(self, job_ids: list[str]) -> None:
         """Read the last loss and adapter of these finished runs from their log tails."""
@@ -217,8 +434,12 @@ class Refresher:
         )
 
     def _read_outcomes(self, job_ids: list[str]) -> None:
+        from console import jobspec
+        from console.fleet import parse_outcome
+        from console.metrics import spark_text
+
         session = self.session
-        found: dict[str, RunOutcome] = {}
+        found: dict[str, Any] = {}
         for job_id in job_ids:
             try:
                 lines = session.api.fetch_job_logs(job_id=job_id, namespace=session.namespace, follow=False, tail=40)
@@ -227,7 +448,8 @@ class Refresher:
                 continue
             outcome = parse_outcome(tail)
             info = self.job_infos.get(job_id)
-            run = jobspec.trackio_run_name(job_id, getattr(info, "labels", None))
+            labels = getattr(info, "labels", None) if info is not None else None
+            run = jobspec.trackio_run_name(job_id, labels)
             if run:
                 try:
                     curve = session.metrics_reader.run_metrics(session.cfg.trackio.project, run).loss
@@ -243,76 +465,136 @@ class Refresher:
         """A worker is reading log tails for the fleet's last loss / adapter."""
         return any(w.group == "outcomes" and w.is_running for w in self.app.workers)
 
+    # -- lookups --------------------------------------------------------------------------------
+
+    def job_info(self, job_id: str) -> Any | None:
+        """The `JobInfo` of a job: from memory, else rebuilt from the cache (None if unknown)."""
+        info = self.job_infos.get(job_id)
+        if info is not None:
+            return info
+        doc = self.cache.doc(job_id)
+        if doc is None:
+            return None
+        return job_info(doc, getattr(self.session.api, "endpoint", None) if self.connected else None)
+
+    def job_row(self, job_id: str) -> JobRow | None:
+        """The row of a job: from memory, else from the cache."""
+        return self.job_rows.get(job_id) or self.cache.row(job_id)
+
     # -- applying (UI thread) -------------------------------------------------------------------
 
     def apply(self, message: DataRefreshed) -> None:
         """Merge a refresh into what the console knows and update the panes that show it."""
         app, prices = self.app, self.session.prices
         now = self.session.clock()
+        rows = message.rows
+        if rows is None:  # not from a worker: build the rows, and keep them
+            rows = {j.id: job_row(j, now=now, prices=prices) for j in message.jobs}
+            self.cache.put((rows[j.id], j) for j in message.jobs)
+        touched: set[str] = set()
         if message.full:
             self.synced = True
             self._last_full = time.monotonic()
-            infos = {j.id: j for j in message.jobs}
-            rows = {j.id: job_row(j, now=now, prices=prices) for j in message.jobs}
-            fleet_changed = True
+            if message.latest is not None:
+                self.latest = message.latest
+            else:
+                self.latest.observe_all(message.jobs)
+            self.job_infos = {j.id: j for j in message.jobs}
+            self.job_rows = dict(rows)
+            self.active_ids = {i for i, r in rows.items() if r.stage not in TERMINAL}
+            changed_rows: list[JobRow] = []
         else:
-            infos = dict(self.job_infos)
-            rows = dict(self.job_rows)
-            fleet_changed = bool(message.gone)
+            infos, job_rows = dict(self.job_infos), dict(self.job_rows)
             for job_id in message.gone:
                 infos.pop(job_id, None)
-                rows.pop(job_id, None)
-            for j in message.jobs:
-                old = infos.get(j.id)
-                if old is None or old.status.stage != j.status.stage:
-                    fleet_changed = True
-                infos[j.id] = j
-            # active jobs' running time and cost tick between refreshes
+                job_rows.pop(job_id, None)
             fresh = {j.id for j in message.jobs}
-            fresh.update(self.active_ids)
-            for job_id in fresh:
+            for j in message.jobs:
+                old = job_rows.get(j.id)
+                if old is None or old.stage != j.status.stage:
+                    tenant = self.latest.observe(j)
+                    if tenant is not None:
+                        touched.add(tenant)
+                infos[j.id] = j
+                job_rows[j.id] = rows[j.id]
+            # active jobs' running time and cost tick between refreshes
+            for job_id in self.active_ids - fresh:
                 if job_id in infos:
-                    rows[job_id] = job_row(infos[job_id], now=now, prices=prices)
-        if message.scheduled is not None:
-            self.scheduled = {s.id: s for s in message.scheduled}
-            fleet_changed = True
-        changed_rows = None if message.full else [rows[i] for i in fresh if i in rows]
-        self.job_infos, self.job_rows = infos, rows
-        if message.full:
-            self.active_ids = {i for i, r in rows.items() if r.stage not in TERMINAL}
-        else:
+                    job_rows[job_id] = job_row(infos[job_id], now=now, prices=prices)
+                    fresh.add(job_id)
+            if message.gone:
+                lost = self.latest.forget(message.gone)
+                if lost:
+                    endpoint = getattr(self.session.api, "endpoint", None)
+                    self.latest.observe_all(job_info(d, endpoint) for d in self.cache.latest_runs(lost))
+                    touched |= lost
             active = set(self.active_ids)  # a new set: the refresh worker may be reading the old one
             for job_id in fresh:
-                row = rows.get(job_id)
+                row = job_rows.get(job_id)
                 if row is not None and row.stage not in TERMINAL:
                     active.add(job_id)
                 else:
                     active.discard(job_id)
+            active -= set(message.gone)
             self.active_ids = active
+            keep = active | self.latest.ids() | {j.id for j in message.jobs}
+            self.job_infos = {i: j for i, j in infos.items() if i in keep}
+            self.job_rows = {i: r for i, r in job_rows.items() if i in keep}
+            changed_rows = [job_rows[i] for i in fresh if i in job_rows]
         pane = app.query_one(JobsPane)
-        if changed_rows is None:
-            pane.update_rows(list(rows.values()))
+        if message.full:
+            pane.reload()
         else:
             pane.apply_changes(changed_rows, message.gone)
-        if fleet_changed and self.synced:
-            jobs = list(infos.values())
-            fleet = derive_fleet(self.scheduled.values(), jobs, now=now, prices=prices, outcomes=self.outcomes)
-            self.fleet_rows = {r.tenant: r for r in fleet}
-            self.newest_success = _newest_successes(jobs)
-            app.query_one(FleetTable).update_rows(fleet, now)
+        if message.scheduled is not None:
+            self.scheduled = {s.id: s for s in message.scheduled}
+        self._update_fleet(message, touched, now)
         self.last_refresh = message.at
         self.refresh_count += 1
+        if self.snapshot_at is not None:
+            self.snapshot_at = None
         app.query_one(StatusLine).mark_ok(message.at)
-        app.query_one(LedgerPane).ingest(
-            message.jobs, message.scheduled, prices, full=message.full, gone=message.gone
-        )
+        self.on_ledger(message)
         if message.full:
             app.call_after_refresh(_give_back_memory)
-        self._stamp_for_benchmark(message.full)
-        self.on_rows(self.job_rows)
+        self._stamp("fresh")
+        if message.full and self.synced:
+            self._stamp("full")
+        self.on_rows({r.id: r for r in changed_rows} if not message.full else self.job_rows)
         if self.synced:
             self._want_outcomes()
             self.arm(self.interval)
+
+    def _update_fleet(self, message: DataRefreshed, touched: set[str], now: datetime) -> None:
+        """The fleet rows after a refresh: as the worker derived them, or re-derived here for the
+        tenants whose runs changed (a refresh touches a few tenants, not the fleet)."""
+        fleet = message.fleet
+        if fleet is not None:
+            self.fleet_rows = {r.tenant: r for r in fleet}
+        elif touched and self.synced:
+            from console.fleet import derive_fleet
+
+            def tenant_of(sj: Any) -> str:
+                spec = getattr(sj, "job_spec", None)
+                return ((getattr(spec, "labels", None) or {}) if spec is not None else {}).get("tenant", "")
+
+            scheduled = [sj for sj in self.scheduled.values() if tenant_of(sj) in touched]
+            jobs = [j for t in touched for j in (self.latest.newest.get(t), self.latest.completed.get(t)) if j]
+            rows = derive_fleet(scheduled, jobs, now=now, prices=self.session.prices, outcomes=self.outcomes)
+            merged = dict(self.fleet_rows)
+            for tenant in touched:
+                merged.pop(tenant, None)
+            merged.update((r.tenant, r) for r in rows)
+            fleet = [merged[t] for t in sorted(merged)]
+            self.fleet_rows = dict(zip(sorted(merged), fleet, strict=True))
+            if time.monotonic() - self._fleet_saved >= SNAPSHOT_SAVE_SECONDS:
+                self._fleet_saved = time.monotonic()
+                self.app.run_worker(partial(snapshot.save_fleet, self.cache, fleet), thread=True,
+                                    group="snapshot", exit_on_error=False, description="keep the fleet rows")
+        else:
+            return
+        self.newest_success = self.latest.newest_successes()
+        self.on_fleet(fleet)
 
     def apply_outcomes(self, message: OutcomesFetched) -> None:
         self.outcomes.update(message.outcomes)
@@ -325,7 +607,12 @@ class Refresher:
                 row.loss_trend = outcome.loss_trend
                 touched.append(row)
         if touched:
-            self.app.query_one(FleetTable).refresh_rows(touched, self.session.clock())
+            try:
+                from console.ui.widgets.fleet_table import FleetTable
+
+                self.app.query_one(FleetTable).refresh_rows(touched, self.session.clock())
+            except NoMatches:  # the fleet tab is not mounted yet: it draws fleet_rows when it is
+                pass
 
     def failed(self) -> None:
         """A refresh worker failed (the status line says why): try again soon."""
@@ -346,15 +633,12 @@ class Refresher:
         if picked:
             self.fetch_outcomes(picked)
 
-    def _stamp_for_benchmark(self, full: bool) -> None:
+    def _stamp(self, what: str) -> None:
         ready_file = os.environ.get(BENCH_READY_ENV)
-        if not ready_file:
+        if not ready_file or what in self._stamped:
             return
-        if self.refresh_count == 1:
-            self.app.call_after_refresh(_write_ready_stamp, ready_file, "")
-        if full and not self._full_stamped:
-            self._full_stamped = True
-            self.app.call_after_refresh(_write_ready_stamp, ready_file, "full ")
+        self._stamped.add(what)
+        self.app.call_after_refresh(_write_ready_stamp, ready_file, what)
 
 
 def _give_back_memory() -> None:
@@ -379,11 +663,11 @@ _LIBC: Any = None
 
 
 def _write_ready_stamp(path: str, what: str) -> None:
-    """The start-up benchmark's hook: the first frame with the jobs table filled is on screen
-    (first line: the time), then the first frame with the whole job list ("full <time>")."""
+    """The start-up benchmark's hook: a frame is on screen (`snapshot`: the cached picture,
+    `fresh`: the first fresh data, `full`: every job known), with the time."""
     try:
         with open(path, "a", encoding="utf-8") as out:
-            out.write(f"{what}{time.time():.6f}\n")
+            out.write(f"{what} {time.time():.6f}\n")
     except OSError:
         pass
 
@@ -391,19 +675,3 @@ def _write_ready_stamp(path: str, what: str) -> None:
 def _initiated_by_schedule(job: Any) -> bool:
     initiator = getattr(job, "initiator", None)
     return initiator is not None and getattr(initiator, "type", None) == "scheduled-job"
-
-
-def _newest_successes(jobs: list[Any]) -> dict[str, str]:
-    """tenant -> id of its newest COMPLETED console training run."""
-    newest: dict[str, Any] = {}
-    for job in jobs:
-        if job.status.stage != "COMPLETED":
-            continue
-        labels = jobspec.labels_of(job)
-        if labels.get("app") != "console" or labels.get("kind") != "sft":
-            continue
-        tenant = labels.get("tenant", "")
-        prev = newest.get(tenant)
-        if prev is None or (job.created_at and prev.created_at and job.created_at > prev.created_at):
-            newest[tenant] = job
-    return {tenant: job.id for tenant, job in newest.items()}

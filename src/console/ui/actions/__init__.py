@@ -27,7 +27,6 @@ from console.jobspec import Submission, TrainingRequest
 from console.prices import PriceBook
 from console.ui import keys
 from console.ui.base import ConsoleBase
-from console.ui.screens.confirm import ConfirmScreen
 
 
 @dataclass
@@ -103,5 +102,7 @@ def confirm_then_run(
             run_in_worker(app, description, fn)
         else:
             app.notify(declined, timeout=3)
+
+    from console.ui.screens.confirm import ConfirmScreen  # modal screens load on first use
 
     app.push_screen(ConfirmScreen(question, details, yes_label=yes_label), answered)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual.worker import get_current_worker
 
@@ -27,8 +27,9 @@ from console.ui.actions import (
     submission_details,
 )
 from console.ui.base import ConsoleBase
-from console.ui.screens.prompt import PromptScreen
-from console.ui.screens.submit import SubmitResult, SubmitScreen
+
+if TYPE_CHECKING:
+    from console.ui.screens.submit import SubmitResult
 
 TERMINAL = ("COMPLETED", "ERROR", "CANCELED", "DELETED")
 
@@ -68,6 +69,8 @@ def submit(app: ConsoleBase) -> None:
     """Open the submit form, prefilled from the selected tenant (or job); confirm; submit."""
     if refuse_if_read_only(app, "submit"):
         return
+    from console.ui.screens.submit import SubmitScreen  # modal screens load on first use
+
     screen = SubmitScreen(
         _initial_request(app),
         backend_kind=app.backend_kind,
@@ -85,7 +88,7 @@ def _initial_request(app: ConsoleBase) -> TrainingRequest:
     base = tenant.request if tenant and tenant.request else None
     if base is None:
         job = app.selected_job()
-        info = app.refresher.job_infos.get(job.id) if job else None
+        info = app.refresher.job_info(job.id) if job else None
         base = jobspec.read_request(info) if info is not None else None
     if base is None:
         base = TrainingRequest(tenant=tenant.tenant if tenant else "", dataset="", flavor=app.cfg.defaults.flavor)
@@ -175,7 +178,7 @@ def rerun(app: ConsoleBase) -> None:
     if refuse_if_read_only(app, "rerun"):
         return
     job = app.selected_job()
-    info = app.refresher.job_infos.get(job.id) if job else None
+    info = app.refresher.job_info(job.id) if job else None
     if job is None or info is None:
         app.notify("No job selected", severity="warning")
         return
@@ -247,6 +250,8 @@ def save_log(app: ConsoleBase) -> None:
     def chosen(path: str | None) -> None:
         if path:
             _write_log(app, job_id, Path(path).expanduser())
+
+    from console.ui.screens.prompt import PromptScreen
 
     app.push_screen(PromptScreen(f"Save the full log of {job_id} to:", default), chosen)
 

@@ -6,15 +6,16 @@ Each is one function taking the app (see `console.ui.actions` for the shared pat
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from console import jobspec
 from console.costs import format_duration
-from console.fleet import TenantRow
 from console.jobs import format_cost
 from console.ui.actions import confirm_then_run, refuse_if_read_only, run_in_worker, submission_details
 from console.ui.base import ConsoleBase
-from console.ui.screens.reschedule import RescheduleScreen
+
+if TYPE_CHECKING:
+    from console.fleet import TenantRow
 
 
 def _schedule_for(app: ConsoleBase, action: str) -> tuple[TenantRow, Any] | None:
@@ -49,6 +50,8 @@ def reschedule(app: ConsoleBase) -> None:
             return f"Rescheduled {tenant.tenant}: {cron}"
 
         run_in_worker(app, f"Reschedule {tenant.tenant}", save)
+
+    from console.ui.screens.reschedule import RescheduleScreen  # modal screens load on first use
 
     app.push_screen(RescheduleScreen(tenant.tenant, sj.schedule or "", clock=app.clock), done)
 

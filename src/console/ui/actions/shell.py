@@ -54,7 +54,7 @@ def _local_shell(app: ConsoleBase, job: JobRow, folder: Path) -> None:
         app.notify(f"Job {job.id}'s working folder is gone ({folder})", severity="error")
         return
     shell = os.environ.get(SSH_SHELL_ENV) or os.environ.get("SHELL") or "/bin/sh"
-    env = _job_environment(folder, app.refresher.job_infos.get(job.id), job.id)
+    env = _job_environment(folder, app.refresher.job_info(job.id), job.id)
     _hand_terminal(app, [shell], folder, env, f"shell in {folder}")
 
 

@@ -64,6 +64,8 @@ class FleetTable(KeyedTable):
         super().__init__(id=id, cursor_type="row")
         self.column_keys = tuple(key for key, _, _ in COLUMNS)
         self.rows_by_tenant: dict[str, TenantRow] = {}
+        self._pending: tuple[list[TenantRow], datetime] | None = None
+        """Rows given while the table was hidden, drawn when it shows."""
 
     def on_mount(self) -> None:
         for key, label, width in COLUMNS:
@@ -73,54 +75,87 @@ class FleetTable(KeyedTable):
     def selected_row(self) -> TenantRow | None:
         return self.rows_by_tenant.get(self._selected) if self._selected else None
 
-    def _cells_for(self, row: TenantRow, now: datetime) -> tuple[Text, ...]:
-        mark, style = _flag(row)
-        tenant = Text(no_wrap=True, overflow="ellipsis")
-        tenant.append(mark, style=style)
-        tenant.append(plain(row.tenant, style if row.failed or row.stale else ""))
+    @staticmethod
+    def _values(row: TenantRow, now: datetime) -> tuple[str, ...]:
+        """The row's cells as plain strings; each cell's style follows from them (the flag mark
+        leads the tenant cell, the stage names itself, "suspended" and "ad hoc" say so)."""
+        mark, _ = _flag(row)
         if row.schedule:
-            words = row.schedule_words or row.schedule
-            schedule = plain(f"{row.schedule} ({words})", "yellow" if row.suspended else "")
+            schedule = f"{row.schedule} ({row.schedule_words or row.schedule})"
         else:
-            schedule = plain("ad hoc", "dim")
+            schedule = "ad hoc"
         if row.suspended:
-            next_run = plain("suspended", "yellow")
+            next_run = "suspended"
         else:
-            next_run = plain(format_clock(row.next_run, now) if row.next_run else "-")
+            next_run = format_clock(row.next_run, now) if row.next_run else "-"
         loss = "-" if row.last_loss is None else f"{row.last_loss:.3g}"
         if row.loss_trend:
             loss = f"{loss} {row.loss_trend}"
         adapter = row.adapter or "-"
         if len(adapter) > 24:
             adapter = "…" + adapter[-23:]
+        age = format_age(row.last_at, now).removesuffix(" ago")
         return (
-            tenant,
-            plain(row.last_stage or "never", STAGE_STYLES.get(row.last_stage or "", "dim")),
-            plain(
-                format_age(row.last_at, now).removesuffix(" ago"),
-                "bold yellow" if row.stale else "",
-            ),
-            plain(loss),
+            mark + row.tenant,
+            row.last_stage or "never",
+            ("~" if row.stale else "") + age,
+            loss,
             next_run,
-            plain(format_cost(row.cost_per_run)),
-            plain(format_cost(row.monthly_usd)),
-            schedule,
-            plain(row.flavor or "-"),
-            plain(row.base_model or "-"),
-            plain(adapter),
+            format_cost(row.cost_per_run),
+            format_cost(row.monthly_usd),
+            schedule + ("=" if row.suspended else ""),
+            row.flavor or "-",
+            row.base_model or "-",
+            adapter,
         )
 
+    @staticmethod
+    def _render(row: TenantRow, values: tuple[str, ...]) -> tuple[Text, ...]:
+        mark, style = _flag(row)
+        tenant = Text(no_wrap=True, overflow="ellipsis")
+        tenant.append(mark, style=style)
+        tenant.append(plain(row.tenant, style if row.failed or row.stale else ""))
+        schedule_text = values[7].removesuffix("=") if row.suspended else values[7]
+        schedule = plain(schedule_text, "yellow" if row.suspended else "" if row.schedule else "dim")
+        return (
+            tenant,
+            plain(values[1], STAGE_STYLES.get(row.last_stage or "", "dim")),
+            plain(values[2].removeprefix("~") if row.stale else values[2], "bold yellow" if row.stale else ""),
+            plain(values[3]),
+            plain(values[4], "yellow" if row.suspended else ""),
+            plain(values[5]),
+            plain(values[6]),
+            schedule,
+            plain(values[8]),
+            plain(values[9]),
+            plain(values[10]),
+        )
+
+    def _put(self, row: TenantRow, now: datetime, shown: bool) -> bool:
+        values = self._values(row, now)
+        return self.put_row(row.tenant, values, lambda: self._render(row, values), shown=shown)
+
     def update_rows(self, rows: list[TenantRow], now: datetime) -> None:
-        wanted = {r.tenant: r for r in rows}
+        """Show the fleet `rows`. While the table is not on screen only the rows are kept; they
+        are drawn when it shows (`draw_pending`): a hidden pane does no per-tenant rendering."""
+        self.rows_by_tenant = {r.tenant: r for r in rows}
+        self._pending = (rows, now)
+        if self.is_on_screen:
+            self.draw_pending()
+
+    def draw_pending(self) -> None:
+        """Draw the rows kept while the table was hidden (nothing when there are none)."""
+        if self._pending is None or not self.is_mounted:
+            return
+        rows, now = self._pending
+        self._pending = None
+        wanted = {r.tenant for r in rows}
         keep = self._selected
         with self.app.batch_update():
-            for tenant in self.drop_rows_except(wanted):
-                del self.rows_by_tenant[tenant]
+            self.drop_rows_except(wanted)
             added = False
             for row in rows:
-                shown = row.tenant in self.rows_by_tenant
-                added |= self.put_row(row.tenant, self._cells_for(row, now), shown=shown)
-                self.rows_by_tenant[row.tenant] = row
+                added |= self._put(row, now, row.tenant in self._cells)
             if added:
                 self.sort("tenant", key=lambda cell: cell.plain[1:])
             self.move_cursor_to(keep)
@@ -128,12 +163,23 @@ class FleetTable(KeyedTable):
 
     def refresh_rows(self, rows: list[TenantRow], now: datetime) -> None:
         """Redraw the changed cells of these tenants only (e.g. when an outcome arrives)."""
+        for row in rows:
+            if row.tenant in self.rows_by_tenant:
+                self.rows_by_tenant[row.tenant] = row
+        if self._pending is not None:
+            return  # drawn with the rest when the table shows
         with self.app.batch_update():
             for row in rows:
-                if row.tenant not in self.rows_by_tenant:
-                    continue
-                self.put_row(row.tenant, self._cells_for(row, now), shown=True)
-                self.rows_by_tenant[row.tenant] = row
+                if row.tenant in self._cells:
+                    self._put(row, now, True)
+
+    def on_show(self) -> None:
+        self.draw_pending()
+
+    def shown(self) -> None:
+        """The app opened the fleet tab (Textual's Show is not always sent when an ancestor's
+        display changes): draw what came while hidden."""
+        self.draw_pending()
 
     def selection_message(self, key: str | None) -> TenantSelected:
         return self.TenantSelected(key, self.rows_by_tenant.get(key or ""))

@@ -17,16 +17,20 @@ from textual.widgets import Input, Static
 
 from console.jobs import JobRow, parse_filter
 from console.ui import keys
-from console.ui.widgets.jobs_table import JobsTable
+from console.ui.widgets.jobs_table import JobsTable, RowSource
 from console.ui.widgets.quiet import update_if_changed
 
 
 class JobsPane(Vertical):
     BINDINGS = keys.JOBS_FILTER
 
-    def __init__(self, clock: Callable[[], datetime], *, id: str | None = None) -> None:
+    def __init__(
+        self, clock: Callable[[], datetime], *, id: str | None = None, source: RowSource | None = None
+    ) -> None:
+        """`source`: every job, for the filter and for paging (see `JobsTable`)."""
         super().__init__(id=id)
         self.clock = clock
+        self.source = source
 
     def compose(self) -> ComposeResult:
         yield Input(
@@ -35,7 +39,7 @@ class JobsPane(Vertical):
             compact=True,
         )
         yield Static(id="jobs-filter-state")
-        yield JobsTable(id="jobs-table")
+        yield JobsTable(id="jobs-table", source=self.source)
 
     def on_mount(self) -> None:
         self.query_one("#jobs-filter", Input).display = False
@@ -47,6 +51,11 @@ class JobsPane(Vertical):
 
     def update_rows(self, rows: list[JobRow]) -> None:
         self.table.update_rows(rows, self.clock())
+        self._show_state()
+
+    def reload(self) -> None:
+        """Show the newest jobs from the source again (after the whole list was read)."""
+        self.table.reload(self.clock())
         self._show_state()
 
     def apply_changes(self, changed: list[JobRow], gone: list[str]) -> None:
@@ -75,7 +84,7 @@ class JobsPane(Vertical):
             update_if_changed(
                 state,
                 Text(
-                    f" newest {table.row_count} of {len(table.all_rows)} jobs  / to filter",
+                    f" newest {table.row_count} of {table.total} jobs (more as you scroll)  / to filter",
                     style="dim",
                     no_wrap=True,
                     overflow="ellipsis",
@@ -87,7 +96,7 @@ class JobsPane(Vertical):
                 state,
                 Text(
                     f" filter: {text}  ({shown} of {table.matching} matching, "
-                    f"{len(table.all_rows)} jobs)  / to edit",
+                    f"{table.total} jobs)  / to edit",
                     style="magenta",
                     no_wrap=True,
                     overflow="ellipsis",

@@ -4,19 +4,26 @@ Rows are never rebuilt: a refresh updates changed cells, adds new jobs and remov
 then re-sorts (active jobs first, newest first) and puts the cursor back on the job it was on.
 Whenever the highlighted job changes, the table posts :class:`JobsTable.JobSelected` — the hook
 the log pane, the metrics panel and the cost widgets listen to.
+
+The table holds the newest few hundred jobs; the history is its `source` (the console's local
+cache, `console.cache.JobCache`), which answers the filter over every job and the next page when
+the cursor or the scroll nears the last row. Without a source it shows what it is given.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
+from typing import Protocol
 
 from rich.text import Text
+from textual.coordinate import Coordinate
 from textual.message import Message
 from textual.widgets import DataTable
 
 from console.costs import format_duration
-from console.jobs import JobFilter, JobRow, clean_log_line, format_clock, format_cost, sort_key
+from console.jobs import JobFilter, JobRow, clean_log_line, format_clock, format_cost
 from console.ui.widgets.keyed_table import KeyedTable
 
 STAGE_STYLES = {
@@ -40,9 +47,21 @@ COLUMNS = (
 )
 KIND_SHORT = {"validate": "val"}
 MAX_ROWS = 500
-"""Rows the table holds: every active job and the newest finished ones up to this many. The
-filter searches every job; older ones are a filter away (a DataTable of 10,000 rows costs
-seconds to build and hundreds of MB)."""
+"""Rows the table holds before the user pages further: every active job and the newest finished
+ones up to this many (a DataTable of 10,000 rows costs seconds to build and hundreds of MB)."""
+PAGE_ROWS = 500
+"""Rows read from the source each time the cursor or the scroll nears the last row."""
+PAGE_MARGIN = 20
+"""How close to the last row the cursor gets before the next page is read."""
+
+
+class RowSource(Protocol):
+    """Where the rows beyond the table come from (the local cache of every job)."""
+
+    def page(self, job_filter: JobFilter | None = None, *, limit: int = ..., after: JobRow | None = None
+             ) -> list[JobRow]: ...
+
+    def count(self, job_filter: JobFilter | None = None) -> int: ...
 
 
 def short_id(job_id: str) -> str:
@@ -53,6 +72,18 @@ def short_id(job_id: str) -> str:
 def plain(value: object, style: str = "") -> Text:
     """Untrusted text as a Text (DataTable would read a str as markup)."""
     return Text(clean_log_line(str(value)), style=style, no_wrap=True, overflow="ellipsis")
+
+
+def order(rows: Sequence[JobRow]) -> list[JobRow]:
+    """The table's order: running, then queued, then finished jobs; newest first within each (the
+    same order as the source's pages: ties by id, highest first)."""
+    by_id = sorted(rows, key=lambda r: r.id, reverse=True)
+    return sorted(by_id, key=_rank_and_age)
+
+
+def _rank_and_age(row: JobRow) -> tuple[int, float]:
+    created = row.created_at.timestamp() if row.created_at else 0.0
+    return ({"RUNNING": 0, "SCHEDULING": 1}.get(row.stage, 2), -created)
 
 
 class JobsTable(KeyedTable):
@@ -71,15 +102,19 @@ class JobsTable(KeyedTable):
 
         job_id: str
 
-    def __init__(self, *, id: str | None = None) -> None:
+    def __init__(self, *, id: str | None = None, source: RowSource | None = None) -> None:
         super().__init__(id=id, cursor_type="row", zebra_stripes=False)
+        self.source = source
         self.rows_by_id: dict[str, JobRow] = {}
-        self.all_rows: dict[str, JobRow] = {}
         self.job_filter = JobFilter()
         self.column_keys = tuple(key for key, _, _ in COLUMNS)
         self.max_rows = MAX_ROWS
+        """Rows the table holds (grows by a page each time the user reaches the last row)."""
         self.matching = 0
-        """Jobs that match the filter (the table shows at most `max_rows` of them)."""
+        """Jobs that match the filter (the table shows the first `max_rows` of them)."""
+        self.total = 0
+        """Jobs known in all (the source's count)."""
+        self._now: datetime | None = None
 
     def on_mount(self) -> None:
         for key, label, width in COLUMNS:
@@ -93,30 +128,55 @@ class JobsTable(KeyedTable):
     def selected_row(self) -> JobRow | None:
         return self.rows_by_id.get(self._selected) if self._selected else None
 
-    def _cells_for(self, row: JobRow, now: datetime) -> tuple[Text, ...]:
+    @staticmethod
+    def _values(row: JobRow, now: datetime) -> tuple[str, ...]:
         ran = format_duration(row.running_seconds) if row.running_seconds is not None else "-"
         return (
-            plain(short_id(row.id)),
-            plain(row.tenant),
-            plain(KIND_SHORT.get(row.kind, row.kind)),
-            plain(row.stage, STAGE_STYLES.get(row.stage, "")),
-            plain(row.flavor),
-            plain(format_clock(row.started_at or row.created_at, now)),
-            plain(ran),
-            plain(format_cost(row.cost_usd)),
-            plain(row.message or "", "red" if row.stage == "ERROR" else "dim"),
+            short_id(row.id),
+            row.tenant,
+            KIND_SHORT.get(row.kind, row.kind),
+            row.stage,
+            row.flavor,
+            format_clock(row.started_at or row.created_at, now),
+            ran,
+            format_cost(row.cost_usd),
+            row.message or "",
         )
+
+    @staticmethod
+    def _render(row: JobRow, values: tuple[str, ...]) -> tuple[Text, ...]:
+        styles = ("", "", "", STAGE_STYLES.get(row.stage, ""), "", "", "", "",
+                  "red" if row.stage == "ERROR" else "dim")
+        return tuple(plain(v, style) for v, style in zip(values, styles, strict=True))
+
+    def _put(self, row: JobRow, now: datetime, shown: bool) -> bool:
+        values = self._values(row, now)
+        return self.put_row(row.id, values, lambda: self._render(row, values), shown=shown)
 
     def set_filter(self, job_filter: JobFilter, now: datetime) -> None:
         self.job_filter = job_filter
-        self.update_rows(list(self.all_rows.values()), now)
+        self.max_rows = MAX_ROWS
+        self.reload(now)
+
+    def reload(self, now: datetime) -> None:
+        """Show the first `max_rows` matching jobs of the source (the table's whole picture)."""
+        if self.source is None:
+            self.update_rows(list(self.rows_by_id.values()), now)
+            return
+        rows = self.source.page(self.job_filter, limit=self.max_rows)
+        self.total = self.source.count()
+        self.matching = self.total if self.job_filter.empty else self.source.count(self.job_filter)
+        self._show(rows, now)
 
     def update_rows(self, rows: list[JobRow], now: datetime) -> None:
         """Make the table show `rows` (filtered), by key: update, add, remove, re-sort."""
-        self.all_rows = {r.id: r for r in rows}
-        matching = sorted((r for r in rows if self.job_filter.matches(r)), key=sort_key)
+        matching = order([r for r in rows if self.job_filter.matches(r)])
         self.matching = len(matching)
-        wanted = matching[: max(self.max_rows, sum(1 for r in matching if r.active))]
+        self.total = len(rows)
+        self._show(matching[: max(self.max_rows, sum(1 for r in matching if r.active))], now)
+
+    def _show(self, wanted: list[JobRow], now: datetime) -> None:
+        self._now = now
         wanted_ids = {r.id for r in wanted}
         keep = self._selected
         with self.app.batch_update():
@@ -125,13 +185,12 @@ class JobsTable(KeyedTable):
             order_changed = False
             for row in wanted:
                 shown = row.id in self.rows_by_id
-                order_changed |= self.put_row(row.id, self._cells_for(row, now), shown=shown)
+                order_changed |= self._put(row, now, shown)
                 self.rows_by_id[row.id] = row
-            current = [k.value for k in self.rows]
+            current = [r.key.value for r in self.ordered_rows]  # as shown, not as added
             desired = [r.id for r in wanted]
             if order_changed or current != desired:
-                rank = {job_id: i for i, job_id in enumerate(desired)}
-                self._sort_by_rank(rank)
+                self._sort_by_rank({job_id: i for i, job_id in enumerate(desired)})
             self.move_cursor_to(keep)
         self.announce_selection()
 
@@ -141,43 +200,86 @@ class JobsTable(KeyedTable):
         Work is proportional to the change, not to the history: unchanged rows are not touched,
         and the table is re-sorted only when a row arrives or moves between active and finished.
         """
-        for job_id in gone:
-            self.all_rows.pop(job_id, None)
+        self._now = now
         keep = self._selected
         reorder = False
+        arrived = bool(gone)
         with self.app.batch_update():
             for job_id in gone:
                 if job_id in self.rows_by_id:
                     self.drop_row(job_id)
                     del self.rows_by_id[job_id]
             for row in changed:
-                self.all_rows[row.id] = row
                 shown = row.id in self.rows_by_id
                 if not self.job_filter.matches(row):
                     if shown:
                         self.drop_row(row.id)
                         del self.rows_by_id[row.id]
+                        arrived = True
                     continue
-                if shown and sort_key(self.rows_by_id[row.id])[0] != sort_key(row)[0]:
+                if shown and _rank_and_age(self.rows_by_id[row.id])[0] != _rank_and_age(row)[0]:
                     reorder = True
-                reorder |= self.put_row(row.id, self._cells_for(row, now), shown=shown)
+                added = self._put(row, now, shown)
+                reorder |= added
+                arrived |= added
                 self.rows_by_id[row.id] = row
             if reorder:
-                ordered = sorted(self.rows_by_id.values(), key=sort_key)
+                ordered = order(list(self.rows_by_id.values()))
                 for row in ordered[self.max_rows :]:
                     if not row.active:  # the oldest finished rows make room for new jobs
                         self.drop_row(row.id)
                         del self.rows_by_id[row.id]
                 ordered = [r for r in ordered if r.id in self.rows_by_id]
                 self._sort_by_rank({r.id: i for i, r in enumerate(ordered)})
-            if changed or gone:
-                self.matching = (
-                    len(self.all_rows)
-                    if self.job_filter.empty
-                    else sum(1 for r in self.all_rows.values() if self.job_filter.matches(r))
-                )
+            if arrived:
+                self._recount()
             self.move_cursor_to(keep)
         self.announce_selection()
+
+    def _recount(self) -> None:
+        if self.source is None:
+            self.total = max(self.total, len(self.rows_by_id))
+            self.matching = max(self.matching, len(self.rows_by_id))
+            return
+        self.total = self.source.count()
+        self.matching = self.total if self.job_filter.empty else self.source.count(self.job_filter)
+
+    # -- paging ------------------------------------------------------------------------------
+
+    @property
+    def more(self) -> bool:
+        """The source holds matching jobs the table does not show yet."""
+        return self.source is not None and self.matching > self.row_count
+
+    def load_more(self) -> int:
+        """Read the next page of matching jobs from the source; returns how many rows came."""
+        if not self.more or self.source is None or not self.row_count:
+            return 0
+        last_key = self.coordinate_to_cell_key(Coordinate(self.row_count - 1, 0)).row_key.value
+        last = self.rows_by_id.get(last_key or "")
+        if last is None:
+            return 0
+        rows = [r for r in self.source.page(self.job_filter, limit=PAGE_ROWS, after=last)
+                if r.id not in self.rows_by_id]
+        if not rows:
+            return 0
+        now = self._now or datetime.now(UTC)
+        self.max_rows += len(rows)
+        with self.app.batch_update():
+            for row in rows:  # they come after every row shown: appended in order, no re-sort
+                self._put(row, now, False)
+                self.rows_by_id[row.id] = row
+        return len(rows)
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        # (KeyedTable's handler, which announces the selection, runs too)
+        if self.cursor_row >= self.row_count - PAGE_MARGIN:
+            self.load_more()
+
+    def watch_scroll_y(self, old: float, new: float) -> None:
+        super().watch_scroll_y(old, new)
+        if new >= self.max_scroll_y - PAGE_MARGIN and self.more:
+            self.call_later(self.load_more)
 
     def _sort_by_rank(self, rank: dict[str, int]) -> None:
         # DataTable.sort orders by column values; order by our own rank through the id column.

@@ -2,7 +2,10 @@
 
 The jobs and fleet tables refresh every few seconds; most refreshes change a cell or two, so a
 row is compared with the text it was last drawn with and only the differing cells are updated
-(`clear()` would also throw the cursor away).
+(`clear()` would also throw the cursor away). The comparison is on plain values, before any
+renderable is built: a row whose values did not change costs a tuple comparison, and one that
+did builds only its cells (`rich.Text` objects cost far more than the strings they hold; at
+10,000 tenants building them for every row on every update took hundreds of milliseconds).
 
 The highlighted row is the selection: whatever moved the cursor (a key, a filter, a re-sort, a
 refresh that removed the row under it), `announce_selection` posts the table's selection message
@@ -11,7 +14,7 @@ once the key under the cursor changed, so everything that follows the selection 
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 from rich.text import Text
 from textual.coordinate import Coordinate
@@ -55,17 +58,26 @@ class KeyedTable(DataTable):
         event.stop()
         self.announce_selection()
 
-    def put_row(self, key: str, cells: Sequence[Text], *, shown: bool) -> bool:
-        """Draw row `key` (`shown`: it is already in the table); True when it was added."""
-        plain = tuple(c.plain for c in cells)
+    def put_row(
+        self, key: str, values: tuple[str, ...], render: Callable[[], Sequence[Text]], *, shown: bool
+    ) -> bool:
+        """Draw row `key` (`shown`: it is already in the table); True when it was added.
+
+        `values` are the row's cells as plain strings, one per column, which decide what is
+        redrawn (a cell's style must follow from its row's values); `render()` builds the cells
+        and is called only when something is to be drawn."""
         if shown:
-            before = self._cells.get(key) or (None,) * len(cells)
-            for column, cell, new, old in zip(self.column_keys, cells, plain, before, strict=True):
+            before = self._cells.get(key)
+            if before == values:
+                return False
+            before = before or (None,) * len(values)
+            cells = render()
+            for column, cell, new, old in zip(self.column_keys, cells, values, before, strict=True):
                 if new != old:
                     self.update_cell(key, column, cell)
         else:
-            self.add_row(*cells, key=key)
-        self._cells[key] = plain
+            self.add_row(*render(), key=key)
+        self._cells[key] = values
         return not shown
 
     def drop_row(self, key: str) -> None:

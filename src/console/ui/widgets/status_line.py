@@ -1,7 +1,9 @@
 """The status line: who and where (namespace, plan, backend, endpoint) and how fresh the data is.
 
 It shows the time since the last successful refresh and turns into a visible STALE state when
-refreshes fail, so an on-call engineer never mistakes an old picture for the current one.
+refreshes fail, so an on-call engineer never mistakes an old picture for the current one. At
+start, before anything was read, the picture painted from the local cache is marked SNAPSHOT with
+its age until fresh data replaces it.
 """
 
 from __future__ import annotations
@@ -46,15 +48,29 @@ class StatusLine(Static):
         self.last_ok: datetime | None = None
         self.last_error: str | None = None
         self.failures = 0
+        self.snapshot_at: datetime | None = None
+        """When the data of the picture painted from the cache was read (until fresh data came)."""
 
     def on_mount(self) -> None:
         self.refresh_text()
         self.set_interval(1.0, self.refresh_text)
 
+    def mark_snapshot(self, when: datetime) -> None:
+        """The screen shows the picture the cache kept, whose data was read at `when`."""
+        self.snapshot_at = when
+        self.refresh_text()
+
+    def set_endpoint(self, endpoint: str) -> None:
+        """The backend answered at `endpoint` (not known before connecting)."""
+        if endpoint != self.endpoint:
+            self.endpoint = endpoint
+            self.refresh_text()
+
     def mark_ok(self, when: datetime) -> None:
         self.last_ok = when
         self.last_error = None
         self.failures = 0
+        self.snapshot_at = None
         self.refresh_text()
 
     def mark_failed(self, error: str) -> None:
@@ -81,7 +97,15 @@ class StatusLine(Static):
         if self.read_only:
             text.append(" READ-ONLY ", style="bold black on yellow")
             text.append(" ")
-        if self.last_ok is None and self.last_error is None:
+        if self.snapshot_at is not None and self.last_ok is None:
+            age = format_duration(max(0.0, (self.clock() - self.snapshot_at).total_seconds()))
+            text.append(" SNAPSHOT ", style="bold black on yellow")
+            text.append(f" {age} old", style="bold yellow")
+            if self.last_error:
+                text.append(f", refresh failed: {self.last_error}", style="red")
+            else:
+                text.append(", refreshing...", style="italic")
+        elif self.last_ok is None and self.last_error is None:
             text.append("loading...", style="italic")
         else:
             age = (

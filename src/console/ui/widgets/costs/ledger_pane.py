@@ -18,9 +18,10 @@ Tenant names come from job labels: untrusted, rendered as plain `Text`.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from rich.text import Text
@@ -38,9 +39,8 @@ from console.prices import PriceBook
 from console.ui.widgets.keyed_table import KeyedTable
 
 QUIET_UPDATE_SECONDS = 15.0
-"""While the pane is not on screen, a refresh that brought no finished job and no schedule change
-updates it (its money in flight) at most this often: at 1,000 tenants an update costs tens of
-milliseconds. On screen, every refresh updates it."""
+"""Kept for callers that pace the pane themselves; the pane no longer updates on a timer while
+hidden (see `LedgerPane.ingest`)."""
 
 TENANT_COLUMNS = (("tenant", "Tenant"), ("runs", "Runs"), ("month", "This month"),
                   ("total", "All time"), ("wasted", "Wasted"))
@@ -50,8 +50,15 @@ def _plain(text: object, style: str = "") -> Text:
     return Text(clean_log_line(str(text)), style=style, no_wrap=True, overflow="ellipsis")
 
 
-def _money(v: float) -> Text:
-    return Text(f"${v:,.2f}", justify="right")
+def _tenant_cells(values: tuple[str, ...]) -> tuple[Text, ...]:
+    tenant, runs, month, total, wasted = values
+    return (
+        _plain(tenant),
+        Text(runs, justify="right"),
+        Text(month, justify="right"),
+        Text(total, justify="right"),
+        Text(wasted, justify="right", style="dim" if wasted == "$0.00" else "red"),
+    )
 
 
 class LedgerPane(Vertical):
@@ -87,10 +94,19 @@ class LedgerPane(Vertical):
         error: str
 
     def __init__(self, ledger: Ledger, cfg: Any, *, id: str | None = None,
-                 classes: str | None = None) -> None:
+                 classes: str | None = None, records: bool = True,
+                 on_summary: Callable[[LedgerSummary], Any] | None = None) -> None:
+        """`records=False`: the jobs given to `ingest` are already in the ledger (the app's
+        refresher records them), so only the summary is brought up to date. `on_summary` is
+        called (in the worker) with each new summary: the app keeps the last one for its next
+        start."""
         super().__init__(id=id, classes=classes)
         self.ledger = ledger
         self.cfg = cfg
+        self.records = records
+        self.on_summary = on_summary
+        self.kept_from: str | None = None
+        """Shown while the summary on screen is the one kept from the last run (its age)."""
         self.summary: LedgerSummary | None = None
         self.scheduled: list[Any] = []
         self.prices: PriceBook | None = None
@@ -102,6 +118,10 @@ class LedgerPane(Vertical):
         self._pending: dict[str, Any] | None = None
         self._pending_now: datetime | None = None
         self._last_update = 0.0
+        self._stale = False
+        """A quiet refresh came while the pane was hidden: update it when it shows."""
+        self._tenants_pending: Sequence[TenantSpend] | None = None
+        """Spend by tenant not drawn yet (the pane was hidden when it came)."""
 
     def compose(self) -> ComposeResult:
         yield Static(_plain("Cost ledger: reading..."), id="ledger-summary")
@@ -146,8 +166,10 @@ class LedgerPane(Vertical):
         pending.update((job.id, job) for job in jobs)
         self._pending, self._pending_now = pending, now
         news = full or finished or scheduled is not None or bool(gone)
-        if news or self.is_on_screen or time.monotonic() - self._last_update >= QUIET_UPDATE_SECONDS:
+        if news or self.is_on_screen:
             self._next_update()
+        else:
+            self._stale = True  # only the money in flight moved: brought up to date when shown
 
     def refresh_from(self, api: Any, namespace: str | None) -> None:
         """List jobs and schedules from the backend in a worker, record, redraw."""
@@ -176,12 +198,14 @@ class LedgerPane(Vertical):
     def _ingest(self, jobs: list[Any], scheduled: list[Any], prices: PriceBook | None,
                 now: datetime | None, active: list[Any]) -> None:
         try:
-            result = self.ledger.refresh(jobs, prices, now=now)
+            added = self.ledger.refresh(jobs, prices, now=now).added if self.records else 0
             summary = self._summarize(scheduled, active, prices, now)
+            if self.on_summary is not None:
+                self.on_summary(summary)
         except Exception as exc:
             self.post_message(self.Failed(str(exc) or type(exc).__name__))
             return
-        self.post_message(self.Updated(summary, result.added))
+        self.post_message(self.Updated(summary, added))
 
     @work(thread=True, exclusive=True, group="ledger-read", exit_on_error=False,
           description="refresh the cost ledger from the backend")
@@ -213,21 +237,38 @@ class LedgerPane(Vertical):
 
     # -- drawing
 
+    def show_kept(self, summary: LedgerSummary) -> None:
+        """Show the summary kept from the last run until the first update replaces it."""
+        if self.summary is not None:
+            return
+        self.kept_from = "kept from the last run"
+        self._draw(summary)
+
     def on_ledger_pane_updated(self, message: Updated) -> None:
         self._busy = False
         self._next_update()
         self.refreshes += 1
-        self.summary = s = message.summary
-        self.query_one("#ledger-summary", Static).update(self._summary_text(s))
+        self.kept_from = None
+        self.summary = message.summary
+        self._draw(message.summary)
+        s = message.summary
+        if s.budget_warning and self._warned_month != s.month:
+            self._warned_month = s.month
+            self.post_message(self.BudgetExceeded(s.budget_warning))
+
+    def _draw(self, s: LedgerSummary) -> None:
+        text = self._summary_text(s)
+        if self.kept_from:
+            text.append(f"  ({self.kept_from}: refreshing)", style="bold yellow")
+        self.query_one("#ledger-summary", Static).update(text)
         self.query_one("#ledger-warning", Static).update(
             _plain(f"Over budget: {s.budget_warning}") if s.budget_warning else ""
         )
         months = "  ".join(f"{m} ${v:,.2f}" for m, v in list(s.by_month.items())[-6:])
         self.query_one("#ledger-months", Static).update(_plain(f"By month: {months}" if months else ""))
-        self._update_tenants(s.by_tenant)
-        if s.budget_warning and self._warned_month != s.month:
-            self._warned_month = s.month
-            self.post_message(self.BudgetExceeded(s.budget_warning))
+        self._tenants_pending = s.by_tenant
+        if self.is_on_screen:
+            self._draw_tenants()
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.worker.group == "ledger" and event.state in (WorkerState.CANCELLED, WorkerState.ERROR):
@@ -260,22 +301,34 @@ class LedgerPane(Vertical):
         t.append(f"  · {s.entries} jobs costed, calibration on {s.calibration_runs} run(s)", style="dim")
         return t
 
-    def _update_tenants(self, rows: Sequence[TenantSpend]) -> None:
+    def on_show(self) -> None:
+        self.shown()
+
+    def shown(self) -> None:
+        """Shown again: draw what came while hidden, and bring a stale summary up to date. (Called
+        on Textual's Show event, and by the app when its tab opens: Show is not always sent when
+        an ancestor's display changes.)"""
+        self._draw_tenants()
+        if self._stale:
+            self._stale = False
+            self._next_update()
+
+    def _draw_tenants(self) -> None:
+        """Spend by tenant, by key: a row is rebuilt only when its numbers changed (compared as
+        plain values; 10,000 tenants' `Text` cells took hundreds of ms to build on every update)."""
+        rows, self._tenants_pending = self._tenants_pending, None
+        if rows is None:
+            return
         table = self.query_one("#ledger-tenants", KeyedTable)
         wanted = {r.tenant: r for r in rows}
         with self.app.batch_update():
             table.drop_rows_except(wanted)
             present = {k.value for k in table.rows}
             for r in rows:
-                cells = (
-                    _plain(r.tenant),
-                    Text(str(r.runs), justify="right"),
-                    _money(r.month_usd),
-                    _money(r.total_usd),
-                    Text(f"${r.wasted_usd:,.2f}", justify="right", style="red" if r.wasted_usd else "dim"),
-                )
-                table.put_row(r.tenant, cells, shown=r.tenant in present)
-            if [k.value for k in table.rows] != [r.tenant for r in rows]:
+                values = (r.tenant, str(r.runs), f"${r.month_usd:,.2f}", f"${r.total_usd:,.2f}",
+                          f"${r.wasted_usd:,.2f}")
+                table.put_row(r.tenant, values, partial(_tenant_cells, values), shown=r.tenant in present)
+            if [r.key.value for r in table.ordered_rows] != [r.tenant for r in rows]:
                 # the summary's order: biggest spender this month first
                 order = {clean_log_line(r.tenant): i for i, r in enumerate(rows)}
                 table.sort("tenant", key=lambda cell: order.get(cell.plain, len(order)))
