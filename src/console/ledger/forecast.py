@@ -188,6 +188,45 @@ class LedgerSummary:
         return d
 
 
+@dataclass
+class SpendTotals:
+    """What the finished jobs add up to, for one month: the part of the summary that reads every
+    entry (:func:`spend_totals` folds a list; `Ledger.spend_totals` asks SQLite the same)."""
+
+    month: str
+    entries: int = 0
+    tenants: dict[str, list[float]] = field(default_factory=dict)
+    """tenant -> [runs, this month, all time, wasted this month]"""
+    by_month: dict[str, float] = field(default_factory=dict)
+    month_to_date: float = 0.0
+    wasted: float = 0.0
+    wasted_runs: int = 0
+    unknown: list[str] = field(default_factory=list)
+
+
+def spend_totals(entries: Iterable[LedgerEntry], month: str) -> SpendTotals:
+    """The totals of `entries` for `month` (unknown entries are listed, in no total)."""
+    totals = SpendTotals(month)
+    tenants, by_month = totals.tenants, totals.by_month
+    for e in entries:
+        totals.entries += 1
+        if not e.known:
+            totals.unknown.append(e.job_id)
+            continue
+        by_month[e.month] = by_month.get(e.month, 0.0) + e.cost_usd
+        t = tenants.setdefault(e.tenant, [0, 0.0, 0.0, 0.0])
+        t[0] += 1
+        t[2] += e.cost_usd
+        if e.month == month:
+            totals.month_to_date += e.cost_usd
+            t[1] += e.cost_usd
+            if e.wasted:
+                totals.wasted += e.cost_usd
+                totals.wasted_runs += 1
+                t[3] += e.cost_usd
+    return totals
+
+
 def summarize(
     entries: Sequence[LedgerEntry],
     *,
@@ -199,33 +238,23 @@ def summarize(
     active_jobs: Iterable[Any] = (),
     prices: PriceBook | None = None,
     calibration: Calibration | None = None,
+    totals: SpendTotals | None = None,
+    history: Iterable[LedgerEntry] | None = None,
 ) -> LedgerSummary:
-    """The pane's numbers for the month containing `now`."""
+    """The pane's numbers for the month containing `now`.
+
+    `totals` (for that month) and `history` (what an unlabelled schedule's observed cost is read
+    from) replace the fold over `entries` when the ledger answered them itself."""
     now = now or datetime.now(UTC)
     prices = prices or shipped_price_book()
     month = month_of(now)
     if calibration is None:
         calibration, _ = estimate_calibration(entries)
-    tenants: dict[str, list[float]] = {}
-    by_month: dict[str, float] = {}
-    mtd = wasted = 0.0
-    wasted_runs = 0
-    unknown: list[str] = []
-    for e in entries:
-        if not e.known:
-            unknown.append(e.job_id)
-            continue
-        by_month[e.month] = by_month.get(e.month, 0.0) + e.cost_usd
-        t = tenants.setdefault(e.tenant, [0, 0.0, 0.0, 0.0])
-        t[0] += 1
-        t[2] += e.cost_usd
-        if e.month == month:
-            mtd += e.cost_usd
-            t[1] += e.cost_usd
-            if e.wasted:
-                wasted += e.cost_usd
-                wasted_runs += 1
-                t[3] += e.cost_usd
+    if totals is None or totals.month != month:
+        totals = spend_totals(entries, month)
+    history = entries if history is None else history
+    tenants, by_month = totals.tenants, totals.by_month
+    mtd, wasted, wasted_runs = totals.month_to_date, totals.wasted, totals.wasted_runs
     in_flight = 0.0
     for job in active_jobs:
         secs, _ = running_seconds_of(job, now)
@@ -235,14 +264,14 @@ def summarize(
     forecasts = [
         f
         for sj in scheduled_jobs
-        if (f := forecast_schedule(sj, now, prices, calibration=calibration, history=entries))
+        if (f := forecast_schedule(sj, now, prices, calibration=calibration, history=history))
         is not None
     ]
     remaining = sum(f.remaining_usd for f in forecasts)
     floor = plan_floor_usd(plan, seats) if plan in PLANS else 0.0
     return LedgerSummary(
         month=month,
-        entries=len(entries),
+        entries=totals.entries,
         month_to_date_usd=mtd,
         in_flight_usd=in_flight,
         by_tenant=sorted(
@@ -260,5 +289,5 @@ def summarize(
         projection_usd=mtd + in_flight + remaining + floor,
         budget_usd=budget_usd,
         calibration_runs=calibration.runs,
-        unknown_jobs=unknown,
+        unknown_jobs=list(totals.unknown),
     )

@@ -22,7 +22,8 @@ from typing import Any
 from console import paths
 from console.costs import Calibration, Observation, calibrate
 from console.ledger.calibration import estimate_calibration, observations_from
-from console.ledger.entries import UNKNOWN, LedgerEntry, entry_from_job, is_terminal
+from console.ledger.entries import UNKNOWN, LedgerEntry, entry_from_job, is_loopback, is_terminal
+from console.ledger.forecast import SpendTotals
 from console.prices import PriceBook, shipped_price_book
 from console.strings import shared
 
@@ -146,6 +147,7 @@ class Ledger:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._cache: tuple[tuple[int, int], list[LedgerEntry]] | None = None
         self._calibration: tuple[tuple[int, int], tuple[Calibration, str]] | None = None
+        self._store_calibration: tuple[tuple[int, int], tuple[Calibration, str]] | None = None
         with self._connect() as conn:
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             if version > SCHEMA_VERSION:
@@ -280,6 +282,69 @@ class Ledger:
             ).fetchone()
         return int(count), int(unknown)
 
+    def spend_totals(self, month: str) -> SpendTotals:
+        """:func:`~console.ledger.forecast.spend_totals` of every entry, added up by SQLite: a
+        pane redrawing a fleet's ledger (100,000 entries) loads none of them."""
+        totals = SpendTotals(month)
+        known = "running_source != ?"
+        with self._connect() as conn:
+            totals.entries = int(conn.execute("SELECT COUNT(*) FROM entries").fetchone()[0])
+            totals.unknown = [r[0] for r in conn.execute(
+                "SELECT job_id FROM entries WHERE running_source = ? "
+                "ORDER BY COALESCE(started_at, created_at, recorded_at), job_id", (UNKNOWN,))]
+            for tenant, runs, this_month, total, wasted in conn.execute(
+                "SELECT tenant, COUNT(*), TOTAL(CASE WHEN month = ? THEN cost_usd END), TOTAL(cost_usd), "
+                f"TOTAL(CASE WHEN month = ? AND wasted THEN cost_usd END) FROM entries WHERE {known} "
+                "GROUP BY tenant", (month, month, UNKNOWN)):
+                totals.tenants[shared(tenant)] = [int(runs), this_month, total, wasted]
+            totals.by_month = {m: v for m, v in conn.execute(
+                f"SELECT month, TOTAL(cost_usd) FROM entries WHERE {known} GROUP BY month", (UNKNOWN,))}
+            mtd, wasted, runs = conn.execute(
+                "SELECT TOTAL(cost_usd), TOTAL(CASE WHEN wasted THEN cost_usd END), "
+                f"COALESCE(SUM(wasted), 0) FROM entries WHERE month = ? AND {known}", (month, UNKNOWN),
+            ).fetchone()
+        totals.month_to_date, totals.wasted, totals.wasted_runs = mtd, wasted, int(runs)
+        return totals
+
+    def history(self) -> Iterable[LedgerEntry]:
+        """Every entry, read the first time it is iterated (an unlabelled schedule's forecast needs
+        the history; a labelled fleet's never reads it)."""
+        return _LazyEntries(self)
+
+    def calibration_from_store(self) -> tuple[Calibration, str]:
+        """:func:`estimate_calibration` of every entry, from the columns it reads (no entry is
+        loaded); cached until an entry is recorded or costed."""
+        version = self._version()
+        cached = self._store_calibration
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        hf: list[Observation] = []
+        local: list[Observation] = []
+        loopback: dict[str, bool] = {}
+        with self._connect() as conn:
+            rows = conn.execute(
+                "SELECT flavor, model_b, examples, epochs, running_seconds, unsloth, endpoint FROM entries "
+                "WHERE stage = 'COMPLETED' AND kind IN ('sft', '') AND running_source != ? "
+                "AND running_seconds > 0 AND model_b IS NOT NULL AND examples AND epochs IS NOT NULL "
+                "ORDER BY COALESCE(started_at, created_at, recorded_at), job_id",  # as entries() are
+                (UNKNOWN,),
+            ).fetchall()
+        for flavor, model_b, examples, epochs, running, unsloth, endpoint in rows:
+            if endpoint not in loopback:
+                loopback[endpoint] = is_loopback(endpoint)
+            (local if loopback[endpoint] else hf).append(Observation(
+                flavor=flavor, model_b=model_b, examples=examples, epochs=epochs,
+                running_seconds=running, unsloth=bool(unsloth),
+            ))
+        found = calibrate(hf)
+        if found.runs:
+            result = (found, "hf")
+        else:
+            found = calibrate(local)
+            result = (found, "local" if found.runs else "none")
+        self._store_calibration = (version, result)
+        return result
+
     def estimate_calibration(self) -> tuple[Calibration, str]:
         """:func:`estimate_calibration` of all entries, cached until an entry is recorded or costed."""
         entries = self.entries()
@@ -314,3 +379,16 @@ class Ledger:
 
     def calibration(self, *, local: bool | None = None) -> Calibration:
         return calibrate(self.observations(local=local))
+
+
+class _LazyEntries:
+    """`Ledger.entries()`, read on first iteration and kept for the next ones."""
+
+    def __init__(self, ledger: Ledger) -> None:
+        self._ledger = ledger
+        self._entries: list[LedgerEntry] | None = None
+
+    def __iter__(self) -> Iterator[LedgerEntry]:
+        if self._entries is None:
+            self._entries = self._ledger._read_entries(None, None)
+        return iter(self._entries)

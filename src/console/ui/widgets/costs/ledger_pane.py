@@ -20,7 +20,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 
@@ -34,7 +34,7 @@ from textual.widgets import Static
 from textual.worker import Worker, WorkerState
 
 from console.jobs import clean_log_line
-from console.ledger import Ledger, LedgerSummary, TenantSpend, refresh_from_api, summarize
+from console.ledger import Ledger, LedgerSummary, TenantSpend, month_of, refresh_from_api, summarize
 from console.prices import PriceBook
 from console.ui.widgets.keyed_table import KeyedTable
 
@@ -222,9 +222,14 @@ class LedgerPane(Vertical):
 
     def _summarize(self, scheduled: Sequence[Any], active: Sequence[Any],
                    prices: PriceBook | None, now: datetime | None) -> LedgerSummary:
-        calibration, _ = self.ledger.estimate_calibration()
+        # totals and calibration from SQL: the pane never holds the ledger's entries (a fleet's
+        # ledger has 100,000 of them)
+        now = now or datetime.now(UTC)
+        calibration, _ = self.ledger.calibration_from_store()
         return summarize(
-            self.ledger.entries(),
+            (),
+            totals=self.ledger.spend_totals(month_of(now)),
+            history=self.ledger.history(),
             now=now,
             calibration=calibration,
             plan=self.cfg.plan,

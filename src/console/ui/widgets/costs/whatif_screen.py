@@ -205,7 +205,7 @@ class WhatIfScreen(ModalScreen[None]):
           description="read the ledger's calibration")
     def _read_calibration(self) -> None:
         assert self.ledger is not None
-        cal, basis = self.ledger.estimate_calibration()
+        cal, basis = self.ledger.calibration_from_store()  # no entry loaded into memory
         self.post_message(self.CalibrationRead(cal, self._fleet(cal), basis))
 
     def on_what_if_screen_calibration_read(self, message: CalibrationRead) -> None:
