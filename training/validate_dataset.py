@@ -6,7 +6,7 @@
 # ///
 """CPU preflight for a training dataset: does every row fit the training method?
 
-    validate_dataset.py DATASET [--method sft|dpo|kto] [--max-length N] [--split S] [--show N] [--json]
+    validate_dataset.py DATASET [--method sft|dpo|kto|embedding] [--max-length N] [--split S] [--show N] [--json]
 
 Run it as a `cpu-basic` job (about $0.01) before a GPU run. The checks, the formats and the issue
 codes live in `jobkit/dataset.py` beside this file (the training recipes run the same checks before
@@ -46,7 +46,8 @@ except ImportError as e:  # the script was shipped without its folder: still end
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="validate_dataset.py",
-        description="Check that every row of a dataset fits a TRL training method.",
+        description="Check that every row of a dataset fits a training method "
+        "(TRL sft, dpo, kto; sentence-transformers embedding).",
     )
     parser.add_argument("dataset", help="local JSONL/JSON file or Hub dataset id")
     parser.add_argument("--method", choices=tuple(METHOD_FORMATS), default="sft")

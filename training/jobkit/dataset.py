@@ -16,13 +16,21 @@ Formats detected (per row, then the majority decides the dataset's format):
     prompt_completion   {"prompt": ..., "completion": ...}                         sft
     preference          {"prompt": ..., "chosen": ..., "rejected": ...}            dpo
     kto                 {"prompt": ..., "completion": ..., "label": true|false}    kto
+    pair                {"anchor": ..., "positive": ...}                           embedding
+    triplet             {"anchor": ..., "positive": ..., "negative": ...}          embedding
+    scored_pair         {"sentence1": ..., "sentence2": ..., "score": 0..1}        embedding
+
+The embedding formats are what sentence-transformers trains on (`sentence_transformer.py`, bi-,
+cross- and sparse encoders): every field is one plain string, and a score is a number from 0 to 1.
 
 Row checks (issue codes): `invalid_json`, `wrong_type` (a row, field or turn of the wrong JSON
 type, a non-boolean KTO label, a prompt in text with its answer in turns or the other way round),
 `missing_key`, `format_mismatch` (a row of another format), `bad_role` (roles are system / user /
 assistant), `empty_content`, `not_alternating` (after an optional leading system turn, user and
 assistant alternate, starting with user), `no_assistant` (a conversation that does not end with an
-assistant turn: nothing to learn), `identical_pair` (chosen == rejected), `too_long` (with a
+assistant turn: nothing to learn), `identical_pair` (chosen == rejected, or two texts of an
+embedding row that are the same), `bad_score` (a scored pair's score is not from 0 to 1),
+`too_long` (with a
 max length: the row's text is longer than N tokens). Lengths are approximate tokens, counted as
 ceil(characters / 4) over all the row's text, the usual rule of thumb for English with a BPE
 tokenizer; no tokenizer is downloaded. Warnings (do not fail): `duplicate` rows, a KTO dataset
@@ -47,6 +55,7 @@ METHOD_FORMATS = {
     "sft": ("messages", "text", "prompt_completion"),
     "dpo": ("preference",),
     "kto": ("kto",),
+    "embedding": ("pair", "triplet", "scored_pair"),
 }
 REQUIRED_KEYS = {
     "messages": ("messages",),
@@ -54,6 +63,9 @@ REQUIRED_KEYS = {
     "prompt_completion": ("prompt", "completion"),
     "preference": ("chosen", "rejected"),
     "kto": ("prompt", "completion", "label"),
+    "pair": ("anchor", "positive"),
+    "triplet": ("anchor", "positive", "negative"),
+    "scored_pair": ("sentence1", "sentence2", "score"),
 }
 TRAINED_KEYS = {
     "messages": ("messages",),
@@ -61,6 +73,9 @@ TRAINED_KEYS = {
     "prompt_completion": ("prompt", "completion"),
     "preference": ("prompt", "chosen", "rejected"),
     "kto": ("prompt", "completion", "label"),
+    "pair": ("anchor", "positive"),
+    "triplet": ("anchor", "positive", "negative"),
+    "scored_pair": ("sentence1", "sentence2", "score"),
 }
 """The fields a trainer reads from a row of each format (a preference row's prompt is optional)."""
 ROLES = ("system", "user", "assistant")
@@ -224,6 +239,10 @@ def row_format(row: dict[str, Any]) -> str | None:
         return "kto"
     if "prompt" in row and "completion" in row:
         return "prompt_completion"
+    if "anchor" in row and "positive" in row:
+        return "triplet" if "negative" in row else "pair"
+    if "sentence1" in row and "sentence2" in row:
+        return "scored_pair"
     if "text" in row:
         return "text"
     return None
@@ -372,8 +391,35 @@ def check_row(report: Report, line: int, row: dict[str, Any], fmt: str) -> None:
             )
         else:
             report.labels[str(label).lower()] += 1
+    elif fmt in METHOD_FORMATS["embedding"]:
+        check_embedding_row(report, line, row, fmt)
+        return
     if fmt not in ("messages", "text") and len(report.error_lines) == errors_before:
         check_same_kind(report, line, row, [k for k in TRAINED_KEYS[fmt] if k != "label"])
+
+
+def check_embedding_row(report: Report, line: int, row: dict[str, Any], fmt: str) -> None:
+    """An embedding row: every text a non-empty string, texts that differ, a score from 0 to 1."""
+    keys = [k for k in REQUIRED_KEYS[fmt] if k != "score"]
+    for key in keys:
+        value = row[key]
+        if not isinstance(value, str):
+            report.add(line, "wrong_type", f"'{key}' is {type(value).__name__}, not a string")
+            return
+        if not value.strip():
+            report.add(line, "empty_content", f"'{key}' is empty")
+            return
+    same = [(a, b) for i, a in enumerate(keys) for b in keys[i + 1 :] if row[a].strip() == row[b].strip()]
+    if same:
+        a, b = same[0]
+        report.add(line, "identical_pair", f"'{a}' and '{b}' are the same text: nothing to learn from it")
+        return
+    if fmt == "scored_pair":
+        score = row["score"]
+        if isinstance(score, bool) or not isinstance(score, (int, float)):
+            report.add(line, "wrong_type", f"'score' is {type(score).__name__} {score!r}, not a number")
+        elif not 0.0 <= score <= 1.0:  # NaN fails this too
+            report.add(line, "bad_score", f"'score' is {score!r}; use a number from 0 to 1")
 
 
 def check_rows(
@@ -407,7 +453,8 @@ def check_rows(
     if not known:
         report.fatal = (
             "unknown_format",
-            "no row looks like messages, text, prompt/completion, preference pairs or KTO "
+            "no row looks like messages, text, prompt/completion, preference pairs, KTO, "
+            "anchor/positive pairs, triplets or scored sentence pairs "
             "(keys seen: "
             + ", ".join(sorted({k for _, r in parsed for k in r})[:10] or ["none"])
             + ")",
