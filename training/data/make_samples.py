@@ -11,6 +11,12 @@ Tenants (each a different domain and a different valid format):
 * `hooli.jsonl`     code review tone                  prompt / chosen / rejected, DPO
 * `piedpiper.jsonl` compression FAQ answers rated     prompt / completion / label, KTO
 * `wayne.jsonl`     deliberately malformed messages   every kind of row error the preflight catches
+* `stark.jsonl`     smart-home support search         anchor / positive / negative triplets, embedding
+* `tyrell.jsonl`    smart-home support, graded        sentence1 / sentence2 / score pairs, embedding
+* `builder.jsonl`   effort -> pull request traces     messages, SFT of the builder model (`--full`)
+* `lumon.jsonl`     malformed preference pairs        the DPO preflight's row errors
+* `vandelay.jsonl`  malformed KTO rows                the KTO preflight's row errors
+* `oscorp.jsonl`    malformed embedding rows          the embedding preflight's row errors
 
 The files are committed; this script is how they were made.
 """
@@ -289,6 +295,205 @@ def wayne() -> list[object]:
     return rows
 
 
+DEVICES = ["thermostat", "doorbell", "camera", "smart plug", "light strip", "speaker"]
+# topic -> (what a customer says is wrong, the help article's fix)
+SUPPORT_TOPICS = {
+    "connectivity": (
+        ["keeps dropping offline", "cannot join the network", "shows a blinking red light", "disconnects every night"],
+        "reconnect it to the wireless router",
+    ),
+    "battery": (
+        ["dies after a day", "will not charge", "drains overnight", "says power is low"],
+        "charge and replace the battery cell",
+    ),
+    "firmware": (
+        ["is stuck updating", "asks for a new version", "froze during the upgrade", "shows version mismatch"],
+        "install the latest firmware release",
+    ),
+    "reset": (
+        ["needs a factory reset", "forgot my settings", "must be wiped before selling", "went back to defaults"],
+        "press the pinhole switch to factory reset",
+    ),
+    "mounting": (
+        ["fell off the wall", "came loose from the bracket", "is hanging crooked", "needs a new screw"],
+        "level the backplate and tighten the anchors",
+    ),
+    "login": (
+        ["rejects my password", "locked my account", "wants a verification code", "signs me out of the app"],
+        "recover the account by email and sign in",
+    ),
+    "alerts": (
+        ["sends too many notifications", "misses motion events", "alerts me at night", "never notifies anyone"],
+        "tune motion sensitivity and quiet hours",
+    ),
+    "audio": (
+        ["sounds distorted", "has a buzzing noise", "is far too quiet", "echoes during calls"],
+        "lower the volume and calibrate the sound",
+    ),
+}
+UNHELPFUL = [
+    "no idea sorry try again later",
+    "not our problem ask the store",
+    "that is normal just ignore it",
+    "please read the manual yourself",
+    "we cannot help with that today",
+]
+
+
+def stark(rng: random.Random) -> list[dict]:
+    """Every (device, symptom) once: the query, the device's help article for it, and an
+    unhelpful answer about the same device as the hard negative. The words of a symptom and of
+    its fix differ, so a model must learn which goes with which: a random one ranks by the
+    device's name alone."""
+    rows = []
+    for device in DEVICES:
+        for symptoms, fix in SUPPORT_TOPICS.values():
+            for symptom in symptoms:
+                rows.append(
+                    {
+                        "anchor": f"my {device} {symptom}",
+                        "positive": f"{device} {fix}",
+                        "negative": f"{device} {rng.choice(UNHELPFUL)}",
+                    }
+                )
+    rng.shuffle(rows)
+    return rows
+
+
+def tyrell(rng: random.Random, n: int = 160) -> list[dict]:
+    """A query and an article, graded: 1.0 the device's article for that symptom, 0.6 the same fix
+    for another device, 0.2 another fix for the same device, 0.0 neither."""
+    topics = list(SUPPORT_TOPICS.items())
+    rows = []
+    for i in range(n):
+        device = rng.choice(DEVICES)
+        topic, (symptoms, _) = rng.choice(topics)
+        same_topic, same_device = (i % 4) in (0, 1), (i % 4) in (0, 2)
+        other_topic = rng.choice([t for t, _ in topics if t != topic])
+        doc_device = device if same_device else rng.choice([d for d in DEVICES if d != device])
+        doc_fix = SUPPORT_TOPICS[topic if same_topic else other_topic][1]
+        score = {(True, True): 1.0, (True, False): 0.6, (False, True): 0.2, (False, False): 0.0}
+        rows.append(
+            {
+                "sentence1": f"my {device} {rng.choice(symptoms)}",
+                "sentence2": f"{doc_device} {doc_fix}",
+                "score": score[(same_topic, same_device)],
+            }
+        )
+    return rows
+
+
+def builder(rng: random.Random, n: int = 120) -> list[dict]:
+    """The builder model's corpus (reference §4(a)): an effort and its sub-issues in, the pull
+    request that delivered it out."""
+    areas = ["billing", "search", "auth", "fleet", "ledger", "jobs API", "dashboard", "exports"]
+    changes = [
+        ("add retries to", "wrap the client calls in a bounded retry with backoff"),
+        ("paginate", "return a cursor and cap each page at 100 rows"),
+        ("cache", "keep results for 60 s keyed by the request, invalidated on writes"),
+        ("add audit logs to", "record who changed what in an append-only table"),
+        ("rate-limit", "apply a token bucket per tenant and answer 429 with Retry-After"),
+    ]
+    system = "You are the builder model: turn an effort and its sub-issues into a pull request description."
+    rows = []
+    for i in range(n):
+        area = rng.choice(areas)
+        verb, how = rng.choice(changes)
+        subs = rng.randint(2, 4)
+        rows.append(
+            {
+                "messages": [
+                    {"role": "system", "content": system},
+                    {
+                        "role": "user",
+                        "content": f"Effort #{700 + i}: {verb} {area}. Sub-issues: "
+                        + ", ".join(f"#{800 + 4 * i + k}" for k in range(subs)),
+                    },
+                    {
+                        "role": "assistant",
+                        "content": f"PR: {verb} {area}. Approach: {how}. Closes "
+                        + ", ".join(f"#{800 + 4 * i + k}" for k in range(subs))
+                        + ". Tests: unit tests for the new path and one end-to-end run.",
+                    },
+                ]
+            }
+        )
+    return rows
+
+
+def _with_errors(good: list[object], bad: list[object]) -> list[object]:
+    rows = list(good)
+    for k, row in enumerate(bad):
+        rows.insert(2 + 3 * k, row)
+    return rows
+
+
+def lumon() -> list[object]:
+    """Preference pairs with one error of each kind the DPO preflight catches among valid ones."""
+    good: list[object] = [
+        {
+            "prompt": f"Refinement batch {i}: summarize the file.",
+            "chosen": f"Batch {i} holds 40 records, all numbers in range.",
+            "rejected": f"Batch {i}? The numbers are scary.",
+        }
+        for i in range(20)
+    ]
+    bad: list[object] = [
+        '{"prompt": "unterminated", "chosen": "a"',  # invalid JSON
+        {"prompt": "same", "chosen": "identical answer", "rejected": "identical answer"},  # identical pair
+        {"prompt": "no rejected", "chosen": "only one answer", "completion": "x"},  # missing key
+        {"prompt": "a number", "chosen": 7, "rejected": "text"},  # wrong type
+        {"prompt": "   ", "chosen": "empty prompt", "rejected": "other"},  # empty content
+        {
+            "prompt": "mixed",
+            "chosen": [{"role": "assistant", "content": "turns"}],
+            "rejected": "text",
+        },  # text and turns mixed
+    ]
+    return _with_errors(good, bad)
+
+
+def vandelay() -> list[object]:
+    """KTO rows with one error of each kind the KTO preflight catches among valid ones."""
+    good: list[object] = [
+        {
+            "prompt": f"Order {i}: where is my latex shipment?",
+            "completion": f"Order {i} left the warehouse today." if i % 2 else f"Order {i}? No idea.",
+            "label": bool(i % 2),
+        }
+        for i in range(20)
+    ]
+    bad: list[object] = [
+        '{"prompt": "unterminated", "completion": "a", "label": tru',  # invalid JSON
+        {"prompt": "label as text", "completion": "answer", "label": "yes"},  # wrong type
+        {"prompt": "empty answer", "completion": "", "label": True},  # empty content
+        {"prompt": "pair in a kto file", "chosen": "a", "rejected": "b"},  # format mismatch
+        {"prompt": "no answer", "label": False},  # missing key
+    ]
+    return _with_errors(good, bad)
+
+
+def oscorp() -> list[object]:
+    """Embedding triplets with one error of each kind the embedding preflight catches."""
+    good: list[object] = [
+        {
+            "anchor": f"glider {i} will not start",
+            "positive": f"glider {i} charge the fuel cell",
+            "negative": f"glider {i} read the manual",
+        }
+        for i in range(20)
+    ]
+    bad: list[object] = [
+        '{"anchor": "unterminated", "positive": "a"',  # invalid JSON
+        {"anchor": "same text", "positive": "same text", "negative": "other"},  # identical pair
+        {"anchor": 12, "positive": "a number anchor", "negative": "text"},  # wrong type
+        {"anchor": "empty negative", "positive": "a", "negative": " "},  # empty content
+        {"anchor": "no positive here", "negative": "b"},  # missing key
+        {"sentence1": "a scored pair", "sentence2": "in a triplet file", "score": 0.5},  # format mismatch
+    ]
+    return _with_errors(good, bad)
+
+
 def main() -> None:
     rng = random.Random(20260601)
     _write("acme.jsonl", acme(rng))
@@ -298,6 +503,14 @@ def main() -> None:
     _write("hooli.jsonl", hooli(rng))
     _write("piedpiper.jsonl", piedpiper(rng))
     _write("wayne.jsonl", wayne())
+    # a generator of their own, so the files above stay as they were
+    more = random.Random(20261203)
+    _write("stark.jsonl", stark(more))
+    _write("tyrell.jsonl", tyrell(more))
+    _write("builder.jsonl", builder(more))
+    _write("lumon.jsonl", lumon())
+    _write("vandelay.jsonl", vandelay())
+    _write("oscorp.jsonl", oscorp())
 
 
 if __name__ == "__main__":
