@@ -1,4 +1,4 @@
-"""The rules every training run on HF Jobs follows, whatever the recipe (SFT today, DPO/KTO later).
+"""The rules every training run on HF Jobs follows, whatever the recipe (SFT, DPO, KTO, embeddings).
 
 * The end of a run is one machine-readable line, always the last on stdout, and an exit status:
 
@@ -26,7 +26,12 @@
       ALERT level=<INFO|WARN|ERROR> kind=<kind> step=<i> title="<t>": <text>
 
   kinds: `nan` (ERROR), `divergence`, `stall` (WARN) while training; `zero_grad`, `diverged`,
-  `flat_loss`, `no_loss` (ERROR) when the run ends with that verdict.
+  `flat_loss`, `no_loss`, `metric_flat`, `no_metric` (ERROR) when the run ends with that verdict.
+* A recipe that evaluates on a held-out split names the metric that must rise
+  (:meth:`LossMonitor.watch_metric`): every evaluation prints an `eval` line, and a run whose last
+  value is not above its first (the evaluation before training) fails `metric_flat`:
+
+      eval step=<i> <metric>=<x>
 
 Standard library only at import time: a refusal happens in well under a second, before torch,
 transformers or trackio are imported (the functions that need them import them).
@@ -59,11 +64,17 @@ RUN_NAME_RE = re.compile(r"^[A-Za-z0-9][\w.-]{0,95}$")
 DEFAULT_MIN_LOSS_DROP = 0.01  # a run that learns falls well over 1% (the tiny model: 3.5% in 12 steps)
 FLAT_MIN_POINTS = 5  # fewer logged losses are too few to tell a flat loss from noise
 ZERO_GRAD_NORM = 1e-8  # a gradient norm at or below this is 0 (live runs log 0.002 and up)
+DIVERGED_GIVEBACK = 0.5
+"""A loss above divergence_factor x its best has diverged only if it also gave back at least this
+share of what it had gained from where it began: a contrastive loss that fell from 3.4 to 0.06
+and sits at 0.18 is noise near zero (3x its best, 3% of its gain), not a run coming apart."""
 VERDICT_TITLES = {
     "zero_grad": "Run failed: zero gradients",
     "diverged": "Run failed: loss diverged",
     "flat_loss": "Run failed: the loss did not fall",
     "no_loss": "Run failed: no loss logged",
+    "metric_flat": "Run failed: the held-out metric did not rise",
+    "no_metric": "Run failed: the held-out metric was never evaluated",
 }
 
 
@@ -298,12 +309,21 @@ def write_manifest(dest: Destination, info: dict[str, Any]) -> Path:
 
 
 def finish(
-    trainer: Any, dest: Destination, run_name: str, steps: int, monitor: LossMonitor, info: dict[str, Any]
+    trainer: Any,
+    dest: Destination,
+    run_name: str,
+    steps: int,
+    monitor: LossMonitor,
+    info: dict[str, Any],
+    *,
+    artifact: str = "adapter",
 ) -> tuple[bool, str]:
-    """The end of a run: the monitor's verdict, the manifest, then the adapter to its destination.
+    """The end of a run: the monitor's verdict, the manifest, then the weights to their destination.
 
-    A failed run leaves no weights, only its manifest (in the artifact folder). Returns (passed,
-    the rest of the VERDICT line) for :func:`run_job`.
+    `artifact` names what the run trained: "adapter" (LoRA) or "model" (a full fine-tune, a
+    sentence-transformers model); it is the key of the `saved` line and of the VERDICT line. A
+    failed run leaves no weights, only its manifest (in the artifact folder). Returns (passed, the
+    rest of the VERDICT line) for :func:`run_job`.
     """
     for alert in monitor.conclude():  # already sent by monitor_callback when training ended
         send_alert(alert)
@@ -312,14 +332,19 @@ def finish(
         f"run={run_name} steps={steps} first_loss={fmt_loss(monitor.first_loss)} "
         f"last_loss={fmt_loss(monitor.last_loss)}"
     )
-    info = {**info, "adapter": dest.where, "verdict": "PASS" if passed else "FAIL", "failure": reason or None}
+    if monitor.metric_name is not None:
+        summary += (
+            f" metric={monitor.metric_name} metric_first={fmt_loss(monitor.first_metric)} "
+            f"metric_last={fmt_loss(monitor.last_metric)}"
+        )
+    info = {**info, artifact: dest.where, "verdict": "PASS" if passed else "FAIL", "failure": reason or None}
     if not passed:
         if dest.artifacts_dir is not None:
             write_manifest(dest, info)  # a record of the failed run, without weights
         return False, f"{reason} {summary}"
     write_manifest(dest, info)
     if dest.hub_model_id is not None:
-        say(f"pushing adapter to {dest.where}")
+        say(f"pushing {artifact} to {dest.where}")
         try:
             trainer.push_to_hub(commit_message=f"{run_name}: final adapter")
         except Exception as e:
@@ -327,8 +352,8 @@ def finish(
             return False, f"push_failed: {type(e).__name__}: {first} {summary}"
     else:
         trainer.save_model(str(dest.output_dir))
-    say(f"saved adapter={dest.where}")
-    return True, f"{summary} adapter={dest.where}"
+    say(f"saved {artifact}={dest.where}")
+    return True, f"{summary} {artifact}={dest.where}"
 
 
 # ----------------------------------------------------------------------------- loss monitor
@@ -424,8 +449,9 @@ class LossMonitor:
     While training:
 
     * NaN/inf loss: one ERROR alert, and `should_stop` becomes true.
-    * Divergence: the loss stays above `divergence_factor` x its running best for
-      `divergence_patience` consecutive observations (WARN, re-armed once it comes back down).
+    * Divergence: the loss stays above `divergence_factor` x its running best, having given back
+      at least DIVERGED_GIVEBACK of its fall from the first loss, for `divergence_patience`
+      consecutive observations (WARN, re-armed once it comes back down).
     * Stall: no new best (better by `stall_min_delta`, relative) for `stall_patience`
       observations (WARN, re-armed by the next new best).
 
@@ -440,6 +466,9 @@ class LossMonitor:
     stop_on_divergence: bool = False
     min_loss_drop: float = DEFAULT_MIN_LOSS_DROP
     vocab_size: int | None = None  # when known, a dead run's loss is compared to ln(vocab)
+    metric_name: str | None = None  # a held-out metric that must rise (see watch_metric)
+    min_metric_gain: float = 0.0
+    metrics: list[tuple[int, float]] = field(default_factory=list)
     losses: list[tuple[int, float]] = field(default_factory=list)
     grad_norms: list[tuple[int, float]] = field(default_factory=list)
     alerts: list[Alert] = field(default_factory=list)
@@ -464,6 +493,23 @@ class LossMonitor:
             stop_on_divergence=args.stop_on_divergence,
             min_loss_drop=args.min_loss_drop,
         )
+
+    def watch_metric(self, name: str, min_gain: float = 0.0) -> None:
+        """Judge the run by a held-out metric too: its last evaluation must beat its first (the one
+        before training) by more than `min_gain` (absolute), or the run fails `metric_flat`."""
+        self.metric_name = name
+        self.min_metric_gain = min_gain
+
+    def observe_metric(self, step: int, value: float) -> None:
+        self.metrics.append((step, float(value)))
+
+    @property
+    def first_metric(self) -> float | None:
+        return self.metrics[0][1] if self.metrics else None
+
+    @property
+    def last_metric(self) -> float | None:
+        return self.metrics[-1][1] if self.metrics else None
 
     def observe(self, step: int, loss: float, grad_norm: float | None = None) -> list[Alert]:
         """One logged step: its loss and, when the trainer logs it, its gradient norm."""
@@ -492,7 +538,8 @@ class LossMonitor:
         else:
             self.since_best += 1
         threshold = self.best * self.divergence_factor
-        if self.best > 0 and loss > threshold:
+        gained = self.losses[0][1] - self.best
+        if self.best > 0 and loss > threshold and loss - self.best >= DIVERGED_GIVEBACK * gained:
             self.above += 1
             if self.above >= self.divergence_patience and not self.diverging:
                 self.diverging = True
@@ -553,7 +600,10 @@ class LossMonitor:
         * `zero_grad`: the gradient norm was 0 (at most ZERO_GRAD_NORM) on every one of the last
           logged steps, at least two and at least a window (a loss of exactly 0 excepted):
           nothing trains any more.
-        * `diverged`: the best loss of the window is above `divergence_factor` x the run's best.
+        * `diverged`: the best loss of the window is above `divergence_factor` x the run's best,
+          and gave back at least DIVERGED_GIVEBACK of the fall from the first window's mean to it.
+        * `no_metric` / `metric_flat` (a watched held-out metric only): it was never evaluated, or
+          its last value is not more than `min_metric_gain` above its first.
         * `flat_loss`: with at least FLAT_MIN_POINTS logged steps, the best loss of the window is
           not `min_loss_drop` (relative) below the mean of the first window.
         """
@@ -581,12 +631,26 @@ class LossMonitor:
                 f"{last} ({zeros} steps): the weights no longer change; loss "
                 f"{fmt_loss(self.last_loss)}{self._chance(end)}"
             )
-        if self.best > 0 and end > self.best * self.divergence_factor:
+        gave_back = end - self.best >= DIVERGED_GIVEBACK * (start - self.best)
+        if self.best > 0 and end > self.best * self.divergence_factor and gave_back:
             return False, (
                 f"diverged: the best of the last {k} logged steps {fmt_loss(end)} is "
                 f"{end / self.best:.2f}x the run's best {fmt_loss(self.best)} (step {self.best_step}) "
                 f"(--divergence-factor {self.divergence_factor:g})"
             )
+        if self.metric_name is not None:
+            if len(self.metrics) < 2:
+                return False, (
+                    f"no_metric: the held-out {self.metric_name} was evaluated {len(self.metrics)} "
+                    "time(s); it needs a value before training and one after"
+                )
+            first, last = self.metrics[0][1], self.metrics[-1][1]
+            if not (last - first > self.min_metric_gain):
+                return False, (
+                    f"metric_flat: the held-out {self.metric_name} went from {fmt_loss(first)} before "
+                    f"training to {fmt_loss(last)} (step {self.metrics[-1][0]}); a run that learns "
+                    f"raises it by more than {self.min_metric_gain:g}"
+                )
         if self.min_loss_drop > 0 and len(values) >= FLAT_MIN_POINTS and start > 0:
             drop = (start - end) / start
             if drop < self.min_loss_drop:
@@ -622,6 +686,11 @@ class LossMonitor:
             "final_loss": self.last_loss,
             "alerts": [a.__dict__ for a in self.alerts],
         }
+        if self.metric_name is not None:
+            out["metric"] = self.metric_name
+            out["metric_first"] = self.first_metric
+            out["metric_last"] = self.last_metric
+            out["metrics"] = [[step, value] for step, value in self.metrics]
         for k in ("first_loss", "last_loss", "best_loss", "final_loss"):
             if out[k] is not None and not math.isfinite(out[k]):
                 out[k] = None
@@ -665,8 +734,9 @@ def monitor_callback(monitor: LossMonitor, *, steps_total: int | None, inject_na
     Its `steps_total` follows the trainer's own count (a `steps_total=` line when that differs
     from the estimate) and `started` is when training began. When training is over (the trainer's
     summary log, before the Trackio run is finished) a failed verdict's ERROR alert is sent. With
-    `inject_nan_at` it poisons the LoRA weights before that step, to exercise the NaN path for
-    real.
+    `inject_nan_at` it poisons the LoRA weights (every trained weight when there is no adapter)
+    before that step, to exercise the NaN path for real. Evaluations of a watched metric print
+    `eval step=<i> <metric>=<x>` and feed :meth:`LossMonitor.observe_metric`.
     """
     import torch
     from transformers import TrainerCallback
@@ -684,15 +754,21 @@ def monitor_callback(monitor: LossMonitor, *, steps_total: int | None, inject_na
 
         def on_step_begin(self, targs, state, control, model=None, **kwargs):  # type: ignore[no-untyped-def]
             if inject_nan_at is not None and state.global_step + 1 == inject_nan_at:
-                say(f"inject-nan: poisoning the LoRA weights before step {inject_nan_at}")
+                trained = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+                lora = [(n, p) for n, p in trained if "lora_" in n]
+                say(f"inject-nan: poisoning the {'LoRA' if lora else 'trained'} weights before step {inject_nan_at}")
                 with torch.no_grad():
-                    for name, p in model.named_parameters():
-                        if "lora_" in name and p.requires_grad:
-                            p.fill_(float("nan"))
+                    for _, p in lora or trained:
+                        p.fill_(float("nan"))
 
         def on_log(self, targs, state, control, logs=None, **kwargs):  # type: ignore[no-untyped-def]
             if not logs:
                 return
+            key = f"eval_{monitor.metric_name}" if monitor.metric_name else None
+            if key is not None and key in logs:
+                value = float(logs[key])
+                say(f"eval step={state.global_step} {monitor.metric_name}={fmt_loss(value)}")
+                monitor.observe_metric(state.global_step, value)
             if "loss" not in logs:
                 if "train_runtime" in logs:
                     # the trainer's summary, logged once training is over and before the Trackio
@@ -717,10 +793,13 @@ def monitor_callback(monitor: LossMonitor, *, steps_total: int | None, inject_na
 # ----------------------------------------------------------------------------- the libraries
 
 
-def pick_precision(choice: str) -> tuple[bool, bool, Any]:
+def pick_precision(choice: str, *, full: bool = False) -> tuple[bool, bool, Any]:
     """(bf16, fp16, torch dtype for loading) for auto | bf16 | fp16 | fp32.
 
-    auto: bf16 on GPUs that support it, fp16 on other GPUs (T4), fp32 on CPU.
+    auto: bf16 on GPUs that support it, fp16 on other GPUs (T4), fp32 on CPU. With fp16 a LoRA
+    run loads its frozen base in fp16 (PEFT keeps the adapters in fp32, which AMP needs), and a
+    full fine-tune (`full`) in fp32 (AMP's master weights). `jobkit.vram.training_dtype` prices
+    the same rule.
     """
     import torch
 
@@ -732,7 +811,7 @@ def pick_precision(choice: str) -> tuple[bool, bool, Any]:
     if choice == "bf16":
         return True, False, torch.bfloat16
     if choice == "fp16":
-        return False, True, torch.float32  # AMP keeps master weights in fp32
+        return False, True, torch.float32 if full else torch.float16
     return False, False, torch.float32
 
 
