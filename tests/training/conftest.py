@@ -10,12 +10,17 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))  # the test modules import training_helpers
 
-from training_helpers import SFT, TRAINING, VALIDATE, load_module  # noqa: E402
+from training_helpers import EMBED, SFT, TRAINING, VALIDATE, load_module  # noqa: E402
 
 
 @pytest.fixture(scope="session")
 def sft_module() -> ModuleType:
     return load_module(SFT, "sft_lora_under_test")
+
+
+@pytest.fixture(scope="session")
+def embed_module() -> ModuleType:
+    return load_module(EMBED, "sentence_transformer_under_test")
 
 
 @pytest.fixture(scope="session")

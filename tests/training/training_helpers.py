@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import atexit
 import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +21,10 @@ TRAINING = REPO / "training"
 DATA = TRAINING / "data"
 SFT = TRAINING / "sft_lora.py"
 VALIDATE = TRAINING / "validate_dataset.py"
+DPO = TRAINING / "dpo_lora.py"
+KTO = TRAINING / "kto_lora.py"
+EMBED = TRAINING / "sentence_transformer.py"
+RECIPES = (SFT, DPO, KTO, EMBED)
 
 
 @dataclass
@@ -76,6 +84,57 @@ def run(
         timeout=timeout,
     )
     return Result(proc.returncode, proc.stdout, proc.stderr, time.monotonic() - t0)
+
+
+_FORKSERVER: subprocess.Popen | None = None
+_FORKSERVER_LOCK = threading.Lock()
+
+
+def _forkserver() -> subprocess.Popen:
+    """This test process's fork server (forkserver.py), started on first use."""
+    global _FORKSERVER
+    if _FORKSERVER is None or _FORKSERVER.poll() is not None:
+        base = script_env(Path(tempfile.gettempdir()))
+        for key in ("TRACKIO_DIR", "CONSOLE_ARTIFACTS_DIR"):
+            base.pop(key, None)
+        _FORKSERVER = subprocess.Popen(
+            [sys.executable, str(Path(__file__).with_name("forkserver.py"))],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=base,
+            text=True,
+        )
+        atexit.register(_FORKSERVER.kill)
+    return _FORKSERVER
+
+
+def run_forked(script: Path, args: list[str], env: dict[str, str], *, cwd: Path | None = None,
+               timeout: float = 240) -> Result:
+    """`run`, in a child forked from a process that has the training stack imported already.
+
+    The same run (its own process, environment, arguments, output and exit status) without paying
+    for torch's import each time; for real training runs. Runs that measure imports or need a
+    different PYTHONPATH use `run`.
+    """
+    out_dir = Path(tempfile.mkdtemp(prefix="forked-run-"))
+    request = {
+        "script": str(script), "args": [str(a) for a in args], "env": env,
+        "cwd": str(cwd or Path.cwd()), "stdout": str(out_dir / "stdout"), "stderr": str(out_dir / "stderr"),
+        "timeout": timeout,
+    }  # fmt: skip
+    t0 = time.monotonic()
+    with _FORKSERVER_LOCK:
+        server = _forkserver()
+        assert server.stdin is not None and server.stdout is not None
+        server.stdin.write(json.dumps(request) + "\n")
+        server.stdin.flush()
+        answer = server.stdout.readline()
+    assert answer, "the fork server died"
+    code = json.loads(answer)["returncode"]
+    stdout = (out_dir / "stdout").read_text(errors="replace")
+    stderr = (out_dir / "stderr").read_text(errors="replace")
+    shutil.rmtree(out_dir, ignore_errors=True)
+    return Result(code, stdout, stderr, time.monotonic() - t0)
 
 
 def parse_fields(line: str) -> dict[str, str]:
