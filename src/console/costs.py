@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from functools import lru_cache
 
+from console import vram
 from console.prices import (
     BASE_HOURS_PER_B_PER_1K_EXAMPLES,
     DEFAULT_TIMEOUT_BUFFER,
@@ -339,14 +340,22 @@ def job_cost(running_seconds: float, flavor: str, prices: PriceBook | None = Non
 
 
 def cheaper_flavors_that_fit(
-    spec: RunSpec, prices: PriceBook | None = None, *, calibration: Calibration | None = None
+    spec: RunSpec,
+    prices: PriceBook | None = None,
+    *,
+    calibration: Calibration | None = None,
+    run: vram.RunShape | None = None,
 ) -> list[Estimate]:
-    """GPU flavors whose guidance admits the model size, cheapest run first, cheaper than `spec`'s."""
+    """GPU flavors whose GPU memory holds the run (`console.vram`; `run` says how it trains, by
+    default LoRA of a `spec.model_b` model at the recipes' batch and length), cheapest run first,
+    cheaper than `spec`'s."""
     prices = prices or shipped_price_book()
     current = estimate_run(spec, prices, calibration_factor=_factor(calibration, spec.flavor))
+    run = run or vram.RunShape(spec.model_b, unsloth=spec.unsloth)
+    fitting = {f.flavor for f in vram.fitting_flavors(run, prices)}
     out = []
     for fl in prices.gpu_flavors():
-        if fl.name == spec.flavor or fl.max_model_b < spec.model_b:
+        if fl.name == spec.flavor or fl.name not in fitting:
             continue
         try:
             est = estimate_run(
@@ -361,9 +370,11 @@ def cheaper_flavors_that_fit(
     return sorted(out, key=lambda e: (e.cost_usd, e.hours))
 
 
-def flavor_fits(flavor: str, model_b: float, prices: PriceBook | None = None) -> bool:
+def flavor_fits(flavor: str, model_b: float, prices: PriceBook | None = None, *, full: bool = False) -> bool:
+    """Whether LoRA (or a full fine-tune) of a `model_b` model fits the flavor's GPU memory."""
     prices = prices or shipped_price_book()
-    return prices.get(flavor).max_model_b >= model_b
+    run = vram.RunShape(model_b, method="full" if full else "lora")
+    return vram.fit(run, prices.get(flavor)).fits
 
 
 # ---------------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from console import costs, reference
+from console import costs, reference, vram
 from console.costs import CostInputError, Observation, RunSpec, Scenario
 from console.prices import (
     PLANS,
@@ -194,11 +194,15 @@ def test_cheaper_flavor_that_still_fits_is_suggested():
     options = costs.cheaper_flavors_that_fit(spec)
     assert options and options[0].cost_usd < costs.estimate_run(spec).cost_usd
     # 3B x 1k examples x 3 epochs = 0.9 base hours; x the flavor's multiplier x its price.
-    # a10g-small: 0.9 x 1.3 x $1.00 = $1.17. Cheaper, and admitting 3B, cheapest first:
-    # l4x1 0.9 x 1.2 x $0.80 = $0.864; t4-medium 0.9 x 2.0 x $0.60 = $1.08;
-    # l40sx1 0.9 x 0.7 x $1.80 = $1.134. (t4-small is cheaper still but its guidance is "<1B".)
-    assert [o.flavor for o in options] == ["l4x1", "t4-medium", "l40sx1"]
-    assert [o.cost_usd for o in options] == pytest.approx([0.864, 1.08, 1.134])
+    # a10g-small: 0.9 x 1.3 x $1.00 = $1.17. Cheaper, and holding a 3B LoRA run in GPU memory
+    # (console.vram: ~15 GB in fp16 on a 16 GB T4), cheapest first: t4-small 0.9 x 2.0 x $0.40 =
+    # $0.72 (the reference's own §4(b) row), l4x1 0.9 x 1.2 x $0.80 = $0.864, t4-medium
+    # 0.9 x 2.0 x $0.60 = $1.08, l40sx1 0.9 x 0.7 x $1.80 = $1.134.
+    assert [o.flavor for o in options] == ["t4-small", "l4x1", "t4-medium", "l40sx1"]
+    assert [o.cost_usd for o in options] == pytest.approx([0.72, 0.864, 1.08, 1.134])
+    # a full fine-tune of the same model needs ~35 GB: none of those 24 GB-or-less GPUs holds it
+    full = costs.cheaper_flavors_that_fit(spec, run=vram.RunShape(3, method="full"))
+    assert [o.flavor for o in full] == ["l40sx1"]
 
 
 def test_live_prices_replace_shipped_ones():
