@@ -1,12 +1,15 @@
 """How the console builds a job submission, and reads one back from what HF Jobs returns.
 
 A :class:`TrainingRequest` says what to train (tenant, dataset, base model, size, examples, epochs,
-flavor...). :func:`build_submission` turns it into a :class:`Submission` — image, command, env,
-secrets, flavor, labels and the padded timeout (estimate x ``cfg.defaults.timeout_buffer``) — that
-goes to ``HfApi.run_job`` / ``create_scheduled_job`` as keyword arguments. :func:`read_request`
-does the reverse from a ``JobInfo`` or a ``ScheduledJobInfo``: the labels carry what the cost
-model needs and the command's arguments carry the rest, so any console can rebuild the fleet from
-HF Jobs alone.
+flavor...) and how: its `kind` (:data:`KINDS`) picks the recipe in `training/` (:data:`SCRIPTS`):
+a tenant's SFT, DPO or KTO LoRA adapter, its embedding model (a bi-, cross- or sparse encoder), the
+builder model (SFT, LoRA or with `full` every weight: one larger model on its own cadence,
+reference §4(a)), or the CPU preflight of a dataset for one of them. :func:`build_submission` turns
+it into a :class:`Submission` — image, command, env, secrets, flavor, labels and the padded timeout
+(estimate x ``cfg.defaults.timeout_buffer``) — that goes to ``HfApi.run_job`` /
+``create_scheduled_job`` as keyword arguments. :func:`read_request` does the reverse from a
+``JobInfo`` or a ``ScheduledJobInfo``: the labels carry what the cost model needs and the command's
+arguments carry the rest, so any console can rebuild the fleet from HF Jobs alone.
 
 Local backend: the embedded server sees this machine's files, so the shipped script is run by
 absolute path (``uv run /abs/training/sft_lora.py ...``), beside the ``jobkit`` package it imports.
@@ -34,7 +37,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from console import paths
+from console import paths, vram
 from console.costs import CostInputError, RunSpec, estimate_run, timeout_rule
 from console.prices import DEFAULT_TIMEOUT_BUFFER, DEFAULT_TIMEOUT_OVERHEAD_S, PriceBook, shipped_price_book
 from console.strings import shared
@@ -50,8 +53,32 @@ LOCAL_IMAGE = "console/local-uv"
 PREFLIGHT_FLAVOR = "cpu-basic"
 # A dataset check reads the file once: minutes on a CPU flavor (~$0.01), whatever the model size.
 PREFLIGHT_TIMEOUT_SECONDS = 15 * 60
-KINDS = ("sft", "validate")
-SCRIPTS = {"sft": "sft_lora.py", "validate": "validate_dataset.py"}
+TRAINING_KINDS = ("sft", "dpo", "kto", "embedding", "builder")
+"""Kinds that train (a fleet row each, costed by the heuristic); `validate` is a dataset check."""
+KINDS = (*TRAINING_KINDS, "validate")
+SCRIPTS = {
+    "sft": "sft_lora.py",
+    "dpo": "dpo_lora.py",
+    "kto": "kto_lora.py",
+    "embedding": "sentence_transformer.py",
+    "builder": "sft_lora.py",
+    "validate": "validate_dataset.py",
+}
+KIND_LABELS = {
+    "sft": "SFT + LoRA",
+    "dpo": "DPO + LoRA",
+    "kto": "KTO + LoRA",
+    "embedding": "embeddings",
+    "builder": "builder model",
+    "validate": "dataset check",
+}
+"""Each kind in words, for lists and forms."""
+KIND_METHOD = {"sft": "sft", "builder": "sft", "dpo": "dpo", "kto": "kto", "embedding": "embedding"}
+"""The validator's method (`validate_dataset.py --method`) for a kind's dataset."""
+ENCODERS = ("bi", "cross", "sparse")
+"""What an embedding run trains (`sentence_transformer.py --kind`)."""
+LORA_KINDS = ("sft", "dpo", "kto", "builder")
+"""Kinds whose script takes the LoRA and Unsloth arguments."""
 SHARED_PACKAGE = "jobkit"
 """The package in training/ that every script imports: it travels with the script."""
 # Arguments the console passes, in the order it passes them; read back by :func:`read_request`.
@@ -130,6 +157,12 @@ class TrainingRequest:
     learning_rate: float | None = None
     lora_r: int | None = None
     lora_alpha: int | None = None
+    full: bool = False
+    """The builder model trained in full (every weight) instead of a LoRA adapter."""
+    encoder: str | None = None
+    """An embedding run's model: bi | cross | sparse (None: bi)."""
+    validates: str | None = None
+    """A dataset check's method (`KIND_METHOD` of the run it precedes; None: sft)."""
     hub_model_id: str | None = None
     run_name: str | None = None
     trackio_project: str | None = None
@@ -143,6 +176,30 @@ class TrainingRequest:
 
     def run_spec(self) -> RunSpec:
         return RunSpec(self.model_b, self.examples, self.epochs, self.flavor, self.unsloth)
+
+    def run_shape(self) -> vram.RunShape:
+        """How the run uses GPU memory (the recipes' batch and length defaults)."""
+        method = "full" if self.full else "lora"
+        return vram.RunShape(
+            self.model_b, method=method, kind=self.kind, lora_r=self.lora_r or 16, unsloth=self.unsloth
+        )
+
+
+def preflight_request(req: TrainingRequest) -> TrainingRequest:
+    """The CPU dataset check that goes before `req`: its dataset, checked for its kind's method."""
+    method = KIND_METHOD.get(req.kind, req.validates or "sft")
+    return replace(req, kind="validate", validates=method, ssh=False, run_name=None, scheduled=False)
+
+
+def fit_problem(req: TrainingRequest, prices: PriceBook | None = None) -> str | None:
+    """Why a training request cannot fit its flavor's GPU (the estimate and the cheapest flavor
+    that fits, `console.vram`), or None."""
+    if req.kind not in TRAINING_KINDS:
+        return None
+    try:
+        return vram.refusal(req.run_shape(), req.flavor, prices)
+    except vram.FitError as exc:
+        return str(exc)
 
 
 @dataclass(frozen=True)
@@ -264,7 +321,7 @@ def with_defaults(
     """`req` with its blanks filled: the destination from a per-tenant template (`hub_model_id`,
     e.g. `org/adapter-{tenant}`), the Trackio project and Space. What `req` sets is kept."""
     changes: dict[str, Any] = {}
-    if req.kind == "sft" and not req.hub_model_id and req.tenant and hub_model_id:
+    if req.kind in TRAINING_KINDS and not req.hub_model_id and req.tenant and hub_model_id:
         changes["hub_model_id"] = hub_model_id_for(req.tenant, hub_model_id)
     if not req.trackio_project and trackio_project:
         changes["trackio_project"] = trackio_project
@@ -300,7 +357,10 @@ def destination_of(req: TrainingRequest, run_name: str | None = None) -> str:
         return "none (a dataset check writes no weights)"
     if req.hub_model_id:
         return f"hf://{req.hub_model_id}"
-    name = f"{req.tenant}-<job id>" if req.scheduled else (run_name or req.run_name or f"{req.tenant}-sft-<time>")
+    if req.scheduled:
+        name = f"{req.tenant}-<job id>"
+    else:
+        name = run_name or req.run_name or f"{req.tenant}-{req.kind}-<time>"
     return f"local artifacts {name}/"
 
 
@@ -320,7 +380,7 @@ def dataset_owners(requests: Iterable[TrainingRequest]) -> dict[str, str]:
     owners: dict[str, str] = {}
     for req in requests:
         key = dataset_key(req.dataset)
-        if key and req.kind == "sft":
+        if key and req.kind in TRAINING_KINDS:
             owners.setdefault(key, req.tenant)
     return owners
 
@@ -355,10 +415,13 @@ def build_submission(
     script_dir: Path | None = None,
     owners: Mapping[str, str] | None = None,
 ) -> Submission:
-    """The job submission for a training (kind="sft") or dataset preflight (kind="validate") run.
+    """The job submission for a training run (a kind of :data:`TRAINING_KINDS`) or a dataset
+    preflight (kind="validate").
 
     `owners` (`dataset_owners` of the known fleet): a dataset another tenant trains on is refused.
-    Raises SubmissionError with a reason for anything HF would refuse or the cost model rejects.
+    A run whose estimated GPU memory does not fit its flavor is refused with the estimate and the
+    cheapest flavor that fits. Raises SubmissionError with a reason for anything HF would refuse
+    or the cost model rejects.
     """
     prices = prices or shipped_price_book()
     req = for_backend(req, backend_kind)
@@ -370,9 +433,14 @@ def build_submission(
         raise SubmissionError("dataset is required")
     if owners and (why := foreign_dataset(req, owners)):
         raise SubmissionError(why)
-    if req.kind == "sft" and req.hub_model_id and (why := hub_model_id_problem(req.hub_model_id)):
+    training = req.kind in TRAINING_KINDS
+    if req.full and req.kind != "builder":
+        raise SubmissionError("a full fine-tune is the builder model's (kind builder); tenants train LoRA adapters")
+    if req.kind == "embedding" and (req.encoder or "bi") not in ENCODERS:
+        raise SubmissionError(f"encoder must be one of {', '.join(ENCODERS)}, got {req.encoder!r}")
+    if training and req.hub_model_id and (why := hub_model_id_problem(req.hub_model_id)):
         raise SubmissionError(f"hub_model_id {why}")
-    if backend_kind == "hub" and req.kind == "sft":
+    if backend_kind == "hub" and training:
         if not req.hub_model_id:
             raise SubmissionError(
                 "a run on HF Jobs needs a destination (hub_model_id): the job's disk is thrown away "
@@ -386,8 +454,10 @@ def build_submission(
     flavor = PREFLIGHT_FLAVOR if req.kind == "validate" else req.flavor
     if flavor not in prices:
         raise SubmissionError(f"unknown flavor {flavor!r}")
+    if training and prices.get(flavor).is_gpu and (why := fit_problem(req, prices)):
+        raise SubmissionError(why)
     try:
-        if req.kind == "sft":
+        if training:
             est = estimate_run(
                 req.run_spec(), prices, timeout_buffer=timeout_buffer, timeout_overhead_s=timeout_overhead_s
             )
@@ -420,12 +490,14 @@ def build_submission(
         "epochs": number_label(req.epochs),
         "unsloth": "1" if req.unsloth else "0",
         "run": label_value(run_name),
+        **({"full": "1"} if req.full else {}),
+        **({"encoder": req.encoder} if req.kind == "embedding" and req.encoder else {}),
         # HF does not always echo a timeout back (huggingface_hub's JobSpec reads `timeout`, the
         # API sends `timeoutSeconds`; JobInfo has none): the label keeps it readable
         "timeout": str(int(timeout)),
     }
     args = _script_args(replace(req, run_name=None if req.scheduled else run_name))
-    if req.scheduled and req.kind == "sft":
+    if req.scheduled and training:
         # each scheduled run names itself <tenant>-<job id>: see trackio_run_name()
         args += ["--run-name-prefix", req.tenant]
     script = SCRIPTS[req.kind]
@@ -436,7 +508,9 @@ def build_submission(
         if token:
             secrets["HF_TOKEN"] = token
         env[SCRIPT_ENV] = encode_bundle(source.parent, script)
-        command = hub_command(script, args)
+        # Unsloth is not in the recipes' PEP 723 headers (CUDA-only wheels): the job asks uv for it
+        extra = ("unsloth",) if req.unsloth and req.kind in LORA_KINDS else ()
+        command = hub_command(script, args, with_packages=extra)
         image = HUB_IMAGE
     else:
         command = ["uv", "run", str(source), *args]
@@ -458,18 +532,30 @@ def build_submission(
     )
 
 
+_NOT_FOR_EMBEDDINGS = ("--lora-r", "--lora-alpha")
+
+
 def _script_args(req: TrainingRequest) -> list[str]:
+    """The recipe's arguments. An SFT run's are what they always were (a fleet's schedules keep
+    their fingerprints); the other kinds add theirs: `--kind` for embeddings, `--full` and
+    `--flavor` for the builder (its recipe checks the fit again on the job's GPU), `--unsloth`."""
     if req.kind == "validate":
-        # validate_dataset.py DATASET --method sft
-        return [req.dataset, "--method", "sft"]
+        # validate_dataset.py DATASET --method <the kind's method>
+        return [req.dataset, "--method", req.validates or "sft"]
     out: list[str] = []
+    if req.kind == "embedding":
+        out += ["--kind", req.encoder or "bi"]
     for flag, attr in _ARG_FIELDS:
         value = getattr(req, attr)
-        if value is None:
+        if value is None or (req.kind == "embedding" and flag in _NOT_FOR_EMBEDDINGS):
             continue
         if isinstance(value, float):
             value = format_number(value)
         out += [flag, str(value)]
+    if req.kind == "builder":
+        out += [*(["--full"] if req.full else []), "--flavor", req.flavor]
+    if req.unsloth and req.kind in LORA_KINDS:
+        out.append("--unsloth")
     return out
 
 
@@ -511,13 +597,15 @@ def decode_bundle(text: str) -> dict[str, bytes]:
         return out
 
 
-def hub_command(script: str, args: list[str]) -> list[str]:
+def hub_command(script: str, args: list[str], with_packages: Iterable[str] = ()) -> list[str]:
     """`bash -c` that unpacks the bundle in $CONSOLE_SCRIPT_B64 into a fresh folder and runs the
-    script there with uv (the shared package beside it, where the script imports it from)."""
+    script there with uv (the shared package beside it, where the script imports it from);
+    `with_packages` are added to the script's own dependencies (`uv run --with`)."""
+    extra = "".join(f" --with {shlex.quote(p)}" for p in with_packages)
     inline = (
         'd=$(mktemp -d "${TMPDIR:-/tmp}/console-training.XXXXXX")'
         f' && echo "${SCRIPT_ENV}" | base64 -d | tar -xzf - -C "$d"'
-        f' && exec uv run "$d/{script}" "$@"'
+        f' && exec uv run{extra} "$d/{script}" "$@"'
     )
     return ["bash", "-c", inline, script, *args]
 
@@ -601,7 +689,7 @@ def read_request(info: Any) -> TrainingRequest | None:
     args = script_args_of(command_of(info))
     values: dict[str, str] = {}
     i = 0
-    flags = dict(_ARG_FIELDS)
+    flags = {**dict(_ARG_FIELDS), "--kind": "encoder", "--method": "validates"}
     if labels.get("kind") == "validate" and args:
         values["dataset"] = args[0]
     while i < len(args):
@@ -630,6 +718,9 @@ def read_request(info: Any) -> TrainingRequest | None:
         kind=labels.get("kind", "sft"),
         env=labels.get("env", "dev"),
         unsloth=labels.get("unsloth") == "1",
+        full=labels.get("full") == "1" or "--full" in args,
+        encoder=values.get("encoder") if labels.get("kind") == "embedding" else None,
+        validates=values.get("validates") if labels.get("kind") == "validate" else None,
         max_steps=_int("max_steps"),
         learning_rate=_parse_float(values.get("learning_rate")),
         lora_r=_int("lora_r"),
