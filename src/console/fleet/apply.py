@@ -177,7 +177,7 @@ def plan_apply(
         labels = jobspec.labels_of(sj)
         if labels.get("app") != "console" or labels.get("env") != fleet.env:
             continue
-        if labels.get("kind", "sft") != "sft" or not labels.get("tenant"):
+        if labels.get("kind", "sft") not in jobspec.TRAINING_KINDS or not labels.get("tenant"):
             continue
         existing.setdefault(labels["tenant"], []).append(sj)
     actions: list[Action] = []

@@ -1,5 +1,9 @@
 """The fleet as HF Jobs says it is: one row per tenant, from scheduled jobs and job labels alone.
 
+Every training kind has rows (`jobspec.TRAINING_KINDS`: a tenant's SFT, DPO, KTO or embedding
+runs; the builder model), each with its kind; the builder model is a row of its own, costed with
+its own size, flavor and cadence (reference §4(a)), and listed after the tenants.
+
 :func:`derive_fleet` rebuilds the fleet from HF Jobs — scheduled jobs and the labels on jobs
 (``app=console``, ``tenant=``, ``env=``...) — with each tenant's last run, its stage and age, and
 what a run costs. Any console anywhere gets the same answer: the TOML config holds preferences,
@@ -31,6 +35,8 @@ class TenantRow:
     """One tenant in the fleet pane."""
 
     tenant: str
+    kind: str = "sft"
+    """The row's runs: sft | dpo | kto | embedding | builder (`jobspec.KIND_LABELS` in words)."""
     env: str = ""
     base_model: str = ""
     flavor: str = ""
@@ -53,6 +59,14 @@ class TenantRow:
     monthly_usd: float | None = None
     stale: bool = False
     request: TrainingRequest | None = None
+
+    @property
+    def is_builder(self) -> bool:
+        return self.kind == "builder"
+
+    @property
+    def kind_label(self) -> str:
+        return jobspec.KIND_LABELS.get(self.kind, self.kind)
 
     @property
     def failed(self) -> bool:
@@ -79,11 +93,12 @@ def _when(info: Any) -> datetime:
 
 
 def _training_tenant(info: Any) -> str | None:
-    """The tenant of a console training (sft) job or schedule; None for anything else."""
+    """The tenant (or builder) of a console training job or schedule, whatever its kind; None for
+    anything else (dataset checks, other apps' jobs)."""
     labels = jobspec.labels_of(info)
     if labels.get("app") != "console" or not labels.get("tenant"):
         return None
-    if labels.get("kind", "sft") != "sft":
+    if labels.get("kind", "sft") not in jobspec.TRAINING_KINDS:
         return None
     return labels["tenant"]
 
@@ -141,7 +156,8 @@ def derive_fleet(
             if best is None or _when(job) > _when(best):
                 latest_success[tenant] = job
         if tenant not in rows:
-            row = TenantRow(tenant=tenant, env=jobspec.labels_of(job).get("env", ""))
+            labels = jobspec.labels_of(job)
+            row = TenantRow(tenant=tenant, kind=labels.get("kind", "sft"), env=labels.get("env", ""))
             rows[tenant] = row
     for tenant, job in latest.items():
         row = rows[tenant]
@@ -160,13 +176,14 @@ def derive_fleet(
             row.loss_trend = outcome.loss_trend
     for row in rows.values():
         row.stale = _is_stale(row, now)
-    return sorted(rows.values(), key=lambda r: r.tenant)
+    return sorted(rows.values(), key=lambda r: (r.is_builder, r.tenant))
 
 
 def _fill_from_request(row: TenantRow, req: TrainingRequest | None, prices: PriceBook) -> None:
     if req is None:
         return
     row.request = req
+    row.kind = req.kind
     row.base_model = req.base_model
     row.flavor = req.flavor
     row.model_b = req.model_b

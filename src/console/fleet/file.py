@@ -1,8 +1,17 @@
-"""The fleet file: a TOML with top-level defaults and one ``[[tenant]]`` table per tenant.
+"""The fleet file: a TOML with top-level defaults, one ``[[tenant]]`` table per tenant and an
+optional ``[builder]`` table for the builder model.
+
+A tenant trains with its ``method``: ``sft`` (the default), ``dpo``, ``kto`` (LoRA adapters) or
+``embedding`` (a sentence-transformers model, ``encoder = "bi" | "cross" | "sparse"``). The
+builder model (reference §4(a): one larger model retrained on its own cadence) is its own table,
+``full = true`` for a full fine-tune; it takes the top-level defaults too, except ``base_model``,
+``model_b`` and ``flavor``, which it must name (a builder is not a tenant's size). It becomes one
+more :class:`TenantSpec` of kind ``builder`` (``id`` defaults to ``builder``), so it is applied,
+listed and costed like a tenant, as its own row.
 
 :func:`load_fleet_file` reads it and checks it against itself: every problem (duplicate tenant
-ids, a bad cron, an unknown flavor, a flavor too small for the model, a missing dataset) is
-reported at once in a :class:`FleetFileError`. The file says what the fleet should be; the plan
+ids, a bad cron, an unknown flavor, a run that does not fit its flavor's GPU memory, a missing
+dataset) is reported at once in a :class:`FleetFileError`. The file says what the fleet should be; the plan
 in :mod:`console.fleet.apply` makes the scheduled jobs match it.
 
 Imports console.jobspec, console.costs and console.prices: no Textual, no console.ui or
@@ -38,7 +47,14 @@ _TENANT_KEYS = {
     "unsloth",
     "hub_model_id",
     "suspend",
+    "method",
+    "encoder",
 }
+_BUILDER_KEYS = (_TENANT_KEYS - {"method", "encoder"}) | {"full"}
+_BUILDER_OWN = ("base_model", "model_b", "flavor")
+"""What the builder table must say itself (the top-level defaults are the tenants')."""
+METHODS = ("sft", "dpo", "kto", "embedding")
+"""A tenant's `method`: the kind of its runs."""
 _TOP_KEYS = {
     "base_model",
     "model_b",
@@ -58,6 +74,7 @@ _TOP_KEYS = {
     "trackio_project",
     "trackio_space_id",
     "hub_model_id",
+    "builder",
 }
 
 
@@ -89,6 +106,14 @@ class TenantSpec:
     unsloth: bool = False
     hub_model_id: str | None = None
     suspend: bool = False
+    kind: str = "sft"
+    """sft | dpo | kto | embedding (the tenant's `method`), or builder."""
+    encoder: str | None = None
+    full: bool = False
+
+    @property
+    def is_builder(self) -> bool:
+        return self.kind == "builder"
 
     def request(
         self, env: str, trackio_project: str | None = None, trackio_space_id: str | None = None
@@ -108,6 +133,9 @@ class TenantSpec:
             lora_r=self.lora_r,
             lora_alpha=self.lora_alpha,
             hub_model_id=self.hub_model_id,
+            kind=self.kind,
+            encoder=self.encoder,
+            full=self.full,
             scheduled=True,
             trackio_project=trackio_project,
             trackio_space_id=trackio_space_id,
@@ -130,6 +158,11 @@ class FleetFile:
             if t.id == tenant_id:
                 return t
         raise KeyError(tenant_id)
+
+    @property
+    def builder(self) -> TenantSpec | None:
+        """The builder model's spec (one of `tenants`, of kind builder), if the file has one."""
+        return next((t for t in self.tenants if t.is_builder), None)
 
 
 
@@ -178,23 +211,29 @@ def parse_fleet(
     raw_tenants = doc.get("tenant", [])
     if not isinstance(raw_tenants, list) or not all(isinstance(t, dict) for t in raw_tenants):
         raise FleetFileError(path, [*problems, "tenants must be [[tenant]] tables"])
+    raw_builder = doc.get("builder")
+    if raw_builder is not None and not isinstance(raw_builder, dict):
+        raise FleetFileError(path, [*problems, "builder must be a [builder] table"])
     template = doc.get("hub_model_id")
     if template is not None and (why := jobspec.hub_model_id_problem(template, template=True)):
         problems.append(f"hub_model_id {why}")
     space = doc.get("trackio_space_id")
     if space is not None and (not isinstance(space, str) or not jobspec.SPACE_ID_RE.match(space)):
         problems.append(f"trackio_space_id {space!r} must be a Space id like org/trackio")
-    defaults = {k: v for k, v in doc.items() if k not in ("tenant", "env", "name", "description")}
+    defaults = {k: v for k, v in doc.items() if k not in ("tenant", "builder", "env", "name", "description")}
     tenants: list[TenantSpec] = []
     seen: dict[str, int] = {}
     dataset_of: dict[str, str] = {}  # dataset (jobspec.dataset_key) -> the first tenant training on it
     pushes_to: dict[str, str] = {}  # destination -> the first tenant pushing to it
-    for index, raw in enumerate(raw_tenants, start=1):
+    tables: list[tuple[dict[str, Any], bool]] = [(t, False) for t in raw_tenants]
+    if raw_builder is not None:
+        tables.append(({"id": "builder", **raw_builder}, True))
+    for index, (raw, is_builder) in enumerate(tables, start=1):
         where = f"tenant #{index}"
         tid = raw.get("id")
         if isinstance(tid, str) and tid:
-            where = f"tenant {tid!r}"
-        spec, errors = _tenant(raw, defaults, where, path.parent, prices, backend_kind)
+            where = f"builder {tid!r}" if is_builder else f"tenant {tid!r}"
+        spec, errors = _tenant(raw, defaults, where, path.parent, prices, backend_kind, builder=is_builder)
         problems.extend(errors)
         if isinstance(tid, str) and tid:
             if tid in seen:
@@ -237,11 +276,16 @@ def _tenant(
     base: Path,
     prices: PriceBook,
     backend_kind: str,
+    *,
+    builder: bool = False,
 ) -> tuple[TenantSpec | None, list[str]]:
     errors: list[str] = []
     for key in raw:
-        if key not in _TENANT_KEYS:
+        if key not in (_BUILDER_KEYS if builder else _TENANT_KEYS):
             errors.append(f"{where}: unknown key {key!r}")
+    if builder:
+        errors.extend(f"{where}: {key} is required in [builder] (the defaults are the tenants')"
+                      for key in _BUILDER_OWN if key not in raw)
     merged = {**defaults, **raw}
 
     def get(name: str, kind: type | tuple[type, ...], required: bool = True) -> Any:
@@ -281,6 +325,20 @@ def _tenant(
         if "hub_model_id" in raw and (why := jobspec.hub_model_id_problem(hub_model_id)):
             errors.append(f"{where}: hub_model_id {why}")
     suspend = get("suspend", bool, required=False) or False
+    full = bool(get("full", bool, required=False)) if builder else False
+    kind, encoder = "builder", None
+    if not builder:
+        kind = get("method", str, required=False) or "sft"
+        if kind not in METHODS:
+            errors.append(f"{where}: method {kind!r} must be one of {', '.join(METHODS)}")
+            kind = "sft"
+        encoder = get("encoder", str, required=False)
+        if encoder is not None and kind != "embedding":
+            errors.append(f"{where}: encoder is for method = \"embedding\"")
+        elif encoder is not None and encoder not in jobspec.ENCODERS:
+            errors.append(f"{where}: encoder {encoder!r} must be one of {', '.join(jobspec.ENCODERS)}")
+        elif kind == "embedding":
+            encoder = encoder or "bi"
     if schedule is not None:
         try:
             schedule = normalize_cron(schedule)
@@ -295,11 +353,13 @@ def _tenant(
         elif not prices.get(flavor).is_gpu:
             errors.append(f"{where}: {flavor} is a CPU flavor; training needs a GPU flavor")
             flavor = None
-        elif model_b is not None and prices.get(flavor).max_model_b < model_b:
-            errors.append(
-                f"{where}: a {model_b:g}B model does not fit {flavor} "
-                f"({prices.get(flavor).fits}); pick a larger flavor"
+        elif isinstance(model_b, (int, float)) and 0 < model_b <= 2000:
+            req = TrainingRequest(
+                tenant="t", dataset="d", model_b=float(model_b), flavor=flavor, kind=kind, full=full,
+                lora_r=lora_r if isinstance(lora_r, int) and lora_r > 0 else None, unsloth=bool(unsloth),
             )
+            if why := jobspec.fit_problem(req, prices):
+                errors.append(f"{where}: a {model_b:g}B model does not fit {flavor}: {why}")
     if examples is not None and examples < 1:
         errors.append(f"{where}: examples must be at least 1")
     if epochs is not None and not (0 < epochs <= 1000):
@@ -327,6 +387,9 @@ def _tenant(
             unsloth=bool(unsloth),
             hub_model_id=hub_model_id,
             suspend=bool(suspend),
+            kind=kind,
+            encoder=encoder,
+            full=full,
         ),
         errors,
     )

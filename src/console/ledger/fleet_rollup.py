@@ -2,6 +2,9 @@
 
 Schedule by schedule (tenants may differ): runs per month x each run's heuristic cost, with and
 without the ledger's calibration, and one representative scenario to start the what-if from.
+Every training kind counts (`jobspec.TRAINING_KINDS`); the builder model's schedule is its own
+part (`builder_usd`), costed with its own size, flavor and cadence (reference §4(a)), and it is the
+representative scenario's builder rather than one more tenant.
 
 Imports the entries, console.costs and console.prices: no SQLite, no Textual, no console.ui or
 console.server, no network, no training stack.
@@ -14,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from console.costs import Calibration, CostInputError, RunSpec, estimate_run, normalize_cron
+from console.jobspec import TRAINING_KINDS
 from console.ledger.entries import NO_TENANT, flavor_of, label_bool, label_float
 from console.prices import PLANS, PriceBook, plan_floor_usd, shipped_price_book
 
@@ -31,7 +35,16 @@ class FleetCosts:
     """The same with the ledger's calibration factors."""
     plan_floor_usd: float
     representative: Any
-    """A one-recipe `costs.Scenario` close to the fleet (the what-if's starting point)."""
+    """A one-recipe `costs.Scenario` close to the fleet (the what-if's starting point), with the
+    builder model as its builder when there is one."""
+    builder_usd: float = 0.0
+    """The builder model's part of `gpu_usd`: its runs per month x its own run's cost."""
+    builder_calibrated_usd: float = 0.0
+    builder_schedules: int = 0
+
+    @property
+    def tenants_usd(self) -> float:
+        return self.gpu_usd - self.builder_usd
 
     @property
     def monthly_usd(self) -> float:
@@ -77,13 +90,17 @@ def fleet_costs(
     specs: list[RunSpec] = []
     cadences: list[str] = []
     rpm_total = gpu = gpu_cal = 0.0
+    builder_usd = builder_cal = 0.0
+    builder: tuple[RunSpec, str] | None = None
+    builders = 0
     n = 0
     for sj in scheduled_jobs:
         if getattr(sj, "suspend", False):
             continue
         spec = getattr(sj, "job_spec", None)
         labels = {str(k): str(v) for k, v in (getattr(spec, "labels", None) or {}).items()}
-        if labels.get("kind", "sft") != "sft":
+        kind = labels.get("kind", "sft")
+        if kind not in TRAINING_KINDS:
             continue
         model_b, epochs = label_float(labels, "model_b"), label_float(labels, "epochs")
         examples = label_float(labels, "examples")
@@ -99,16 +116,24 @@ def fleet_costs(
         except CostInputError:
             continue
         n += 1
-        tenants.add(labels.get("tenant") or NO_TENANT)
-        specs.append(run)
-        cadences.append(cadence)
         rpm_total += rpm
         gpu += rpm * base
         gpu_cal += rpm * cal
+        if kind == "builder":
+            builders += 1
+            builder_usd += rpm * base
+            builder_cal += rpm * cal
+            builder = builder or (run, cadence)
+            continue
+        tenants.add(labels.get("tenant") or NO_TENANT)
+        specs.append(run)
+        cadences.append(cadence)
     floor = plan_floor_usd(plan, seats) if plan in PLANS else 0.0
     kwargs: dict[str, Any] = {}
     if timeout_buffer is not None:
         kwargs["timeout_buffer"] = timeout_buffer
+    if builder is not None:
+        kwargs["builder"], kwargs["builder_cadence"] = builder
     representative = Scenario(
         tenants=max(1, len(tenants)),
         cadence=_most_common(cadences, "weekly"),
@@ -123,4 +148,6 @@ def fleet_costs(
         seats=seats,
         **kwargs,
     )
-    return FleetCosts(len(tenants), n, rpm_total, gpu, gpu_cal, floor, representative)
+    return FleetCosts(
+        len(tenants), n, rpm_total, gpu, gpu_cal, floor, representative, builder_usd, builder_cal, builders
+    )
