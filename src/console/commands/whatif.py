@@ -5,6 +5,13 @@ Flags keep these names (scripts call them): --model-b --examples --epochs --flav
 recomputed by the model. `--calibrated` adds the estimate calibrated from the cost ledger's real
 runs (how many runs it rests on, the factor per flavor) and the cheaper flavors that still fit; its
 JSON adds a `calibrated` object and `cheaper_flavors`, every other key stays as it is.
+
+GPU memory: the run (and the builder model's) is estimated on its flavor (`console.vram`: weights at
+the dtype the GPU trains in, LoRA or full fine-tune optimizer state, activations at
+`--batch-size` x `--seq-len`; `--model-config` reads the shape from a `config.json`, else a
+Llama-family shape of `--model-b` is assumed). A run that does not fit is refused (exit 1) with
+the estimate and the cheapest flavor that fits; one that fits prints a `Memory:` line, and its
+JSON a `memory` object.
 """
 
 from __future__ import annotations
@@ -30,7 +37,16 @@ def register(sub, add_common) -> None:
     )
     p.add_argument("--plan", help="free | pro | team | enterprise (default: the config's plan)")
     p.add_argument("--seats", type=int, help="seats on the plan (default: the config's seats)")
-    p.add_argument("--unsloth", action="store_true", help="train with Unsloth (~2x faster)")
+    p.add_argument("--unsloth", action="store_true", help="train with Unsloth (~2x faster, 4-bit LoRA)")
+    p.add_argument("--method", choices=("lora", "full"), default="lora",
+                   help="LoRA adapters (default) or a full fine-tune: what the GPU memory estimate assumes")
+    p.add_argument("--kind", choices=("sft", "dpo", "kto", "embedding"), default="sft",
+                   help="the tenants' training method (DPO and KTO put two sequences per example on the GPU)")
+    p.add_argument("--model-config", metavar="PATH",
+                   help="the model's config.json (or its folder) for the memory estimate (default: a "
+                   "Llama-family shape of --model-b)")
+    p.add_argument("--batch-size", type=int, default=4, help="per-device batch size for the memory estimate (4)")
+    p.add_argument("--seq-len", type=int, default=1024, help="tokens per sequence for the memory estimate (1024)")
     p.add_argument("--timeout-buffer", type=float,
                    help="timeout = (estimate + overhead) x this (default: config, 1.3)")
     p.add_argument("--timeout-overhead", type=int, metavar="SECONDS",
@@ -39,6 +55,7 @@ def register(sub, add_common) -> None:
     p.add_argument("--builder-examples", type=int, default=3000, help="builder examples (default 3000)")
     p.add_argument("--builder-flavor", default="a100-large", help="builder flavor (default a100-large)")
     p.add_argument("--builder-cadence", default="weekly", help="builder cadence (default weekly)")
+    p.add_argument("--builder-full", action="store_true", help="the builder model is a full fine-tune (not LoRA)")
     p.add_argument(
         "--calibrated",
         action="store_true",
@@ -89,10 +106,12 @@ def run(args: argparse.Namespace) -> int:
         calibrated = _calibrated(args, scenario) if args.calibrated else None
     except CostInputError as exc:
         raise CommandError(str(exc)) from None
+    memory = _memory(args, flavor, price_book(cfg))  # inputs checked by the cost model first
 
     if args.json:
         out = proj.to_dict()
         out["cadence_words"] = words
+        out["memory"] = memory
         if calibrated is not None:
             out.update(calibrated)
         print(json.dumps(out, indent=2))
@@ -104,6 +123,9 @@ def run(args: argparse.Namespace) -> int:
         )
         print(f"Prices:   {proj.price_source}; {e.flavor} ${e.price_per_hour:.2f}/hr")
         print(f"Model:    hw multiplier {e.multiplier:g} ({e.multiplier_source})")
+        print(f"Memory:   {memory['run']['describe']}")
+        if "builder" in memory:
+            print(f"          builder: {memory['builder']['describe']}")
         print(f"Cadence:  {proj.scenario.cadence} ({words}) = {proj.runs_per_month:.2f} runs/month")
         print(
             f"Per run:  {e.hours:.2f} h, ${e.cost_usd:.2f}, "
@@ -127,6 +149,60 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _shape(args: argparse.Namespace, *, builder: bool = False):
+    """The run's memory shape from the flags (the builder's: its size, LoRA or full, SFT)."""
+    from console import vram
+    from console.commands._common import CommandError
+
+    config = None
+    if args.model_config and not builder:
+        try:
+            config = vram.read_config(args.model_config)
+        except vram.FitError as exc:
+            raise CommandError(str(exc)) from None
+    if args.batch_size <= 0 or args.seq_len <= 0:
+        raise CommandError("--batch-size and --seq-len must be positive")
+    if builder:
+        method = "full" if args.builder_full else "lora"
+        return vram.RunShape(args.builder_model_b, method=method, kind="builder",
+                             batch_size=args.batch_size, seq_len=args.seq_len)
+    return vram.RunShape(args.model_b, method=args.method, kind=args.kind, batch_size=args.batch_size,
+                         seq_len=args.seq_len, unsloth=args.unsloth, config=config)
+
+
+def _memory(args: argparse.Namespace, flavor: str, prices) -> dict:
+    """The GPU-memory fit of the run (and the builder's) on its flavor; refuses one that does not fit."""
+    from console import vram
+    from console.commands._common import CommandError
+
+    runs = [("run", _shape(args), flavor)]
+    if args.builder_model_b is not None:
+        runs.append(("builder", _shape(args, builder=True), args.builder_flavor))
+    out: dict = {}
+    for key, shape, name in runs:
+        if name not in prices or not prices.get(name).is_gpu:
+            continue  # the cost model says why
+        try:
+            here = vram.fit(shape, prices.get(name))
+            if not here.fits:
+                why = vram.refusal(shape, name, prices)
+                best = vram.cheapest_fit(shape, prices)
+                again = f"; try --{'builder-' if key == 'builder' else ''}flavor {best.flavor}" if best else ""
+                what = "the builder model" if key == "builder" else "the run"
+                raise CommandError(f"{what} does not fit {name}: {why}{again}", code=1)
+            best = vram.cheapest_fit(shape, prices)
+        except vram.FitError as exc:
+            raise CommandError(str(exc)) from None
+        cheapest = best.flavor if best else None
+        note = "" if cheapest in (None, name) else f"; the cheapest flavor that fits is {cheapest}"
+        out[key] = {
+            **here.as_dict(),
+            "cheapest_fitting_flavor": cheapest,
+            "describe": f"{here.estimate.describe()}; {here.gpu_gb:g} GB per GPU on {name}: fits{note}",
+        }
+    return out
+
+
 def _calibrated(args: argparse.Namespace, scenario) -> dict:
     """The scenario again with the ledger's calibration, and the cheaper flavors that fit."""
     from console.commands._common import CommandError
@@ -140,7 +216,7 @@ def _calibrated(args: argparse.Namespace, scenario) -> dict:
     proj = project(scenario, calibration=cal)
     flavor = scenario.run.flavor
     own = cal.per_flavor.get(flavor)
-    cheaper = cheaper_flavors_that_fit(scenario.run, calibration=cal if cal.runs else None)
+    cheaper = cheaper_flavors_that_fit(scenario.run, calibration=cal if cal.runs else None, run=_shape(args))
     return {
         "calibrated": {
             "hours_per_run": proj.per_run.hours,

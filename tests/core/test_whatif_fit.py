@@ -1,0 +1,51 @@
+"""`console whatif` and GPU memory, as a user runs it: a run that does not fit its flavor is
+refused with the estimate and the cheapest flavor that fits; one that fits says how much it needs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+
+def console(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "console", *args], capture_output=True, text=True)
+
+
+def test_an_8b_model_on_t4_small_is_refused_and_the_flavor_that_fits_is_named():
+    r = console("whatif", "--model-b", "8", "--flavor", "t4-small")
+    assert r.returncode == 1 and r.stdout == ""
+    assert r.stderr.startswith("console: the run does not fit t4-small: LoRA of a 8B model needs ~26.9 GB")
+    assert "the cheapest flavor that fits: l40sx1" in r.stderr and r.stderr.rstrip().endswith("try --flavor l40sx1")
+    # the flavor it names fits, and says so
+    ok = console("whatif", "--model-b", "8", "--flavor", "l40sx1")
+    assert ok.returncode == 0, ok.stderr
+    memory = next(line for line in ok.stdout.splitlines() if line.startswith("Memory:"))
+    assert "~26.9 GB" in memory and "48 GB per GPU on l40sx1: fits" in memory
+
+
+def test_unsloth_a_config_json_and_the_batch_change_the_answer(tmp_path):
+    assert console("whatif", "--model-b", "8", "--flavor", "t4-small", "--unsloth").returncode == 0
+    assert console("whatif", "--model-b", "8", "--flavor", "l4x1", "--batch-size", "1").returncode == 0
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({
+        "model_type": "qwen2", "hidden_size": 896, "num_hidden_layers": 24, "intermediate_size": 4864,
+        "num_attention_heads": 14, "num_key_value_heads": 2, "vocab_size": 151936, "tie_word_embeddings": True,
+    }))  # fmt: skip
+    r = console("whatif", "--json", "--model-b", "0.5", "--flavor", "t4-small", "--model-config", str(config))
+    assert r.returncode == 0, r.stderr
+    memory = json.loads(r.stdout)["memory"]["run"]
+    assert memory["fits"] is True and memory["shape_source"] == "config.json"
+    assert round(memory["params"] / 1e9, 2) == 0.49 and memory["dtype"] == "float16"  # a T4 has no bf16
+    assert memory["cheapest_fitting_flavor"] == "t4-small"
+
+
+def test_the_builder_model_is_checked_on_its_own_flavor():
+    r = console("whatif", "--builder-model-b", "7", "--builder-full", "--builder-flavor", "a10g-large")
+    assert r.returncode == 1
+    assert "the builder model does not fit a10g-large: a full fine-tune of a 7B model" in r.stderr
+    assert r.stderr.rstrip().endswith("try --builder-flavor a100-large")
+    ok = console("whatif", "--json", "--builder-model-b", "7", "--builder-full", "--builder-flavor", "a100-large")
+    data = json.loads(ok.stdout)
+    assert data["memory"]["builder"]["method"] == "full" and data["memory"]["builder"]["fits"] is True
+    assert data["builder_monthly_usd"] > 0
