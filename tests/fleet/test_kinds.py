@@ -207,3 +207,18 @@ def test_the_fleet_has_a_row_per_kind_and_the_builder_is_its_own_row_costed_at_i
     scenario = costs.representative
     assert scenario.builder == RunSpec(7, 3000, 3, "a100-large", False) and scenario.builder_cadence == "0 2 1 * *"
     assert scenario.run.model_b == 3  # the tenants' median, not pulled by the builder
+
+
+def test_a_run_that_saved_a_whole_model_says_where_in_its_outcome():
+    from console.fleet import parse_outcome
+
+    lines = [
+        "plan run=builder-1 method=sft base_model=Qwen/Qwen2.5-7B training=full",
+        "saved model=hf://acme-corp/builder",
+        "VERDICT: PASS run=builder-1 steps=90 first_loss=2.1 last_loss=1.2 model=hf://acme-corp/builder",
+    ]
+    out = parse_outcome(lines)
+    assert (out.passed, out.adapter, out.last_loss) == (True, "hf://acme-corp/builder", 1.2)
+    embed = parse_outcome(["VERDICT: PASS run=s steps=20 first_loss=3.4 last_loss=0.5 metric=heldout_cosine_ndcg@10 "
+                           "metric_first=0.07 metric_last=0.85 model=/art/s"])  # fmt: skip
+    assert embed.adapter == "/art/s"

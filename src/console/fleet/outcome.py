@@ -1,6 +1,7 @@
 """What a finished training run's log says: its verdict, its last loss and where its adapter went.
 
-The training script ends its log with a ``VERDICT:`` line and prints ``saved adapter=`` and
+The training script ends its log with a ``VERDICT:`` line and prints ``saved adapter=`` (``saved
+model=`` for a full fine-tune or an embedding model: `adapter` below is where the weights went) and
 ``progress ... loss=`` lines on the way; :func:`parse_outcome` reads them from a log tail.
 
 Standard library only: no Textual, no console.ui or console.server, no network, no training stack.
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 
 _LOSS_RE = re.compile(r"\blast_loss=([-+0-9.eEnaif]+)")
 _PROGRESS_LOSS_RE = re.compile(r"^progress .*\bloss=([-+0-9.eEnaif]+)")
-_ADAPTER_RE = re.compile(r"\badapter=(\S+)")
+_ADAPTER_RE = re.compile(r"\b(?:adapter|model)=(\S+)")
 
 
 @dataclass
@@ -47,7 +48,7 @@ def parse_outcome(lines: Iterable[str]) -> RunOutcome:
             m = _ADAPTER_RE.search(text)
             if m:
                 out.adapter = m.group(1)
-        elif text.startswith("saved adapter="):
+        elif text.startswith(("saved adapter=", "saved model=")):
             out.adapter = text.split("=", 1)[1].strip() or out.adapter
         else:
             m = _PROGRESS_LOSS_RE.match(text)
