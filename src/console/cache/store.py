@@ -35,6 +35,7 @@ from typing import Any
 from console import paths
 from console.cache.docs import job_doc, pack, unpack
 from console.jobs import JobFilter, JobRow
+from console.jobspec import TRAINING_KINDS
 from console.strings import shared
 
 SCHEMA_VERSION = 1
@@ -97,8 +98,10 @@ def _when(epoch: float | None) -> datetime | None:
 
 
 def is_training_job(labels: dict[str, str]) -> bool:
-    """A console training run of a tenant: what the fleet's last-run columns are made of."""
-    return labels.get("app") == "console" and bool(labels.get("tenant")) and labels.get("kind", "sft") == "sft"
+    """A console training run of a tenant (any kind: SFT, DPO, KTO, embeddings, the builder
+    model): what the fleet's last-run columns are made of."""
+    kind = labels.get("kind", "sft")
+    return labels.get("app") == "console" and bool(labels.get("tenant")) and kind in TRAINING_KINDS
 
 
 def _row_from(r: Sequence[Any]) -> JobRow:
