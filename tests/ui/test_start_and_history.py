@@ -70,9 +70,10 @@ async def test_the_snapshot_is_painted_marked_with_its_age_then_replaced(backend
         assert app.refresher.snapshot_at is not None and app.refresher.refresh_count == 0
         text = _status(app)
         assert "SNAPSHOT" in text and " old" in text and "refreshing" in text
-        assert app.refresher.fleet_rows["acme"].schedule == "0 3 * * 1"
-        await pilot.press("1")
+        await pilot.press("1")  # the fleet as it was kept
+        assert app.fleet_table.rows_by_tenant["acme"].schedule == "0 3 * * 1"
         assert app.fleet_table.rows_by_tenant["acme"].last_job_id == first.id
+        await wait_for(pilot, lambda: app.fleet_table.row_count == 1, what="the kept fleet drawn")
         await pilot.press("2")
         held.let_go.set()
         await wait_for(pilot, lambda: second.id in app.jobs_table.rows_by_id, what="the fresh job")

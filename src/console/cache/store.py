@@ -35,10 +35,10 @@ from typing import Any
 from console import paths
 from console.cache.docs import job_doc, pack, unpack
 from console.jobs import JobFilter, JobRow
-from console.jobspec import TRAINING_KINDS
 from console.strings import shared
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""2: `train` counts every training kind (a cache written by version 1 is rebuilt)."""
 TERMINAL = ("COMPLETED", "ERROR", "CANCELED", "DELETED")
 
 _SCHEMA = """
@@ -100,6 +100,8 @@ def _when(epoch: float | None) -> datetime | None:
 def is_training_job(labels: dict[str, str]) -> bool:
     """A console training run of a tenant (any kind: SFT, DPO, KTO, embeddings, the builder
     model): what the fleet's last-run columns are made of."""
+    from console.jobspec import TRAINING_KINDS  # not at import: the first frame needs no jobspec
+
     kind = labels.get("kind", "sft")
     return labels.get("app") == "console" and bool(labels.get("tenant")) and kind in TRAINING_KINDS
 
@@ -181,7 +183,7 @@ class JobCache:
                 conn = self._open()
                 try:
                     version = conn.execute("PRAGMA user_version").fetchone()[0]
-                    if version not in (0, SCHEMA_VERSION):
+                    if version not in (0, SCHEMA_VERSION):  # another version: rebuilt from the API
                         raise sqlite3.DatabaseError(f"schema {version}")
                     conn.executescript(_SCHEMA)
                     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")

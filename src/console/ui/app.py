@@ -56,10 +56,11 @@ from console.ui.widgets.job_details import JobDetails
 from console.ui.widgets.jobs_pane import JobsPane
 from console.ui.widgets.jobs_table import JobsTable
 from console.ui.widgets.log_pane import DEFAULT_MAX_LINES, LogPane
-from console.ui.widgets.metrics import MetricsPanel
 from console.ui.widgets.status_line import StatusLine
 
-TABS = ("fleet", "jobs", "costs", "training")
+TABS = ("fleet", "jobs", "costs", "training", "metrics")
+"""The tabs, and the jobs tab's Trackio panel ("metrics"), mounted when first needed."""
+HIDDEN_TABS_AFTER_FRESH_SECONDS = 0.3
 HIDDEN_TABS_AFTER_SECONDS = 3.0
 """The tabs not on screen are mounted after the first fresh frame, or this long after the first
 frame when no fresh data has come by then (or at once when the user opens one)."""
@@ -115,7 +116,6 @@ class ConsoleApp(ConsoleBase):
             clock=self.clock,
             id="status-line",
         )
-        project = self.cfg.trackio.project
         with TabbedContent(initial=self.start_tab, id="tabs"):
             with TabPane("1 Fleet", id="fleet"):
                 if "fleet" in self._mounted_tabs:
@@ -124,9 +124,8 @@ class ConsoleApp(ConsoleBase):
                 yield JobsPane(self.clock, id="jobs-pane", source=self.session.cache)
                 with Horizontal(id="log-row"):
                     yield LogPane(max_lines=self.log_max_lines, id="log-pane")
-                    with Vertical(id="metrics-panel"):
-                        yield JobDetails(id="job-details")
-                        yield MetricsPanel(self.session.metrics_reader, project, id="trackio-metrics")
+                    with Vertical(id="metrics-panel"):  # beside the log when wide
+                        yield JobDetails(id="job-details")  # its Trackio curves: `_mount_tab`
             with TabPane("3 Costs", id="costs"):
                 if "costs" in self._mounted_tabs:
                     yield from self._tab_content("costs")
@@ -147,8 +146,12 @@ class ConsoleApp(ConsoleBase):
             pane = LedgerPane(self.ledger, self.cfg, id="ledger-widget", records=False,
                               on_summary=partial(snapshot.save_ledger, self.session.cache))
             return [Container(pane, id="ledger-pane")]
+        if tab == "metrics":
+            from console.ui.widgets.metrics import MetricsPanel
+
+            return [MetricsPanel(self.session.metrics_reader, self.cfg.trackio.project, id="trackio-metrics")]
         if tab == "training":
-            from console.ui.widgets.metrics import AlertList
+            from console.ui.widgets.metrics import AlertList, MetricsPanel
 
             project = self.cfg.trackio.project
             return [Vertical(
@@ -163,19 +166,20 @@ class ConsoleApp(ConsoleBase):
         if tab in self._mounted_tabs or not self.is_running:
             return
         self._mounted_tabs.add(tab)
-        pane = self.query_one(f"#{tab}", TabPane)
-        await pane.mount_all(self._tab_content(tab))
+        where = self.query_one("#metrics-panel") if tab == "metrics" else self.query_one(f"#{tab}", TabPane)
+        await where.mount_all(self._tab_content(tab))
         self._fill_tab(tab)
 
     def _fill_tab(self, tab: str) -> None:
         if tab == "fleet":
+            self.refresher.load_snapshot_fleet()
             self.fleet_changed(list(self.refresher.fleet_rows.values()))
         elif tab == "costs":
             pane = self._ledger_pane()
             kept = snapshot.load_ledger(self.session.cache) if self.refresher.snapshot_at else None
             if pane is not None and kept is not None:
                 pane.show_kept(kept)
-        elif tab == "training":
+        elif tab in ("training", "metrics"):
             self.job_view.select(self.job_view.job_id, self.jobs_table.selected_row)
 
     async def _mount_hidden_tabs(self) -> None:
@@ -223,7 +227,8 @@ class ConsoleApp(ConsoleBase):
         if pane is not None:
             pane.ingest(message.jobs, message.scheduled, self.prices, full=message.full, gone=message.gone)
         if message.full or self.refresher.refresh_count == 1:
-            self.call_after_refresh(self._mount_hidden_tabs)
+            # after the fresh frame is on screen, and after the worker's next reads have started
+            self.set_timer(HIDDEN_TABS_AFTER_FRESH_SECONDS, self._mount_hidden_tabs)
 
     # -- messages from workers and panes -------------------------------------------------------
 

@@ -26,7 +26,6 @@ from console.ui.session import Session
 from console.ui.streams import iterate_batches, iterate_cancellable
 from console.ui.widgets.job_details import JobDetails
 from console.ui.widgets.log_pane import LogPane
-from console.ui.widgets.metrics import MetricsPanel
 
 LOG_BACKLOG_LIMIT = 50_000
 """Lines waiting for the log pane beyond which the stream worker waits (backpressure)."""
@@ -79,6 +78,8 @@ class JobView:
         run = jobspec.trackio_run_name(row.id, row.labels) if row is not None else None
         live = row is not None and row.stage not in TERMINAL
         self._metrics_live = live
+        from console.ui.widgets.metrics import MetricsPanel  # mounted after the first frame
+
         for panel in self.app.query(MetricsPanel):
             panel.show_run(run, job_id=row.id if row else None, live=live)
 

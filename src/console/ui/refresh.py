@@ -30,6 +30,7 @@ The fleet's code is imported in the workers, after the first frame.
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
@@ -66,6 +67,12 @@ LOSS_TREND_WIDTH = 6
 """Characters of each tenant's last-run loss curve in the fleet pane."""
 LEDGER_BATCH = 5000
 """Finished jobs recorded in the cost ledger at a time while the whole list streams in."""
+SNAPSHOT_ROWS = 100
+"""Rows of the jobs table painted from the cache at start (a screenful or more; the rest come
+with the catch-up, or a scroll)."""
+FRESH_PAINT_WAIT_SECONDS = 0.5
+"""After posting the first fresh rows, the worker waits (at most this long) for them to be on
+screen before its heavier reads, which would compete with the paint for the interpreter."""
 SNAPSHOT_SAVE_SECONDS = 60.0
 """The fleet rows kept for the next start are written at most this often between whole reads."""
 TERMINAL = ("COMPLETED", "ERROR", "CANCELED", "DELETED")
@@ -167,6 +174,9 @@ class Refresher:
         self._last_full = 0.0
         self._stamped: set[str] = set()
         self._fleet_saved = 0.0
+        self._painted = threading.Event()
+        """Set once the first fresh rows are on screen (the worker waits for it: see
+        FRESH_PAINT_WAIT_SECONDS)."""
 
     # -- the snapshot (UI thread, before anything is read) ---------------------------------------
 
@@ -184,13 +194,19 @@ class Refresher:
         active = cache.active()
         self.active_ids = {r.id for r in active}
         self.job_rows.update((r.id, r) for r in active)
-        self.app.query_one(JobsPane).reload()
+        self.app.query_one(JobsPane).reload(limit=SNAPSHOT_ROWS)
         self.app.query_one(StatusLine).mark_snapshot(at)
-        fleet = snapshot.load_fleet(cache)
+        self._stamp("snapshot")
+
+    def load_snapshot_fleet(self) -> None:
+        """The fleet rows kept from the last run, while no fresh ones have come (the fleet tab
+        paints them; loading them imports the fleet's code, so not before the first frame)."""
+        if self.fleet_rows or self.snapshot_at is None:
+            return
+        fleet = snapshot.load_fleet(self.cache)
         if fleet is not None:
             self.fleet_rows = {r.tenant: r for r in fleet}
             self.on_fleet(fleet)
-        self._stamp("snapshot")
 
     # -- reading (worker threads) -------------------------------------------------------------
 
@@ -328,10 +344,10 @@ class Refresher:
 
     def _catch_up(self, list_jobs: Callable[..., Iterator[Any]], list_scheduled: Callable[[], list[Any]]) -> None:
         """Start from the cache: read what changed since it was written (the newest jobs down to
-        the first one it already knows finished, the active ones), then the scheduled jobs and
-        each tenant's newest runs for the fleet. If the list ended before a known job (the
-        backend's history was reset), or more jobs came than a catch-up should hold, the whole
-        list is read instead."""
+        the first one it already knows finished, the active ones) and show it at once; then
+        the jobs last seen active, the scheduled jobs and each tenant's newest runs for the
+        fleet. If the list ended before a known job (the backend's history was reset), or more
+        jobs came than a catch-up should hold, the whole list is read instead."""
         cache, at = self.cache, self.session.clock()
         changed: list[Any] = []
         known_end = False
@@ -350,22 +366,23 @@ class Refresher:
             if job.id not in seen:
                 changed.append(job)
                 seen.add(job.id)
+        self._post(DataRefreshed(changed, None, at, full=False, rows=self._rows(changed)))
+        self._painted.wait(FRESH_PAINT_WAIT_SECONDS)  # the fresh frame first, the heavy reads after
         gone, found = self._inspect_vanished(seen)
-        changed += found
-        rows = self._rows(changed)
         cache.remove(gone)
-        self._record([j for j in changed if j.status.stage in TERMINAL])
-        self._post(DataRefreshed(changed, None, at, full=False, gone=gone, rows=rows))
+        self._record([j for j in changed + found if j.status.stage in TERMINAL])
         sched = list_scheduled()
         latest = LatestRuns()
         endpoint = getattr(self.session.api, "endpoint", None)
         latest.observe_all(job_info(doc, endpoint) for doc in cache.latest_runs())
+        latest.observe_all(found)
+        latest.forget(gone)
         fleet = self._derive(sched, latest)
-        keep = {j.id: j for j in changed if j.status.stage not in TERMINAL}
+        keep = {j.id: j for j in changed + found if j.status.stage not in TERMINAL}
         keep.update((j.id, j) for j in latest.jobs())
         jobs = list(keep.values())
-        self._post(DataRefreshed(jobs, sched, self.session.clock(), full=True, rows=self._rows(jobs),
-                                 latest=latest, fleet=fleet))
+        self._post(DataRefreshed(jobs, sched, self.session.clock(), full=True, gone=gone,
+                                 rows=self._rows(found + jobs), latest=latest, fleet=fleet))
 
     def _read_all(self, list_jobs: Callable[..., Iterator[Any]], list_scheduled: Callable[[], list[Any]]) -> None:
         """Read the whole job list into the cache, a batch at a time; keep the active jobs and
@@ -545,7 +562,7 @@ class Refresher:
         if message.full:
             pane.reload()
         else:
-            pane.apply_changes(changed_rows, message.gone)
+            pane.apply_changes(changed_rows, message.gone, top=self.snapshot_at is not None)
         if message.scheduled is not None:
             self.scheduled = {s.id: s for s in message.scheduled}
         self._update_fleet(message, touched, now)
@@ -554,12 +571,14 @@ class Refresher:
         if self.snapshot_at is not None:
             self.snapshot_at = None
         app.query_one(StatusLine).mark_ok(message.at)
+        self._stamp("fresh")
+        if not self._painted.is_set():
+            app.call_after_refresh(self._painted.set)
+        if message.full and self.synced:
+            self._stamp("full")
         self.on_ledger(message)
         if message.full:
             app.call_after_refresh(_give_back_memory)
-        self._stamp("fresh")
-        if message.full and self.synced:
-            self._stamp("full")
         self.on_rows({r.id: r for r in changed_rows} if not message.full else self.job_rows)
         if self.synced:
             self._want_outcomes()

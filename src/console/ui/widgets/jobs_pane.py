@@ -53,14 +53,14 @@ class JobsPane(Vertical):
         self.table.update_rows(rows, self.clock())
         self._show_state()
 
-    def reload(self) -> None:
+    def reload(self, *, limit: int | None = None) -> None:
         """Show the newest jobs from the source again (after the whole list was read)."""
-        self.table.reload(self.clock())
+        self.table.reload(self.clock(), limit=limit)
         self._show_state()
 
-    def apply_changes(self, changed: list[JobRow], gone: list[str]) -> None:
+    def apply_changes(self, changed: list[JobRow], gone: list[str], *, top: bool = False) -> None:
         """Only what changed since the last refresh (see `JobsTable.apply_changes`)."""
-        self.table.apply_changes(changed, gone, self.clock())
+        self.table.apply_changes(changed, gone, self.clock(), top=top)
         self._show_state()
 
     def open_filter(self) -> None:

@@ -158,12 +158,13 @@ class JobsTable(KeyedTable):
         self.max_rows = MAX_ROWS
         self.reload(now)
 
-    def reload(self, now: datetime) -> None:
-        """Show the first `max_rows` matching jobs of the source (the table's whole picture)."""
+    def reload(self, now: datetime, *, limit: int | None = None) -> None:
+        """Show the first `max_rows` matching jobs of the source (the table's whole picture);
+        `limit`: fewer, for a first frame (the rest come with the next reload or a scroll)."""
         if self.source is None:
             self.update_rows(list(self.rows_by_id.values()), now)
             return
-        rows = self.source.page(self.job_filter, limit=self.max_rows)
+        rows = self.source.page(self.job_filter, limit=min(limit or self.max_rows, self.max_rows))
         self.total = self.source.count()
         self.matching = self.total if self.job_filter.empty else self.source.count(self.job_filter)
         self._show(rows, now)
@@ -194,14 +195,18 @@ class JobsTable(KeyedTable):
             self.move_cursor_to(keep)
         self.announce_selection()
 
-    def apply_changes(self, changed: list[JobRow], gone: list[str], now: datetime) -> None:
+    def apply_changes(self, changed: list[JobRow], gone: list[str], now: datetime, *, top: bool = False) -> None:
         """Like `update_rows`, for a refresh that brought only `changed` rows and `gone` ids.
 
         Work is proportional to the change, not to the history: unchanged rows are not touched,
         and the table is re-sorted only when a row arrives or moves between active and finished.
+        `top`: the cursor goes to the first row if it was there (the first fresh data after a
+        picture from the cache: a new running job on top is what a fresh start would select).
         """
         self._now = now
         keep = self._selected
+        if top and self.row_count and self.cursor_row == 0:
+            keep = None
         reorder = False
         arrived = bool(gone)
         with self.app.batch_update():
@@ -233,7 +238,10 @@ class JobsTable(KeyedTable):
                 self._sort_by_rank({r.id: i for i, r in enumerate(ordered)})
             if arrived:
                 self._recount()
-            self.move_cursor_to(keep)
+            if keep is None and self.row_count:
+                self.move_cursor(row=0, animate=False)
+            else:
+                self.move_cursor_to(keep)
         self.announce_selection()
 
     def _recount(self) -> None:
