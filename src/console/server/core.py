@@ -21,6 +21,7 @@ from console.server.gateway import Gateway
 from console.server.joblog import LOG_CAP_BYTES
 from console.server.runner import Runner
 from console.server.scheduler import Scheduler, is_valid_schedule, next_run_after
+from console.server.specextras import parse_expose, parse_spec
 from console.server.store import (
     ACTIVE_STAGES,
     TERMINAL_STAGES,
@@ -32,7 +33,6 @@ from console.server.wire import (
     ApiError,
     dumps_bytes,
     job_json,
-    parse_job_spec,
     parse_labels,
     scheduled_job_json,
 )
@@ -145,8 +145,6 @@ class JobsService:
 
     def update_job_expose(self, job_id: str, body: Any) -> JobRecord:
         """Replace a job's exposed ports (all of them: ports in neither list close)."""
-        from console.server.specextras import parse_expose
-
         job = self._job(job_id)
         if job.stage in TERMINAL_STAGES:
             raise ApiError(400, f"job {job_id} has finished ({job.stage}): nothing to expose")
@@ -200,7 +198,7 @@ class JobsService:
         return job
 
     def run_job(self, body: Any) -> JobRecord:
-        spec, secrets = parse_job_spec(body)
+        spec, secrets = parse_spec(body)
         return self.create_job(spec, secrets)
 
     def get_job(self, job_id: str) -> JobRecord:
@@ -294,7 +292,7 @@ class JobsService:
             raise ApiError(400, "the body must be a JSON object")
         schedule = body.get("schedule")
         self._check_schedule(schedule)
-        spec, secrets = parse_job_spec(body.get("jobSpec"))
+        spec, secrets = parse_spec(body.get("jobSpec"))
         suspend = bool(body.get("suspend", False))
         now = time.time()
         sj = ScheduledJobRecord(

@@ -14,7 +14,7 @@ import re
 from typing import Any
 
 from console.server.volumes import parse_volumes
-from console.server.wire import ApiError
+from console.server.wire import ApiError, parse_job_spec
 
 _GROUP_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,44}[a-z0-9])?$")
 _ALIAS_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,32}[a-z0-9])?$")
@@ -71,6 +71,9 @@ def parse_extras(body: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def extras_json(spec: dict[str, Any]) -> dict[str, Any]:
-    """What a job (or a scheduled job's spec) shows of its extras."""
-    return {key: spec[key] for key in ("volumes", "expose", "network", "resourceGroupId") if spec.get(key)}
+def parse_spec(body: Any) -> tuple[dict[str, Any], dict[str, str]]:
+    """A submitted job spec checked whole: :func:`console.server.wire.parse_job_spec` and the
+    extras above; (spec without secrets, secrets)."""
+    spec, secrets = parse_job_spec(body)
+    spec.update(parse_extras(body))
+    return spec, secrets

@@ -2,8 +2,8 @@
 
 Incoming: :func:`parse_job_spec` checks a job spec (the body of `POST /api/jobs/{namespace}`, and
 the `jobSpec` of a scheduled job) and refuses, with a message naming it, anything this server
-cannot do (Space images); volumes, exposed ports, network and resource groups are checked in
-:mod:`console.server.specextras`. Outgoing: :func:`job_json`,
+cannot do (Space images); volumes, exposed ports, network and resource groups are checked by
+:mod:`console.server.specextras` (the service applies both). Outgoing: :func:`job_json`,
 :func:`scheduled_job_json`, :func:`hardware_json` and :func:`whoami_json` build what
 `JobInfo`, `ScheduledJobInfo`, `JobHardwareInfo` and `whoami` read. Datetimes are always
 ``2026-12-02T10:00:00.000Z`` (the `hf` CLI accepts nothing else). Secret values never leave here:
@@ -140,9 +140,6 @@ def parse_job_spec(body: Any) -> tuple[dict[str, Any], dict[str, str]]:
             "Space images (spaceId) are not supported by the local Jobs server: "
             "use a Docker image name and a command",
         )
-    from console.server.specextras import parse_extras  # volumes, expose, network, resource group
-
-    extras = parse_extras(body)
     if body.get("arch") not in (None, "", "amd64", "x86_64", "arm64"):
         raise ApiError(400, f"arch {body.get('arch')!r} is not supported by the local Jobs server")
 
@@ -196,7 +193,6 @@ def parse_job_spec(body: Any) -> tuple[dict[str, Any], dict[str, str]]:
         "ssh": ssh_enabled,
         "tags": tags,
     }
-    spec.update(extras)
     return spec, secrets
 
 
@@ -273,10 +269,12 @@ def _spec_json(spec: dict[str, Any], secrets: dict[str, str]) -> dict[str, Any]:
     }
 
 
-def _extras_json(spec: dict[str, Any]) -> dict[str, Any]:
-    from console.server.specextras import extras_json
+EXTRA_KEYS = ("volumes", "expose", "network", "resourceGroupId")
+"""Spec keys checked by console.server.specextras and echoed as they were stored."""
 
-    return extras_json(spec)
+
+def _extras_json(spec: dict[str, Any]) -> dict[str, Any]:
+    return {key: spec[key] for key in EXTRA_KEYS if spec.get(key)}
 
 
 def scheduled_job_json(sj: ScheduledJobRecord) -> dict[str, Any]:
