@@ -133,6 +133,7 @@ def run_show(args: argparse.Namespace) -> int:
                 [
                     {
                         "tenant": r.tenant,
+                        "kind": r.kind,
                         "env": r.env,
                         "base_model": r.base_model,
                         "flavor": r.flavor,
@@ -158,13 +159,14 @@ def run_show(args: argparse.Namespace) -> int:
         print("No tenants yet: `console fleet apply FILE.toml` creates their schedules.")
         return 0
     print(
-        f"{'TENANT':<12} {'FLAVOR':<11} {'SCHEDULE':<14} {'LAST RUN':<11} {'AGE':<9} "
+        f"{'TENANT':<12} {'KIND':<7} {'FLAVOR':<11} {'SCHEDULE':<12} {'LAST RUN':<10} {'AGE':<8} "
         f"{'$/RUN':>7} {'$/MONTH':>8}  FLAGS"
     )
-    for r in rows:
+    for r in rows:  # the builder model last, as its own row
+        kind = "embed" if r.kind == "embedding" else r.kind
         print(
-            f"{r.tenant:<12} {r.flavor or '-':<11} {r.schedule or 'ad hoc':<14} "
-            f"{r.last_stage or 'never':<11} {format_age(r.last_at, now):<9} "
+            f"{r.tenant:<12} {kind:<7} {r.flavor or '-':<11} {r.schedule or 'ad hoc':<12} "
+            f"{r.last_stage or 'never':<10} {format_age(r.last_at, now):<8} "
             f"{format_cost(r.cost_per_run):>7} {format_cost(r.monthly_usd):>8}  "
             f"{','.join(r.flags)}"
         )
