@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import stat
 import sys
-import textwrap
 
 from tests.jobwait import wait_stage
 from tests.ui.conftest import (
@@ -198,23 +197,19 @@ async def test_read_only_refuses_every_action(backend, cfg):
     )
 
 
-async def test_ssh_runs_the_shell_in_the_jobs_folder_and_the_app_resumes(
-    backend, cfg, tmp_path, monkeypatch
-):
-    out = tmp_path / "shell.out"
-    shell = tmp_path / "fake-shell"
-    shell.write_text(
-        textwrap.dedent(f"""\
-        #!/bin/sh
-        {{ pwd; echo "JOB_ID=$JOB_ID"; echo "MARK=$DEMO_MARK"; }} > {out}
-        """)
-    )
-    shell.chmod(shell.stat().st_mode | stat.S_IEXEC)
-    monkeypatch.setenv("CONSOLE_SSH_SHELL", str(shell))
+async def test_x_hands_the_terminal_to_ssh_into_the_job_and_the_app_resumes(backend, cfg, tmp_path, monkeypatch):
+    """`x` runs the system ssh client on the job's ssh URL, as `hf jobs ssh` does (the embedded
+    server's ssh is tested with the real client in tests/server/test_expose_and_ssh.py)."""
+    out = tmp_path / "ssh.out"
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    fake = bindir / "ssh"
+    fake.write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" > {out}\n')
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
     job = backend.api.run_job(
         image="python:3.12",
         command=[sys.executable, "-c", "import time; time.sleep(60)"],
-        env={"DEMO_MARK": "from-the-job"},
         labels=console_labels("acme"),
         ssh=True,
         flavor="t4-small",
@@ -235,16 +230,13 @@ async def test_ssh_runs_the_shell_in_the_jobs_folder_and_the_app_resumes(
         )
         table.select_job(plain.id)
         await pilot.press("x")
-        await pilot.pause(0.1)
-        assert "without ssh" in _notes(app)[-1]
+        await wait_for(pilot, lambda: "without ssh" in _notes(app)[-1])
         table.select_job(job.id)
         await pilot.press("x")
         await wait_for(pilot, lambda: out.exists() and any("Back from" in n for n in _notes(app)))
-        folder = table.rows_by_id[job.id].ssh_url.removeprefix("file://")
-        lines = out.read_text().splitlines()
-        assert os.path.realpath(lines[0]) == os.path.realpath(folder)
-        assert lines[1] == f"JOB_ID={job.id}"
-        assert lines[2] == "MARK=from-the-job"
+        url = table.rows_by_id[job.id].ssh_url
+        assert url.startswith(f"ssh://{job.id}@127.0.0.1:")
+        assert out.read_text().splitlines() == [url]
         assert app.screen is app.screen_stack[0] and app.is_running
         count = app.refresher.refresh_count
         await wait_for(pilot, lambda: app.refresher.refresh_count > count)  # refreshes go on
