@@ -58,7 +58,8 @@ def test_the_calibration_from_the_store_is_the_one_from_the_entries(ledger):
 
 
 def test_a_summary_from_the_store_equals_the_summary_of_the_entries(ledger):
-    unlabelled = scheduled("s-none", "0 3 * * 1", flavor="l4x1", labels={"app": "console", "tenant": "t3", "kind": "sft"})
+    unlabelled = scheduled("s-none", "0 3 * * 1", flavor="l4x1",
+                           labels={"app": "console", "tenant": "t3", "kind": "sft"})
     labelled = scheduled("s-t4", "0 4 * * *", labels=tenant_labels("t4"))
     kwargs = dict(now=NOW, plan="team", seats=2, budget_usd=50.0, scheduled_jobs=[unlabelled, labelled])
     calibration, _ = estimate_calibration(ledger.entries())

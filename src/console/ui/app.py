@@ -180,11 +180,18 @@ class ConsoleApp(ConsoleBase):
             if pane is not None and kept is not None:
                 pane.show_kept(kept)
         elif tab in ("training", "metrics"):
-            self.job_view.select(self.job_view.job_id, self.jobs_table.selected_row)
+            tables = self.query(JobsTable)
+            if tables:  # none while the app is closing
+                self.job_view.select(self.job_view.job_id, tables.first().selected_row)
 
     async def _mount_hidden_tabs(self) -> None:
         for tab in TABS:
-            await self._mount_tab(tab)
+            if not self.is_running:
+                return
+            try:
+                await self._mount_tab(tab)
+            except NoMatches:  # the app closed under the mount (a quit during start)
+                return
 
     def on_mount(self) -> None:
         self.title = f"console - {self.namespace}"
