@@ -3,20 +3,38 @@ and calibration from real runs.
 
 The heuristic is the reference's (§4): hours = 0.1 x model_B x (examples / 1000) x epochs x
 hw_multiplier, cost = hours x $/hr; Unsloth is about 2x faster; every submission's timeout is the
-estimate x the buffer (1.3). Runs per month come from the cron expression itself. No UI imports,
-no network: fast enough to recompute a 1,000-tenant fleet on every keystroke.
+estimate x the buffer (1.3). Runs per month come from the cron expression itself
+(`console.cron`); checked inputs and timeouts as people write them are `console.inputs` (both
+re-exported here). No UI imports, no network: fast enough to recompute a 1,000-tenant fleet on
+every keystroke.
 """
 
 from __future__ import annotations
 
 import math
-import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, date, datetime, timedelta
-from functools import lru_cache
 
 from console import vram
+from console.cron import (  # noqa: F401 - re-exported: the cost model counts runs by schedule
+    CADENCE_ALIASES,
+    MONTH_SECONDS,
+    count_firings,
+    describe_cron,
+    next_runs,
+    normalize_cron,
+    runs_per_month,
+)
+from console.inputs import (  # noqa: F401 - re-exported: the checked inputs of the cost model
+    LIMITS,
+    MAX_TIMEOUT_SECONDS,
+    CostInputError,
+    check_range,
+    finite_number,
+    format_duration,
+    parse_timeout,
+    show_number,
+)
 from console.prices import (
     BASE_HOURS_PER_B_PER_1K_EXAMPLES,
     DEFAULT_TIMEOUT_BUFFER,
@@ -28,121 +46,8 @@ from console.prices import (
     shipped_price_book,
 )
 
-# An average Gregorian month, in seconds: 365.2425 days / 12.
-MONTH_SECONDS = 365.2425 * 86400 / 12
-
-CADENCE_ALIASES: dict[str, str] = {
-    "hourly": "0 * * * *",
-    "daily": "0 0 * * *",
-    "nightly": "0 0 * * *",
-    "weekly": "0 0 * * 0",
-    "monthly": "0 0 1 * *",
-    "@hourly": "0 * * * *",
-    "@daily": "0 0 * * *",
-    "@midnight": "0 0 * * *",
-    "@weekly": "0 0 * * 0",
-    "@monthly": "0 0 1 * *",
-    "@yearly": "0 0 1 1 *",
-    "@annually": "0 0 1 1 *",
-}
-
-# Limits on what-if and submission inputs: beyond them a number is a typo, not a plan.
-LIMITS = {
-    "model_b": (0.001, 2000.0),
-    "examples": (1, 100_000_000),
-    "epochs": (0.01, 1000.0),
-    "tenants": (0, 1_000_000),
-    "seats": (1, 100_000),
-}
-MAX_TIMEOUT_SECONDS = 7 * 86400  # a week; longer is certainly a mistake for a training job
-
-
-class CostInputError(ValueError):
-    """An input the cost model refuses; the message says which and what is expected."""
-
-
-def _show_number(value: object) -> str:
-    """A value for a message; a huge integer (a TOML file may hold any) is not spelled out."""
-    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 10**15:
-        return f"a {int(value.bit_length() * 0.30103) + 1}-digit number"
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
-def _finite_number(value: object) -> bool:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return False
-    return isinstance(value, int) or math.isfinite(value)  # any int: compared exactly below
-
-
-def check_range(name: str, value: float) -> float:
-    lo, hi = LIMITS[name]
-    if not _finite_number(value):
-        raise CostInputError(
-            f"{name} must be a number from {lo:g} to {hi:g}, got {_show_number(value)}"
-        )
-    if not lo <= value <= hi:
-        raise CostInputError(f"{name} must be from {lo:g} to {hi:g}, got {_show_number(value)}")
-    return value
-
-
 # ---------------------------------------------------------------------------------------------
 # Timeouts
-
-
-_TIMEOUT_RE = re.compile(r"^\s*(\d+(?:\.\d+)?|\.\d+)\s*([smhd]?)\s*$", re.IGNORECASE)
-_UNIT_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
-
-
-def parse_timeout(value: int | float | str) -> int:
-    """Seconds from an HF Jobs timeout: 7200, "90m", "2h", "1.5h", "30s", "1d".
-
-    Refuses zero, negatives, non-numbers and anything over a week, with a message saying why.
-    """
-    if isinstance(value, bool):
-        raise CostInputError(f"timeout must be seconds or a duration like 90m / 2h, got {value!r}")
-    if isinstance(value, int):
-        if not 0 < value <= MAX_TIMEOUT_SECONDS:  # exact for any int, however large
-            raise CostInputError(
-                f"timeout must be from 1 second to 7 days, got {_show_number(value)}"
-            )
-        return value
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise CostInputError(f"timeout must be a finite duration, got {value!r}")
-        seconds = value
-    elif isinstance(value, str):
-        m = _TIMEOUT_RE.match(value)
-        if not m:
-            raise CostInputError(
-                f"timeout {value!r} is not a duration: use seconds (7200) or a number with "
-                "s, m, h or d (90m, 2h, 1.5h)"
-            )
-        seconds = float(m.group(1)) * _UNIT_SECONDS[m.group(2).lower()]
-    else:
-        raise CostInputError(
-            f"timeout must be seconds or a duration like 90m / 2h, got {_show_number(value)}"
-        )
-    if seconds <= 0:
-        raise CostInputError(f"timeout must be longer than zero, got {_show_number(value)}")
-    if seconds > MAX_TIMEOUT_SECONDS:
-        raise CostInputError(f"timeout {_show_number(value)} is over the 7-day limit")
-    return max(1, math.ceil(seconds))
-
-
-def format_duration(seconds: float) -> str:
-    """1h25m, 45m, 30s, 2d3h: short and exact to the minute (seconds under 10 minutes)."""
-    seconds = max(0, int(round(seconds)))
-    days, rem = divmod(seconds, 86400)
-    hours, rem = divmod(rem, 3600)
-    minutes, secs = divmod(rem, 60)
-    if days:
-        return f"{days}d{hours}h" if hours else f"{days}d"
-    if hours:
-        return f"{hours}h{minutes:02d}m" if minutes else f"{hours}h"
-    if minutes:
-        return f"{minutes}m{secs:02d}s" if secs and minutes < 10 else f"{minutes}m"
-    return f"{secs}s"
 
 
 MAX_TIMEOUT_OVERHEAD_S = 6 * 3600
@@ -155,9 +60,9 @@ def padded_timeout_seconds(
     downloads and push) x buffer, rounded up to a whole minute."""
     if not math.isfinite(buffer) or not 1.0 <= buffer <= 5.0:
         raise CostInputError(f"timeout buffer must be from 1.0 to 5.0, got {buffer!r}")
-    if not _finite_number(overhead_s) or not 0 <= overhead_s <= MAX_TIMEOUT_OVERHEAD_S:
+    if not finite_number(overhead_s) or not 0 <= overhead_s <= MAX_TIMEOUT_OVERHEAD_S:
         raise CostInputError(
-            f"timeout overhead must be from 0 to {MAX_TIMEOUT_OVERHEAD_S} seconds, got {_show_number(overhead_s)}"
+            f"timeout overhead must be from 0 to {MAX_TIMEOUT_OVERHEAD_S} seconds, got {show_number(overhead_s)}"
         )
     seconds = (hours * 3600 + overhead_s) * buffer
     return max(60, math.ceil(seconds / 60) * 60)
@@ -375,171 +280,6 @@ def flavor_fits(flavor: str, model_b: float, prices: PriceBook | None = None, *,
     prices = prices or shipped_price_book()
     run = vram.RunShape(model_b, method="full" if full else "lora")
     return vram.fit(run, prices.get(flavor)).fits
-
-
-# ---------------------------------------------------------------------------------------------
-# Cron
-
-
-def normalize_cron(expr: str) -> str:
-    """A cadence word (weekly, monthly, daily, @weekly...) or a cron expression, checked."""
-    if not isinstance(expr, str) or not expr.strip():
-        raise CostInputError("cadence must be a cron expression (e.g. '0 3 * * 1') or weekly / monthly")
-    return _normalize_cron(expr)
-
-
-@lru_cache(maxsize=4096)
-def _normalize_cron(expr: str) -> str:
-    text = " ".join(expr.split())
-    text = CADENCE_ALIASES.get(text.lower(), text)
-    fields = text.split(" ")
-    if len(fields) != 5:
-        raise CostInputError(
-            f"cron {expr!r} must have 5 fields (minute hour day-of-month month day-of-week), "
-            f"or be weekly / monthly / daily"
-        )
-    from croniter import croniter
-
-    if not croniter.is_valid(text):
-        raise CostInputError(f"cron {expr!r} is not a valid cron expression")
-    try:
-        croniter(text, datetime(2027, 1, 1, tzinfo=UTC)).get_next(datetime)
-    except Exception:  # croniter raises several types for impossible schedules
-        raise CostInputError(f"cron {expr!r} never fires") from None
-    return text
-
-
-_WINDOW_START = datetime(2027, 1, 1, tzinfo=UTC)
-_WINDOW_DAYS = 4 * 365 + 1
-
-
-@lru_cache(maxsize=4096)
-def runs_per_month(expr: str) -> float:
-    """Average runs per month of a cron expression, counted from the expression itself.
-
-    Counts the firings over four years from 2027-01-01 (a whole leap cycle of weekdays is not
-    needed for the averages to settle to well under 1%). Plain numeric fields are counted on the
-    calendar, day by day (well under a millisecond for any schedule); `L` and `#` forms are
-    counted by stepping through the firings.
-    """
-    text = normalize_cron(expr)
-    end = _WINDOW_START + timedelta(days=_WINDOW_DAYS)
-    if _calendar_fields(text) is None:
-        return _rate_by_stepping(text, _WINDOW_START, end)
-    count = count_firings(text, _WINDOW_START - timedelta(microseconds=1), end)
-    return count / (_WINDOW_DAYS * 86400) * MONTH_SECONDS
-
-
-def count_firings(expr: str, after: datetime, end: datetime) -> int:
-    """How many times a cron fires after `after` (exclusive) and before `end` (exclusive), UTC.
-
-    The same count as stepping croniter from `after`, but day by day on the calendar: a month's
-    remaining runs of a every-15-minutes schedule cost a few dozen steps, not thousands.
-    """
-    text = normalize_cron(expr)
-    after, end = after.astimezone(UTC), end.astimezone(UTC)
-    if end <= after:
-        return 0
-    fields = _calendar_fields(text)
-    if fields is None:
-        from croniter import croniter
-
-        it = croniter(text, after)
-        count = 0
-        while it.get_next(datetime) < end:
-            count += 1
-        return count
-    slots, day_matches = fields
-    count = 0
-    day = after.date()
-    last = end.date()
-    one = timedelta(days=1)
-    while day <= last:
-        if day_matches(day):
-            if day == after.date() or day == last:
-                base = datetime(day.year, day.month, day.day, tzinfo=UTC)
-                count += sum(1 for h, m in slots if after < base + timedelta(hours=h, minutes=m) < end)
-            else:
-                count += len(slots)
-        day += one
-    return count
-
-
-@lru_cache(maxsize=4096)
-def _calendar_fields(text: str) -> tuple[tuple[tuple[int, int], ...], Callable[[date], bool]] | None:
-    """A normalized cron as its (hour, minute) slots and a day test, or None for the `L` and `#`
-    forms that only croniter's stepping knows.
-
-    Day matching follows cron (and croniter): when both day-of-month and day-of-week are
-    restricted, a day matches if either does.
-    """
-    from croniter import croniter
-
-    try:
-        fields, nth = croniter.expand(text)
-    except Exception:
-        return None
-    if nth or any(not isinstance(v, int) for f in fields for v in f if v != "*"):
-        return None
-    minutes, hours, doms, months, dows = fields
-    mins = range(60) if minutes == ["*"] else sorted(set(minutes))
-    hrs = range(24) if hours == ["*"] else sorted(set(hours))
-    slots = tuple((h, m) for h in hrs for m in mins)
-    dom_any, dow_any = doms == ["*"], dows == ["*"]
-    dom_set, month_set = frozenset(doms), frozenset(months)
-    dow_set = frozenset(d % 7 for d in dows) if not dow_any else frozenset()
-    any_month = months == ["*"]
-    either = not (dom_any or dow_any)
-
-    def matches(day: date) -> bool:
-        if not any_month and day.month not in month_set:
-            return False
-        dom_ok = dom_any or day.day in dom_set
-        dow_ok = dow_any or (day.isoweekday() % 7) in dow_set
-        return (dom_ok or dow_ok) if either else (dom_ok and dow_ok)
-
-    return slots, matches
-
-
-def _rate_by_stepping(text: str, start: datetime, end: datetime) -> float:
-    """The rate from croniter's own firings: over the window, or over the first 5,000 firings."""
-    from croniter import croniter
-
-    it = croniter(text, start - timedelta(seconds=1))
-    count = 0
-    last = start
-    while True:
-        nxt = it.get_next(datetime)
-        if nxt >= end:
-            break
-        count += 1
-        last = nxt
-        if count >= 5000:
-            span = (last - start).total_seconds() or 1.0
-            return count / span * MONTH_SECONDS
-    return count / (end - start).total_seconds() * MONTH_SECONDS
-
-
-def next_runs(expr: str, n: int = 3, after: datetime | None = None) -> list[datetime]:
-    text = normalize_cron(expr)
-    from croniter import croniter
-
-    it = croniter(text, after or datetime.now(UTC))
-    return [it.get_next(datetime) for _ in range(max(0, n))]
-
-
-@lru_cache(maxsize=4096)
-def describe_cron(expr: str) -> str:
-    """The schedule in words, e.g. 'At 03:00, only on Monday'."""
-    text = normalize_cron(expr)
-    try:
-        from cron_descriptor import Options, get_description
-
-        opts = Options()
-        opts.use_24hour_time_format = True
-        return get_description(text, opts)
-    except Exception:
-        return text
 
 
 # ---------------------------------------------------------------------------------------------

@@ -14,6 +14,8 @@ HEADLESS = (
     "console.config",
     "console.prices",
     "console.costs",
+    "console.cron",
+    "console.inputs",
     "console.reference",
     "console.paths",
     "console.commands",

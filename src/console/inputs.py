@@ -1,0 +1,106 @@
+"""Checked inputs of the cost model: the error it raises, the ranges beyond which a number is a
+typo rather than a plan, and HF Jobs timeouts and durations as people write them (7200, 90m, 2h).
+
+Imports nothing of the console: the cost model, the cron counts and every form read these.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+# Limits on what-if and submission inputs: beyond them a number is a typo, not a plan.
+LIMITS = {
+    "model_b": (0.001, 2000.0),
+    "examples": (1, 100_000_000),
+    "epochs": (0.01, 1000.0),
+    "tenants": (0, 1_000_000),
+    "seats": (1, 100_000),
+}
+MAX_TIMEOUT_SECONDS = 7 * 86400  # a week; longer is certainly a mistake for a training job
+
+
+class CostInputError(ValueError):
+    """An input the cost model refuses; the message says which and what is expected."""
+
+
+def show_number(value: object) -> str:
+    """A value for a message; a huge integer (a TOML file may hold any) is not spelled out."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 10**15:
+        return f"a {int(value.bit_length() * 0.30103) + 1}-digit number"
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def finite_number(value: object) -> bool:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return isinstance(value, int) or math.isfinite(value)  # any int: compared exactly below
+
+
+def check_range(name: str, value: float) -> float:
+    lo, hi = LIMITS[name]
+    if not finite_number(value):
+        raise CostInputError(
+            f"{name} must be a number from {lo:g} to {hi:g}, got {show_number(value)}"
+        )
+    if not lo <= value <= hi:
+        raise CostInputError(f"{name} must be from {lo:g} to {hi:g}, got {show_number(value)}")
+    return value
+
+
+_TIMEOUT_RE = re.compile(r"^\s*(\d+(?:\.\d+)?|\.\d+)\s*([smhd]?)\s*$", re.IGNORECASE)
+_UNIT_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_timeout(value: int | float | str) -> int:
+    """Seconds from an HF Jobs timeout: 7200, "90m", "2h", "1.5h", "30s", "1d".
+
+    Refuses zero, negatives, non-numbers and anything over a week, with a message saying why.
+    """
+    if isinstance(value, bool):
+        raise CostInputError(f"timeout must be seconds or a duration like 90m / 2h, got {value!r}")
+    if isinstance(value, int):
+        if not 0 < value <= MAX_TIMEOUT_SECONDS:  # exact for any int, however large
+            raise CostInputError(
+                f"timeout must be from 1 second to 7 days, got {show_number(value)}"
+            )
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise CostInputError(f"timeout must be a finite duration, got {value!r}")
+        seconds = value
+    elif isinstance(value, str):
+        m = _TIMEOUT_RE.match(value)
+        if not m:
+            raise CostInputError(
+                f"timeout {value!r} is not a duration: use seconds (7200) or a number with "
+                "s, m, h or d (90m, 2h, 1.5h)"
+            )
+        seconds = float(m.group(1)) * _UNIT_SECONDS[m.group(2).lower()]
+    else:
+        raise CostInputError(
+            f"timeout must be seconds or a duration like 90m / 2h, got {show_number(value)}"
+        )
+    if seconds <= 0:
+        raise CostInputError(f"timeout must be longer than zero, got {show_number(value)}")
+    if seconds > MAX_TIMEOUT_SECONDS:
+        raise CostInputError(f"timeout {show_number(value)} is over the 7-day limit")
+    return max(1, math.ceil(seconds))
+
+
+def format_duration(seconds: float) -> str:
+    """1h25m, 45m, 30s, 2d3h: short and exact to the minute (seconds under 10 minutes)."""
+    seconds = max(0, int(round(seconds)))
+    days, rem = divmod(seconds, 86400)
+    hours, rem = divmod(rem, 3600)
+    minutes, secs = divmod(rem, 60)
+    if days:
+        return f"{days}d{hours}h" if hours else f"{days}d"
+    if hours:
+        return f"{hours}h{minutes:02d}m" if minutes else f"{hours}h"
+    if minutes:
+        return f"{minutes}m{secs:02d}s" if secs and minutes < 10 else f"{minutes}m"
+    return f"{secs}s"
+
+
