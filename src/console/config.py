@@ -5,6 +5,10 @@ mid-save leaves the old file intact. Keys the console does not know survive a sa
 :class:`ConfigError` whose one-line message names the file, the line/column or key, and what was
 expected; a file with an error is never rewritten. The config never holds a token: authentication is
 huggingface_hub's own (`HF_TOKEN`, `hf auth login`).
+
+Why one module of over 500 lines: it is the config's schema — every key, its type, range,
+default and message — in one place, which the docs, `console config` and the forms all read; split
+by table, one key's rules would live apart from its neighbours' (one truth per setting).
 """
 
 from __future__ import annotations

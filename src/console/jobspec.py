@@ -18,6 +18,11 @@ job — a tar.gz, base64 in ``CONSOLE_SCRIPT_B64`` — and a small ``bash -c`` u
 fresh folder and runs ``uv run`` on the script there. Secrets (``HF_TOKEN``) go in ``secrets``
 only and are never shown or written anywhere.
 
+Why one module of over 500 lines: building a submission and reading one back are the two halves
+of one wire format (the labels, the argument order, the number encoding, the shipped bundle); kept
+side by side, a change to one half is seen beside the other, and `tests/fleet/test_jobspec.py`
+round-trips them.
+
 No UI, no network.
 """
 

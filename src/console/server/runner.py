@@ -10,6 +10,10 @@ client that sees CANCELED / ERROR / COMPLETED knows nothing of the job still run
 
 Stop (server shutdown) kills every running group and marks those jobs ERROR; a server that starts
 after a crash does the same for the groups recorded in the database (see :meth:`Runner.recover`).
+
+Why one module of over 500 lines: starting, watching, timing out and cancelling a job share one
+thread and one lock, and a job's terminal stage depends on all four; the parts that stand alone
+live beside it (`joblog.py`: the log; `sandbox.py`: the sandbox; `fetcher.py`: downloads).
 """
 
 from __future__ import annotations
