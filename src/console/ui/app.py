@@ -17,7 +17,10 @@ This module is composition, tab routing and the wiring of messages. The work liv
 * `refresh.Refresher` — what the console knows (jobs, schedules, fleet rows) and the polling that
   keeps it fresh (thread workers, a re-armed one-shot timer);
 * `job_view.JobView` — the job on screen: its log and metrics streams, details, Trackio run;
-* `actions.jobs`, `actions.schedules`, `actions.shell` — one function per action key;
+* `watch.OnCallWatch` — the on-call passes (`console watch`'s detectors and notifications) in a
+  thread worker; their forecasts and stalls mark the jobs table;
+* `actions.jobs`, `actions.schedules`, `actions.shell`, `actions.oncall` — one function per
+  action key;
 * `keys` — every binding, as data (the footer, `?`, the command palette and docs/keys.md).
 
 Every HfApi call runs in a thread worker; results come back as messages and failures are handled
@@ -48,10 +51,11 @@ from console.config import Config
 from console.jobs import Prefetch
 from console.prices import PriceBook
 from console.ui import keys
-from console.ui.actions import ActionDone, jobs, schedules, shell
+from console.ui.actions import ActionDone, jobs, oncall, schedules, shell
 from console.ui.base import ConsoleBase
 from console.ui.job_view import MetricsSample
 from console.ui.refresh import REFRESH_SECONDS, DataRefreshed, OutcomesFetched
+from console.ui.watch import WATCH_SECONDS, OnCallChecked, OnCallWatch
 from console.ui.widgets.job_details import JobDetails
 from console.ui.widgets.jobs_pane import JobsPane
 from console.ui.widgets.jobs_table import JobsTable
@@ -88,9 +92,12 @@ class ConsoleApp(ConsoleBase):
         start_tab: str = "jobs",
         stream_metrics: bool = True,
         first_frame: Prefetch | None = None,
+        watch_seconds: float | None = WATCH_SECONDS,
+        first_watch_seconds: float | None = None,
     ) -> None:
         """`backend`: connected, or still connecting (see `console.ui.session`); `first_frame`:
-        the first page of jobs, already being read (see `jobs.Prefetch`)."""
+        the first page of jobs, already being read (see `jobs.Prefetch`); `watch_seconds`: between
+        on-call passes (None: none), the first one `first_watch_seconds` after start."""
         super().__init__(
             cfg,
             backend,
@@ -103,6 +110,8 @@ class ConsoleApp(ConsoleBase):
         self.log_max_lines = log_max_lines
         self.start_tab = start_tab
         self._mounted_tabs: set[str] = {"jobs", start_tab}
+        first = {} if first_watch_seconds is None else {"first_delay": first_watch_seconds}
+        self.oncall = OnCallWatch(self, interval=watch_seconds, **first)
 
     # -- layout ----------------------------------------------------------------------------
 
@@ -202,6 +211,7 @@ class ConsoleApp(ConsoleBase):
         # connect and read once the first frame is on screen; the other tabs come after that
         self.call_after_refresh(self.refresher.refresh)
         self.set_timer(HIDDEN_TABS_AFTER_SECONDS, self._mount_hidden_tabs)
+        self.oncall.start()
         if self.start_tab == "jobs":
             self.query_one(JobsTable).focus()
         else:
@@ -255,6 +265,13 @@ class ConsoleApp(ConsoleBase):
     def on_metrics_sample(self, message: MetricsSample) -> None:
         if not self._shutting_down():
             self.job_view.show_sample(message)
+
+    def on_on_call_checked(self, message: OnCallChecked) -> None:
+        if not self._shutting_down():
+            self.oncall.apply(message)
+
+    def on_unmount(self) -> None:
+        self.oncall.close()
 
     def on_action_done(self, message: ActionDone) -> None:
         self.notify(message.text, severity=message.severity, timeout=6)
@@ -363,6 +380,8 @@ class ConsoleApp(ConsoleBase):
     action_toggle_suspend = schedules.toggle_suspend
     action_trigger = schedules.trigger
     action_ssh = shell.open_shell
+    action_incident = oncall.incident
+    action_bulk = oncall.bulk
 
 
 def describe_error(error: BaseException | None) -> str:

@@ -39,6 +39,16 @@ APP: list[Binding] = [
     Binding("p", "toggle_suspend", "Pause", tooltip="Suspend / resume the tenant's schedule", id="suspend"),
     Binding("t", "trigger", "Trigger", tooltip="Run the tenant's scheduled job now", id="trigger"),
     Binding("R", "rerun", "Rerun", tooltip="Run the selected job again", id="rerun"),
+    Binding(
+        "i", "incident", "Incident",
+        tooltip="Write the selected job's incident bundle (Markdown) and say where it is",
+        id="incident", show=False,
+    ),
+    Binding(
+        "b", "bulk", "Bulk",
+        tooltip="Bulk cancel / suspend / resume / trigger by filter (preview, type the count)",
+        id="bulk", show=False,
+    ),
     Binding("slash", "filter", "Filter", tooltip="Filter jobs (tenant:, stage:, label:)", id="filter"),
     Binding("f", "log('toggle_follow')", "Follow", tooltip="Follow the log on/off", id="follow", show=False),
     Binding("w", "log('toggle_wrap')", "Wrap", tooltip="Wrap log lines on/off", id="wrap", show=False),
@@ -61,6 +71,7 @@ MUTATING: dict[str, str] = {
     "trigger": "trigger",
     "rerun": "rerun",
     "ssh": "open a shell in",
+    "bulk": "bulk action",
 }
 """App actions that change something (refused in read-only mode), and how a message names them."""
 
@@ -86,6 +97,8 @@ CONFIRM: list[Binding] = [
     Binding("n,escape", "no", "No", tooltip="Cancel"),
 ]
 
+BULK_DIALOG: list[Binding] = [Binding("escape", "cancel", "Close", tooltip="Close without doing anything")]
+
 HELP: list[Binding] = [Binding("escape,q,question_mark", "close", "Close", tooltip="Close help")]
 
 SECTIONS: list[tuple[list[Binding], str]] = [
@@ -94,6 +107,7 @@ SECTIONS: list[tuple[list[Binding], str]] = [
     (JOBS_FILTER, "jobs filter"),
     (SUBMIT_FORM, "submit form"),
     (CONFIRM, "confirmations"),
+    (BULK_DIALOG, "bulk dialog"),
 ]
 """The bindings the key table lists, with where each set works."""
 

@@ -5,6 +5,7 @@ Each is one function taking the app (see `console.ui.actions` for the shared pat
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -53,7 +54,26 @@ def reschedule(app: ConsoleBase) -> None:
 
     from console.ui.screens.reschedule import RescheduleScreen  # modal screens load on first use
 
-    app.push_screen(RescheduleScreen(tenant.tenant, sj.schedule or "", clock=app.clock), done)
+    app.push_screen(
+        RescheduleScreen(tenant.tenant, sj.schedule or "", clock=app.clock, cost=_cost_line(app, tenant, sj)),
+        done,
+    )
+
+
+def _cost_line(app: ConsoleBase, tenant: TenantRow, sj: Any) -> Callable[[str], str]:
+    """What the reschedule dialog says of a cron: $/month before -> after (`reschedule_cost`),
+    calibrated by the tenant's past runs in the ledger when there are some."""
+    from console.oncall import reschedule_cost
+
+    try:
+        history = app.ledger.entries(tenant=tenant.tenant)
+    except Exception:  # no ledger to read: the estimate from the labels alone
+        history = []
+
+    def line(cron: str) -> str:
+        return "cost: " + reschedule_cost(sj, cron, prices=app.prices, history=history, now=app.clock()).line()
+
+    return line
 
 
 def toggle_suspend(app: ConsoleBase) -> None:

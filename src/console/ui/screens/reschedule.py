@@ -1,4 +1,6 @@
-"""Edit a scheduled job's cron: the expression in words and its next runs, before saving."""
+"""Edit a scheduled job's cron: the expression in words, its next runs and its $/month before ->
+after (`console.oncall.reschedule_cost`, through the `cost` callable the action gives), before
+saving."""
 
 from __future__ import annotations
 
@@ -38,12 +40,18 @@ class RescheduleScreen(ModalScreen[str | None]):
     BINDINGS = [Binding("escape", "cancel", "Cancel", tooltip="Close without saving")]
 
     def __init__(
-        self, tenant: str, current: str, clock: Callable[[], datetime] | None = None
+        self,
+        tenant: str,
+        current: str,
+        clock: Callable[[], datetime] | None = None,
+        cost: Callable[[str], str] | None = None,
     ) -> None:
+        """`cost`: the line saying a cron's $/month before -> after (None: no cost line)."""
         super().__init__()
         self.tenant = tenant
         self.current = current
         self.clock = clock or (lambda: datetime.now(UTC))
+        self.cost = cost
 
     def compose(self) -> ComposeResult:
         with Vertical(id="reschedule-dialog", classes="dialog"):
@@ -56,6 +64,8 @@ class RescheduleScreen(ModalScreen[str | None]):
                 id="cron-input",
             )
             yield Static(id="cron-preview")
+            if self.cost is not None:
+                yield Static(id="cron-cost")
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Save", variant="primary", id="save")
                 yield Button("Cancel (esc)", id="cancel")
@@ -66,7 +76,19 @@ class RescheduleScreen(ModalScreen[str | None]):
     def _update(self, value: str) -> str | None:
         cron, text = preview(value, self.clock())
         self.query_one("#cron-preview", Static).update(text)
+        if self.cost is not None:
+            self.query_one("#cron-cost", Static).update(self._cost_text(cron))
         return cron
+
+    def _cost_text(self, cron: str | None) -> Text:
+        if cron is None or self.cost is None:
+            return Text("")
+        try:
+            line = self.cost(cron)
+        except Exception as exc:  # an estimate that cannot be made never blocks the edit
+            return Text(clean_log_line(f"cost unknown: {exc}"), style="dim")
+        style = "bold yellow" if "(+" in line else "green" if "(-" in line else ""
+        return Text(clean_log_line(line), style=style)
 
     def on_input_changed(self, event: Input.Changed) -> None:
         self._update(event.value)

@@ -12,10 +12,10 @@ the cursor or the scroll nears the last row. Without a source it shows what it i
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 from rich.text import Text
 from textual.coordinate import Coordinate
@@ -53,6 +53,45 @@ PAGE_ROWS = 500
 """Rows read from the source each time the cursor or the scroll nears the last row."""
 PAGE_MARGIN = 20
 """How close to the last row the cursor gets before the next page is read."""
+
+
+@dataclass(frozen=True)
+class OnCallMark:
+    """What the on-call watcher says of a running job: a few characters for the Stage cell (fits
+    at 80 columns) and its whole line for the Message column."""
+
+    stage: str
+    """`TMOUT+12m`: will hit its timeout 12 minutes before its last step; `STALL 14m`: stalled
+    (no log line, no step, about-zero CPU) for 14 minutes, still billing."""
+    style: str
+    line: str
+
+
+def _coarse(seconds: float | None) -> str:
+    """A duration in at most four characters: 45s, 12m, 3h, 2d."""
+    s = max(0.0, float(seconds or 0.0))
+    if s < 60:
+        return f"{int(s)}s"
+    if s < 3600:
+        return f"{int(s // 60)}m"
+    if s < 86400 * 2:
+        return f"{int(s // 3600)}h"
+    return f"{int(s // 86400)}d"
+
+
+def oncall_marks(forecasts: Iterable[Any], stalls: Iterable[Any]) -> dict[str, OnCallMark]:
+    """job id -> its mark, from an on-call pass (`console.oncall.WatchReport`): a stall first, then
+    a forecast timeout; every other running job's forecast line goes to its Message cell only."""
+    marks: dict[str, OnCallMark] = {}
+    for fc in forecasts:
+        if fc.will_time_out:
+            marks[fc.job_id] = OnCallMark(f"TMOUT+{_coarse(fc.overrun_s)}", "bold yellow", fc.line())
+        else:
+            marks[fc.job_id] = OnCallMark("", "", fc.line())
+    for status in stalls:
+        if status.stalled:
+            marks[status.job_id] = OnCallMark(f"STALL {_coarse(status.idle_s)}", "bold red", status.line())
+    return marks
 
 
 class RowSource(Protocol):
@@ -115,6 +154,8 @@ class JobsTable(KeyedTable):
         self.total = 0
         """Jobs known in all (the source's count)."""
         self._now: datetime | None = None
+        self.oncall: dict[str, OnCallMark] = {}
+        """Running job id -> what the on-call watcher says of it (`show_oncall`)."""
 
     def on_mount(self) -> None:
         for key, label, width in COLUMNS:
@@ -128,30 +169,53 @@ class JobsTable(KeyedTable):
     def selected_row(self) -> JobRow | None:
         return self.rows_by_id.get(self._selected) if self._selected else None
 
-    @staticmethod
-    def _values(row: JobRow, now: datetime) -> tuple[str, ...]:
+    def _mark(self, row: JobRow) -> OnCallMark | None:
+        return self.oncall.get(row.id) if row.stage == "RUNNING" else None
+
+    def _values(self, row: JobRow, now: datetime) -> tuple[str, ...]:
         ran = format_duration(row.running_seconds) if row.running_seconds is not None else "-"
+        mark = self._mark(row)
+        message = row.message or ""
+        if mark is not None:
+            message = f"{mark.line} | {message}" if message else mark.line
         return (
             short_id(row.id),
             row.tenant,
             KIND_SHORT.get(row.kind, row.kind),
-            row.stage,
+            mark.stage if mark is not None and mark.stage else row.stage,
             row.flavor,
             format_clock(row.started_at or row.created_at, now),
             ran,
             format_cost(row.cost_usd),
-            row.message or "",
+            message,
         )
 
-    @staticmethod
-    def _render(row: JobRow, values: tuple[str, ...]) -> tuple[Text, ...]:
-        styles = ("", "", "", STAGE_STYLES.get(row.stage, ""), "", "", "", "",
-                  "red" if row.stage == "ERROR" else "dim")
+    def _render(self, row: JobRow, values: tuple[str, ...]) -> tuple[Text, ...]:
+        mark = self._mark(row)
+        stage_style = mark.style if mark is not None and mark.stage else STAGE_STYLES.get(row.stage, "")
+        message_style = "red" if row.stage == "ERROR" else (mark.style or "dim") if mark is not None else "dim"
+        styles = ("", "", "", stage_style, "", "", "", "", message_style)
         return tuple(plain(v, style) for v, style in zip(values, styles, strict=True))
 
     def _put(self, row: JobRow, now: datetime, shown: bool) -> bool:
         values = self._values(row, now)
         return self.put_row(row.id, values, lambda: self._render(row, values), shown=shown)
+
+    def show_oncall(self, marks: dict[str, OnCallMark]) -> None:
+        """Mark the running jobs as the latest on-call pass says (a stall, a timeout to come)."""
+        changed = {k for k in set(marks) | set(self.oncall) if marks.get(k) != self.oncall.get(k)}
+        self.oncall = dict(marks)
+        now = self._now or datetime.now(UTC)
+        with self.app.batch_update():
+            for job_id in changed:
+                row = self.rows_by_id.get(job_id)
+                if row is not None:
+                    self._put(row, now, True)
+
+    def oncall_mark(self, job_id: str) -> OnCallMark | None:
+        """The mark a running job's row shows (None when it shows none)."""
+        row = self.rows_by_id.get(job_id)
+        return self._mark(row) if row is not None else None
 
     def set_filter(self, job_filter: JobFilter, now: datetime) -> None:
         self.job_filter = job_filter

@@ -1,0 +1,170 @@
+"""Bulk actions by filter: an action and a filter, the preview of exactly what changes and what it
+costs or saves, then the count typed to confirm.
+
+The dialog plans with the function it is given (`console.oncall.plan_bulk` over the app's
+backend), in a thread worker; it dismisses with (the plan, the typed count) only once
+`console.oncall.check_confirmation` accepts the count, so what is applied is exactly what was
+previewed. Changing the action or the filter throws the preview away.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Static
+
+from console.jobs import clean_log_line
+from console.ui import keys
+
+if TYPE_CHECKING:
+    from console.oncall import BulkPlan
+
+PREVIEW_ITEMS = 10
+"""Items the preview lists before "and N more" (the total counts them all)."""
+
+
+class BulkScreen(ModalScreen["tuple[BulkPlan, str] | None"]):
+    """Dismisses with (plan, typed count) once the count is right, or None."""
+
+    BINDINGS = keys.BULK_DIALOG
+
+    def __init__(self, planner: Callable[[str, str], BulkPlan], *, action: str = "cancel",
+                 filter_text: str = "") -> None:
+        super().__init__()
+        self.planner = planner
+        self.initial_action = action
+        self.initial_filter = filter_text
+        self.plan: BulkPlan | None = None
+        self.planning = False
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="bulk-dialog", classes="dialog"):
+            yield Static(Text("Bulk action by filter", style="bold"))
+            with Horizontal(classes="form-row"):
+                yield Static("Action", classes="form-label")
+                yield Input(self.initial_action, placeholder="cancel | suspend | resume | trigger",
+                            id="bulk-action", compact=True)
+            with Horizontal(classes="form-row"):
+                yield Static("Filter", classes="form-label")
+                yield Input(self.initial_filter, placeholder="tenant:acme label:env=dev stage:running",
+                            id="bulk-filter", compact=True)
+            yield Static(Text("enter: preview what changes", style="dim"), id="bulk-preview")
+            with Horizontal(classes="form-row"):
+                yield Static("Count", classes="form-label")
+                yield Input(placeholder="type the count shown to confirm", id="bulk-count", compact=True,
+                            disabled=True)
+            with Horizontal(classes="dialog-buttons"):
+                yield Button("Preview", id="preview")
+                yield Button("Apply", variant="error", id="apply", disabled=True)
+                yield Button("Close (esc)", id="close")
+
+    def on_mount(self) -> None:
+        self.query_one("#bulk-filter" if self.initial_filter else "#bulk-action", Input).focus()
+
+    # -- preview
+
+    def _request(self) -> tuple[str, str]:
+        action = self.query_one("#bulk-action", Input).value.strip().lower()
+        return action, self.query_one("#bulk-filter", Input).value.strip()
+
+    def preview(self) -> None:
+        if self.planning:
+            return
+        action, text = self._request()
+        self.planning = True
+        self._say(Text(f"reading what {action or '?'} {text or '?'} matches...", style="dim"))
+
+        def plan() -> None:
+            try:
+                result: BulkPlan | str = self.planner(action, text)
+            except Exception as exc:  # BulkRefused (one line) or a failed read
+                result = " ".join(str(exc).split())[:300] or type(exc).__name__
+            self.app.call_from_thread(self._planned, (action, text), result)
+
+        self.run_worker(plan, thread=True, group="bulk-plan", exit_on_error=False,
+                        description="plan the bulk action")
+
+    def _planned(self, request: tuple[str, str], result: BulkPlan | str) -> None:
+        self.planning = False
+        if request != self._request():  # changed while it was read: that preview is stale
+            self._say(Text("the action or filter changed: enter to preview again", style="dim"))
+            return
+        if isinstance(result, str):
+            self._set_plan(None)
+            self._say(Text(clean_log_line(result), style="bold red"))
+            return
+        self._set_plan(result)
+        text = Text()
+        lines = result.lines()
+        items, total = lines[:-1], lines[-1]
+        for line in items[:PREVIEW_ITEMS]:
+            text.append(clean_log_line(line) + "\n")
+        if len(items) > PREVIEW_ITEMS:
+            text.append(f"... and {len(items) - PREVIEW_ITEMS} more\n", style="dim")
+        text.append(clean_log_line(total), style="bold")
+        if result.count:
+            text.append(f"\ntype {result.count} below to {result.action} exactly these", style="yellow")
+        self._say(text)
+        if result.count:
+            count = self.query_one("#bulk-count", Input)
+            count.focus()
+
+    def _set_plan(self, plan: BulkPlan | None) -> None:
+        self.plan = plan
+        live = plan is not None and plan.count > 0
+        count = self.query_one("#bulk-count", Input)
+        count.disabled = not live
+        if not live:
+            count.value = ""
+        self.query_one("#apply", Button).disabled = not live
+
+    def _say(self, text: Text) -> None:
+        self.query_one("#bulk-preview", Static).update(text)
+
+    # -- confirm
+
+    def apply(self) -> None:
+        from console.oncall import BulkRefused, check_confirmation
+
+        plan = self.plan
+        if plan is None:
+            self.preview()
+            return
+        typed = self.query_one("#bulk-count", Input).value.strip()
+        try:
+            check_confirmation(plan, typed)
+        except BulkRefused as exc:
+            self.app.notify(str(exc), severity="error", timeout=6)
+            return
+        self.dismiss((plan, typed))
+
+    # -- events
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if event.input.id in ("bulk-action", "bulk-filter") and self.plan is not None:
+            self._set_plan(None)
+            self._say(Text("the action or filter changed: enter to preview again", style="dim"))
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        if event.input.id == "bulk-count":
+            self.apply()
+        else:
+            self.preview()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        if event.button.id == "preview":
+            self.preview()
+        elif event.button.id == "apply":
+            self.apply()
+        else:
+            self.dismiss(None)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)

@@ -1,0 +1,173 @@
+"""The on-call watcher inside the TUI: the same passes as `console watch`, off the UI thread.
+
+Every `interval` seconds (the first pass a few seconds after start) one thread worker (group
+"oncall") runs `console.oncall.Watcher.check()`: failed and timed-out jobs, stalls, jobs that will
+hit their timeout, Trackio ERROR alerts, the month over budget. The events it sends for the first
+time (the on-call store keeps what was sent, so a restart repeats nothing, and a `console watch`
+on the same data dir shares it) become Textual notifications here, and go to the `[notify]`
+channels: the terminal escapes (bell, OSC 9 / 777) are written by the UI thread, the webhooks by
+the notifier's own thread. The pass's forecasts and stalls mark the jobs table's rows.
+
+A pass never blocks the UI: it runs in a thread, a pass still running skips the next tick, and a
+failing pass (the backend gone, the store unreadable) is said once as a warning and tried again
+at the next tick.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from textual.message import Message
+
+from console.ui.widgets.jobs_table import OnCallMark, oncall_marks
+
+if TYPE_CHECKING:
+    from console.oncall import Watcher, WatchReport
+    from console.ui.base import ConsoleBase
+
+WATCH_SECONDS = 30.0
+"""Seconds between on-call passes in the TUI (`console watch --interval` for the headless one)."""
+FIRST_WATCH_SECONDS = 5.0
+"""The first pass comes this long after start (after the first frame and the first reads)."""
+
+
+@dataclass
+class OnCallChecked(Message):
+    """One on-call pass ended: its report (None when it failed) and the terminal escapes to write."""
+
+    report: WatchReport | None
+    escapes: list[str] = field(default_factory=list)
+    webhook_failures: list[str] = field(default_factory=list)
+    error: str | None = None
+
+
+class OnCallWatch:
+    """The app's on-call passes (see the module docstring). `interval` None: no passes at all."""
+
+    def __init__(
+        self,
+        app: ConsoleBase,
+        *,
+        interval: float | None = WATCH_SECONDS,
+        first_delay: float = FIRST_WATCH_SECONDS,
+        make_watcher: Callable[[Callable[[str], None]], Watcher] | None = None,
+    ) -> None:
+        self.app = app
+        self.interval = interval
+        self.first_delay = first_delay
+        self._make_watcher = make_watcher
+        self._watcher: Watcher | None = None
+        self._escapes: list[str] = []
+        self._lock = threading.Lock()
+        self._running = False
+        self._failing = False
+        self.passes = 0
+        """Passes that ended (with a report or not)."""
+        self.last_report: WatchReport | None = None
+        self.marks: dict[str, OnCallMark] = {}
+        self.written: list[str] = []
+        """The terminal escapes written so far (the latest few)."""
+
+    # -- the loop (UI thread)
+
+    def start(self) -> None:
+        if self.interval is None:
+            return
+        self.app.set_timer(self.first_delay, self._first_pass)
+
+    def _first_pass(self) -> None:
+        self.run_pass()
+        if self.interval is not None:
+            self.app.set_interval(self.interval, self.run_pass)
+
+    def run_pass(self) -> None:
+        """Start a pass in a thread worker, unless one is still running."""
+        if self._running or not self.app.is_running:
+            return
+        self._running = True
+        self.app.run_worker(self._check, thread=True, group="oncall", exit_on_error=False,
+                            description="on-call watch")
+
+    # -- one pass (worker thread)
+
+    def _write(self, text: str) -> None:
+        with self._lock:
+            self._escapes.append(text)
+
+    def _new_watcher(self) -> Watcher:
+        if self._make_watcher is not None:
+            return self._make_watcher(self._write)
+        from console.oncall import Watcher
+
+        session = self.app.session
+        session.ensure_connected()
+        return Watcher(session.api, session.cfg, namespace=session.namespace,
+                       backend_kind=session.backend_kind, reader=session.metrics_reader,
+                       ledger=self.app.ledger, write=self._write, clock=session.clock)
+
+    def _check(self) -> None:
+        try:
+            if self._watcher is None:
+                self._watcher = self._new_watcher()
+            report = self._watcher.check()
+            failures = self._watcher.notifier.failures
+            self._watcher.notifier.webhooks.failures.clear()
+            message = OnCallChecked(report, webhook_failures=failures)
+        except Exception as exc:  # said once in the UI; the next tick tries again
+            text = " ".join(f"{type(exc).__name__}: {exc}".split())[:200]
+            message = OnCallChecked(None, error=text)
+        with self._lock:
+            message.escapes, self._escapes = self._escapes, []
+        if not self.app.post_message(message):
+            self._running = False
+
+    # -- what a pass found (UI thread)
+
+    def apply(self, message: OnCallChecked) -> None:
+        self._running = False
+        self.passes += 1
+        for text in message.escapes:
+            self._write_terminal(text)
+        for failure in message.webhook_failures[-3:]:
+            self.app.notify(f"Webhook failed: {failure}", severity="warning", timeout=8)
+        if message.error is not None:
+            if not self._failing:
+                self.app.notify(f"On-call watch failed: {message.error} (retrying)", severity="warning",
+                                timeout=8)
+            self._failing = True
+            return
+        self._failing = False
+        report = message.report
+        if report is None:
+            return
+        self.last_report = report
+        for event in report.events:
+            self.app.notify(
+                event.text, title=event.title, timeout=15,
+                severity="error" if event.level == "ERROR" else "warning",
+            )
+        self.marks = oncall_marks(report.forecasts, report.stalls)
+        try:
+            self.app.jobs_table.show_oncall(self.marks)
+        except Exception:  # the app is closing: nothing to mark
+            pass
+
+    def _write_terminal(self, text: str) -> None:
+        """A bell or desktop-notification escape, straight to the terminal (not the screen)."""
+        self.written = [*self.written[-19:], text]
+        driver = getattr(self.app, "_driver", None)
+        if driver is None:
+            return
+        try:
+            driver.write(text)
+        except Exception:  # a closed terminal
+            pass
+
+    def close(self) -> None:
+        """Let the queued webhooks go on their own thread; never wait for them."""
+        if self._watcher is not None:
+            self._watcher.close(timeout=0.0)
+

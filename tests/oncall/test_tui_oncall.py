@@ -1,0 +1,173 @@
+"""The on-call features in the TUI, driven with Pilot against the embedded server's real jobs: the
+watcher's notifications (and a webhook on loopback), once across a restart; the stall and timeout
+marks in the jobs table; `i` writes an incident bundle; `b` cancels by filter after the count."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+
+from tests.oncall.conftest import (
+    FAILING,
+    SLEEPER,
+    job_stage,
+    labels,
+    log_has,
+    run_python,
+    slow_trackio_code,
+    wait_stage,
+)
+from textual.widgets import Input
+
+from console.ui.app import ConsoleApp
+from console.ui.screens.bulk import BulkScreen
+
+
+def _notes(app) -> list[str]:
+    return [f"{n.title}: {n.message}" for n in app._notifications]
+
+
+async def _wait(pilot, condition, timeout: float = 30.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        await pilot.pause(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def _app(cfg, backend, **kw) -> ConsoleApp:
+    kw.setdefault("watch_seconds", 1.0)
+    kw.setdefault("first_watch_seconds", 0.3)
+    return ConsoleApp(cfg, backend, refresh_seconds=0.3, stream_metrics=False, **kw)
+
+
+async def test_the_tui_notifies_a_failure_and_a_stall_once_marks_the_stall_and_posts_the_webhook(
+    backend, cfg, listener
+):
+    cfg.notify.webhook_url = f"{listener.url}/hook"
+    cfg.notify.bell = True
+    failed = run_python(backend, FAILING, tenant="acme")
+    assert await asyncio.to_thread(wait_stage, backend, failed.id) == "ERROR"
+    sleeper = run_python(backend, SLEEPER, tenant="globex", timeout=600)
+    await asyncio.to_thread(lambda: _until(lambda: log_has(backend, sleeper.id, "loading the data set")))
+
+    app = _app(cfg, backend)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _wait(pilot, lambda: any(f"job {failed.id} failed" in n for n in _notes(app)),
+                    what="the failure's notification")
+        [note] = [n for n in app._notifications if failed.id in n.title]
+        assert note.severity == "error" and "ZeroDivisionError" in note.message
+        await _wait(pilot, lambda: any("stalled" in n and sleeper.id in n for n in _notes(app)),
+                    what="the stall's notification")
+        # the row says it, in the Stage column (it fits at 80 columns)
+        await _wait(pilot, lambda: (m := app.jobs_table.oncall_mark(sleeper.id)) is not None
+                    and m.stage.startswith("STALL"), what="the stall mark")
+        cells = [str(c) for c in app.jobs_table.get_row(sleeper.id)]
+        assert cells[3].startswith("STALL ") and "billed since" in cells[-1]
+        assert "\a" in "".join(app.oncall.written)  # the bell went to the terminal
+        await _wait(pilot, lambda: any(b.get("key") == f"job_error:{failed.id}" for b in listener.bodies("/hook")),
+                    what="the webhook")
+        passes = app.oncall.passes
+
+        await _wait(pilot, lambda: app.oncall.passes >= passes + 2, what="two more passes")
+        assert sum(f"job {failed.id} failed" in n for n in _notes(app)) == 1
+
+    # a restart on the same data dir repeats nothing
+    again = _app(cfg, backend)
+    async with again.run_test(size=(80, 24)) as pilot:
+        await _wait(pilot, lambda: again.oncall.passes >= 2, what="two passes after the restart")
+        assert not [n for n in _notes(again) if failed.id in n or "stalled" in n]
+        assert again.jobs_table.oncall_mark(sleeper.id) is not None  # the mark comes back though
+    assert [b["key"] for b in listener.bodies("/hook")].count(f"job_error:{failed.id}") == 1
+    backend.api.cancel_job(job_id=sleeper.id, namespace=backend.namespace)
+
+
+async def test_a_job_too_slow_for_its_timeout_is_marked_and_i_writes_its_incident_bundle(backend, cfg):
+    run = "acme-slow"
+    job = run_python(backend, slow_trackio_code(cfg.trackio.project, run), run=run)
+    app = _app(cfg, backend)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _wait(pilot, lambda: (m := app.jobs_table.oncall_mark(job.id)) is not None
+                    and m.stage.startswith("TMOUT+"), timeout=60, what="the timeout mark")
+        mark = app.jobs_table.oncall_mark(job.id)
+        assert "WILL TIME OUT" in mark.line and len(mark.stage) <= 10
+
+        app.jobs_table.select_job(job.id)
+        await pilot.press("i")
+        await _wait(pilot, lambda: any("Incident bundle" in n and "written to" in n for n in _notes(app)),
+                    what="where the bundle went")
+        [note] = [n for n in _notes(app) if "written to" in n]
+        path = note.split("written to ", 1)[1].strip()
+        text = open(path, encoding="utf-8").read()
+        assert job.id in text and "Loss diverged" in text
+    backend.api.cancel_job(job_id=job.id, namespace=backend.namespace)
+
+
+async def test_bulk_cancel_by_filter_previews_then_needs_the_count(backend, cfg, fleet):
+    app = _app(cfg, backend, watch_seconds=None)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _wait(pilot, lambda: all(j in app.jobs_table.rows_by_id for j in fleet["acme"]))
+        await pilot.press("b")
+        await _wait(pilot, lambda: isinstance(app.screen, BulkScreen))
+        screen = app.screen
+        screen.query_one("#bulk-action", Input).value = "cancel"
+        screen.query_one("#bulk-filter", Input).value = "tenant:acme"
+        await pilot.press("enter")
+        await _wait(pilot, lambda: screen.plan is not None, what="the preview")
+        preview = str(screen.query_one("#bulk-preview").render())
+        assert all(j[:24] in preview for j in fleet["acme"]) and fleet["globex"] not in preview
+        assert "cancel 2 jobs" in preview and "type 2" in preview
+        count = screen.query_one("#bulk-count", Input)
+        count.value = "3"  # the wrong count: refused, nothing sent
+        await pilot.press("enter")
+        await _wait(pilot, lambda: any("confirmation must be the count 2" in n for n in _notes(app)))
+        assert app.screen is screen and job_stage(backend, fleet["acme"][0]) == "RUNNING"
+        count.value = "2"
+        await pilot.press("enter")
+        await _wait(pilot, lambda: any("Bulk cancel: 2 of 2 done" in n for n in _notes(app)),
+                    what="the outcome")
+        for job_id in fleet["acme"]:
+            assert await asyncio.to_thread(wait_stage, backend, job_id, ("CANCELED",)) == "CANCELED"
+        assert job_stage(backend, fleet["globex"]) == "RUNNING"
+
+
+async def test_bulk_is_refused_read_only(backend, cfg):
+    cfg.read_only = True
+    app = _app(cfg, backend, watch_seconds=None)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("b")
+        await _wait(pilot, lambda: any("Read-only: bulk action refused" in n for n in _notes(app)))
+        assert not isinstance(app.screen, BulkScreen)
+
+
+def _until(check, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met")
+        time.sleep(0.1)
+
+
+async def test_the_reschedule_dialog_shows_the_monthly_cost_before_and_after(backend, cfg):
+    from console.ui.screens.reschedule import RescheduleScreen
+
+    backend.api.create_scheduled_job(
+        image="python:3.12", command=[sys.executable, "-c", "print('run')"], schedule="0 3 * * 1",
+        flavor="l4x1", timeout=600, namespace=backend.namespace,
+        labels=labels("acme", model_b="1p8", examples="1000", epochs="1"),
+    )
+    app = _app(cfg, backend, watch_seconds=None, start_tab="fleet")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _wait(pilot, lambda: "acme" in app.fleet_table.rows_by_tenant)
+        await pilot.press("r")
+        await _wait(pilot, lambda: isinstance(app.screen, RescheduleScreen))
+        cost = lambda: str(app.screen.query_one("#cron-cost").render())  # noqa: E731
+        assert cost().startswith("cost: $0.75/month -> $0.75/month (+$0.0")
+        app.screen.query_one("#cron-input", Input).value = "0 3 * * *"  # weekly -> daily
+        await pilot.pause(0.1)
+        assert "$0.75/month -> $5.26/month (+$4.51)" in cost()
+        app.screen.query_one("#cron-input", Input).value = "every tuesday"
+        await pilot.pause(0.1)
+        assert cost() == ""  # no estimate for a cron that is not one (the preview says why)
