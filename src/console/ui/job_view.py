@@ -29,6 +29,8 @@ from console.ui.widgets.log_pane import LogPane
 
 LOG_BACKLOG_LIMIT = 50_000
 """Lines waiting for the log pane beyond which the stream worker waits (backpressure)."""
+LOG_PENDING_CHUNKS = 64
+"""Network chunks of log lines read ahead of the pane before the stream's reader waits."""
 TERMINAL = ("COMPLETED", "ERROR", "CANCELED", "DELETED")
 
 
@@ -131,10 +133,17 @@ class JobView:
         worker = get_current_worker()
         pane = self.log_pane
         api, ns = self.session.api, self.session.namespace
-        stream = iterate_batches(
-            lambda: api.fetch_job_logs(job_id=job_id, namespace=ns, follow=True),
-            lambda: worker.is_cancelled or pane.generation != generation,
-        )
+        cancelled = lambda: worker.is_cancelled or pane.generation != generation  # noqa: E731
+        chunked = getattr(api, "fetch_job_log_batches", None)
+        if chunked is not None:  # the console's HfApi: lines in lists, a network chunk at a time
+            stream = (
+                [line for chunk in chunks for line in chunk]
+                # a network chunk (up to 64 KB) holds hundreds of lines: bound the chunks, not lines
+                for chunks in iterate_batches(lambda: chunked(job_id=job_id, namespace=ns), cancelled,
+                                              max_pending=LOG_PENDING_CHUNKS)
+            )
+        else:
+            stream = iterate_batches(lambda: api.fetch_job_logs(job_id=job_id, namespace=ns, follow=True), cancelled)
         for lines in stream:
             pane.feed(generation, lines)
             while pane.backlog() > LOG_BACKLOG_LIMIT and not worker.is_cancelled:

@@ -88,7 +88,8 @@ def iterate_batches(
                 if stop.is_set():
                     return
                 pending.append(item)
-                ready.set()
+                if not ready.is_set():  # one wake-up per batch, not one per item
+                    ready.set()
             pending.append(_END)
         except BaseException as exc:  # handed to the consumer, which raises it
             pending.append(_Failed(exc))
