@@ -13,9 +13,11 @@ arguments carry the rest, so any console can rebuild the fleet from HF Jobs alon
 
 Local backend: the embedded server sees this machine's files, so the shipped script is run by
 absolute path (``uv run /abs/training/sft_lora.py ...``), beside the ``jobkit`` package it imports.
-Hub backend: HF containers cannot see local files, so the script and that package travel with the
-job — a tar.gz, base64 in ``CONSOLE_SCRIPT_B64`` — and a small ``bash -c`` unpacks them into a
-fresh folder and runs ``uv run`` on the script there. Secrets (``HF_TOKEN``) go in ``secrets``
+Hub backend: HF containers cannot see local files, so the script and that package travel as
+`hf jobs uv run` ships a local script: uploaded to the ``{namespace}/jobs-artifacts`` bucket (a
+folder named by their content, so they are uploaded once, not per job) and mounted read-only at
+:data:`TRAINING_MOUNT`, where ``uv run`` runs the script (:mod:`console.ship` does the upload;
+the job's environment holds no script). Secrets (``HF_TOKEN``) go in ``secrets``
 only and are never shown or written anywhere.
 
 Why one module of over 500 lines: building a submission and reading one back are the two halves
@@ -28,14 +30,10 @@ No UI, no network.
 
 from __future__ import annotations
 
-import base64
-import gzip
 import hashlib
-import io
 import json
 import re
 import shlex
-import tarfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -53,6 +51,12 @@ LABEL_VALUE_RE = re.compile(r"^[A-Za-z0-9_-]{1,63}$")
 short enough that the run names built from it stay labels too."""
 NAME_RULE = "must be letters, digits, '-' and '_' (at most 63; HF refuses '.' and any other character in a label)"
 SCRIPT_ENV = "CONSOLE_SCRIPT_B64"
+"""Where jobs of older consoles carried their scripts (a tar.gz in base64); still dropped from
+what the console keeps and shows of a job, never written."""
+ARTIFACTS_BUCKET = "jobs-artifacts"
+"""The bucket huggingface_hub ships a job's local files through (`{namespace}/jobs-artifacts`)."""
+TRAINING_MOUNT = "/console-training"
+"""Where a Hub job finds `training/` (the recipe and `jobkit`): a read-only bucket volume."""
 HUB_IMAGE = "ghcr.io/astral-sh/uv:python3.12-bookworm-slim"
 LOCAL_IMAGE = "console/local-uv"
 PREFLIGHT_FLAVOR = "cpu-basic"
@@ -226,8 +230,17 @@ class Submission:
     dataset: str = ""
     destination: str = ""
     """Where the run's weights go, in words: `hf://<repo>` or the local artifact folder."""
+    ships: tuple[tuple[str, str], ...] = ()
+    """Files the job needs from this machine, as (name in the bundle, local path): a Hub job's
+    recipe and `jobkit`, uploaded to the jobs-artifacts bucket by `console.ship` before it runs."""
+    bundle_id: str = ""
+    """The bundle's folder in the bucket: named by the files' content, so equal files share it."""
+    volumes: tuple[dict[str, Any], ...] = ()
+    """`huggingface_hub.Volume` fields of the job's volumes (the shipped bundle, once uploaded)."""
 
     def run_kwargs(self) -> dict[str, Any]:
+        if self.ships and not self.volumes:
+            raise SubmissionError("the job's scripts are not shipped yet: console.ship.ship() first")
         kwargs: dict[str, Any] = dict(
             image=self.image,
             command=list(self.command),
@@ -241,6 +254,10 @@ class Submission:
             kwargs["secrets"] = dict(self.secrets)
         if self.ssh:
             kwargs["ssh"] = True
+        if self.volumes:
+            from huggingface_hub import Volume
+
+            kwargs["volumes"] = [Volume(**vol) for vol in self.volumes]
         return kwargs
 
     def scheduled_kwargs(self, schedule: str, *, suspend: bool = False) -> dict[str, Any]:
@@ -261,6 +278,7 @@ class Submission:
             "timeout": self.timeout_seconds,
             "labels": {k: v for k, v in self.labels.items() if k not in _DERIVED_LABELS},
             "secrets": sorted(self.secrets),
+            **({"bundle": self.bundle_id} if self.bundle_id else {}),
         }
         return hashlib.sha1(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:12]
 
@@ -512,12 +530,14 @@ def build_submission(
     if backend_kind == "hub":
         if token:
             secrets["HF_TOKEN"] = token
-        env[SCRIPT_ENV] = encode_bundle(source.parent, script)
+        ships = tuple((name, str(path)) for name, path in bundle_files(source.parent, script))
+        bundle_id = bundle_name(ships)
         # Unsloth is not in the recipes' PEP 723 headers (CUDA-only wheels): the job asks uv for it
         extra = ("unsloth",) if req.unsloth and req.kind in LORA_KINDS else ()
         command = hub_command(script, args, with_packages=extra)
         image = HUB_IMAGE
     else:
+        ships, bundle_id = (), ""
         command = ["uv", "run", str(source), *args]
         image = LOCAL_IMAGE
     return Submission(
@@ -534,6 +554,8 @@ def build_submission(
         timeout_rule=rule,
         dataset=req.dataset,
         destination=destination_of(req, run_name),
+        ships=ships,
+        bundle_id=bundle_id,
     )
 
 
@@ -575,44 +597,23 @@ def bundle_files(script_dir: Path, script: str) -> list[tuple[str, Path]]:
     return [(script, script_dir / script), *modules]
 
 
-def encode_bundle(script_dir: Path, script: str) -> str:
-    """The script and the shared package as a tar.gz, base64 encoded.
-
-    The same files give the same text (no times, owners or modes from this machine), so a
-    submission's fingerprint does not change from one build to the next.
-    """
-    raw = io.BytesIO()
-    with tarfile.open(fileobj=raw, mode="w", format=tarfile.USTAR_FORMAT) as tar:
-        for name, path in bundle_files(script_dir, script):
-            data = path.read_bytes()
-            info = tarfile.TarInfo(name)
-            info.size, info.mode, info.mtime = len(data), 0o644, 0
-            tar.addfile(info, io.BytesIO(data))
-    return base64.b64encode(gzip.compress(raw.getvalue(), mtime=0)).decode("ascii")
-
-
-def decode_bundle(text: str) -> dict[str, bytes]:
-    """The files of a shipped bundle, by name."""
-    with tarfile.open(fileobj=io.BytesIO(gzip.decompress(base64.b64decode(text)))) as tar:
-        out: dict[str, bytes] = {}
-        for member in tar.getmembers():
-            f = tar.extractfile(member)
-            if f is not None:
-                out[member.name] = f.read()
-        return out
+def bundle_name(files: Iterable[tuple[str, str]]) -> str:
+    """The bucket folder of a bundle: `console-training-` and a hash of its names and contents,
+    so a changed recipe ships anew and an unchanged one is uploaded once for every job."""
+    digest = hashlib.sha256()
+    for name, path in sorted(files):
+        data = Path(path).read_bytes()
+        digest.update(f"{name}\0{len(data)}\0".encode())
+        digest.update(data)
+    return f"console-training-{digest.hexdigest()[:16]}"
 
 
 def hub_command(script: str, args: list[str], with_packages: Iterable[str] = ()) -> list[str]:
-    """`bash -c` that unpacks the bundle in $CONSOLE_SCRIPT_B64 into a fresh folder and runs the
-    script there with uv (the shared package beside it, where the script imports it from);
+    """`uv run` of the recipe where the bundle is mounted (:data:`TRAINING_MOUNT`, `jobkit` beside
+    it, where the script imports it from), as `hf jobs uv run` runs a shipped script;
     `with_packages` are added to the script's own dependencies (`uv run --with`)."""
-    extra = "".join(f" --with {shlex.quote(p)}" for p in with_packages)
-    inline = (
-        'd=$(mktemp -d "${TMPDIR:-/tmp}/console-training.XXXXXX")'
-        f' && echo "${SCRIPT_ENV}" | base64 -d | tar -xzf - -C "$d"'
-        f' && exec uv run{extra} "$d/{script}" "$@"'
-    )
-    return ["bash", "-c", inline, script, *args]
+    extra = [arg for package in with_packages for arg in ("--with", package)]
+    return ["uv", "run", *extra, f"{TRAINING_MOUNT}/{script}", *args]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -671,9 +672,13 @@ def command_of(info: Any) -> list[str]:
 
 
 def script_args_of(command: list[str]) -> list[str]:
-    """The script's own arguments, after `uv run SCRIPT` or the hub wrapper's `bash -c ... NAME`."""
+    """The script's own arguments, after `uv run [--with PKG]... SCRIPT` (or the `bash -c ... NAME`
+    wrapper older consoles shipped scripts in)."""
     if len(command) >= 3 and command[0] == "uv" and command[1] == "run":
-        return command[3:]
+        i = 2
+        while i + 1 < len(command) and command[i] in ("--with", "--python"):
+            i += 2
+        return command[i + 1:]
     if len(command) >= 4 and command[0] == "bash" and command[1] == "-c":
         return command[4:]
     return []

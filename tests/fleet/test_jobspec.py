@@ -7,6 +7,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,7 +20,6 @@ from console.jobspec import (
     SubmissionError,
     TrainingRequest,
     build_submission,
-    decode_bundle,
     read_request,
     script_args_of,
 )
@@ -85,21 +85,35 @@ def test_local_submission():
     ) == ("acme", "/data/acme.jsonl", "org/base", 3.0, 1200, 2.0, 50, 5e-3, 8)
 
 
-def test_hub_submission_carries_the_script_and_the_token_as_a_secret():
+def test_hub_submission_ships_the_recipe_and_its_package_and_the_token_as_a_secret():
     hub = dataclasses.replace(REQ, hub_model_id="org/adapter-acme")
     sub = build_submission(hub, backend_kind="hub", token="hf_secret_value")
     assert sub.secrets == {"HF_TOKEN": "hf_secret_value"}
     assert "hf_secret_value" not in repr(sub.command) + repr(sub.env) + sub.describe()
-    assert sub.command[:2] == ["bash", "-c"]
-    bundle = decode_bundle(sub.env[jobspec.SCRIPT_ENV])
+    # run as `hf jobs uv run` runs a shipped script: from the mounted bucket folder
+    assert sub.command[:3] == ["uv", "run", f"{jobspec.TRAINING_MOUNT}/sft_lora.py"]
+    assert sub.env == {}  # no script in the job's environment
     training = paths.training_dir()
     package = sorted(p.relative_to(training).as_posix() for p in (training / "jobkit").glob("*.py"))
-    assert sorted(bundle) == sorted(["sft_lora.py", *package])
-    assert "jobkit/__init__.py" in bundle and "jobkit/run.py" in bundle
-    assert all(data == (training / name).read_bytes() for name, data in bundle.items())
-    assert bundle == decode_bundle(build_submission(hub, backend_kind="hub", token="hf_x").env[jobspec.SCRIPT_ENV])
+    shipped = dict(sub.ships)
+    assert sorted(shipped) == sorted(["sft_lora.py", *package])
+    assert "jobkit/__init__.py" in shipped and "jobkit/run.py" in shipped
+    assert all(Path(path) == training / name for name, path in shipped.items())
+    # named by content: the same files, the same folder (and fingerprint) at every build
+    again = build_submission(hub, backend_kind="hub", token="hf_x")
+    assert again.bundle_id == sub.bundle_id and again.fingerprint() == sub.fingerprint()
+    assert sub.bundle_id.startswith("console-training-")
     assert "--dataset" in sub.command and "/data/acme.jsonl" in sub.command
-    assert sub.run_kwargs()["secrets"] == {"HF_TOKEN": "hf_secret_value"}
+    with pytest.raises(SubmissionError, match="not shipped"):
+        sub.run_kwargs()  # the bucket upload comes first (console.ship)
+    shipped_sub = dataclasses.replace(sub, volumes=({"type": "bucket", "source": "ops/jobs-artifacts",
+                                                     "mount_path": jobspec.TRAINING_MOUNT,
+                                                     "path": sub.bundle_id, "read_only": True},))
+    kwargs = shipped_sub.run_kwargs()
+    assert kwargs["secrets"] == {"HF_TOKEN": "hf_secret_value"}
+    [volume] = kwargs["volumes"]
+    assert (volume.type, volume.mount_path, volume.path, volume.read_only) == (
+        "bucket", jobspec.TRAINING_MOUNT, sub.bundle_id, True)
 
 
 def test_preflight_runs_the_validator_on_cpu():
@@ -150,15 +164,20 @@ def test_a_tenant_or_env_hf_would_refuse_is_refused_when_built(field, value):
 
 
 # ---------------------------------------------------------------------------------------------
-# The hub command, run for real: bash unpacks the bundle and `uv run` starts the script there.
+# The hub command, run for real on the shipped files: `uv run` starts the script from the folder
+# the bucket volume mounts (here a copy of the shipped files, at a folder standing for the mount).
 
 
 def run_hub_command(sub: jobspec.Submission, tmp_path: Path) -> tuple[subprocess.CompletedProcess, Path]:
-    """Run a hub submission's command as its container would, with `uv run` replaced by this
-    Python (a stand-in on PATH); returns the result and the folder the script ran from."""
-    bin_dir, tmp, cwd = tmp_path / "bin", tmp_path / "tmp", tmp_path / "cwd"
-    for folder in (bin_dir, tmp, cwd):
+    """Run a hub submission's command on exactly the files it ships, as its container would
+    (`uv run` replaced by this Python, a stand-in on PATH); returns the result and the folder the
+    script ran from."""
+    bin_dir, mount, cwd = tmp_path / "bin", tmp_path / "mount", tmp_path / "cwd"
+    for folder in (bin_dir, mount, cwd):
         folder.mkdir()
+    for name, path in sub.ships:
+        (mount / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, mount / name)
     uv = bin_dir / "uv"
     uv.write_text(
         "#!/bin/sh\n"
@@ -170,20 +189,21 @@ def run_hub_command(sub: jobspec.Submission, tmp_path: Path) -> tuple[subprocess
     uv.chmod(0o755)
     env = {
         "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
-        "TMPDIR": str(tmp),
         "HOME": str(tmp_path),
         "CONSOLE_ARTIFACTS_DIR": str(tmp_path / "artifacts"),
         **sub.env,
         **sub.secrets,  # HF Jobs hands secrets to the container as environment variables
     }
-    proc = subprocess.run(sub.command, env=env, cwd=cwd, capture_output=True, text=True, timeout=60)
+    command = [str(mount) + arg[len(jobspec.TRAINING_MOUNT):] if arg.startswith(jobspec.TRAINING_MOUNT + "/")
+               else arg for arg in sub.command]
+    proc = subprocess.run(command, env=env, cwd=cwd, capture_output=True, text=True, timeout=60)
     ran = Path((tmp_path / "script_path").read_text().strip()) if (tmp_path / "script_path").exists() else None
     assert ran is not None, proc.stderr
     return proc, ran.parent
 
 
-def test_the_shipped_bundle_runs_the_training_script_to_its_preflight(tmp_path):
-    """The script imports the shared package from the unpacked folder and runs the dataset check
+def test_the_shipped_files_run_the_training_script_to_its_preflight(tmp_path):
+    """The script imports the shared package from the shipped folder and runs the dataset check
     (a turn with role "bot" is refused) before anything heavy."""
     rows = [
         {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]},
@@ -198,14 +218,11 @@ def test_the_shipped_bundle_runs_the_training_script_to_its_preflight(tmp_path):
     last = proc.stdout.strip().splitlines()[-1]
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert last.startswith("VERDICT: FAIL bad_dataset: invalid_rows: 1 of 2 rows do not fit sft (bad_role=1)")
-    assert folder.parent == tmp_path / "tmp" and folder.name.startswith("console-training.")
-    assert sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*.py")) == sorted(
-        decode_bundle(sub.env[jobspec.SCRIPT_ENV])
-    )
+    assert folder == tmp_path / "mount"
     assert (folder / "jobkit" / "__pycache__").is_dir()  # the package was imported from there
 
 
-def test_the_shipped_bundle_runs_the_dataset_preflight(tmp_path):
+def test_the_shipped_files_run_the_dataset_preflight(tmp_path):
     dataset = str(paths.training_dir() / "data" / "acme.jsonl")
     sub = build_submission(dataclasses.replace(REQ, kind="validate", dataset=dataset), backend_kind="hub")
     proc, folder = run_hub_command(sub, tmp_path)

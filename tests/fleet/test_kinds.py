@@ -68,11 +68,11 @@ def test_an_sft_run_keeps_the_arguments_it_always_had():
 def test_each_kind_runs_its_recipe_and_reads_back_as_it_was_asked(changes, script, expected_args, absent):
     req = TrainingRequest(**{**BASE, "hub_model_id": "org/model-x", **changes})
     sub = build_submission(req, backend_kind="hub", token="hf_x", script_dir=paths.training_dir())
-    assert f'"$d/{script}"' in sub.command[2]
-    assert set(jobspec.decode_bundle(sub.env[jobspec.SCRIPT_ENV])) >= {script, "jobkit/vram.py", "jobkit/recipe.py"}
+    assert f"{jobspec.TRAINING_MOUNT}/{script}" in sub.command
+    assert set(dict(sub.ships)) >= {script, "jobkit/vram.py", "jobkit/recipe.py"}
     args = args_of(sub)
     assert all(a in args for a in expected_args) and not any(a in args for a in absent)
-    assert ("uv run --with unsloth" in sub.command[2]) is req.unsloth  # Unsloth is not in the header
+    assert (sub.command[:4] == ["uv", "run", "--with", "unsloth"]) is req.unsloth  # not in the header
     assert sub.labels["kind"] == req.kind
     back = read_request(as_scheduled(sub))
     assert (back.kind, back.full, back.encoder, back.unsloth) == (req.kind, req.full, req.encoder, req.unsloth)

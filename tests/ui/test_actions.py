@@ -242,23 +242,26 @@ async def test_x_hands_the_terminal_to_ssh_into_the_job_and_the_app_resumes(back
         await wait_for(pilot, lambda: app.refresher.refresh_count > count)  # refreshes go on
 
 
-async def test_hub_jobs_are_kept_without_their_shipped_script(backend, cfg):
-    """A Hub submission carries its script in its environment; the console reads the job's request
-    and shows the tenant, but does not keep 17 KB of script per job in memory."""
+async def test_hub_jobs_of_older_consoles_are_kept_without_their_shipped_script(backend, cfg):
+    """Hub jobs submitted by older consoles carry their scripts in their environment; the console
+    reads the job's request and shows the tenant, but does not keep 49 KB of script per job."""
     from console import jobspec
+    from console.ship import ship
 
     request = jobspec.TrainingRequest(
         tenant="acme", dataset="ops/acme-chats", model_b=1.0, examples=500, epochs=1.0,
         flavor="l4x1", env="prod", hub_model_id="ops/adapter-acme",
     )
     sub = jobspec.build_submission(request, backend_kind="hub", token="hf_not_a_real_token")
-    kwargs = sub.scheduled_kwargs("0 3 * * 1", suspend=True)
+    sub = ship(backend.api, sub, backend.namespace)
+    old_env = {jobspec.SCRIPT_ENV: "H4sI" + "A" * 49_000}  # what an older console's job carried
+    kwargs = {**sub.scheduled_kwargs("0 3 * * 1", suspend=True), "env": old_env}
     kwargs.pop("name", None)
     sj = backend.api.create_scheduled_job(**kwargs, namespace=backend.namespace)
     job = backend.api.run_job(
         image="python:3.12",
         command=[sys.executable, "-c", "print('done')"],
-        env=dict(sub.env),
+        env=old_env,
         flavor="t4-small",
         labels={**sub.labels, "tenant": "globex"},
         namespace=backend.namespace,

@@ -17,6 +17,7 @@ from console import jobspec
 from console.backend import HUB, connect
 from console.config import Config
 from console.jobspec import TrainingRequest
+from console.ship import ship
 from console.ui.app import ConsoleApp
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="the hub wrapper is a bash script")
@@ -48,6 +49,7 @@ async def test_the_tui_on_the_hub_backend_shows_a_hub_job_its_log_and_no_metrics
     request = TrainingRequest(tenant="acme", dataset="ops/acme-chats", examples=300, epochs=1.0,
                               flavor="t4-small", max_steps=3, hub_model_id="ops/adapter-acme")
     sub = jobspec.build_submission(request, backend_kind=HUB, token=os.environ["HF_TOKEN"], script_dir=scripts)
+    sub = ship(backend.api, sub, backend.namespace)  # through the jobs-artifacts bucket, as the app does
     job = backend.api.run_job(**sub.run_kwargs(), namespace=backend.namespace)
     await wait_thread(wait_stage, backend, job.id, ("COMPLETED",), 60)
 

@@ -27,6 +27,7 @@ from console.costs import CostInputError, normalize_cron
 from console.fleet.file import FleetFile, TenantSpec
 from console.jobspec import Submission, TrainingRequest
 from console.prices import DEFAULT_TIMEOUT_BUFFER, DEFAULT_TIMEOUT_OVERHEAD_S, PriceBook
+from console.ship import ship
 
 
 @dataclass
@@ -341,7 +342,7 @@ def apply_plan(
         elif action.op == "create":
             assert action.submission is not None and action.schedule is not None
             sj = api.create_scheduled_job(
-                **action.submission.scheduled_kwargs(action.schedule, suspend=action.suspend),
+                **ship(api, action.submission, namespace).scheduled_kwargs(action.schedule, suspend=action.suspend),
                 namespace=namespace,
             )
             say(f"created {action.tenant} ({sj.id})")
@@ -362,7 +363,7 @@ def apply_plan(
             assert action.submission is not None and action.schedule is not None
             # the replacement first: if it cannot be created, the old schedule runs on unchanged
             sj = api.create_scheduled_job(
-                **action.submission.scheduled_kwargs(action.schedule, suspend=action.suspend),
+                **ship(api, action.submission, namespace).scheduled_kwargs(action.schedule, suspend=action.suspend),
                 namespace=namespace,
             )
             try:

@@ -2,6 +2,7 @@
 
 Each is one function taking the app: read-only check, what it applies to, a confirmation that
 names what will happen and what it costs, then the API call in a worker (see `console.ui.actions`).
+A submission's preflight checks its dataset for the run's kind (`jobspec.preflight_request`).
 A run trains only its own tenant's data: a submission or rerun on a dataset another tenant of the
 known fleet trains on is refused, and so is one to the Hub with no destination or no token.
 """
@@ -15,9 +16,10 @@ from typing import TYPE_CHECKING, Any
 
 from textual.worker import get_current_worker
 
-from console import jobspec
+from console import jobspec, paths
 from console.jobs import format_cost
 from console.jobspec import TrainingRequest
+from console.ship import ship
 from console.ui.actions import (
     ActionDone,
     confirm_then_run,
@@ -113,8 +115,10 @@ def _confirm_submit(app: ConsoleBase, result: SubmitResult | None) -> None:
     details = submission_details(sub, result.request.tenant, app.prices)
     if result.preflight:
         then = "the schedule is created" if result.schedule else f"the {sub.flavor} job is submitted"
+        method = jobspec.preflight_request(result.request).validates
         details.append(
-            f"first a CPU dataset preflight on {jobspec.PREFLIGHT_FLAVOR} (~$0.01); {then} only after it passes"
+            f"first a CPU dataset preflight on {jobspec.PREFLIGHT_FLAVOR} (~$0.01); {then} only after it passes; "
+            f"it checks the dataset as {method} data"
         )
     confirm_then_run(
         app,
@@ -143,14 +147,14 @@ def _submit_now(app: ConsoleBase, result: SubmitResult) -> str:
     )
     submission = jobspec.build_submission(request, **build)
     if result.preflight:
-        check = jobspec.build_submission(
-            replace(request, kind="validate", ssh=False, run_name=None, scheduled=False), **build
-        )
-        job = app.api.run_job(**check.run_kwargs(), namespace=ns)
+        # the dataset checked for the kind's method (DPO pairs, KTO labels, embedding columns...)
+        check = jobspec.build_submission(jobspec.preflight_request(request), **build)
+        job = app.api.run_job(**ship(app.api, check, ns).run_kwargs(), namespace=ns)
         app.post_message(ActionDone(f"Preflight {job.id} started for {request.tenant}", refresh=True))
         stage = _wait_terminal(app.api, job.id, ns)
         if stage != "COMPLETED":
             return f"Preflight {job.id} ended {stage}: training not submitted (see its log)"
+    submission = ship(app.api, submission, ns)  # a Hub job's scripts, through the artifacts bucket
     if result.schedule:
         sj = app.api.create_scheduled_job(**submission.scheduled_kwargs(result.schedule), namespace=ns)
         return f"Scheduled {request.tenant} ({sj.id}): {result.schedule}"
@@ -208,7 +212,7 @@ def rerun(app: ConsoleBase) -> None:
         details = submission_details(sub, request.tenant, app.prices)
 
         def run_again() -> str:
-            new = app.api.run_job(**sub.run_kwargs(), namespace=ns)
+            new = app.api.run_job(**ship(app.api, sub, ns).run_kwargs(), namespace=ns)
             return f"Rerun of {job.id}: {new.id} ({request.tenant})"
     else:
         details = [
@@ -240,20 +244,51 @@ def rerun(app: ConsoleBase) -> None:
 
 
 def save_log(app: ConsoleBase) -> None:
-    """Ask where, then write the whole log of the job on screen (read in a worker) to that file."""
+    """Ask where (by default `<data dir>/logs/<job id>.log`), ask again before overwriting a file,
+    then write the whole log of the job on screen (read in a worker) to that file."""
     job_id = app.job_view.job_id
     if not job_id:
         app.notify("No job selected", severity="warning")
         return
-    default = str(Path.cwd() / f"{job_id}.log")
+    folder = paths.data_dir() / "logs"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        folder = Path.cwd()
+    default = str(folder / f"{job_id}.log")
 
     def chosen(path: str | None) -> None:
-        if path:
-            _write_log(app, job_id, Path(path).expanduser())
+        if not path:
+            return
+        target = Path(path).expanduser()
+        if not target.exists():
+            _write_log(app, job_id, target)
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                _write_log(app, job_id, target)
+            else:
+                app.notify(f"Save log: {target} left as it was", timeout=4)
+
+        from console.ui.screens.confirm import ConfirmScreen
+
+        app.push_screen(
+            ConfirmScreen(f"Overwrite {target}?", [f"it exists ({_size(target)}); its content is replaced"],
+                          yes_label="Overwrite"),
+            answered,
+        )
 
     from console.ui.screens.prompt import PromptScreen
 
     app.push_screen(PromptScreen(f"Save the full log of {job_id} to:", default), chosen)
+
+
+def _size(path: Path) -> str:
+    try:
+        return f"{path.stat().st_size:,} bytes"
+    except OSError:
+        return "size unknown"
 
 
 def _write_log(app: ConsoleBase, job_id: str, path: Path) -> None:
