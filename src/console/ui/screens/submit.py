@@ -1,10 +1,17 @@
 """The submit form: one tenant's training job, with its cost and padded timeout before confirming.
 
-Fields: tenant, dataset, Hub repo (where the adapter is pushed), base model, model size, examples,
-epochs, flavor (with its price and fit), timeout (pre-filled with the padding rule's value and
-kept in step until edited), max steps, a CPU dataset preflight first (on by default), ssh on/off
-and an optional cron that makes it a scheduled job. The form refuses invalid input with the reason
-and only dismisses with a request that `jobspec` accepts.
+Fields: tenant, kind (`jobspec.TRAINING_KINDS`: an SFT, DPO or KTO LoRA adapter, an embedding
+model with its encoder bi | cross | sparse, or the builder model, LoRA or in full), dataset, Hub
+repo (where the weights are pushed), base model, model size, examples, epochs, flavor (with its
+price), timeout (pre-filled with the padding rule's value and kept in step until edited), max
+steps, a CPU dataset preflight first (on by default; it checks the dataset for the kind's method),
+ssh on/off and an optional cron that makes it a scheduled job. The encoder row shows for an
+embedding run only, the full fine-tune box for the builder only. The form refuses invalid input
+with the reason and only dismisses with a request that `jobspec` accepts.
+
+GPU memory: the run's estimate on the flavor (`jobspec.fit_problem`, `console.vram`) is shown under
+the cost; a run that does not fit the flavor is refused with the estimate and the cheapest flavor
+that fits, in one line.
 
 A job trains only its own tenant's data: the dataset and the Hub repo follow the tenant field
 (a tenant of the known fleet fills them from its request; any other tenant clears what the form
@@ -24,7 +31,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Input, Label, Select, Static
 
-from console import jobspec
+from console import jobspec, vram
 from console.costs import (
     CostInputError,
     describe_cron,
@@ -38,6 +45,8 @@ from console.ui import keys
 
 FOLLOW_TENANT = (("f-dataset", "dataset"), ("f-hub-model-id", "hub_model_id"))
 """The fields that belong to the tenant: (field id, TrainingRequest attribute)."""
+KIND_ROWS = (("row-encoder", "embedding"), ("row-full", "builder"))
+"""Rows that show for one kind only: (row id, the kind)."""
 
 
 @dataclass(frozen=True)
@@ -80,8 +89,8 @@ class SubmitScreen(ModalScreen[SubmitResult | None]):
         self._timeout_edited = False
         self._auto_timeout = ""
 
-    def _row(self, label: str, widget) -> Horizontal:  # noqa: ANN001
-        return Horizontal(Label(label, classes="form-label"), widget, classes="form-row")
+    def _row(self, label: str, widget, row_id: str | None = None) -> Horizontal:  # noqa: ANN001
+        return Horizontal(Label(label, classes="form-label"), widget, classes="form-row", id=row_id)
 
     def compose(self) -> ComposeResult:
         r = self.initial
@@ -89,10 +98,32 @@ class SubmitScreen(ModalScreen[SubmitResult | None]):
         for f in self.prices.gpu_flavors():
             options.append((f"{f.name} ${f.price_per_hour:.2f}/h {f.fits}", f.name))
         flavor = r.flavor if r.flavor in self.prices else options[0][1]
+        kind = r.kind if r.kind in jobspec.TRAINING_KINDS else "sft"
+        kinds = [(f"{k} ({jobspec.KIND_LABELS[k]})", k) for k in jobspec.TRAINING_KINDS]
+        encoder = r.encoder if r.encoder in jobspec.ENCODERS else jobspec.ENCODERS[0]
         with Vertical(id="submit-dialog", classes="dialog"):
             yield Static(Text("Submit a training job", style="bold"), id="submit-title")
             with VerticalScroll(id="submit-fields"):
                 yield self._row("Tenant", Input(r.tenant, id="f-tenant", compact=True))
+                yield self._row(
+                    "Kind", Select(kinds, value=kind, allow_blank=False, id="f-kind", compact=True)
+                )
+                yield self._row(
+                    "Encoder",
+                    Select(
+                        [(e, e) for e in jobspec.ENCODERS],
+                        value=encoder,
+                        allow_blank=False,
+                        id="f-encoder",
+                        compact=True,
+                    ),
+                    row_id="row-encoder",
+                )
+                yield self._row(
+                    "Weights",
+                    Checkbox("full fine-tune (every weight)", value=r.full, id="f-full", compact=True),
+                    row_id="row-full",
+                )
                 yield self._row("Dataset", Input(r.dataset, id="f-dataset", compact=True))
                 hub = self.backend_kind == "hub"
                 yield self._row(
@@ -141,7 +172,16 @@ class SubmitScreen(ModalScreen[SubmitResult | None]):
 
     def on_mount(self) -> None:
         self.query_one("#f-tenant", Input).focus()
+        self._show_kind_rows()
         self._recompute()
+
+    def _kind(self) -> str:
+        return str(self.query_one("#f-kind", Select).value)
+
+    def _show_kind_rows(self) -> None:
+        kind = self._kind()
+        for row_id, only in KIND_ROWS:
+            self.query_one(f"#{row_id}").display = kind == only
 
     # -- reading the form ------------------------------------------------------------------
 
@@ -181,6 +221,7 @@ class SubmitScreen(ModalScreen[SubmitResult | None]):
                 cron = normalize_cron(cron_text)
             except CostInputError as exc:
                 raise SubmissionError(str(exc)) from None
+        kind = self._kind()
         req = replace(
             self.initial,
             tenant=self._value("f-tenant"),
@@ -195,7 +236,9 @@ class SubmitScreen(ModalScreen[SubmitResult | None]):
             timeout_seconds=timeout,
             ssh=self.query_one("#f-ssh", Checkbox).value,
             scheduled=cron is not None,
-            kind="sft",
+            kind=kind,
+            encoder=str(self.query_one("#f-encoder", Select).value) if kind == "embedding" else None,
+            full=kind == "builder" and self.query_one("#f-full", Checkbox).value,
         )
         if not req.base_model:
             raise SubmissionError("base model is required")
@@ -203,12 +246,8 @@ class SubmitScreen(ModalScreen[SubmitResult | None]):
 
     def _build(self) -> SubmitResult:
         req, cron = self.read_request()
-        fl = self.prices.get(req.flavor)
-        if fl.max_model_b < req.model_b:
-            raise SubmissionError(
-                f"a {req.model_b:g}B model does not fit {req.flavor} ({fl.fits}); "
-                "pick a larger flavor"
-            )
+        if why := jobspec.fit_problem(req, self.prices):
+            raise SubmissionError(why)
         sub = jobspec.build_submission(
             req,
             backend_kind=self.backend_kind,
@@ -241,13 +280,24 @@ class SubmitScreen(ModalScreen[SubmitResult | None]):
         if not self._timeout_edited:
             text.append(f" {sub.timeout_rule}", style="dim")
         if result.preflight:
-            text.append(" + preflight ~$0.01", style="dim")
+            method = jobspec.preflight_request(result.request).validates
+            text.append(f" + preflight ~$0.01 ({method} data)", style="dim")
+        memory = self._memory(result.request)
+        if memory:
+            text.append(f"\nGPU memory {memory}", style="dim")
         text.append(f"\nweights to {sub.destination}", style="dim")
         if result.schedule:
             text.append(f"\nscheduled: {describe_cron(result.schedule)}", style="cyan")
         estimate.update(text)
         error.update("")
         return result
+
+    def _memory(self, req: TrainingRequest) -> str:
+        """The run's GPU-memory estimate on its flavor, in words ('' when there is none)."""
+        try:
+            return vram.fit(req.run_shape(), self.prices.get(req.flavor)).describe()
+        except (vram.FitError, KeyError):
+            return ""
 
     # -- events ----------------------------------------------------------------------------
 
@@ -279,6 +329,8 @@ class SubmitScreen(ModalScreen[SubmitResult | None]):
             box.value = self._filled[field_id] = value
 
     def on_select_changed(self, event: Select.Changed) -> None:
+        if event.select.id == "f-kind":
+            self._show_kind_rows()
         self._recompute()
 
     def on_checkbox_changed(self, event: Checkbox.Changed) -> None:

@@ -1,0 +1,131 @@
+"""Every training kind in the TUI, against the real embedded server: the submit form's kind, its
+fields and GPU-memory fit, the preflight that checks the kind's data, and the kinds in the jobs
+table."""
+
+from __future__ import annotations
+
+from tests.ui.conftest import wait_for
+from textual.widgets import Checkbox, Input, Select
+
+from console import jobspec, paths
+from console.jobspec import TrainingRequest
+from console.prices import shipped_price_book
+from console.ui.app import ConsoleApp
+from console.ui.screens.confirm import ConfirmScreen
+from console.ui.screens.submit import SubmitScreen
+
+DATA = paths.training_dir() / "data"
+HOOLI = str(DATA / "hooli.jsonl")  # DPO pairs: prompt, chosen, rejected
+
+
+def _notes(app) -> list[str]:
+    return [str(n.message) for n in app._notifications]
+
+
+async def _type(pilot, widget: Input, text: str) -> None:
+    widget.value = ""
+    widget.focus()
+    await pilot.pause()
+    for ch in text:
+        await pilot.press(ch if ch != " " else "space")
+    await pilot.pause()
+
+
+async def _pick(pilot, form: SubmitScreen, select_id: str, value: str) -> None:
+    form.query_one(f"#{select_id}", Select).value = value
+    await pilot.pause(0.05)
+
+
+def _error(form: SubmitScreen) -> str:
+    return str(form.query_one("#submit-error").render())
+
+
+def _estimate(form: SubmitScreen) -> str:
+    return str(form.query_one("#submit-estimate").render())
+
+
+async def test_the_form_follows_the_kind_and_refuses_a_model_that_does_not_fit(backend, cfg):
+    app = ConsoleApp(cfg, backend, refresh_seconds=0.3, stream_metrics=False)
+    async with app.run_test(size=(100, 40)) as pilot:
+        await wait_for(pilot, lambda: app.refresher.refresh_count > 0)
+        await pilot.press("s")
+        await wait_for(pilot, lambda: isinstance(app.screen, SubmitScreen))
+        form = app.screen
+        await _type(pilot, form.query_one("#f-tenant", Input), "stark")
+        await _type(pilot, form.query_one("#f-dataset", Input), str(DATA / "stark.jsonl"))
+        # an SFT run: neither the encoder nor the full fine-tune is asked for
+        assert not form.query_one("#row-encoder").display and not form.query_one("#row-full").display
+        await _pick(pilot, form, "f-kind", "embedding")
+        assert form.query_one("#row-encoder").display and not form.query_one("#row-full").display
+        await _pick(pilot, form, "f-encoder", "cross")
+        assert "embedding data" in _estimate(form) and "GB on" in _estimate(form)
+        request, _ = form.read_request()
+        assert (request.kind, request.encoder, request.full) == ("embedding", "cross", False)
+
+        # an 8B LoRA on a T4 (16 GB, fp16): refused in one line, with a flavor that fits
+        await _pick(pilot, form, "f-kind", "sft")
+        await _pick(pilot, form, "f-flavor", "t4-small")
+        await _type(pilot, form.query_one("#f-model-b", Input), "8")
+        error = _error(form)
+        expected = jobspec.fit_problem(
+            TrainingRequest(tenant="stark", dataset="x", model_b=8.0, flavor="t4-small"), shipped_price_book()
+        )
+        assert expected and error == expected and "\n" not in error
+        assert "t4-small has 16 GB" in error and "the cheapest flavor that fits:" in error
+        await pilot.press("ctrl+s")
+        await pilot.pause(0.1)
+        assert isinstance(app.screen, SubmitScreen)
+        assert any("Not submitted" in n and "t4-small" in n for n in _notes(app))
+        await _pick(pilot, form, "f-flavor", "l40sx1")
+        assert _error(form) == "" and "fits" in _estimate(form)
+
+        # the builder: the full fine-tune box shows; a full 13B fine-tune does not fit an A100 80 GB
+        await _pick(pilot, form, "f-kind", "builder")
+        assert form.query_one("#row-full").display and not form.query_one("#row-encoder").display
+        await _type(pilot, form.query_one("#f-model-b", Input), "13")
+        await _pick(pilot, form, "f-flavor", "a100-large")
+        assert _error(form) == ""  # LoRA of 13B fits
+        form.query_one("#f-full", Checkbox).value = True
+        await pilot.pause(0.05)
+        assert _error(form).startswith("a full fine-tune of a 13B model")
+        assert "the cheapest flavor that fits: h200" in _error(form)
+        request, _ = form.read_request()
+        assert (request.kind, request.full) == ("builder", True)
+        await pilot.press("escape")
+
+
+async def test_a_dpo_submission_is_preflighted_as_dpo_data_and_runs_the_dpo_recipe(backend, cfg):
+    app = ConsoleApp(cfg, backend, refresh_seconds=0.3, stream_metrics=False)
+    async with app.run_test(size=(100, 40)) as pilot:
+        await wait_for(pilot, lambda: app.refresher.refresh_count > 0)
+        await pilot.press("s")
+        await wait_for(pilot, lambda: isinstance(app.screen, SubmitScreen))
+        form = app.screen
+        await _type(pilot, form.query_one("#f-tenant", Input), "hooli")
+        await _type(pilot, form.query_one("#f-dataset", Input), HOOLI)
+        await _pick(pilot, form, "f-kind", "dpo")
+        await _type(pilot, form.query_one("#f-max-steps", Input), "1")
+        assert _error(form) == ""
+        assert "preflight ~$0.01 (dpo data)" in _estimate(form)
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        shown = " ".join(str(s.render()) for s in app.screen.query("Static"))
+        assert "dpo on" in shown and "it checks the dataset as dpo data" in shown
+        await pilot.press("y")
+        await wait_for(
+            pilot,
+            lambda: any(n.startswith("Submitted") for n in _notes(app)),
+            timeout=30,
+            what="the submit notification",
+        )
+        jobs = {j.labels["kind"]: j for j in backend.api.list_jobs(namespace=backend.namespace)}
+        assert sorted(jobs) == ["dpo", "validate"]
+        check, train = jobs["validate"], jobs["dpo"]
+        backend.api.cancel_job(job_id=train.id, namespace=backend.namespace)
+        # the preflight checked the dataset as DPO pairs, and passed
+        assert check.status.stage == "COMPLETED"
+        assert jobspec.script_args_of(list(check.command))[-2:] == ["--method", "dpo"]
+        assert str(paths.training_dir() / "dpo_lora.py") in train.command
+        # the jobs table shows both, each with its kind
+        await wait_for(pilot, lambda: train.id in app.jobs_table.rows_by_id, what="the dpo row")
+        assert app.jobs_table.rows_by_id[train.id].kind == "dpo"
