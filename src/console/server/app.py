@@ -12,8 +12,15 @@ Routes (all under a bearer token; anything else is 401):
 - ``GET  /api/jobs/{ns}/{id}/metrics``                      SSE ``event: metric`` once a second
 - ``POST /api/jobs/{ns}/{id}/cancel`` | ``/duplicate``; ``PUT .../labels`` | ``.../expose``
 - ``/api/scheduled-jobs/{ns}[/{id}[/suspend|resume|schedule|run|labels]]``
+- ``GET  /openapi.json`` (no token needed)                 the OpenAPI description of the jobs
+  routes above (:mod:`console.server.openapi`)
 - the bucket calls of Jobs artifacts and volumes (:mod:`console.server.bucket_routes`) and the
   Xet CAS behind them (:mod:`console.server.xetcas`, under its own short-lived tokens)
+
+Bad input (a wrong JSON type, NaN, a name with a trailing newline, a cron that never fires, an
+out-of-range cursor, too many label filters, JSON nested too deeply, ...) is a 400 whose JSON
+``{"error": ...}`` names the field, with nothing written. Anything unforeseen is a JSON 500, logged,
+with the connection kept.
 
 Requests the server cannot honour (Space images, webhooks, other bucket calls, ...) get a 4xx (501
 for webhooks) whose message names what is unsupported.
@@ -25,6 +32,7 @@ import asyncio
 import errno
 import hmac
 import json
+import logging
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -42,6 +50,7 @@ from console.server import paths
 from console.server.bucket_routes import bucket_routes
 from console.server.core import JobsService
 from console.server.metrics import TreeSampler
+from console.server.openapi import openapi_doc
 from console.server.store import TERMINAL_STAGES
 from console.server.wire import (
     ApiError,
@@ -62,6 +71,11 @@ _SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 Handler = Callable[[Request], Awaitable[Response]]
 MAX_BODY_BYTES = 8 * 1024 * 1024
 """The largest request body read (a job spec with its environment is a few KB; 413 beyond)."""
+MAX_LABEL_FILTERS = 50
+"""The most `label=` filters one list request may carry (each is a join in SQL)."""
+MAX_CURSOR = 2**63 - 1
+"""A cursor is a row number: SQLite's integers end here."""
+log = logging.getLogger("console.server.app")
 
 
 def disk_full(exc: BaseException) -> bool:
@@ -72,6 +86,8 @@ def disk_full(exc: BaseException) -> bool:
 
 
 def _error(status: int, message: str) -> JSONResponse:
+    if len(message) > 2000:  # a message may quote what was sent: never echo megabytes back
+        message = message[:2000] + "..."
     header = message.encode("ascii", "replace").decode("ascii").replace("\n", " ")[:500]
     return JSONResponse({"error": message}, status_code=status,
                         headers={"X-Error-Message": header})
@@ -102,11 +118,42 @@ def create_app(service: JobsService, token: str) -> Any:
             except ApiError as exc:
                 return _error(exc.status, exc.message)
             except (sqlite3.Error, OSError) as exc:
-                if not disk_full(exc):
-                    raise
-                return _error(507, "disk full: the Jobs server cannot write its state; free space in its data folder")
+                if disk_full(exc):
+                    return _error(507, "disk full: the Jobs server cannot write its state; free "
+                                  "space in its data folder")
+                return _internal(request, exc)
+            except Exception as exc:  # a bug: answered in JSON, logged, the connection kept
+                return _internal(request, exc)
 
         return handler
+
+    def _internal(request: Request, exc: BaseException) -> Response:
+        log.error("%s %s failed", request.method, request.url.path, exc_info=exc)
+        return _error(500, f"internal error in the local Jobs server ({type(exc).__name__}); "
+                      "see `console server logs`")
+
+    def labels_filter(request: Request) -> dict[str, str]:
+        items = request.query_params.getlist("label")
+        if len(items) > MAX_LABEL_FILTERS:
+            raise ApiError(400, f"label: at most {MAX_LABEL_FILTERS} label filters, got {len(items)}")
+        labels: dict[str, str] = {}
+        for item in items:
+            key, sep, value = item.partition("=")
+            if not sep or not key:
+                raise ApiError(400, f"label filter {item!r:.200} must be key=value")
+            labels[key] = value
+        return labels
+
+    def whole_number(params: Any, name: str, low: int, high: int) -> int | None:
+        text = params.get(name)
+        if text is None:
+            return None
+        if not (text.isascii() and text.lstrip("-").isdigit()) or len(text) > 25:
+            raise ApiError(400, f"{name} must be a whole number from {low} to {high}")
+        value = int(text)
+        if not low <= value <= high:
+            raise ApiError(400, f"{name} must be a whole number from {low} to {high}")
+        return value
 
     async def body_json(request: Request) -> Any:
         declared = request.headers.get("content-length", "")
@@ -125,6 +172,8 @@ def create_app(service: JobsService, token: str) -> Any:
             return json.loads(raw)
         except ValueError:
             raise ApiError(400, "the request body is not valid JSON") from None
+        except RecursionError:
+            raise ApiError(400, "the request body is nested too deeply") from None
 
     def job_out(job: Any) -> dict[str, Any]:
         return service.present(job)
@@ -150,18 +199,11 @@ def create_app(service: JobsService, token: str) -> Any:
                 job = service.get_job(job.id)
             return _Json(job_out(job))
         params = request.query_params
-        stages = [s.upper() for s in params.getlist("stage")]
-        labels: dict[str, str] = {}
-        for item in params.getlist("label"):
-            key, sep, value = item.partition("=")
-            if not sep or not key:
-                raise ApiError(400, f"label filter {item!r} must be key=value")
-            labels[key] = value
-        try:
-            limit = min(PAGE_SIZE, max(1, int(params.get("limit", PAGE_SIZE))))
-            cursor = int(params["cursor"]) if "cursor" in params else None
-        except ValueError:
-            raise ApiError(400, "limit and cursor must be whole numbers") from None
+        stages = list(dict.fromkeys(s.upper()[:40] for s in params.getlist("stage")))
+        labels = labels_filter(request)
+        limit = whole_number(params, "limit", 1, 10**9)
+        limit = PAGE_SIZE if limit is None else min(PAGE_SIZE, limit)
+        cursor = whole_number(params, "cursor", 0, MAX_CURSOR)
         body, next_cursor = service.list_jobs_page(
             stages=stages, labels=labels, before_seq=cursor, limit=limit
         )
@@ -195,13 +237,7 @@ def create_app(service: JobsService, token: str) -> Any:
     async def job_logs(request: Request) -> Response:
         job_id = request.path_params["job_id"]
         service.get_job(job_id)
-        tail_text = request.query_params.get("tail")
-        try:
-            tail = int(tail_text) if tail_text is not None else None
-        except ValueError:
-            raise ApiError(400, "tail must be a whole number") from None
-        if tail is not None and tail < 0:
-            raise ApiError(400, "tail must be zero or more")
+        tail = whole_number(request.query_params, "tail", 0, 10**9)
         return StreamingResponse(
             _log_events(service, job_id, tail), media_type="text/event-stream",
             headers=_SSE_HEADERS,
@@ -222,12 +258,7 @@ def create_app(service: JobsService, token: str) -> Any:
     async def scheduled_collection(request: Request) -> Response:
         if request.method == "POST":
             return _Json(scheduled_job_json(service.create_scheduled(await body_json(request))))
-        labels: dict[str, str] = {}
-        for item in request.query_params.getlist("label"):
-            key, sep, value = item.partition("=")
-            if not sep or not key:
-                raise ApiError(400, f"label filter {item!r} must be key=value")
-            labels[key] = value
+        labels = labels_filter(request)
         return StreamingResponse(service.scheduled_listing(labels), media_type="application/json")
 
     async def scheduled_item(request: Request) -> Response:
@@ -280,8 +311,13 @@ def create_app(service: JobsService, token: str) -> Any:
             "(it serves jobs, scheduled jobs, hardware, whoami and the bucket calls of Jobs)",
         )
 
+    async def openapi(request: Request) -> Response:
+        base = f"{request.url.scheme}://{request.url.netloc}"
+        return _Json(openapi_doc(service.namespace, base))
+
     all_methods = ["GET", "POST", "PUT", "DELETE", "PATCH", "HEAD"]
     routes = [
+        Route("/openapi.json", openapi, methods=["GET"]),
         Route("/api/whoami-v2", guarded(whoami), methods=["GET"]),
         Route("/api/jobs/hardware", guarded(hardware), methods=["GET"]),
         Route("/api/jobs/{namespace}", guarded(jobs_collection), methods=["GET", "POST"]),

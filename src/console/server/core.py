@@ -33,6 +33,7 @@ from console.server.wire import (
     ApiError,
     dumps_bytes,
     job_json,
+    parse_flag,
     parse_labels,
     scheduled_job_json,
 )
@@ -148,7 +149,9 @@ class JobsService:
         job = self._job(job_id)
         if job.stage in TERMINAL_STAGES:
             raise ApiError(400, f"job {job_id} has finished ({job.stage}): nothing to expose")
-        expose = parse_expose(body if isinstance(body, dict) else {})
+        if body is not None and not isinstance(body, dict):
+            raise ApiError(400, 'the body must be {"ports": [...], "portsPublic": [...]}')
+        expose = parse_expose(body or {})
         spec = {k: v for k, v in job.spec.items() if k != "expose"}
         if expose:
             spec["expose"] = expose
@@ -292,8 +295,11 @@ class JobsService:
             raise ApiError(400, "the body must be a JSON object")
         schedule = body.get("schedule")
         self._check_schedule(schedule)
+        if not isinstance(body.get("jobSpec"), dict):
+            raise ApiError(400, "jobSpec must be a JSON object (the job to run)")
         spec, secrets = parse_spec(body.get("jobSpec"))
-        suspend = bool(body.get("suspend", False))
+        suspend = parse_flag(body.get("suspend"), "suspend")
+        concurrency = parse_flag(body.get("concurrency"), "concurrency")
         now = time.time()
         sj = ScheduledJobRecord(
             id=new_id(),
@@ -303,7 +309,7 @@ class JobsService:
             spec=spec,
             secrets=secrets,
             suspend=suspend,
-            concurrency=bool(body.get("concurrency", False)),
+            concurrency=concurrency,
             next_run_at=None if suspend else next_run_after(schedule, now),
         )
         self.store.insert_scheduled(sj)
@@ -312,12 +318,20 @@ class JobsService:
 
     @staticmethod
     def _check_schedule(schedule: Any) -> None:
-        if not isinstance(schedule, str) or not is_valid_schedule(schedule):
+        if not isinstance(schedule, str):
+            raise ApiError(400, "schedule must be a cron expression (a string)")
+        if len(schedule) > 200 or not is_valid_schedule(schedule):
             raise ApiError(
                 400,
-                f"invalid schedule {schedule!r}: use @hourly/@daily/@weekly/@monthly/@yearly, a "
-                "5-field cron expression, or 6 fields with seconds first",
+                f"schedule: invalid schedule {schedule!r:.120}: use @hourly/@daily/@weekly/@monthly/"
+                "@yearly, a 5-field cron expression, or 6 fields with seconds first",
             )
+        try:
+            next_run_after(schedule, time.time())
+        except Exception:  # croniter: "failed to find next date" (30 February, 31 April, ...)
+            raise ApiError(
+                400, f"schedule: {schedule!r} never fires (no such date, e.g. 30 February)"
+            ) from None
 
     def list_scheduled(self, labels: dict[str, str]) -> list[ScheduledJobRecord]:
         return list(self._scheduled_matching(labels))

@@ -16,8 +16,8 @@ from typing import Any
 from console.server.volumes import parse_volumes
 from console.server.wire import ApiError, parse_job_spec
 
-_GROUP_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,44}[a-z0-9])?$")
-_ALIAS_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,32}[a-z0-9])?$")
+_GROUP_RE = re.compile(r"[a-z0-9]([a-z0-9-]{0,44}[a-z0-9])?\Z")
+_ALIAS_RE = re.compile(r"[a-z0-9]([a-z0-9-]{0,32}[a-z0-9])?\Z")
 
 
 def parse_ports(value: Any, what: str) -> list[int]:
@@ -25,6 +25,8 @@ def parse_ports(value: Any, what: str) -> list[int]:
         return []
     if not isinstance(value, list) or not all(isinstance(p, int) and not isinstance(p, bool) for p in value):
         raise ApiError(400, f"{what} must be a list of port numbers")
+    if len(value) > 100:
+        raise ApiError(400, f"{what}: at most 100 ports")
     bad = [p for p in value if not 1 <= p <= 65535]
     if bad:
         raise ApiError(400, f"{what}: {bad[0]} is not a port number (1-65535)")
@@ -66,6 +68,7 @@ def parse_extras(body: dict[str, Any]) -> dict[str, Any]:
     group_id = body.get("resourceGroupId")
     if group_id:
         if not isinstance(group_id, str) or not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", group_id):
+            group_id = group_id if isinstance(group_id, (str, int, float)) else type(group_id).__name__
             raise ApiError(400, f"resourceGroupId {group_id!r} is not a resource group id")
         out["resourceGroupId"] = group_id
     return out

@@ -59,7 +59,7 @@ def parse_volumes(value: Any) -> list[dict[str, Any]]:
         if not isinstance(vol, dict):
             raise ApiError(400, f"{where} must be an object")
         kind = vol.get("type") or "model"
-        if kind not in KINDS:
+        if not isinstance(kind, str) or kind not in KINDS:
             raise ApiError(400, f"{where}: type {kind!r} is not one of {', '.join(KINDS)}")
         source = vol.get("source")
         if not isinstance(source, str):
@@ -79,7 +79,7 @@ def parse_volumes(value: Any) -> list[dict[str, Any]]:
             if not isinstance(sub, str):
                 raise ApiError(400, f"{where}: path must be a folder inside the {kind}")
             entry["path"] = check_path(sub.strip("/"))
-        if isinstance(vol.get("revision"), str):
+        if isinstance(vol.get("revision"), str) and "\0" not in vol["revision"]:
             entry["revision"] = vol["revision"]
         out.append(entry)
     return out

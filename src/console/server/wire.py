@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 import time
 from datetime import UTC, datetime
@@ -26,11 +27,14 @@ KNOWN_FLAVORS = {f.name: f for f in SHIPPED_FLAVORS}
 # huggingface_hub 2.4 (`update_job_labels`): "Both keys and values must be max 100 characters and
 # contain only alphanumeric characters, dashes, and underscores"; a job's `name` is a label too,
 # and is also stored as a tag, with the same characters. HF answers anything else with a 400.
-_LABEL_RE = re.compile(r"^[A-Za-z0-9_-]{1,100}$")
-_LABEL_VALUE_RE = re.compile(r"^[A-Za-z0-9_-]{0,100}$")
+# (`\Z`, not `$`: `$` also matches before a trailing newline, and "A\n" is no variable name.)
+_LABEL_RE = re.compile(r"[A-Za-z0-9_-]{1,100}\Z")
+_LABEL_VALUE_RE = re.compile(r"[A-Za-z0-9_-]{0,100}\Z")
 _LABEL_RULE = "only alphanumeric characters, dashes and underscores, at most 100 characters"
-_ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,255}\Z")
 MAX_TIMEOUT_SECONDS = 7 * 24 * 3600
+MAX_ENTRIES = 1000
+"""The most entries of one environment, secrets, labels, command or arguments list."""
 
 
 class ApiError(Exception):
@@ -87,23 +91,62 @@ def whoami_json(namespace: str) -> dict[str, Any]:
 # Incoming
 
 
-def _expect_dict_of_str(
-    value: Any, what: str, *, allow_none_values: bool = False
-) -> dict[str, str]:
+def _check_text(value: str, what: str) -> str:
+    """A string a process can be given: no NUL (exec refuses it, so the job could never start)."""
+    if "\0" in value:
+        raise ApiError(400, f"{what}: contains a NUL character")
+    return value
+
+
+def _expect_str_list(value: Any, what: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise ApiError(400, f"{what} must be a list of strings")
+    if len(value) > MAX_ENTRIES:
+        raise ApiError(400, f"{what}: at most {MAX_ENTRIES} items")
+    for i, item in enumerate(value):
+        _check_text(item, f"{what}[{i}]")
+    return list(value)
+
+
+def _expect_dict_of_str(value: Any, what: str) -> dict[str, str]:
+    """An object whose values are strings (numbers and booleans, which HF's clients never send
+    here, are refused too: a label `5` and a label `"5"` must not both exist)."""
     if value is None:
         return {}
     if not isinstance(value, dict):
         raise ApiError(400, f"{what} must be an object of string values")
+    if len(value) > MAX_ENTRIES:
+        raise ApiError(400, f"{what}: at most {MAX_ENTRIES} entries")
     out: dict[str, str] = {}
     for key, val in value.items():
-        if not isinstance(key, str):
-            raise ApiError(400, f"{what}: keys must be strings")
-        if val is None and not allow_none_values:
-            raise ApiError(400, f"{what}: {key!r} has no value")
-        if isinstance(val, (dict, list)):
-            raise ApiError(400, f"{what}: {key!r} must be a string")
-        out[key] = "" if val is None else str(val)
+        if val is None:
+            raise ApiError(400, f"{what}.{key}: has no value")
+        if not isinstance(val, str):
+            raise ApiError(400, f"{what}.{key}: must be a string, not {type(val).__name__}")
+        out[key] = _check_text(val, f"{what}.{key}")
     return out
+
+
+def parse_flag(value: Any, what: str, default: bool = False) -> bool:
+    """A true/false field (absent or null: `default`); anything else is a 400 naming it."""
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise ApiError(400, f"{what} must be true or false")
+    return value
+
+
+def parse_timeout(value: Any, what: str = "timeoutSeconds") -> int:
+    """Seconds from 1 to 7 days; NaN, infinities, booleans and strings are a 400 naming it."""
+    if value is None:
+        return HF_DEFAULT_TIMEOUT_SECONDS
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ApiError(400, f"{what} must be a number of seconds")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ApiError(400, f"{what} must be a finite number of seconds, not {value}")
+    if not 1 <= value <= MAX_TIMEOUT_SECONDS:
+        raise ApiError(400, f"{what} must be from 1 to {MAX_TIMEOUT_SECONDS}")
+    return int(value)
 
 
 def parse_labels(value: Any) -> dict[str, str]:
@@ -124,6 +167,8 @@ def parse_tags(value: Any) -> list[str]:
         return []
     if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
         raise ApiError(400, "tags must be a list of strings")
+    if len(value) > MAX_ENTRIES:
+        raise ApiError(400, f"tags: at most {MAX_ENTRIES}")
     for tag in value:
         if not _LABEL_RE.match(tag):
             raise ApiError(400, f"tags: invalid tag {tag!r}: {_LABEL_RULE} (at least 1)")
@@ -134,38 +179,37 @@ def parse_job_spec(body: Any) -> tuple[dict[str, Any], dict[str, str]]:
     """Check a submitted job spec; return (spec without secrets, secrets)."""
     if not isinstance(body, dict):
         raise ApiError(400, "the job spec must be a JSON object")
-    if body.get("spaceId"):
+    if body.get("spaceId") not in (None, ""):
         raise ApiError(
             400,
             "Space images (spaceId) are not supported by the local Jobs server: "
             "use a Docker image name and a command",
         )
-    if body.get("arch") not in (None, "", "amd64", "x86_64", "arm64"):
+    arch = body.get("arch")
+    if not (arch is None or (isinstance(arch, str) and arch in ("", "amd64", "x86_64", "arm64"))):
         raise ApiError(400, f"arch {body.get('arch')!r} is not supported by the local Jobs server")
 
     command = body.get("command")
-    if not isinstance(command, list) or not command or not all(isinstance(c, str) for c in command):
+    if not isinstance(command, list) or not command:
         raise ApiError(400, "command must be a non-empty list of strings")
-    arguments = body.get("arguments") or []
-    if not isinstance(arguments, list) or not all(isinstance(a, str) for a in arguments):
-        raise ApiError(400, "arguments must be a list of strings")
+    command = _expect_str_list(command, "command")
+    arguments = body.get("arguments")
+    arguments = _expect_str_list([] if arguments is None else arguments, "arguments")
     image = body.get("dockerImage")
     if not isinstance(image, str) or not image:
         raise ApiError(400, "dockerImage is required (the local server records it but runs the "
                        "command on the host)")
+    _check_text(image, "dockerImage")
 
-    flavor = body.get("flavor") or "cpu-basic"
+    flavor = body.get("flavor")
+    flavor = "cpu-basic" if flavor in (None, "") else flavor
+    if not isinstance(flavor, str):
+        raise ApiError(400, f"flavor must be a flavor name (a string), not {type(flavor).__name__}")
     if flavor not in KNOWN_FLAVORS:
-        raise ApiError(400, f"unknown flavor {flavor!r}; known: {', '.join(KNOWN_FLAVORS)}")
+        raise ApiError(400, f"flavor: unknown flavor {flavor!r}; known: {', '.join(KNOWN_FLAVORS)}")
 
-    timeout = body.get("timeoutSeconds", body.get("timeout"))
-    if timeout is None:
-        timeout = HF_DEFAULT_TIMEOUT_SECONDS
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
-        raise ApiError(400, "timeoutSeconds must be a number of seconds")
-    timeout = int(timeout)
-    if not 1 <= timeout <= MAX_TIMEOUT_SECONDS:
-        raise ApiError(400, f"timeoutSeconds must be from 1 to {MAX_TIMEOUT_SECONDS}")
+    field = "timeoutSeconds" if body.get("timeoutSeconds") is not None else "timeout"
+    timeout = parse_timeout(body.get(field), field)
 
     attempts = body.get("attempts", 1)
     if isinstance(attempts, bool) or not isinstance(attempts, int) or not 1 <= attempts <= 10:
@@ -173,12 +217,17 @@ def parse_job_spec(body: Any) -> tuple[dict[str, Any], dict[str, str]]:
 
     env = _expect_dict_of_str(body.get("environment"), "environment")
     secrets = _expect_dict_of_str(body.get("secrets"), "secrets")
-    for name in (*env, *secrets):
-        if not _ENV_NAME_RE.match(name):
-            raise ApiError(400, f"{name!r} is not a valid environment variable name")
+    for what, names in (("environment", env), ("secrets", secrets)):
+        for name in names:
+            if not _ENV_NAME_RE.match(name):
+                raise ApiError(400, f"{what}: {name!r} is not a valid environment variable name "
+                               "(letters, digits and '_', not starting with a digit)")
     labels = parse_labels(body.get("labels"))
-    ssh = body.get("ssh") or {}
-    ssh_enabled = bool(ssh.get("enabled")) if isinstance(ssh, dict) else bool(ssh)
+    ssh = body.get("ssh")
+    if isinstance(ssh, dict):
+        ssh_enabled = parse_flag(ssh.get("enabled"), "ssh.enabled")
+    else:
+        ssh_enabled = parse_flag(ssh, "ssh")
     tags = parse_tags(body.get("tags"))
 
     spec: dict[str, Any] = {

@@ -44,7 +44,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-HASH_RE = re.compile(r"^[0-9a-f]{64}$")
+HASH_RE = re.compile(r"[0-9a-f]{64}\Z")
 EMPTY_FILE_HASH = "0" * 64
 """What hf_xet answers for an empty file: it uploads nothing for it."""
 TOKEN_SECONDS = 3600

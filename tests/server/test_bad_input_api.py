@@ -1,0 +1,233 @@
+"""Bad input to the Jobs API: each is a 400 whose JSON error names the field, and nothing changes.
+
+Every case here used to be a bare 500 (and a dropped keep-alive connection), or was accepted and
+stored: NaN / Infinity timeouts, wrong JSON types, a cron that parses but never fires, an
+over-large cursor, a thousand label filters, env and secret names with a trailing newline, JSON
+nested 100,000 deep.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from jobs_helpers import NAMESPACE, make_server
+
+from console.server import LocalServer
+
+SPEC = {"dockerImage": "python:3.12", "command": ["sleep", "30"]}
+
+
+@pytest.fixture(scope="module")
+def srv() -> Iterator[LocalServer]:
+    server = make_server()
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def client(srv: LocalServer) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=srv.url, headers={"Authorization": f"Bearer {srv.token}"},
+                      timeout=30) as c:
+        yield c
+
+
+def _state(client: httpx.Client) -> tuple[bytes, bytes]:
+    jobs = client.get(f"/api/jobs/{NAMESPACE}")
+    scheduled = client.get(f"/api/scheduled-jobs/{NAMESPACE}")
+    assert jobs.status_code == scheduled.status_code == 200
+    return jobs.content, scheduled.content
+
+
+def _spec(**extra: object) -> str:
+    return json.dumps({**SPEC, **extra})
+
+
+def _raw_spec(fragment: str) -> str:
+    """A spec with a raw JSON fragment (NaN and Infinity are not expressible with json.dumps)."""
+    return _spec()[:-1] + "," + fragment + "}"
+
+
+JOB_CASES = {
+    "NaN timeout": (_raw_spec('"timeoutSeconds": NaN'), "timeoutSeconds"),
+    "Infinity timeout": (_raw_spec('"timeoutSeconds": Infinity'), "timeoutSeconds"),
+    "-Infinity timeout": (_raw_spec('"timeout": -Infinity'), "timeout"),
+    "1e400 timeout": (_raw_spec('"timeoutSeconds": 1e400'), "timeoutSeconds"),
+    "string timeout": (_spec(timeoutSeconds="3600"), "timeoutSeconds"),
+    "flavor list": (_spec(flavor=["cpu-basic"]), "flavor"),
+    "flavor object": (_spec(flavor={"name": "cpu-basic"}), "flavor"),
+    "flavor number": (_spec(flavor=7), "flavor"),
+    "expose list": (_spec(expose=[8000]), "expose"),
+    "expose ports string": (_spec(expose={"ports": "8000"}), "expose.ports"),
+    "expose port bool": (_spec(expose={"ports": [True]}), "expose.ports"),
+    "expose port 0": (_spec(expose={"portsPublic": [0]}), "expose.portsPublic"),
+    "labels list": (_spec(labels=["a"]), "labels"),
+    "label value number": (_spec(labels={"team": 5}), "labels.team"),
+    "label value null": (_spec(labels={"team": None}), "labels.team"),
+    "label value object": (_spec(labels={"team": {"a": 1}}), "labels.team"),
+    "label key newline": (_spec(labels={"team\n": "a"}), "labels"),
+    "label value newline": (_spec(labels={"team": "a\n"}), "labels.team"),
+    "env name newline": (_spec(environment={"HF_HOME\n": "x"}), "environment"),
+    "secret name newline": (_spec(secrets={"HF_TOKEN\n": "x"}), "secrets"),
+    "env value number": (_spec(environment={"N": 1}), "environment.N"),
+    "env value NUL": (_spec(environment={"N": "a\x00b"}), "environment.N"),
+    "command NUL": (_spec(command=["sleep\x00", "1"]), "command[0]"),
+    "command number": (_spec(command=[1]), "command"),
+    "arguments object": (_spec(arguments={"a": 1}), "arguments"),
+    "tags newline": (_spec(tags=["a\n"]), "tags"),
+    "ssh string": (_spec(ssh="yes"), "ssh"),
+    "ssh enabled string": (_spec(ssh={"enabled": "yes"}), "ssh.enabled"),
+    "attempts float": (_spec(attempts=2.5), "attempts"),
+    "arch list": (_spec(arch=["amd64"]), "arch"),
+    "volume type list": (_spec(volumes=[{"type": ["bucket"], "source": "a/b",
+                                         "mountPath": "/data"}]), "volumes[0]"),
+    "network aliases string": (_spec(network={"group": "g", "aliases": "a"}), "network.aliases"),
+    "network group newline": (_spec(network={"group": "g\n"}), "network.group"),
+    "resource group object": (_spec(resourceGroupId={"a": 1}), "resourceGroupId"),
+    "a thousand and one env vars": (_spec(environment={f"V{i}": "x" for i in range(1001)}),
+                                    "environment"),
+    "nested 100,000 deep": ("[" * 100_000 + "]" * 100_000, "nested"),
+    "nested object": ('{"a":' * 100_000 + "1" + "}" * 100_000, "nested"),
+    "not an object": ("[1, 2]", "job spec"),
+}
+
+
+@pytest.mark.parametrize("body,field", JOB_CASES.values(), ids=JOB_CASES.keys())
+def test_a_bad_job_spec_is_a_400_naming_the_field_and_runs_nothing(client, body, field):
+    before = _state(client)
+    resp = client.post(f"/api/jobs/{NAMESPACE}", content=body,
+                       headers={"content-type": "application/json"})
+    assert resp.status_code == 400, resp.text[:300]
+    message = resp.json()["error"]
+    assert field in message, message
+    assert _state(client) == before
+
+
+SCHEDULE_CASES = {
+    "30 February": ({"schedule": "0 0 30 2 *", "jobSpec": SPEC}, "schedule"),
+    "31 April": ({"schedule": "0 12 31 4 *", "jobSpec": SPEC}, "schedule"),
+    "31 February or April": ({"schedule": "0 0 31 2,4 *", "jobSpec": SPEC}, "schedule"),
+    "schedule number": ({"schedule": 5, "jobSpec": SPEC}, "schedule"),
+    "schedule newline": ({"schedule": "@daily\n@hourly", "jobSpec": SPEC}, "schedule"),
+    "schedule 10k chars": ({"schedule": "* " * 5000, "jobSpec": SPEC}, "schedule"),
+    "suspend string": ({"schedule": "@daily", "jobSpec": SPEC, "suspend": "no"}, "suspend"),
+    "concurrency number": ({"schedule": "@daily", "jobSpec": SPEC, "concurrency": 1},
+                           "concurrency"),
+    "jobSpec missing": ({"schedule": "@daily"}, "jobSpec"),
+    "jobSpec NaN timeout": ({"schedule": "@daily", "jobSpec": {**SPEC, "timeout": float("nan")}},
+                            "timeout"),
+    "jobSpec flavor list": ({"schedule": "@daily", "jobSpec": {**SPEC, "flavor": []}}, "flavor"),
+}
+
+
+@pytest.mark.parametrize("body,field", SCHEDULE_CASES.values(), ids=SCHEDULE_CASES.keys())
+def test_a_bad_scheduled_job_is_a_400_naming_the_field_and_schedules_nothing(client, body, field):
+    before = _state(client)
+    resp = client.post(f"/api/scheduled-jobs/{NAMESPACE}", content=json.dumps(body),
+                       headers={"content-type": "application/json"})
+    assert resp.status_code == 400, resp.text[:300]
+    assert field in resp.json()["error"], resp.text
+    assert _state(client) == before
+
+
+def test_a_leap_day_schedule_is_accepted(client):
+    resp = client.post(f"/api/scheduled-jobs/{NAMESPACE}",
+                       json={"schedule": "0 0 29 2 *", "jobSpec": SPEC, "suspend": True})
+    assert resp.status_code == 200, resp.text
+    assert client.delete(f"/api/scheduled-jobs/{NAMESPACE}/{resp.json()['id']}").status_code == 200
+
+
+LIST_CASES = {
+    "cursor past SQLite's integers": ("cursor=" + "9" * 30, "cursor"),
+    "cursor of 5000 digits": ("cursor=" + "9" * 5000, "cursor"),
+    "negative cursor": ("cursor=-1", "cursor"),
+    "cursor 1e3": ("cursor=1e3", "cursor"),
+    "limit of 30 digits": ("limit=" + "9" * 30, "limit"),
+    "a thousand label filters": ("&".join(f"label=k{i}=v" for i in range(1000)), "label"),
+    "label filter without =": ("label=team", "label"),
+    "unknown stage": ("stage=nope", "stage"),
+}
+
+
+@pytest.mark.parametrize("query,field", LIST_CASES.values(), ids=LIST_CASES.keys())
+def test_a_bad_list_query_is_a_400_naming_the_parameter(client, query, field):
+    resp = client.get(f"/api/jobs/{NAMESPACE}?{query}")
+    assert resp.status_code == 400, resp.text[:300]
+    assert field in resp.json()["error"]
+
+
+def test_a_thousand_label_filters_on_scheduled_jobs_are_a_400(client):
+    query = "&".join(f"label=k{i}=v" for i in range(1000))
+    resp = client.get(f"/api/scheduled-jobs/{NAMESPACE}?{query}")
+    assert resp.status_code == 400 and "label" in resp.json()["error"]
+
+
+def test_bad_updates_of_a_job_change_nothing(client):
+    job = client.post(f"/api/jobs/{NAMESPACE}", json={**SPEC, "labels": {"team": "a"}}).json()
+    path = f"/api/jobs/{NAMESPACE}/{job['id']}"
+    try:
+        before = client.get(path).json()
+        for sub, body, field in [
+            ("labels", {"labels": {"team": 5}}, "labels.team"),
+            ("labels", {"labels": {"team\n": "b"}}, "labels"),
+            ("labels", [1], "labels"),
+            ("expose", [8000], "ports"),
+            ("expose", {"ports": [70000]}, "expose.ports"),
+            ("expose", "x", "ports"),
+        ]:
+            resp = client.put(f"{path}/{sub}", content=json.dumps(body))
+            assert resp.status_code == 400, (sub, body, resp.text)
+            assert field in resp.json()["error"], (sub, body, resp.text)
+        assert client.get(f"{path}/logs?tail=" + "9" * 30).status_code == 400
+        after = client.get(path).json()
+        assert after["labels"] == before["labels"] == {"team": "a"}
+        assert after.get("expose") == before.get("expose")
+    finally:
+        client.post(f"{path}/cancel")
+
+
+def test_bad_updates_of_a_scheduled_job_change_nothing(client):
+    sj = client.post(f"/api/scheduled-jobs/{NAMESPACE}",
+                     json={"schedule": "@daily", "jobSpec": SPEC, "suspend": True}).json()
+    path = f"/api/scheduled-jobs/{NAMESPACE}/{sj['id']}"
+    try:
+        for sub, body, field in [
+            ("schedule", {"schedule": "0 0 30 2 *"}, "schedule"),
+            ("schedule", {"schedule": ["@daily"]}, "schedule"),
+            ("labels", {"labels": {"a": 1}}, "labels.a"),
+        ]:
+            method = client.post if sub == "schedule" else client.put
+            resp = method(f"{path}/{sub}", content=json.dumps(body))
+            assert resp.status_code == 400, (sub, body, resp.text)
+            assert field in resp.json()["error"]
+        after = client.get(path).json()
+        assert after["schedule"] == "@daily" and after["jobSpec"]["labels"] is None
+    finally:
+        client.delete(path)
+
+
+def test_the_connection_survives_bad_input(client, srv):
+    """One keep-alive connection through every kind of bad input, answering after each (a 500
+    used to drop the connection)."""
+    with httpx.Client(base_url=srv.url, headers={"Authorization": f"Bearer {srv.token}"},
+                      timeout=30) as one:
+        for body, _ in list(JOB_CASES.values())[:10]:
+            assert one.post(f"/api/jobs/{NAMESPACE}", content=body).status_code == 400
+            assert one.get("/api/whoami-v2").status_code == 200
+
+
+def test_the_openapi_description_is_served_and_names_this_namespace(srv):
+    resp = httpx.get(f"{srv.url}/openapi.json", timeout=10)
+    assert resp.status_code == 200
+    doc = resp.json()
+    assert doc["openapi"].startswith("3.")
+    run = doc["paths"]["/api/jobs/{namespace}"]["post"]
+    assert run["parameters"][0]["schema"]["enum"] == [NAMESPACE]
+    assert doc["servers"] == [{"url": srv.url}]
+    assert {"/api/jobs/{namespace}/{job_id}/logs", "/api/scheduled-jobs/{namespace}/{sj_id}/run",
+            "/api/whoami-v2", "/api/jobs/hardware"} <= set(doc["paths"])
