@@ -203,6 +203,22 @@ class JobFilter:
         return all(w in text for w in self.words)
 
 
+FILTER_KEYS = ("tenant", "t", "stage", "s", "label", "l")
+"""The keys a filter term may start with (`tenant:acme`); any other term is a word."""
+
+
+def unknown_filter_keys(text: str) -> list[str]:
+    """The `key:` of each term that looks like a key but is none (`tenat:acme` -> `tenat`): such a
+    term is searched as a word, which is rarely what was meant."""
+    unknown = []
+    for term in text.split():
+        key, sep, value = term.partition(":")
+        known = key.lower() in FILTER_KEYS or value.startswith("/")  # a URL is a word
+        if sep and value and key.isalpha() and not known and key not in unknown:
+            unknown.append(key)
+    return unknown
+
+
 def parse_filter(text: str) -> JobFilter:
     """`tenant:acme stage:run,err label:env=prod word`: all terms must match."""
     tenant = None

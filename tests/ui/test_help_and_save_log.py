@@ -7,8 +7,10 @@ from tests.ui.conftest import run_python, wait_for, wait_thread
 from textual.geometry import Region
 from textual.widgets import Input, Static
 
+from console import paths
 from console.ui import keys
 from console.ui.app import ConsoleApp
+from console.ui.screens.confirm import ConfirmScreen
 from console.ui.screens.help import HelpScreen
 from console.ui.screens.prompt import PromptScreen
 
@@ -109,14 +111,30 @@ async def test_ctrl_s_saves_the_whole_log_not_just_the_tail_on_screen(backend, c
         await wait_for(pilot, lambda: not isinstance(app.screen, PromptScreen), what="the prompt to close")
         assert not [w for w in app.workers if w.group == "save"] and list(folder.iterdir()) == []
 
-        # The prompt names the job and offers <job id>.log in the current folder; enter saves there.
+        # The prompt names the job and offers <job id>.log in the data dir (not the current
+        # folder); enter saves there.
         await pilot.press("ctrl+s")
         await wait_for(pilot, lambda: isinstance(app.screen, PromptScreen), what="the save prompt")
         assert f"Save the full log of {job.id} to:" in _on_screen(app)
-        target = folder / f"{job.id}.log"
+        target = paths.data_dir() / "logs" / f"{job.id}.log"
         assert app.screen.query_one(Input).value == str(target)
         await pilot.press("enter")
         await wait_for(pilot, lambda: any(n.startswith("Saved") for n in _notes(app)), what="the notification")
+        assert list(folder.iterdir()) == []
+
+        # Saving there again asks before overwriting: no leaves the file as it was, yes replaces it.
+        target.write_text("kept\n", encoding="utf-8")
+        for answer in ("n", "y"):
+            await pilot.press("ctrl+s")
+            await wait_for(pilot, lambda: isinstance(app.screen, PromptScreen), what="the save prompt")
+            await pilot.press("enter")
+            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the overwrite question")
+            assert str(app.screen.query_one("#confirm-title").render()) == f"Overwrite {target}?"
+            await pilot.press(answer)
+            if answer == "n":
+                await wait_for(pilot, lambda: any("left as it was" in n for n in _notes(app)))
+                assert target.read_text(encoding="utf-8") == "kept\n"
+        await wait_for(pilot, lambda: sum(n.startswith("Saved") for n in _notes(app)) == 2, what="the second save")
 
     full = list(backend.api.fetch_job_logs(job_id=job.id, namespace=backend.namespace))
     saved = target.read_text(encoding="utf-8").splitlines()

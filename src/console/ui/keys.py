@@ -32,8 +32,12 @@ APP: list[Binding] = [
         id="whatif",
         show=False,
     ),
+    # ? and q right after the tabs: the footer shows them even at 80 columns
+    Binding("question_mark", "help", "Help", tooltip="All keys", id="help"),
+    Binding("q", "quit", "Quit", tooltip="Quit the console", id="quit"),
     Binding("s", "submit", "Submit", tooltip="Submit a training job (form)", id="submit"),
     Binding("c", "cancel_job", "Cancel", tooltip="Cancel the selected job", id="cancel"),
+    Binding("slash", "filter", "Filter", tooltip="Filter jobs (tenant:, stage:, label:)", id="filter"),
     Binding("x", "ssh", "Shell", tooltip="Open a shell in the selected job", id="ssh"),
     Binding("r", "reschedule", "Resched", tooltip="Edit the tenant's cron", id="reschedule"),
     Binding("p", "toggle_suspend", "Pause", tooltip="Suspend / resume the tenant's schedule", id="suspend"),
@@ -49,7 +53,6 @@ APP: list[Binding] = [
         tooltip="Bulk cancel / suspend / resume / trigger by filter (preview, type the count)",
         id="bulk", show=False,
     ),
-    Binding("slash", "filter", "Filter", tooltip="Filter jobs (tenant:, stage:, label:)", id="filter"),
     Binding("f", "log('toggle_follow')", "Follow", tooltip="Follow the log on/off", id="follow", show=False),
     Binding("w", "log('toggle_wrap')", "Wrap", tooltip="Wrap log lines on/off", id="wrap", show=False),
     Binding("G", "log('jump_end')", "End", tooltip="Jump to the end of the log", id="end", show=False),
@@ -59,8 +62,6 @@ APP: list[Binding] = [
         "ctrl+z", "suspend_process", "Suspend", tooltip="Suspend to the shell (`fg` comes back)",
         id="suspend-process", show=False,
     ),
-    Binding("question_mark", "help", "Help", tooltip="All keys", id="help"),
-    Binding("q", "quit", "Quit", tooltip="Quit the console", id="quit"),
 ]
 
 MUTATING: dict[str, str] = {
@@ -85,7 +86,9 @@ LOG_PANE: list[Binding] = [
     Binding("escape", "close_search", "Close search", show=False),
 ]
 
-JOBS_FILTER: list[Binding] = [Binding("escape", "close_filter", "Close filter", show=False)]
+JOBS_FILTER: list[Binding] = [
+    Binding("escape", "clear_filter", "Clear filter", tooltip="Clear the filter: every job again", show=False),
+]
 
 SUBMIT_FORM: list[Binding] = [
     Binding("escape", "cancel", "Cancel", tooltip="Close without submitting"),

@@ -1,8 +1,8 @@
 """The jobs pane: a `/` filter box over the live jobs table.
 
 The filter language is `console.jobs.parse_filter`: `tenant:acme stage:running,error
-label:env=prod` plus free words; it applies as you type, enter keeps it, escape closes the box
-(an empty box clears the filter).
+label:env=prod` plus free words; it applies as you type, enter keeps it, escape clears it (in
+the box or on the table). A `key:` that is none of tenant / stage / label is said in red.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Input, Static
 
-from console.jobs import JobRow, parse_filter
+from console.jobs import JobRow, clean_log_line, parse_filter, unknown_filter_keys
 from console.ui import keys
 from console.ui.widgets.jobs_table import JobsTable, RowSource
 from console.ui.widgets.quiet import update_if_changed
@@ -90,13 +90,30 @@ class JobsPane(Vertical):
                     overflow="ellipsis",
                 )
             )
-        if text:
+        unknown = unknown_filter_keys(text)
+        if unknown:  # said even while the box is open: the user is typing it
+            state.display = True
+            update_if_changed(
+                state,
+                Text(
+                    clean_log_line(
+                        f" unknown filter key {', '.join(k + ':' for k in unknown)} searched as words; "
+                        "keys: tenant: stage: label:"
+                    ),
+                    style="bold red",
+                    no_wrap=True,
+                    overflow="ellipsis",
+                ),
+            )
+        elif text:
             shown = table.row_count
             update_if_changed(
                 state,
                 Text(
-                    f" filter: {text}  ({shown} of {table.matching} matching, "
-                    f"{table.total} jobs)  / to edit",
+                    clean_log_line(
+                        f" filter: {text}  ({shown} of {table.matching} matching, "
+                        f"{table.total} jobs)  / to edit, esc to clear"
+                    ),
                     style="magenta",
                     no_wrap=True,
                     overflow="ellipsis",
@@ -107,6 +124,7 @@ class JobsPane(Vertical):
         if event.input.id == "jobs-filter":
             event.stop()
             self.table.set_filter(parse_filter(event.value), self.clock())
+            self._show_state()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         if event.input.id == "jobs-filter":
@@ -118,3 +136,9 @@ class JobsPane(Vertical):
         box.display = False
         self.table.focus()
         self._show_state()
+
+    def action_clear_filter(self) -> None:
+        """esc: clear the filter (all jobs again) and close the box; enter keeps it."""
+        if self.table.job_filter.text.strip() or self.query_one("#jobs-filter", Input).value:
+            self.set_filter("")
+        self.action_close_filter()
