@@ -1,31 +1,33 @@
-"""The console's performance suite: start-up, steady state at scale, logs, what-if — beside the peers.
+"""The console's performance suite at fleet scale, beside the peers, with every goal met or missed.
 
-    python benchmarks/run.py [--runs 5] [--lines 1000000] [--tenants 1000] [--jobs 10000]
-                             [--no-write] [--only startup,imports,steady,logs,whatif,scripts]
+    python benchmarks/run.py [--runs 5] [--lines 1000000] [--scales 100x10000,1000x10000,...]
+                             [--no-write] [--only startup,imports,scale,logs,whatif,scripts]
 
-Run on demand (not in CI). In a throwaway data folder it seeds an embedded Jobs server with
-`--tenants` tenants' scheduled jobs (through the real API) and `--jobs` finished jobs (bulk, into
-its SQLite store), serves it with a real `console serve` process on loopback, and measures:
+Run on demand (not in CI, not in the test suite). For each scale point (`TENANTSxJOBS`: 100 /
+1,000 / 10,000 tenants; 10,000 / 50,000 / 100,000 jobs) it seeds a throwaway data folder with
+that many tenants' scheduled jobs (through the real API) and finished jobs (bulk, into the
+server's SQLite store), serves it with a real `console serve` process on loopback, and measures:
 
-1. start-up: process spawn to the first frame with the jobs table filled, for the real `console`
-   in an 80x24 pseudo-terminal (the app stamps `$CONSOLE_BENCH_READY_FILE` right after that frame
-   is painted), beside `hf jobs ps -a` (and `--limit 0`) against the same server; the import-time
-   profile (`python -X importtime`) of the console's start path;
-2. steady state: HTTP requests and CPU per refresh of the running app (in-process, headless, at
-   100 and at `--tenants` tenants, to show requests do not grow with tenants), idle CPU and
-   resident memory of the real console in its terminal with nothing changing;
+1. start-up (at 1,000 tenants and 10,000 jobs): process spawn to the frame painted from the
+   local cache (`snapshot`), to the first frame with fresh data (`fresh`) and to the frame with
+   every job known (`full`), for the real `console` in an 80x24 pseudo-terminal (the app stamps
+   `$CONSOLE_BENCH_READY_FILE` after each is painted), warm (a cache from the last run) and cold
+   (none); beside `hf jobs ps -a` and `hf jobs ps -a --limit 0` against the same server, and the
+   floors (the same Python importing textual and huggingface_hub; a bare Textual app); the
+   import-time profile of the start path;
+2. at every scale point: CPU and HTTP requests per quiet refresh of the running app (in-process,
+   headless), idle CPU and resident memory of the real console in its terminal, and the
+   server's resident memory (now and its peak) after serving the console and the whole list;
 3. logs: lines/s from a job's stdout through the real SSE stream and the log pane to the
-   terminal, key-to-frame latency (a key sent to the pty until the frame showing its effect comes
-   back) while the log streams, memory after `--lines` lines; beside `hf jobs logs --follow` on an
-   identical job in the same kind of terminal;
-4. what-if: recomputing a `--tenants`-tenant monthly projection after one assumption changes;
-5. training scripts: process start to the VERDICT line for what `sft_lora.py` refuses before any
-   heavy import (a Hub push without `HF_TOKEN`, a bad dataset) and for `validate_dataset.py` on a
-   300-row JSONL (training/README.md: they answer "in well under a second").
+   terminal, key-to-frame latency while it streams, beside `hf jobs logs --follow`;
+4. what-if: the per-tenant projection of 1,000 and 10,000 tenants after one assumption changes,
+   and the real what-if screen's recompute and opening with 10,000 schedules;
+5. training scripts: process start to the VERDICT line for what `sft_lora.py` refuses early.
 
-It prints every figure (as a ratio against its peer where there is one) and rewrites the figures
-section of BENCHMARKS.md (between the `figures` markers; the rest of the file is kept). Bounded
-(a few minutes), loopback only; every process it starts is stopped by its id.
+It prints every figure and a table of the goals (measured / goal / met or missed, with why), and
+rewrites the figures section of BENCHMARKS.md (between the `figures` markers). Loopback only;
+every process it starts is stopped by its id. The whole run takes tens of minutes at the
+largest scale point (100,000 jobs of 48 KB each are 4.8 GB of JSON to seed and read once).
 """
 
 from __future__ import annotations
@@ -53,14 +55,17 @@ from harness import (  # noqa: E402
     Workspace,
     median,
     p95,
+    peak_rss,
     seed_fleet,
     start_console,
-    wait_ready,
+    wait_stamp,
 )
 
 REPO = Path(__file__).resolve().parents[1]
 REPORT = REPO / "BENCHMARKS.md"
 START, END = "<!-- figures:start -->", "<!-- figures:end -->"
+DEFAULT_SCALES = "100x10000,1000x10000,1000x50000,1000x100000,10000x100000"
+MIB = 2**20
 
 
 @dataclass
@@ -75,9 +80,20 @@ class Figure:
 
 
 @dataclass
+class Goal:
+    name: str
+    measured: str
+    goal: str
+    met: bool | None
+    why: str = ""
+
+
+@dataclass
 class Results:
     figures: list[Figure] = field(default_factory=list)
     notes: dict[str, list[str]] = field(default_factory=dict)
+    goals: list[Goal] = field(default_factory=list)
+    raw: dict[str, float] = field(default_factory=dict)
 
     def add(self, *args, **kwargs) -> Figure:
         fig = Figure(*args, **kwargs)
@@ -108,7 +124,11 @@ def _run_wall(argv: list[str], env: dict[str, str]) -> float:
     return time.perf_counter() - t0
 
 
-# -- 1. start-up ----------------------------------------------------------------------------
+def _scale_name(tenants: int, jobs: int) -> str:
+    return f"{tenants:,} tenants, {jobs:,} jobs"
+
+
+# -- 1. start-up -------------------------------------------------------------------------------
 
 
 _BARE_TEXTUAL_APP = """
@@ -131,30 +151,36 @@ class Bare(App):
 
     def stamp(self):
         with open(sys.argv[1], "w") as out:
-            out.write("%.6f\\n" % time.time())
+            out.write("fresh %.6f\\n" % time.time())
 
 Bare().run()
 """
 
 
+def _console_start(ws: Workspace, ready: Path, wants: tuple[str, ...]) -> dict[str, float]:
+    proc = start_console(ws, ready)
+    try:
+        return {what: wait_stamp(proc, ready, what, timeout=900) for what in wants}
+    finally:
+        proc.close()
+
+
 def bench_startup(res: Results, ws: Workspace, server: SharedServer, runs: int) -> None:
     print("\n1. Start-up", flush=True)
     ready = ws.root / "ready"
-    times, full = [], []
-    for _ in range(runs + 1):
-        proc = start_console(ws, ready)
-        try:
-            times.append(wait_ready(proc, ready))
-            full.append(harness.wait_full(proc, ready))
-        finally:
-            proc.close()
-    times, full = times[1:], full[1:]  # the first run warms the page cache
+    harness.forget_cache(ws)
+    cold = _console_start(ws, ready, ("fresh", "full"))  # the first start: no cache yet
+    warm = [_console_start(ws, ready, ("snapshot", "fresh", "full")) for _ in range(runs + 1)][1:]
+    snap = [w["snapshot"] for w in warm]
+    fresh = [w["fresh"] for w in warm]
+    full = [w["full"] for w in warm]
     quits = []
     for _ in range(runs):
-        # `q` right after the first frame, while the whole job list is still being read
+        # `q` at the first fresh frame of a start without a cache, while the whole list is read
+        harness.forget_cache(ws)
         proc = start_console(ws, ready)
         try:
-            wait_ready(proc, ready)
+            wait_stamp(proc, ready, "fresh")
             t_q = time.perf_counter()
             proc.send(b"q")
             while proc.alive() and time.perf_counter() - t_q < 30:
@@ -162,13 +188,12 @@ def bench_startup(res: Results, ws: Workspace, server: SharedServer, runs: int) 
             quits.append(time.perf_counter() - t_q)
         finally:
             proc.close()
+    _console_start(ws, ready, ("full",))  # leave a warm cache for what follows
     env = server.hf_env()
     hf_ps = [_run_wall([str(HF_BIN), "jobs", "ps", "-a"], env) for _ in range(runs)]
-    hf_all = [_run_wall([str(HF_BIN), "jobs", "ps", "-a", "--limit", "0"], env) for _ in range(runs)]
+    hf_all = [_run_wall([str(HF_BIN), "jobs", "ps", "-a", "--limit", "0"], env) for _ in range(max(1, runs // 2))]
     py = sys.executable
-    bare = [_run_wall([py, "-c", "pass"], env) for _ in range(runs)]
-    libs = [_run_wall([py, "-c", "import textual.app, huggingface_hub.hf_api"], env)
-            for _ in range(runs)]
+    libs = [_run_wall([py, "-c", "import textual.app, huggingface_hub.hf_api"], env) for _ in range(runs)]
     bare_app = []
     for _ in range(runs):
         stamp = ws.root / "bare-ready"
@@ -176,33 +201,35 @@ def bench_startup(res: Results, ws: Workspace, server: SharedServer, runs: int) 
             stamp.unlink()
         proc = PtyProcess([py, "-c", _BARE_TEXTUAL_APP, str(stamp)], ws.env()).spawn()
         try:
-            bare_app.append(wait_ready(proc, stamp))
+            bare_app.append(wait_stamp(proc, stamp, "fresh"))
         finally:
             proc.close()
-    ours, peer = median(times), median(hf_ps)
-    res.add("startup", "console: spawn to first frame with the jobs table filled",
-            f"{_ms(ours)} median of {runs} (min {_ms(min(times))}, max {_ms(max(times))})",
-            peer=f"hf jobs ps -a {_ms(peer)}",
-            ratio=f"{ours / peer:.2f}x hf's wall time",
-            goal="< 0.5 x hf and < 500 ms", met=ours < 0.5 * peer and ours < 0.5)
-    res.add("startup", "console: spawn to the whole job list in the table (and the fleet derived)",
+    res.raw.update(snapshot=median(snap), fresh=median(fresh), full=median(full), cold_full=cold["full"],
+                   cold_fresh=cold["fresh"], hf_ps=median(hf_ps), hf_all=median(hf_all),
+                   bare_app=median(bare_app))
+    spread = lambda v: f"median of {len(v)} (min {_ms(min(v))}, max {_ms(max(v))})"  # noqa: E731
+    res.add("startup", "spawn to the frame painted from the local cache (warm start)",
+            f"{_ms(median(snap))} {spread(snap)}", peer=f"hf jobs ps -a {_ms(median(hf_ps))}",
+            ratio=f"{median(snap) / median(hf_ps):.2f}x hf")
+    res.add("startup", "spawn to the first frame with fresh data (warm start)",
+            f"{_ms(median(fresh))} {spread(fresh)}", peer=f"bare Textual app {_ms(median(bare_app))}",
+            ratio=f"{median(fresh) / median(bare_app):.2f}x the bare app")
+    res.add("startup", "spawn to every job known and the fleet derived (warm start: catch-up from the cache)",
             _ms(median(full)), peer=f"hf jobs ps -a --limit 0 {_ms(median(hf_all))}",
-            ratio=f"{median(full) / median(hf_all):.2f}x")
-    res.add("startup", "q at the first frame, while the whole list is read, to the process exit",
+            ratio=f"{median(full) / median(hf_all):.2f}x hf")
+    res.add("startup", "first start (no cache): spawn to the first fresh frame / to every job read",
+            f"{_ms(cold['fresh'])} / {_ms(cold['full'])}", peer=f"hf jobs ps -a --limit 0 {_ms(median(hf_all))}",
+            ratio=f"{cold['full'] / median(hf_all):.2f}x hf")
+    res.add("startup", "q at the first frame of a first start, while the whole list is read, to the exit",
             f"{_ms(median(quits))} median of {runs} (max {_ms(max(quits))})")
-    res.add("startup", "hf jobs ps -a --limit 0 (all rows printed)", _ms(median(hf_all)),
-            ratio=f"console at {ours / median(hf_all):.2f}x")
-    res.add("startup", "floor: python -c pass", _ms(median(bare)))
-    res.add("startup", "floor: python -c 'import textual.app, huggingface_hub.hf_api'",
-            _ms(median(libs)))
+    res.add("startup", "floor: python -c 'import textual.app, huggingface_hub.hf_api'", _ms(median(libs)))
     res.add("startup", "floor: a bare Textual app (one 100-row DataTable, hf imported) to its first frame",
             _ms(median(bare_app)))
 
 
 def bench_imports(res: Results, ws: Workspace, top: int = 12) -> None:
-    print("\n1b. Import-time profile of the start path", flush=True)
-    code = ("import console.cli, console.commands, console.commands.tui, console.backend, "
-            "console.config, console.ui.app")
+    print("\n1b. Import-time profile of the start path (to the first frame)", flush=True)
+    code = "import console.cli, console.commands, console.commands.tui, console.config, console.ui.app"
     env = ws.env()
     subprocess.run([sys.executable, "-c", code], env=env, check=True)  # warm the caches
     proc = subprocess.run([sys.executable, "-X", "importtime", "-c", code], env=env,
@@ -213,21 +240,23 @@ def bench_imports(res: Results, ws: Workspace, top: int = 12) -> None:
         if m:
             rows.append((int(m.group(1)), int(m.group(2)), len(m.group(3)), m.group(4)))
     total = sum(r[0] for r in rows)
+    own = sum(r[0] for r in rows if r[3].startswith("console"))
     top_level = sorted((r for r in rows if r[2] == 0), key=lambda r: -r[1])[:top]
-    own = sorted(rows, key=lambda r: -r[0])[:top]
+    by_own = sorted(rows, key=lambda r: -r[0])[:top]
     res.add("imports", "all imports of the start path (self times summed)",
-            f"{total / 1000:.0f} ms, {len(rows)} modules")
-    heavy = [r[3] for r in rows if r[3].split(".")[0] in ("torch", "trl", "peft", "datasets",
-                                                          "trackio", "transformers")]
-    res.add("imports", "training stack / trackio imported at start", ", ".join(heavy) or "none",
-            goal="none", met=not heavy)
+            f"{total / 1000:.0f} ms, {len(rows)} modules ({own / 1000:.0f} ms in console's own)")
+    names = {r[3] for r in rows}
+    off_path = sorted(n for n in names if n.split(".")[0] in ("huggingface_hub", "trackio", "torch")
+                      or n.startswith(("console.server", "console.backend", "console.fleet", "console.ledger")))
+    res.add("imports", "huggingface_hub, the server, the backend, fleet or ledger on the path to the first frame",
+            ", ".join(off_path[:6]) or "none", goal="none", met=not off_path)
     res.note("imports", "top-level imports by cumulative time: " + ", ".join(
         f"{name} {cum / 1000:.0f} ms" for _, cum, _, name in top_level))
     res.note("imports", "modules by own time: " + ", ".join(
-        f"{name} {own_us / 1000:.1f} ms" for own_us, _, _, name in own))
+        f"{name} {own_us / 1000:.1f} ms" for own_us, _, _, name in by_own))
 
 
-# -- 2. steady state ---------------------------------------------------------------------------
+# -- 2. each scale point ---------------------------------------------------------------------------
 
 
 class _RequestCounter:
@@ -251,39 +280,39 @@ class _RequestCounter:
 
 
 async def _measure_refreshes(refreshes: int) -> dict[str, float]:
-    """Run ConsoleApp headless at 80x24 against the running server; per-refresh requests and CPU."""
-    from console.backend import connect
+    """Run ConsoleApp headless at 80x24 against the running server; per-refresh requests and CPU,
+    after every job is known and the app has settled (no worker running)."""
+    from console.backend import NEVER, connect
     from console.config import load
     from console.ui.app import ConsoleApp
 
     counter = _RequestCounter()
     cfg = load(None)
-    backend = connect(cfg, start=False)
+    backend = connect(cfg, start=NEVER)
     counter.install()
     app = ConsoleApp(cfg, backend, refresh_seconds=0.3, stream_metrics=False)
     out: dict[str, float] = {}
     try:
         async with app.run_test(size=(80, 24)) as pilot:
             t0 = time.monotonic()
-            while app.refresher.refresh_count < 1 and time.monotonic() - t0 < 60:
-                await asyncio.sleep(0.01)
-            out["first_refresh_s"] = time.monotonic() - t0
-            await asyncio.sleep(1.0)  # let the first refresh's follow-ups (log stream...) settle
-            out["first_requests"] = counter.count
-            while not app.refresher.synced and time.monotonic() - t0 < 120:
-                await asyncio.sleep(0.01)  # steady state: after the whole list has been read once
-            # and after its one-off follow-ups (the ledger records every finished job once)
-            await asyncio.sleep(5.0)
+            while not app.refresher.synced and time.monotonic() - t0 < 900:
+                await asyncio.sleep(0.05)
+            out["synced_s"] = time.monotonic() - t0
+            quiet = 0
+            while quiet < 10 and time.monotonic() - t0 < 1200:  # settled: ~3 s without one-off work
+                busy = any(w.is_running for w in app.workers if w.group not in ("refresh", "logs"))
+                quiet = 0 if busy else quiet + 1
+                await asyncio.sleep(0.3)
             base_n, base_req, base_cpu = app.refresher.refresh_count, counter.count, time.process_time()
             counter.paths.clear()
-            while app.refresher.refresh_count < base_n + refreshes and time.monotonic() - t0 < 120:
+            while app.refresher.refresh_count < base_n + refreshes and time.monotonic() - t0 < 1500:
                 await asyncio.sleep(0.01)
             n = app.refresher.refresh_count - base_n
             out["requests"] = (counter.count - base_req) / max(1, n)
             out["cpu_s"] = (time.process_time() - base_cpu) / max(1, n)
             out["paths"] = dict(counter.paths)  # type: ignore[assignment]
             out["rows"] = app.jobs_table.row_count
-            out["tenants"] = app.fleet_table.row_count
+            out["tenants"] = len(app.refresher.fleet_rows)
             await pilot.press("q")
     finally:
         backend.close()
@@ -299,66 +328,65 @@ def _steady_in_subprocess(ws: Workspace, refreshes: int) -> dict:
         f"print('RESULT', json.dumps(asyncio.run(run._measure_refreshes({refreshes}))))"
     )
     proc = subprocess.run([sys.executable, "-c", code], env=ws.env(), capture_output=True,
-                          text=True, timeout=300)
+                          text=True, timeout=2400)
     for line in proc.stdout.splitlines():
         if line.startswith("RESULT "):
             return json.loads(line[7:])
     raise RuntimeError("steady-state run failed:\n" + proc.stdout[-2000:] + proc.stderr[-3000:])
 
 
-def bench_steady(res: Results, ws: Workspace, small: Workspace, seconds: float) -> None:
+def bench_scale(res: Results, ws: Workspace, server: SharedServer, tenants: int, jobs: int,
+                idle_seconds: float) -> None:
     import psutil
 
-    print("\n2. Steady state", flush=True)
-    big = _steady_in_subprocess(ws, 8)
-    little = _steady_in_subprocess(small, 8)
-    res.add("steady", f"HTTP requests per refresh, {big['tenants']:.0f} tenants "
-            f"({big['rows']:.0f} rows in the jobs table)", f"{big['requests']:.1f}",
-            peer=f"{little['tenants']:.0f} tenants: {little['requests']:.1f}",
-            ratio=f"{big['requests'] / max(little['requests'], 1e-9):.2f}x for "
-                  f"{big['tenants'] / max(little['tenants'], 1):.0f}x the tenants",
-            goal="not growing with tenants",
-            met=big["requests"] <= little["requests"] + 0.5)
-    res.add("steady", "HTTP requests from start until 1 s after the first refresh",
-            f"{big['first_requests']:.0f}", peer=f"{little['tenants']:.0f} tenants: "
-            f"{little['first_requests']:.0f}",
-            ratio=f"{big['first_requests'] / max(little['first_requests'], 1):.2f}x",
-            goal="not growing with tenants",
-            met=big["first_requests"] <= little["first_requests"] * 1.5 + 2)
-    res.note("steady", f"requests by path ({big['tenants']:.0f} tenants, 8 refreshes): "
-             + ", ".join(f"{p} {n}" for p, n in sorted(big["paths"].items())))
-    res.add("steady", "CPU per refresh (app process, headless)", _ms(big["cpu_s"]),
-            peer=f"{little['tenants']:.0f} tenants: {_ms(little['cpu_s'])}")
-
+    name = _scale_name(tenants, jobs)
+    print(f"\n2. {name}", flush=True)
     ready = ws.root / "ready"
+    if not (ws.data_dir / "cache").exists():
+        t0 = time.monotonic()
+        _console_start(ws, ready, ("full",))  # the first start reads everything into the cache
+        res.note("scale", f"{name}: first start read every job in {time.monotonic() - t0:.0f} s")
     proc = start_console(ws, ready)
     try:
-        wait_ready(proc, ready)
-        harness.wait_full(proc, ready)  # steady state: the whole job list has been read once
+        full = wait_stamp(proc, ready, "full", timeout=900)
         ps = psutil.Process(proc.pid)
-        time.sleep(3.0)  # settle: first refresh follow-ups, the log stream of the top job
+        time.sleep(5.0)  # settle: the other tabs mount, the costs pane summarizes once
         t0, c0 = time.monotonic(), ps.cpu_times()
-        time.sleep(seconds)
+        time.sleep(idle_seconds)
         c1, t1 = ps.cpu_times(), time.monotonic()
         idle = (c1.user + c1.system - c0.user - c0.system) / (t1 - t0)
-        rss = ps.memory_info().rss
+        rss, peak = ps.memory_info().rss, peak_rss(proc.pid)
     finally:
         proc.close()
-    res.add("steady", f"idle CPU, nothing changing ({seconds:.0f} s, refresh every 2 s)",
-            f"{idle * 100:.1f}% of a core", goal="< 2%", met=idle < 0.02)
-    res.add("steady", "resident memory (RSS) of the console", f"{rss / 2**20:.0f} MiB",
-            goal="< 150 MB", met=rss < 150e6)
-    code = ("import psutil, time; p = psutil.Process(); a = p.memory_info().rss; "
-            "t = time.perf_counter(); import trackio; "
-            "print(p.memory_info().rss - a, time.perf_counter() - t)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    grown, took = (float(x) for x in out.stdout.split())
-    res.add("steady", "added when Trackio metrics are first read (trackio imported; the seeded fleet "
-            "has no Trackio store, so the console above never imports it)",
-            f"+{grown / 2**20:.0f} MiB, {_ms(took)}")
+    steady = _steady_in_subprocess(ws, 8)
+    srv = psutil.Process(server.proc.pid)
+    srv_rss, srv_peak = srv.memory_info().rss, peak_rss(server.proc.pid)
+    key = f"{tenants}x{jobs}"
+    res.raw.update({f"idle:{key}": idle, f"rss:{key}": rss, f"peak:{key}": peak, f"cpu:{key}": steady["cpu_s"],
+                    f"req:{key}": steady["requests"], f"srv_rss:{key}": srv_rss, f"srv_peak:{key}": srv_peak,
+                    f"full:{key}": full})
+    res.add("scale", f"{name}: CPU / HTTP requests per quiet refresh (headless app)",
+            f"{_ms(steady['cpu_s'])} / {steady['requests']:.1f}",
+            peer=", ".join(f"{p} {n}" for p, n in sorted(steady["paths"].items())))
+    res.add("scale", f"{name}: idle CPU of the real app ({idle_seconds:.0f} s, refresh every 2 s)",
+            f"{idle * 100:.1f}% of a core")
+    res.add("scale", f"{name}: console RSS (peak)", f"{rss / MIB:.0f} MiB ({peak / MIB:.0f} MiB)")
+    res.add("scale", f"{name}: server RSS after serving the console and the whole list (peak)",
+            f"{srv_rss / MIB:.0f} MiB ({srv_peak / MIB:.0f} MiB)")
+    res.add("scale", f"{name}: warm start to every job known", _ms(full))
 
 
-# -- 3. logs -------------------------------------------------------------------------------------
+def serve_whole_list(server: SharedServer) -> None:
+    """What the server must survive: the whole job list and every schedule read once by `hf`."""
+    env = server.hf_env()
+    subprocess.run([str(HF_BIN), "jobs", "scheduled", "ps", "-a"], env=env, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL, timeout=1800)
+    api = server.api()
+    for _ in api.list_jobs(namespace=NAMESPACE):
+        pass
+
+
+# -- 3. logs -----------------------------------------------------------------------------------
 
 _JOB_CODE = """
 import os, sys, time
@@ -391,6 +419,13 @@ def _start_log_job(api, root: Path, name: str, lines: int) -> tuple[str, Path]:
     return job.id, go
 
 
+def p99(values: list[float]) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(0.99 * (len(ordered) - 1))))]
+
+
 def bench_logs(res: Results, ws: Workspace, server: SharedServer, lines: int) -> None:
     import psutil
 
@@ -402,8 +437,7 @@ def bench_logs(res: Results, ws: Workspace, server: SharedServer, lines: int) ->
     counts = re.compile(rb"(\d+)/(\d+) lines|\s(\d+) lines")
     latencies: list[float] = []
     try:
-        wait_ready(proc, ready)
-        harness.wait_full(proc, ready)  # the baseline holds the whole job list: count the log's own
+        wait_stamp(proc, ready, "full", timeout=900)  # the baseline holds every job: count the log's own
         t_attach, _ = proc.wait_for(re.compile(rb"\b1 lines"), timeout=30)
         if t_attach is None:
             raise RuntimeError("the log pane did not attach to the job's stream")
@@ -416,7 +450,7 @@ def bench_logs(res: Results, ws: Workspace, server: SharedServer, lines: int) ->
         received = 0
         t_last = t_go
         offset = 0
-        next_probe = t_go + 0.5
+        next_probe = t_go + 0.3
         paused = False
         deadline = t_go + 300
         while received < lines + 1 and time.perf_counter() < deadline:
@@ -438,7 +472,7 @@ def bench_logs(res: Results, ws: Workspace, server: SharedServer, lines: int) ->
                 if t_seen is not None:
                     latencies.append(t_seen - t_key)
                 paused = not paused
-                next_probe = time.perf_counter() + 0.4
+                next_probe = time.perf_counter() + 0.25
         ours_s = t_last - t_go
         rss_after = ps.memory_info().rss
     finally:
@@ -449,7 +483,7 @@ def bench_logs(res: Results, ws: Workspace, server: SharedServer, lines: int) ->
     hf = PtyProcess([str(HF_BIN), "jobs", "logs", "--follow", peer_id], server.hf_env()).spawn()
     peak = 0
     try:
-        t_seen, _ = hf.wait_for(b"bench-log-ready", timeout=30)
+        hf.wait_for(b"bench-log-ready", timeout=30)
         hps = psutil.Process(hf.pid)
         t_go = time.perf_counter()
         peer_go.touch()
@@ -462,78 +496,101 @@ def bench_logs(res: Results, ws: Workspace, server: SharedServer, lines: int) ->
     finally:
         hf.close(quit_key=None)
     hf_rate = hf_lines / hf_s
+    res.raw.update(log_ratio=ours_rate / hf_rate, key_p99=p99(latencies), key_n=len(latencies))
     res.add("logs", f"lines/s, job stdout -> SSE -> log pane -> terminal ({lines:,} lines)",
             f"{ours_rate:,.0f} lines/s ({received - 1:,} lines in {ours_s:.1f} s)",
             peer=f"hf jobs logs --follow {hf_rate:,.0f} lines/s ({hf_lines:,} in {hf_s:.1f} s)",
             ratio=f"{ours_rate / hf_rate:.2f}x hf")
     res.add("logs", "key-to-frame latency while the log streams",
-            f"median {_ms(median(latencies))}, p95 {_ms(p95(latencies))}, max "
-            f"{_ms(max(latencies) if latencies else float('nan'))} (n={len(latencies)})",
-            goal="< 100 ms", met=bool(latencies) and p95(latencies) < 0.1)
+            f"median {_ms(median(latencies))}, p95 {_ms(p95(latencies))}, p99 {_ms(p99(latencies))}, "
+            f"max {_ms(max(latencies) if latencies else float('nan'))} (n={len(latencies)})")
     res.add("logs", f"console RSS after {lines:,} lines",
-            f"{rss_after / 2**20:.0f} MiB ({(rss_after - rss_before) / 2**20:+.0f} MiB over the "
-            "stream's start)",
-            peer=f"hf jobs logs --follow peak {peak / 2**20:.0f} MiB",
-            goal="bounded", met=rss_after - rss_before < 64 * 2**20)
+            f"{rss_after / MIB:.0f} MiB ({(rss_after - rss_before) / MIB:+.0f} MiB over the stream's start)",
+            peer=f"hf jobs logs --follow peak {peak / MIB:.0f} MiB",
+            goal="bounded", met=rss_after - rss_before < 64 * MIB)
     for job_id in (ours_id, peer_id):
-        try:
+        with contextlib.suppress(Exception):  # already finished
             api.cancel_job(job_id=job_id, namespace=NAMESPACE)
-        except Exception:  # already finished
-            pass
 
 
-# -- 4. what-if --------------------------------------------------------------------------------
+# -- 4. what-if ----------------------------------------------------------------------------------
 
 
-def bench_whatif(res: Results, tenants: int, runs: int = 30) -> None:
-    from dataclasses import replace
+def _fleet(tenants: int):
+    from console.costs import RunSpec
 
-    from console.costs import RunSpec, Scenario, estimate_run, project, runs_per_month
-    from console.prices import shipped_price_book
-
-    print("\n4. What-if", flush=True)
-    prices = shipped_price_book()
-    fleet = [
+    return [
         (RunSpec((1.0, 3.0, 7.0)[i % 3], 500 + (i * 37) % 4000, (1.0, 2.0, 3.0)[i % 3],
                  harness.FLAVORS[i % len(harness.FLAVORS)] if i % 3 != 2 else "a10g-large"),
          harness.CRONS[i % len(harness.CRONS)])
         for i in range(tenants)
     ]
 
-    def projection(book, epochs_delta: float = 0.0) -> float:
-        total = 0.0
-        for spec, cron in fleet:
-            if epochs_delta:
-                spec = replace(spec, epochs=spec.epochs + epochs_delta)
-            total += estimate_run(spec, book).cost_usd * runs_per_month(cron)
-        return total
 
-    projection(prices)  # warm the cron cache, as an open what-if pane would have
+def bench_whatif(res: Results, tenant_counts: list[int], server: SharedServer | None, runs: int = 30) -> None:
+    from dataclasses import replace
+
+    from console.costs import fleet_projection
+    from console.prices import shipped_price_book
+
+    print("\n4. What-if", flush=True)
+    prices = shipped_price_book()
     l4 = prices.flavors["l4x1"]
     dearer = replace(prices, flavors={**prices.flavors,
                                       "l4x1": replace(l4, price_per_hour=l4.price_per_hour * 1.2)})
-    price_times, epoch_times = [], []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        projection(dearer)
-        price_times.append(time.perf_counter() - t0)
-        t0 = time.perf_counter()
-        projection(prices, 1.0)
-        epoch_times.append(time.perf_counter() - t0)
-    scenario_times = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        project(Scenario(tenants=tenants, cadence="weekly", run=RunSpec(3, 1000, 4, "l4x1")))
-        scenario_times.append(time.perf_counter() - t0)
-    res.add("whatif", f"per-tenant projection of {tenants:,} tenants, l4x1 price +20%",
-            f"{median(price_times) * 1000:.2f} ms median, p95 {p95(price_times) * 1000:.2f} ms",
-            goal="< 16 ms", met=p95(price_times) < 0.016)
-    res.add("whatif", f"per-tenant projection of {tenants:,} tenants, epochs +1",
-            f"{median(epoch_times) * 1000:.2f} ms median, p95 {p95(epoch_times) * 1000:.2f} ms",
-            goal="< 16 ms", met=p95(epoch_times) < 0.016)
-    res.add("whatif", f"costs.project(Scenario(tenants={tenants})), epochs changed",
-            f"{median(scenario_times) * 1000:.3f} ms median", goal="< 16 ms",
-            met=p95(scenario_times) < 0.016)
+    for tenants in tenant_counts:
+        fleet = _fleet(tenants)
+        fleet_projection(fleet, prices)  # warm the cron cache, as an open what-if pane would have
+        price_times, epoch_times = [], []
+        for _ in range(runs):
+            t0 = time.perf_counter()
+            fleet_projection(fleet, dearer)
+            price_times.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            fleet_projection(fleet, prices, epochs_delta=1.0)
+            epoch_times.append(time.perf_counter() - t0)
+        worst = max(p95(price_times), p95(epoch_times))
+        res.raw[f"whatif:{tenants}"] = worst
+        res.add("whatif", f"per-tenant projection of {tenants:,} tenants, l4x1 price +20% / epochs +1",
+                f"{median(price_times) * 1000:.2f} / {median(epoch_times) * 1000:.2f} ms median, "
+                f"p95 {p95(price_times) * 1000:.2f} / {p95(epoch_times) * 1000:.2f} ms")
+    if server is not None:
+        from console import jobspec
+
+        scheduled = [jobspec.compact_job(s) for s in server.api().list_scheduled_jobs(namespace=NAMESPACE)]
+        out = asyncio.run(_measure_whatif_screen(scheduled, runs))
+        res.raw["whatif_screen"] = out["p95"]
+        res.add("whatif", f"the what-if screen with {len(scheduled):,} schedules: recompute on a change",
+                f"{out['median'] * 1000:.2f} ms median, p95 {out['p95'] * 1000:.2f} ms",
+                peer=f"opening it (the fleet's monthly cost) {_ms(out['open'])}")
+
+
+async def _measure_whatif_screen(scheduled: list, runs: int) -> dict[str, float]:
+    from textual.app import App
+    from textual.widgets import Input
+
+    from console.config import Config
+    from console.ui.widgets.costs.whatif_screen import WhatIfScreen
+
+    cfg = Config(namespace=NAMESPACE)
+    t0 = time.perf_counter()
+    screen = WhatIfScreen(cfg, scheduled_jobs=scheduled)
+    opened = time.perf_counter() - t0
+
+    class Host(App):
+        def on_mount(self) -> None:
+            self.push_screen(screen)
+
+    times = []
+    async with Host().run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        box = screen.query_one("#wi-epochs", Input)
+        for i in range(runs):
+            box.value = str(1 + i % 4)
+            t0 = time.perf_counter()
+            screen.recompute()
+            times.append(time.perf_counter() - t0)
+    return {"median": median(times), "p95": p95(times), "open": opened}
 
 
 # -- 5. training scripts ---------------------------------------------------------------------------
@@ -565,39 +622,140 @@ def bench_scripts(res: Results, runs: int) -> None:
         ]
         for name, argv, verdict in cases:
             times = []
+            last = ""
             for _ in range(runs):
                 t0 = time.perf_counter()
                 proc = subprocess.run([sys.executable, *argv], env=env, capture_output=True,
                                       text=True, timeout=120)
                 times.append(time.perf_counter() - t0)
                 last = (proc.stdout.strip().splitlines() or [""])[-1]
-                if not last.startswith(verdict):
-                    raise RuntimeError(f"{name}: ended {last!r}, not {verdict!r}")
+            ok = last.startswith(verdict)
             res.add("scripts", f"{name}: start to VERDICT line",
-                    f"median {_ms(median(times))}, p95 {_ms(p95(times))}", goal="< 1 s",
-                    met=p95(times) < 1.0)
+                    f"median {_ms(median(times))}, p95 {_ms(p95(times))}"
+                    + ("" if ok else f" (ended {last[:60]!r}, not {verdict!r})"),
+                    goal="< 1 s", met=ok and p95(times) < 1.0)
 
 
-# -- report -------------------------------------------------------------------------------------
+# -- the goals -------------------------------------------------------------------------------------
 
 
-def write_report(res: Results, info: dict[str, str], args: argparse.Namespace,
-                 elapsed: float) -> None:
-    titles = {"startup": "Start-up", "imports": "Import-time profile",
-              "steady": "Steady state at scale", "logs": "Logs", "whatif": "What-if",
-              "scripts": "Training scripts"}
+def judge(res: Results) -> None:
+    """The issue's goal rows, each measured in this run: measured / goal / met, with why."""
+    r = res.raw
+
+    def has(*keys: str) -> bool:
+        return all(k in r for k in keys)
+
+    if has("snapshot", "hf_ps"):
+        ratio = r["snapshot"] / r["hf_ps"]
+        res.goals.append(Goal("spawn to the first filled frame (the cached picture, marked with its age)",
+                              f"{_ms(r['snapshot'])} = {ratio:.2f}x hf jobs ps -a ({_ms(r['hf_ps'])})",
+                              "<= 1.0x hf jobs ps -a", ratio <= 1.0))
+    if has("fresh", "bare_app"):
+        ratio = r["fresh"] / r["bare_app"]
+        res.goals.append(Goal("spawn to the first frame with fresh data",
+                              f"{_ms(r['fresh'])} = {ratio:.2f}x the bare app ({_ms(r['bare_app'])})",
+                              "<= 1.2x the bare-app floor", ratio <= 1.2))
+    if has("full", "hf_all"):
+        ratio = r["full"] / r["hf_all"]
+        res.goals.append(Goal("whole job list read (warm start: every job known, the fleet derived)",
+                              f"{_ms(r['full'])} = {ratio:.2f}x hf jobs ps -a --limit 0 ({_ms(r['hf_all'])}); "
+                              f"first start, no cache: {r['cold_full'] / r['hf_all']:.2f}x",
+                              "<= 0.3x hf jobs ps -a --limit 0", ratio <= 0.3))
+    points = sorted((k.split(":", 1)[1] for k in r if k.startswith("cpu:")),
+                    key=lambda k: tuple(int(n) for n in k.split("x")))
+
+    def largest(show) -> str:
+        """What the largest scale point run measured: context for a goal row not run, not a figure for it."""
+        if not points:
+            return "no scale point run"
+        key = points[-1]
+        tenants, jobs = (int(n) for n in key.split("x"))
+        return f"largest point run ({tenants:,} tenants, {jobs:,} jobs): {show(key)}"
+
+    wide = [k for k in points if k.startswith("10000x")]
+    if wide:
+        key = wide[0]
+        res.goals.append(Goal("CPU per quiet refresh, 10,000 tenants", _ms(r[f"cpu:{key}"]), "<= 15 ms",
+                              r[f"cpu:{key}"] <= 0.015))
+        res.goals.append(Goal("idle CPU of the real app, 10,000 tenants", f"{r[f'idle:{key}'] * 100:.1f}% of a core",
+                              "< 2%", r[f"idle:{key}"] < 0.02))
+    else:
+        res.goals.append(Goal("CPU per quiet refresh, 10,000 tenants",
+                              "not run; " + largest(lambda k: _ms(r[f"cpu:{k}"])), "<= 15 ms", None,
+                              "no 10,000-tenant scale point in this run"))
+        res.goals.append(Goal("idle CPU of the real app, 10,000 tenants",
+                              "not run; " + largest(lambda k: f"{r[f'idle:{k}'] * 100:.1f}% of a core"),
+                              "< 2%", None, "no 10,000-tenant scale point in this run"))
+    deep = sorted((k for k in points if k.endswith("x100000")), key=lambda k: int(k.split("x")[0]))
+    if deep:
+        key = deep[0]
+        res.goals.append(Goal(f"console RSS, 100,000 jobs ({int(key.split('x')[0]):,} tenants)",
+                              f"{r[f'rss:{key}'] / MIB:.0f} MiB (peak {r[f'peak:{key}'] / MIB:.0f} MiB)",
+                              "< 150 MiB", r[f"rss:{key}"] < 150 * MIB))
+    else:
+        res.goals.append(Goal("console RSS, 100,000 jobs",
+                              "not run; " + largest(lambda k: f"{r[f'rss:{k}'] / MIB:.0f} MiB "
+                                                    f"(peak {r[f'peak:{k}'] / MIB:.0f} MiB)"),
+                              "< 150 MiB", None, "no 100,000-job scale point in this run"))
+    widest = [k for k in deep if k.startswith("10000x")]
+    if widest:
+        key = widest[-1]
+        peak, now = r[f"srv_peak:{key}"], r[f"srv_rss:{key}"]
+        res.goals.append(Goal("embedded server RSS, 100,000 jobs and 10,000 schedules",
+                              f"peak {peak / MIB:.0f} MiB (now {now / MIB:.0f} MiB)", "< 300 MiB",
+                              peak < 300 * MIB))
+    else:
+        res.goals.append(Goal("embedded server RSS, 100,000 jobs and 10,000 schedules",
+                              "not run; " + largest(lambda k: f"peak {r[f'srv_peak:{k}'] / MIB:.0f} MiB "
+                                                    f"(now {r[f'srv_rss:{k}'] / MIB:.0f} MiB)"),
+                              "< 300 MiB", None, "no 10,000-tenant, 100,000-job scale point in this run"))
+    if has("log_ratio", "key_p99"):
+        ok = r["log_ratio"] >= 2.0 and r["key_p99"] < 0.1
+        res.goals.append(Goal("log lines/s through the TUI vs hf jobs logs -f; key-to-frame p99 while it streams",
+                              f"{r['log_ratio']:.2f}x; p99 {_ms(r['key_p99'])} (n={r['key_n']:.0f})",
+                              ">= 2x; p99 < 100 ms", ok))
+    if "whatif:10000" in r:
+        screen = r.get("whatif_screen")
+        measured = f"p95 {r['whatif:10000'] * 1000:.1f} ms (per-tenant projection)"
+        if screen is not None:
+            measured += f"; the screen's recompute p95 {screen * 1000:.2f} ms"
+        res.goals.append(Goal("what-if recompute, 10,000 tenants", measured, "p95 < 16 ms",
+                              r["whatif:10000"] < 0.016 and (screen is None or screen < 0.016)))
+    print("\nGoals", flush=True)
+    for g in res.goals:
+        print(f"  {g.name}: {g.measured} | goal {g.goal} | {_verdict(g)}", flush=True)
+
+
+def _verdict(goal: Goal, markdown: bool = False) -> str:
+    word = "not run" if goal.met is None else ("met" if goal.met else "missed")
+    text = f"**{word}**" if markdown else word.upper() if word == "missed" else word
+    return f"{text} ({goal.why})" if goal.why else text
+
+
+# -- report --------------------------------------------------------------------------------------
+
+
+def write_report(res: Results, info: dict[str, str], args: argparse.Namespace, elapsed: float) -> None:
+    titles = {"startup": "Start-up (1,000 tenants, 10,000 jobs)", "imports": "Import-time profile",
+              "scale": "Scale points", "logs": "Logs", "whatif": "What-if", "scripts": "Training scripts"}
     out = [START, "", f"Measured {time.strftime('%Y-%m-%d %H:%M %Z')} by `python benchmarks/run.py` "
-           f"({elapsed:.0f} s; {args.tenants:,} tenants, {args.jobs:,} jobs, {args.lines:,} log "
-           f"lines, medians of {args.runs} runs).", "",
+           f"({elapsed / 60:.0f} min; scale points {args.scales}; {args.lines:,} log lines; medians of "
+           f"{args.runs} runs).", "",
            f"- Machine: {info['cpu']}, {info['memory']} RAM, {info['os']}",
            f"- Python {info['python']}; {info['packages']}",
-           f"- Load average at start: {info['load']} (a shared box: figures are noisy)", ""]
+           f"- Load average at start: {info['load']} (a shared box: figures are noisy; the ratios are "
+           "taken within this run)", ""]
+    if res.goals:
+        out += ["### Goals", "", "| Goal | Measured | Goal | Met |", "|---|---|---|---|"]
+        for g in res.goals:
+            out.append(f"| {g.name} | {g.measured} | {g.goal} | {_verdict(g, markdown=True)} |")
+        out.append("")
     for section, title in titles.items():
         figs = [f for f in res.figures if f.section == section]
         if not figs:
             continue
-        out += [f"### {title}", "", "| Figure | Console | Peer | Ratio | Goal |",
-                "|---|---|---|---|---|"]
+        out += [f"### {title}", "", "| Figure | Console | Peer | Ratio | Goal |", "|---|---|---|---|---|"]
         for f in figs:
             goal = f.goal and (f"{f.goal} " + ("**met**" if f.met else "**missed**")
                                if f.met is not None else f.goal)
@@ -620,51 +778,69 @@ def write_report(res: Results, info: dict[str, str], args: argparse.Namespace,
     print(f"\nwrote {REPORT}")
 
 
+def _scales(text: str) -> list[tuple[int, int]]:
+    out = []
+    for item in text.split(","):
+        tenants, _, jobs = item.strip().partition("x")
+        out.append((int(tenants), int(jobs)))
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=5, help="repetitions for medians (default 5)")
-    parser.add_argument("--tenants", type=int, default=1000)
-    parser.add_argument("--jobs", type=int, default=10_000)
+    parser.add_argument("--scales", default=DEFAULT_SCALES, help="TENANTSxJOBS,... (default %(default)s)")
+    parser.add_argument("--base", default="1000x10000",
+                        help="the scale point of start-up, imports and logs (default %(default)s)")
     parser.add_argument("--lines", type=int, default=1_000_000, help="log lines (default 1M)")
     parser.add_argument("--idle-seconds", type=float, default=10.0)
-    parser.add_argument("--only", default="startup,imports,steady,logs,whatif,scripts")
+    parser.add_argument("--only", default="startup,imports,scale,logs,whatif,scripts")
+    parser.add_argument("--keep", type=Path, default=None,
+                        help="seed into this folder and keep it (a second run reuses its seeds)")
     parser.add_argument("--no-write", action="store_true", help="print only, keep BENCHMARKS.md")
     args = parser.parse_args()
     only = set(args.only.split(","))
+    scales = _scales(args.scales)
+    base_point = _scales(args.base)[0]
     started = time.monotonic()
     info = harness.machine()
     print(f"Machine: {info['cpu']}, {info['memory']}; load {info['load']}")
     res = Results()
-    if only & {"startup", "imports", "steady", "logs"}:  # the sections that need a seeded server
-        with tempfile.TemporaryDirectory(prefix="console-bench-") as tmp:
-            root = Path(tmp)
-            ws = Workspace(root / "big")
-            small = Workspace(root / "small")
-            t0 = time.monotonic()
-            seed_fleet(ws, args.tenants, args.jobs)
-            if "steady" in only:
-                seed_fleet(small, max(1, args.tenants // 10), args.jobs)
-            print(f"seeded {args.tenants:,} tenants and {args.jobs:,} jobs in "
-                  f"{time.monotonic() - t0:.1f} s", flush=True)
+    wide_server_needed = "whatif" in only and any(t >= 10_000 for t, _ in scales)
+    with contextlib.ExitStack() as stack:
+        root = args.keep or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="console-bench-")))
+        for tenants, jobs in scales:
+            base = (tenants, jobs) == base_point
+            wanted = ("scale" in only or (base and only & {"startup", "imports", "logs"})
+                      or (wide_server_needed and tenants >= 10_000))
+            if not wanted:
+                continue
+            ws = Workspace(root / f"{tenants}x{jobs}")
+            if not (ws.data_dir / "server" / "jobs.sqlite3").exists():
+                t0 = time.monotonic()
+                seed_fleet(ws, tenants, jobs)
+                res.note("scale", f"{_scale_name(tenants, jobs)}: seeded in {time.monotonic() - t0:.0f} s")
             server = SharedServer(ws).start()
-            small_server = SharedServer(small).start() if "steady" in only else None
             try:
-                if "startup" in only:
+                if base and "startup" in only:
                     bench_startup(res, ws, server, args.runs)
-                if "imports" in only:
+                if base and "imports" in only:
                     bench_imports(res, ws)
-                if "steady" in only:
-                    bench_steady(res, ws, small, args.idle_seconds)
-                if "logs" in only:
+                if "scale" in only:
+                    serve_whole_list(server)
+                    bench_scale(res, ws, server, tenants, jobs, args.idle_seconds)
+                if base and "logs" in only:
                     bench_logs(res, ws, server, args.lines)
+                if wide_server_needed and tenants >= 10_000:
+                    bench_whatif(res, [1_000, 10_000], server, runs=30)
+                    wide_server_needed = False
             finally:
                 server.stop()
-                if small_server is not None:
-                    small_server.stop()
-    if "whatif" in only:
-        bench_whatif(res, args.tenants)
+    if "whatif" in only and not any(k.startswith("whatif:") for k in res.raw):
+        bench_whatif(res, [1_000, 10_000], None)
     if "scripts" in only:
         bench_scripts(res, args.runs)
+    judge(res)
     elapsed = time.monotonic() - started
     print(f"\ndone in {elapsed:.0f} s")
     if not args.no_write:
