@@ -75,8 +75,25 @@ def test_ledger_refreshes_from_the_backend_then_prints_json_csv_and_text(server)
 def test_bad_arguments_get_a_clear_message(server):
     r = console("ledger", "--no-refresh", "--month", "December")
     assert r.returncode == 2 and "--month must look like 2026-12" in r.stderr
-    r = console("ledger", "--no-refresh", "--summary")
-    assert r.returncode == 2 and "--summary goes with --json" in r.stderr
+    r = console("ledger", "--no-refresh", "--csv", "--summary")
+    assert r.returncode == 2 and "--summary goes with the text output or --json" in r.stderr
+    r = console("ledger", "--no-refresh", "--tenant", "nobody")
+    assert r.returncode == 2 and "unknown tenant 'nobody'" in r.stderr
+
+
+def test_summary_alone_prints_the_summary_and_an_unknown_tenant_is_an_error(server):
+    api = HfApi(endpoint=server.url, token=server.token)
+    labels = {"app": "console", "tenant": "acme", "env": "dev", "kind": "sft", "run": "acme-1"}
+    job = api.run_job(image="python:3.12", command=["python", "-c", "1"], flavor="l4x1",
+                      labels=labels, namespace=NS, timeout=60)
+    api.wait_for_job(job.id, timeout=30, poll_interval=0.05, namespace=NS)
+    r = console("ledger", "--summary")  # as the README shows it: no entry list
+    assert r.returncode == 0, r.stderr
+    assert "Projection:" in r.stdout and "acme" in r.stdout and job.id not in r.stdout
+    listed = console("ledger", "--no-refresh", "--tenant", "acme")
+    assert listed.returncode == 0 and job.id in listed.stdout
+    typo = console("ledger", "--no-refresh", "--tenant", "acm")
+    assert typo.returncode == 2 and "unknown tenant 'acm': the ledger's tenants are acme" in typo.stderr
 
 
 def test_a_job_without_a_running_time_is_listed_unknown_and_costs_nothing(_isolated_dirs):

@@ -3,8 +3,9 @@
 The default output is the pane's summary (month to date, by tenant, by month, wasted spend, plan
 floor, projection to month end, budget) and the most recent entries. `--json` prints the list of
 entries (each with job_id, tenant, flavor, running_seconds, cost_usd and the rest of the row),
-`--csv` the same as CSV; `--summary --json` prints the summary object instead. `--no-refresh`
-prints what the ledger already holds without asking the backend.
+`--csv` the same as CSV; `--summary` prints the summary without the entries (`--summary --json`:
+the summary object). `--tenant` names a tenant the ledger knows (an unknown one is an error, not
+an empty list). `--no-refresh` prints what the ledger already holds without asking the backend.
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ def register(sub, add_common) -> None:
     out.add_argument("--json", action="store_true", help="print the entries as a JSON list")
     out.add_argument("--csv", action="store_true", help="print the entries as CSV")
     p.add_argument(
-        "--summary", action="store_true", help="with --json: print the summary object instead"
+        "--summary", action="store_true",
+        help="the summary only, without the entries (with --json: the summary object)",
     )
     p.add_argument("--no-refresh", action="store_true", help="do not ask the backend; print the ledger")
     p.add_argument("--month", help="only entries of this month (YYYY-MM)")
@@ -70,8 +72,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.month is not None and not re.fullmatch(r"\d{4}-(0[1-9]|1[0-2])", args.month):
         raise CommandError(f"--month must look like 2026-12, got {args.month!r}")
-    if args.summary and not args.json:
-        raise CommandError("--summary goes with --json")
+    if args.summary and args.csv:
+        raise CommandError("--summary goes with the text output or --json, not --csv")
     cfg = load_config(args)
     try:
         ledger = Ledger(args.ledger)
@@ -88,6 +90,11 @@ def run(args: argparse.Namespace) -> int:
                 f"({r.terminal} finished, {len(r.active)} active job(s) seen; {r.price_source})",
                 file=sys.stderr,
             )
+    if args.tenant is not None:
+        known = sorted({e.tenant for e in ledger.entries()})
+        if args.tenant not in known:
+            listed = ", ".join(plain(t, 40) for t in known[:20]) or "none yet"
+            raise CommandError(f"unknown tenant {plain(args.tenant, 60)!r}: the ledger's tenants are {listed}")
     entries = ledger.entries(month=args.month, tenant=args.tenant)
 
     if args.json and args.summary:
@@ -103,7 +110,8 @@ def run(args: argparse.Namespace) -> int:
             d = _entry_dict(e)
             writer.writerow([_csv_cell(d[c]) for c in CSV_COLUMNS])
         return 0
-    _print_text(summary_for_config(ledger, cfg, snapshot), entries, args.limit, ledger.path)
+    limit = 0 if args.summary else args.limit
+    _print_text(summary_for_config(ledger, cfg, snapshot), entries, limit, ledger.path)
     return 0
 
 
