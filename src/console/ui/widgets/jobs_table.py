@@ -45,7 +45,8 @@ COLUMNS = (
     ("cost", "Cost", 6),
     ("message", "Message", 60),
 )
-KIND_SHORT = {"validate": "val"}
+KIND_SHORT = {"validate": "val", "embedding": "emb", "builder": "bld"}
+"""A kind in at most three letters (sft, dpo and kto are their own), for narrow columns."""
 MAX_ROWS = 500
 """Rows the table holds before the user pages further: every active job and the newest finished
 ones up to this many (a DataTable of 10,000 rows costs seconds to build and hundreds of MB)."""
