@@ -129,3 +129,49 @@ async def test_a_dpo_submission_is_preflighted_as_dpo_data_and_runs_the_dpo_reci
         # the jobs table shows both, each with its kind
         await wait_for(pilot, lambda: train.id in app.jobs_table.rows_by_id, what="the dpo row")
         assert app.jobs_table.rows_by_id[train.id].kind == "dpo"
+
+
+STANDIN = "print('stand-in training run', flush=True)\n"
+
+
+def _submit_kinds(backend, scripts) -> dict[str, object]:
+    """One console job of every training kind, submitted as the console submits it (stand-in
+    scripts), by tenant."""
+    for script in set(jobspec.SCRIPTS.values()):
+        (scripts / script).write_text(STANDIN, encoding="utf-8")
+    requests = [
+        TrainingRequest(tenant="acme", dataset=str(DATA / "acme.jsonl")),
+        TrainingRequest(tenant="hooli", dataset=HOOLI, kind="dpo"),
+        TrainingRequest(tenant="vandelay", dataset=str(DATA / "vandelay.jsonl"), kind="kto"),
+        TrainingRequest(tenant="tyrell", dataset=str(DATA / "tyrell.jsonl"), kind="embedding", encoder="cross"),
+        TrainingRequest(tenant="builder", dataset=str(DATA / "builder.jsonl"), kind="builder", full=True,
+                        model_b=7.0, flavor="a100-large"),
+    ]
+    jobs = {}
+    for request in requests:
+        sub = jobspec.build_submission(request, backend_kind="local", script_dir=scripts)
+        jobs[request.tenant] = backend.api.run_job(**sub.run_kwargs(), namespace=backend.namespace)
+    return jobs
+
+
+async def test_every_kind_in_the_jobs_table_and_the_fleet_pane_the_builder_its_own_row_last(
+    backend, cfg, tmp_path
+):
+    jobs = _submit_kinds(backend, tmp_path)
+    app = ConsoleApp(cfg, backend, refresh_seconds=0.3, stream_metrics=False)
+    async with app.run_test(size=(120, 30)) as pilot:
+        table = app.jobs_table
+        await wait_for(pilot, lambda: all(j.id in table.rows_by_id for j in jobs.values()), what="every kind")
+        await pilot.press("2")
+        await pilot.pause(0.1)
+        kinds = {tenant: table.get_cell(job.id, "kind").plain for tenant, job in jobs.items()}
+        assert kinds == {"acme": "sft", "hooli": "dpo", "vandelay": "kto", "tyrell": "emb", "builder": "bld"}
+
+        await pilot.press("1")
+        fleet = app.fleet_table
+        await wait_for(pilot, lambda: fleet.row_count == 5, what="the fleet rows")
+        cells = {t: fleet.get_cell(t, "kind").plain for t in jobs}
+        assert cells == {"acme": "sft", "hooli": "dpo", "vandelay": "kto", "tyrell": "emb cross",
+                         "builder": "bld full"}
+        order = [fleet.get_row_at(i)[0].plain.strip() for i in range(fleet.row_count)]
+        assert order == ["acme", "hooli", "tyrell", "vandelay", "builder"]  # the builder its own row, last

@@ -1,10 +1,12 @@
 """The fleet pane's table: one row per tenant, derived from HF Jobs (see `console.fleet`).
 
-Columns: tenant, base model, flavor, schedule (in words) and next run, last run's stage and age,
+Columns: tenant, kind (what the row trains: `sft`, `dpo`, `kto`, `emb` with its encoder, `bld` the
+builder model with `full` or `lora`), base model, flavor, schedule (in words) and next run, last run's stage and age,
 last loss, where the adapter went, $/run and $/month. Tenants whose last run failed, whose schedule
 is suspended or whose adapter is older than its cadence are flagged in the first column and
 coloured. Rows update in place by tenant id; :class:`FleetTable.TenantSelected` is posted when the
-highlighted tenant changes.
+highlighted tenant changes. The builder model is a row of its own, after the tenants (as
+`console fleet show` lists it).
 """
 
 from __future__ import annotations
@@ -18,11 +20,12 @@ from textual.widgets import DataTable
 
 from console.fleet import TenantRow
 from console.jobs import format_age, format_clock, format_cost
-from console.ui.widgets.jobs_table import STAGE_STYLES, plain
+from console.ui.widgets.jobs_table import KIND_SHORT, STAGE_STYLES, plain
 from console.ui.widgets.keyed_table import KeyedTable
 
 COLUMNS = (
     ("tenant", "Tenant", 10),
+    ("kind", "Kind", 9),
     ("last", "Last run", 10),
     ("age", "Age", 6),
     ("loss", "Loss", 12),
@@ -34,6 +37,17 @@ COLUMNS = (
     ("model", "Base model", 14),
     ("adapter", "Adapter", 24),
 )
+
+
+def kind_cell(row: TenantRow) -> str:
+    """What the row trains, short: `sft`, `dpo`, `kto`, `emb cross`, `bld full`."""
+    short = KIND_SHORT.get(row.kind, row.kind)
+    req = row.request
+    if row.kind == "embedding":
+        return f"{short} {(req.encoder if req else None) or 'bi'}"
+    if row.is_builder:
+        return f"{short} {'full' if req is not None and req.full else 'lora'}"
+    return short
 
 
 def _flag(row: TenantRow) -> tuple[str, str]:
@@ -97,6 +111,7 @@ class FleetTable(KeyedTable):
         age = format_age(row.last_at, now).removesuffix(" ago")
         return (
             mark + row.tenant,
+            kind_cell(row),
             row.last_stage or "never",
             ("~" if row.stale else "") + age,
             loss,
@@ -115,20 +130,21 @@ class FleetTable(KeyedTable):
         tenant = Text(no_wrap=True, overflow="ellipsis")
         tenant.append(mark, style=style)
         tenant.append(plain(row.tenant, style if row.failed or row.stale else ""))
-        schedule_text = values[7].removesuffix("=") if row.suspended else values[7]
+        schedule_text = values[8].removesuffix("=") if row.suspended else values[8]
         schedule = plain(schedule_text, "yellow" if row.suspended else "" if row.schedule else "dim")
         return (
             tenant,
-            plain(values[1], STAGE_STYLES.get(row.last_stage or "", "dim")),
-            plain(values[2].removeprefix("~") if row.stale else values[2], "bold yellow" if row.stale else ""),
-            plain(values[3]),
-            plain(values[4], "yellow" if row.suspended else ""),
-            plain(values[5]),
+            plain(values[1], "cyan" if row.is_builder else ""),
+            plain(values[2], STAGE_STYLES.get(row.last_stage or "", "dim")),
+            plain(values[3].removeprefix("~") if row.stale else values[3], "bold yellow" if row.stale else ""),
+            plain(values[4]),
+            plain(values[5], "yellow" if row.suspended else ""),
             plain(values[6]),
+            plain(values[7]),
             schedule,
-            plain(values[8]),
             plain(values[9]),
             plain(values[10]),
+            plain(values[11]),
         )
 
     def _put(self, row: TenantRow, now: datetime, shown: bool) -> bool:
@@ -156,8 +172,9 @@ class FleetTable(KeyedTable):
             added = False
             for row in rows:
                 added |= self._put(row, now, row.tenant in self._cells)
-            if added:
-                self.sort("tenant", key=lambda cell: cell.plain[1:])
+            if added:  # by tenant, the builder model last
+                builder = KIND_SHORT["builder"] + " "
+                self.sort("kind", "tenant", key=lambda c: (c[0].plain.startswith(builder), c[1].plain[1:]))
             self.move_cursor_to(keep)
         self.announce_selection()
 
