@@ -20,6 +20,7 @@ import os
 import re
 import tempfile
 import tomllib
+import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -247,6 +248,18 @@ def _endpoint(value: Any) -> str:
     s = _expect_str(value)
     if not (s.startswith("http://") or s.startswith("https://")) or len(s) > 2048:
         raise TypeError("an http:// or https:// URL")
+    if any(ch.isspace() or not ch.isprintable() for ch in s):
+        raise TypeError("an http:// or https:// URL with no spaces, newlines or control characters")
+    parts = urllib.parse.urlsplit(s)
+    if "@" in parts.netloc:
+        raise TypeError("a URL without user:password@ (the token goes in `hf auth login` or "
+                        "HF_TOKEN, never in the config)")
+    try:
+        port = parts.port
+    except ValueError:
+        port = 0
+    if not parts.hostname or port == 0:
+        raise TypeError("an http:// or https:// URL with a host and a port from 1 to 65535")
     return s.rstrip("/")
 
 
@@ -399,8 +412,12 @@ def _refuse_secrets(doc: dict[str, Any], where: str, prefix: str) -> None:
             _refuse_secrets(value, where, f"{full}.")
 
 
+_CREDENTIALS_RE = re.compile(r"(://)[^/@\s]*@")
+
+
 def _show(value: Any) -> str:
-    text = repr(value)
+    """A value for an error message: short, and a URL's `user:password@` never shown."""
+    text = _CREDENTIALS_RE.sub(r"\1***@", repr(value))
     return text if len(text) <= 60 else text[:57] + "..."
 
 
@@ -450,8 +467,11 @@ def save(cfg: Config, path: Path | str | None = None) -> Path:
     doc = cfg.to_toml_dict()
     from_dict(doc, p)  # never write what we would refuse to read
     payload = tomli_w.dumps(doc).encode("utf-8")
-    p.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(p, payload)
+    # A symlinked config (dotfiles kept in a repo) is written through the link: replacing the link
+    # with a file would silently fork the config from the file the user edits.
+    target = Path(os.path.realpath(p)) if p.is_symlink() else p
+    target.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(target, payload)
     cfg.path = p
     return p
 

@@ -32,8 +32,15 @@ _ESCAPES = re.compile(
     r"|\x1b[PX^_][^\x1b]*(?:\x1b\\)?"
     r"|\x1b[@-Z\\-_]"
     r"|\x9b[0-?]*[ -/]*[@-~]"
+    # the 8-bit forms of OSC (U+009D) and DCS / SOS / PM / APC, payload and all
+    r"|\x9d[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
+    r"|[\x90\x98\x9e\x9f][^\x1b\x9c]*(?:\x1b\\|\x9c)?"
 )
 _CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# Bidirectional controls (LRE RLE PDF LRO RLO, LRI RLI FSI PDI, LRM RLM ALM): a terminal that
+# honours them would show a job's text reversed ("exe.txt" as "txt.exe") and move table borders.
+# Shown as U+FFFD, one visible cell, like a byte that is not UTF-8.
+_BIDI = re.compile("[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]")
 
 
 def clean_log_line(text: str) -> str:
@@ -44,6 +51,7 @@ def clean_log_line(text: str) -> str:
         text = parts[-1] if parts else ""
     text = _ESCAPES.sub("", text)
     text = _CONTROLS.sub("", text)
+    text = _BIDI.sub("\ufffd", text)
     return text.expandtabs(4)
 
 

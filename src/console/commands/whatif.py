@@ -205,14 +205,24 @@ def _memory(args: argparse.Namespace, flavor: str, prices) -> dict:
 
 def _calibrated(args: argparse.Namespace, scenario) -> dict:
     """The scenario again with the ledger's calibration, and the cheaper flavors that fit."""
+    from pathlib import Path
+
     from console.commands._common import CommandError
     from console.costs import cheaper_flavors_that_fit, project
     from console.ledger import Ledger, LedgerError, estimate_calibration
+    from console.ledger.store import default_path
 
-    try:
-        cal, basis = estimate_calibration(Ledger(args.ledger).entries())
-    except LedgerError as exc:
-        raise CommandError(str(exc)) from None
+    where = Path(args.ledger).expanduser() if args.ledger else default_path()
+    if not where.is_file():
+        if args.ledger:  # a path given by hand that is not there: say so, create nothing
+            raise CommandError(f"--ledger {where}: no such ledger file")
+        entries = []  # no ledger yet: the heuristic stands (reading never creates one)
+    else:
+        try:
+            entries = Ledger(where).entries()
+        except LedgerError as exc:
+            raise CommandError(str(exc)) from None
+    cal, basis = estimate_calibration(entries)
     proj = project(scenario, calibration=cal)
     flavor = scenario.run.flavor
     own = cal.per_flavor.get(flavor)

@@ -222,6 +222,7 @@ def parse_fleet(
         problems.append(f"trackio_space_id {space!r} must be a Space id like org/trackio")
     defaults = {k: v for k, v in doc.items() if k not in ("tenant", "builder", "env", "name", "description")}
     tenants: list[TenantSpec] = []
+    kept: set[str] = set()  # the ids in `tenants` (a set: 100,000 tenants check in linear time)
     seen: dict[str, int] = {}
     dataset_of: dict[str, str] = {}  # dataset (jobspec.dataset_key) -> the first tenant training on it
     pushes_to: dict[str, str] = {}  # destination -> the first tenant pushing to it
@@ -254,7 +255,8 @@ def parse_fleet(
                     f"tenants {owner!r} and {spec.id!r} both push to {spec.hub_model_id}: "
                     "each tenant's adapter goes to its own repo"
                 )
-        if spec is not None and tid not in [t.id for t in tenants]:
+        if spec is not None and spec.id not in kept:
+            kept.add(spec.id)
             tenants.append(spec)
     if problems:
         raise FleetFileError(path, problems)
@@ -368,6 +370,13 @@ def _tenant(
         errors.append(f"{where}: model_b must be from 0.001 to 2000")
     if max_steps is not None and max_steps < 1:
         errors.append(f"{where}: max_steps must be at least 1")
+    # `not (lo < x <= hi)`, not `x <= lo or x > hi`: NaN fails every comparison and must be refused
+    if learning_rate is not None and not (0 < learning_rate <= 1):
+        errors.append(f"{where}: learning_rate must be a number above 0 and at most 1, got {learning_rate!r}")
+    if lora_r is not None and not (1 <= lora_r <= 1024):
+        errors.append(f"{where}: lora_r must be a whole number from 1 to 1024, got {lora_r!r}")
+    if lora_alpha is not None and not (1 <= lora_alpha <= 4096):
+        errors.append(f"{where}: lora_alpha must be a whole number from 1 to 4096, got {lora_alpha!r}")
     if errors or None in (tid, dataset, examples, base_model, model_b, flavor, epochs, schedule):
         return None, errors
     return (
