@@ -94,14 +94,17 @@ def seed_fleet(ws: Workspace, tenants: int, jobs: int) -> None:
     Scheduled jobs are created by `HfApi.create_scheduled_job` with real console submissions (so
     the fleet derives exactly as in production); the job history is bulk-inserted with each
     tenant's own spec and labels, spread over the last 30 days, one in 12 ending in ERROR.
-    Every submission ships the same script bundle, so it is encoded once here (the console
-    encodes it per submission; that is not what is measured).
+    Every submission ships the same scripts: by reference, they are uploaded to the namespace's
+    jobs-artifacts bucket once; inline (older consoles), the bundle is encoded once here.
     """
     import functools
 
     from console import jobspec as _jobspec
 
-    encode = _jobspec.encode_bundle
+    encode = getattr(_jobspec, "encode_bundle", None)
+    if encode is None:  # scripts shipped by reference (a bucket volume): nothing to encode
+        _seed(ws, tenants, jobs)
+        return
     _jobspec.encode_bundle = functools.lru_cache(maxsize=8)(encode)
     try:
         _seed(ws, tenants, jobs)
@@ -146,6 +149,10 @@ def _seed(ws: Workspace, tenants: int, jobs: int) -> None:
                 except jobspec.SubmissionError:
                     if flavor == FALLBACK_FLAVORS[-1]:
                         raise
+            if getattr(sub, "ships", ()):  # scripts by reference: uploaded to the bucket once
+                from console.ship import ship
+
+                sub = ship(api, sub, NAMESPACE)
             kwargs = sub.scheduled_kwargs(CRONS[i % len(CRONS)], suspend=(i % 50 == 7))
             kwargs.pop("name", None)
             api.create_scheduled_job(**kwargs, namespace=NAMESPACE)
