@@ -236,11 +236,14 @@ class JobsService:
             keys = keys[:limit]
             next_cursor = keys[-1][0]
         cache = self._rendered
-        missing = [job_id for _, job_id, _ in keys if job_id not in cache]
+        # what this page finds in the cache, taken before rendering the rest: remembering a newly
+        # rendered job may evict one of these, which must still be listed
+        cached = {job_id: cache[job_id] for _, job_id, _ in keys if job_id in cache}
+        missing = [job_id for _, job_id, _ in keys if job_id not in cached]
         fresh = self.store.get_jobs(missing) if missing else {}
         parts: list[bytes] = []
         for _, job_id, _ in keys:
-            doc = cache.get(job_id)
+            doc = cached.get(job_id)
             if doc is None:
                 job = fresh.get(job_id)
                 if job is None:  # deleted meanwhile
