@@ -4,10 +4,11 @@ table."""
 
 from __future__ import annotations
 
+import pytest
 from tests.ui.conftest import wait_for
 from textual.widgets import Checkbox, Input, Select
 
-from console import jobspec, paths
+from console import jobspec, paths, vram
 from console.jobspec import TrainingRequest
 from console.prices import shipped_price_book
 from console.ui.app import ConsoleApp
@@ -175,3 +176,53 @@ async def test_every_kind_in_the_jobs_table_and_the_fleet_pane_the_builder_its_o
                          "builder": "bld full"}
         order = [fleet.get_row_at(i)[0].plain.strip() for i in range(fleet.row_count)]
         assert order == ["acme", "hooli", "tyrell", "vandelay", "builder"]  # the builder its own row, last
+
+
+async def test_the_what_if_names_the_flavors_that_fit_and_costs_the_builder_model(backend, cfg, tmp_path):
+    from console.costs import project
+    from console.ui.widgets.costs import WhatIfScreen
+
+    builder = TrainingRequest(tenant="builder", dataset=str(DATA / "builder.jsonl"), kind="builder", full=True,
+                              model_b=7.0, examples=3000, epochs=1.0, flavor="a100-large")
+    tenant = TrainingRequest(tenant="acme", dataset=str(DATA / "acme.jsonl"), model_b=3.0, flavor="a100-large")
+    for request in (builder, tenant):
+        kwargs = jobspec.build_submission(request, backend_kind="local").scheduled_kwargs("0 3 * * 1")
+        kwargs.pop("name", None)
+        backend.api.create_scheduled_job(**kwargs, namespace=backend.namespace)
+    app = ConsoleApp(cfg, backend, refresh_seconds=0.3, stream_metrics=False)
+    async with app.run_test(size=(120, 50)) as pilot:
+        await wait_for(pilot, lambda: len(app.refresher.scheduled) == 2, what="the schedules")
+        await pilot.press("$")
+        await wait_for(pilot, lambda: isinstance(app.screen, WhatIfScreen))
+        screen = app.screen
+        await wait_for(pilot, lambda: screen.result is not None)
+
+        def notes() -> str:
+            return str(screen.query_one("#whatif-notes").render())
+
+        # the fleet's builder model: its own cost per run and per month, as `console whatif` shows it
+        assert screen.result.scenario.builder is not None
+        assert screen.query_one("#wi-builder-b", Input).value == "7"
+        expected = project(screen.result.scenario, app.prices)
+        assert screen.result.heuristic.builder_usd == pytest.approx(expected.builder_usd) and expected.builder_usd > 0
+        assert "Builder: 7B full on a100-large" in notes() and f"${expected.builder_usd:,.2f}/month" in notes()
+        assert "Builder does not fit" not in notes()  # a full 7B fine-tune fits 80 GB
+        screen.query_one("#wi-builder-b", Input).value = "13"
+        await pilot.pause(0.1)
+        assert "Builder does not fit a100-large: a full fine-tune of a 13B model" in notes()
+
+        # a 3B LoRA on an A100: cheaper flavors whose GPU memory holds it are named
+        screen.query_one("#wi-model-b", Input).value = "3"
+        screen.query_one("#wi-flavor", Select).value = "a100-large"
+        await pilot.pause(0.1)
+        assert screen.result.cheaper and "Cheaper: " in notes() and "Memory: ~" in notes()
+        shape = vram.RunShape(3.0)
+        assert all(vram.fit(shape, app.prices.get(e.flavor)).fits for e in screen.result.cheaper)
+        # an 8B LoRA does not fit a T4: said in red with the cheapest flavor that fits
+        screen.query_one("#wi-model-b", Input).value = "8"
+        screen.query_one("#wi-flavor", Select).value = "t4-small"
+        await pilot.pause(0.1)
+        assert "Does not fit t4-small: LoRA of a 8B model" in notes()
+        assert "the cheapest flavor that fits:" in notes()
+        assert all(vram.fit(vram.RunShape(8.0), app.prices.get(e.flavor)).fits for e in screen.result.cheaper)
+        await pilot.press("escape")

@@ -1,12 +1,17 @@
 """The what-if explorer: change the fleet's assumptions and see the cost move at once.
 
 A modal screen with one compact input per assumption (tenants, cadence, flavor, model size,
-examples, epochs, Unsloth, plan, seats). Every change recomputes `costs.project` on the spot (it is
+examples, epochs, Unsloth, the tenants' training kind, the builder model's size and whether it is a
+full fine-tune, plan, seats). Every change recomputes `costs.project` on the spot (it is
 pure arithmetic) and shows, side by side, the current fleet (its real schedules, from
 :func:`console.ledger.fleet_costs`), the what-if, and the difference — with the reference heuristic
 and the estimate calibrated from the ledger's real runs, the number of runs the calibration rests
-on, and a cheaper flavor that still fits the model. Input the model refuses shows the reason and
-leaves the last good numbers in place. `console whatif` is the same model, headless.
+on, and the cheapest flavor whose GPU memory still holds the run (`costs.cheaper_flavors_that_fit`
+with the run's shape). The run's GPU-memory estimate on its flavor is a line of its own, in red with
+the cheapest flavor that fits when it does not (`console.vram`, as `console whatif` refuses it);
+so is the builder model's, with its cost per run and per month (the fleet's builder, or one given
+by its size: blank for none). Input the model refuses shows the reason and leaves the last good
+numbers in place. `console whatif` is the same model, headless.
 
 Construct it with the config and, optionally, a `Ledger` (its calibration is read in a thread
 worker), the scheduled jobs the app already holds, and the price book in use.
@@ -28,6 +33,7 @@ from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Checkbox, Input, Label, Select, Static
 
+from console import jobspec, vram
 from console.costs import (
     Calibration,
     CostInputError,
@@ -36,6 +42,7 @@ from console.costs import (
     Scenario,
     cheaper_flavors_that_fit,
     check_range,
+    describe_cron,
     format_duration,
     normalize_cron,
     project,
@@ -44,6 +51,11 @@ from console.ledger import FleetCosts, Ledger, fleet_costs
 from console.prices import PLANS, PriceBook, shipped_price_book
 
 NO_CALIBRATION = Calibration({}, None, 0)
+KINDS = ("sft", "dpo", "kto", "embedding")
+"""The tenants' training kinds the memory estimate tells apart (`console whatif --kind`)."""
+BUILDER_EXAMPLES = 3000
+BUILDER_FLAVOR = "a100-large"
+"""A builder model given here by its size alone: `console whatif --builder-*`'s defaults."""
 
 
 def _money(v: float) -> str:
@@ -81,6 +93,8 @@ class WhatIfResult:
     calibration_runs: int
     flavor_runs: int
     cheaper: list[Any]
+    kind: str = "sft"
+    builder_full: bool = False
 
 
 class WhatIfScreen(ModalScreen[None]):
@@ -99,7 +113,7 @@ class WhatIfScreen(ModalScreen[None]):
     WhatIfScreen .wi-row Label { width: 10; color: $text-muted; }
     WhatIfScreen .wi-row Input, WhatIfScreen .wi-row Select { width: 1fr; }
     WhatIfScreen .wi-row Input.invalid { background: $error 30%; }
-    WhatIfScreen #wi-unsloth { height: 1; }
+    WhatIfScreen #wi-unsloth, WhatIfScreen #wi-builder-full { height: 1; }
     WhatIfScreen #whatif-table { width: 1fr; height: auto; padding-left: 1; }
     WhatIfScreen #whatif-error { height: auto; color: $error; }
     WhatIfScreen #whatif-notes { height: auto; }
@@ -142,6 +156,11 @@ class WhatIfScreen(ModalScreen[None]):
         self.calibration_basis = "hf" if self.calibration.runs else "none"
         """hf | local (the embedded server's CPU runs) | none"""
         self.fleet = self._fleet(self.calibration)
+        self.builder_full = any(
+            req is not None and req.kind == "builder" and req.full
+            for req in (jobspec.read_request(sj) for sj in self.scheduled_jobs if not getattr(sj, "suspend", False))
+        )
+        """Whether the fleet's builder model is a full fine-tune (its schedule says so)."""
         self.result: WhatIfResult | None = None
         self.error: str | None = None
 
@@ -178,6 +197,15 @@ class WhatIfScreen(ModalScreen[None]):
                     yield from self._row("Examples", Input(str(s.run.examples), id="wi-examples", compact=True))
                     yield from self._row("Epochs", Input(f"{s.run.epochs:g}", id="wi-epochs", compact=True))
                     yield Checkbox("Unsloth (~2x faster)", s.run.unsloth, id="wi-unsloth", compact=True)
+                    yield from self._row(
+                        "Kind",
+                        Select([(k, k) for k in KINDS], value="sft", allow_blank=False, id="wi-kind", compact=True),
+                    )
+                    builder = f"{s.builder.model_b:g}" if s.builder else ""
+                    yield from self._row(
+                        "Builder B", Input(builder, placeholder="(none)", id="wi-builder-b", compact=True)
+                    )
+                    yield Checkbox("Builder full fine-tune", self.builder_full, id="wi-builder-full", compact=True)
                     yield from self._row(
                         "Plan",
                         Select([(p, p) for p in PLANS], value=s.plan, allow_blank=False, id="wi-plan",
@@ -235,6 +263,9 @@ class WhatIfScreen(ModalScreen[None]):
         self.query_one("#wi-examples", Input).value = str(s.run.examples)
         self.query_one("#wi-epochs", Input).value = f"{s.run.epochs:g}"
         self.query_one("#wi-unsloth", Checkbox).value = s.run.unsloth
+        self.query_one("#wi-kind", Select).value = "sft"
+        self.query_one("#wi-builder-b", Input).value = f"{s.builder.model_b:g}" if s.builder else ""
+        self.query_one("#wi-builder-full", Checkbox).value = self.builder_full
         self.query_one("#wi-plan", Select).value = s.plan
         self.query_one("#wi-seats", Input).value = str(s.seats)
         self.recompute()
@@ -259,6 +290,18 @@ class WhatIfScreen(ModalScreen[None]):
         except CostInputError:
             cadence_box.add_class("invalid")
             raise
+        builder_box = self.query_one("#wi-builder-b", Input)
+        builder = self.fleet.representative.builder
+        if builder_box.value.strip():
+            try:
+                size = check_range("model_b", _number(builder_box.value, "model_b", whole=False))
+            except CostInputError:
+                builder_box.add_class("invalid")
+                raise
+            base = builder or RunSpec(size, BUILDER_EXAMPLES, fields["epochs"], BUILDER_FLAVOR)
+            builder = replace(base, model_b=size)
+        else:
+            builder = None
         flavor = self.query_one("#wi-flavor", Select).value
         plan = self.query_one("#wi-plan", Select).value
         if not isinstance(flavor, str) or not isinstance(plan, str):
@@ -271,6 +314,7 @@ class WhatIfScreen(ModalScreen[None]):
                         self.query_one("#wi-unsloth", Checkbox).value),
             plan=plan,
             seats=fields["seats"],
+            builder=builder,
         )
 
     def recompute(self) -> WhatIfResult | None:
@@ -280,19 +324,27 @@ class WhatIfScreen(ModalScreen[None]):
             heuristic = project(scenario, self.prices)
             cal = self.calibration if self.calibration.runs else None
             calibrated = project(scenario, self.prices, calibration=cal)
-            cheaper = cheaper_flavors_that_fit(scenario.run, self.prices, calibration=cal)
-        except CostInputError as exc:
+            kind = str(self.query_one("#wi-kind", Select).value)
+            cheaper = cheaper_flavors_that_fit(scenario.run, self.prices, calibration=cal,
+                                               run=self._shape(scenario, kind))
+        except (CostInputError, vram.FitError) as exc:
             self.error = str(exc)
             self.query_one("#whatif-error", Static).update(Text(f"Not changed: {exc}"))
             return None
         own = self.calibration.per_flavor.get(scenario.run.flavor)
         self.error = None
         self.result = WhatIfResult(scenario, heuristic, calibrated, self.calibration.runs,
-                                   own.runs if own else 0, cheaper)
+                                   own.runs if own else 0, cheaper, kind,
+                                   self.query_one("#wi-builder-full", Checkbox).value)
         self.query_one("#whatif-error", Static).update("")
         self._draw(self.result)
         self.post_message(self.Recomputed(self.result))
         return self.result
+
+    @staticmethod
+    def _shape(scenario: Scenario, kind: str) -> vram.RunShape:
+        """How a tenant's run uses GPU memory: LoRA of its size, its kind, at the recipes' batch."""
+        return vram.RunShape(scenario.run.model_b, kind=kind, unsloth=scenario.run.unsloth)
 
     # -- drawing
 
@@ -317,9 +369,13 @@ class WhatIfScreen(ModalScreen[None]):
         table.add_row("Hours/run", "", f"{h.per_run.hours:.2f}", f"cal {c.per_run.hours:.2f}")
         table.add_row("Timeout", "", format_duration(h.per_run.timeout_seconds),
                       f"cal {format_duration(c.per_run.timeout_seconds)}")
-        table.add_row("GPU/month", _money(f.gpu_usd), _money(h.tenants_usd), _delta(h.tenants_usd - f.gpu_usd))
-        table.add_row(" calibrated", _money(f.gpu_calibrated_usd), _money(c.tenants_usd),
-                      _delta(c.tenants_usd - f.gpu_calibrated_usd))
+        gpu, gpu_cal = h.tenants_usd + h.builder_usd, c.tenants_usd + c.builder_usd
+        table.add_row("GPU/month", _money(f.gpu_usd), _money(gpu), _delta(gpu - f.gpu_usd))
+        table.add_row(" calibrated", _money(f.gpu_calibrated_usd), _money(gpu_cal),
+                      _delta(gpu_cal - f.gpu_calibrated_usd))
+        if f.builder_schedules or r.scenario.builder is not None:
+            table.add_row(" builder", _money(f.builder_usd), _money(h.builder_usd),
+                          _delta(h.builder_usd - f.builder_usd))
         table.add_row("Plan floor", _money(f.plan_floor_usd), _money(h.plan_floor_usd),
                       _delta(h.plan_floor_usd - f.plan_floor_usd))
         table.add_row(Text("Month", style="bold"), _money(f.monthly_usd), Text(_money(h.monthly_usd), style="bold"),
@@ -347,17 +403,52 @@ class WhatIfScreen(ModalScreen[None]):
             if self.calibration_basis == "local":
                 lines.append(Text("  (runs on the local server, timed on this machine's CPU: not HF "
                                   "GPU timings)", style="yellow"))
+        lines.extend(self._memory(r))
         if r.cheaper:
             best = r.cheaper[0]
             saving = r.calibrated.per_run.cost_usd - best.cost_usd
             monthly = saving * r.scenario.tenants * r.heuristic.runs_per_month
-            lines.append(Text(f"Cheaper: {best.flavor} fits {r.scenario.run.model_b:g}B: "
+            lines.append(Text(f"Cheaper: {best.flavor} fits {r.scenario.run.model_b:g}B {r.kind}: "
                               f"${best.cost_usd:.2f}/run (-${saving:.2f}, -${monthly:,.2f}/month), "
                               f"{best.hours:.2f} h", style="green"))
         else:
             lines.append(Text(f"{flavor} is the cheapest flavor that fits "
                               f"{r.scenario.run.model_b:g}B", style="dim"))
+        lines.extend(self._builder(r))
         if not r.heuristic.plan_can_run_jobs:
             lines.append(Text(f"The {r.scenario.plan} plan cannot run HF Jobs: PRO or higher",
                               style="bold red"))
         return Text("\n").join(lines)
+
+    def _memory(self, r: WhatIfResult) -> list[Text]:
+        """The run's GPU-memory estimate on its flavor; when it does not fit, why and where it does."""
+        flavor = r.scenario.run.flavor
+        if flavor not in self.prices or not self.prices.get(flavor).is_gpu:
+            return []
+        shape = self._shape(r.scenario, r.kind)
+        try:
+            here = vram.fit(shape, self.prices.get(flavor))
+            why = None if here.fits else vram.refusal(shape, flavor, self.prices)
+        except vram.FitError as exc:
+            return [Text(f"Memory: {exc}", style="yellow")]
+        if why:
+            return [Text(f"Does not fit {flavor}: {why}", style="bold red")]
+        return [Text(f"Memory: {here.describe()}", style="dim")]
+
+    def _builder(self, r: WhatIfResult) -> list[Text]:
+        """The builder model's cost per run and per month, and its GPU-memory fit (LoRA or full)."""
+        b, est = r.scenario.builder, r.heuristic.builder_per_run
+        if b is None or est is None:
+            return []
+        method = "full" if r.builder_full else "lora"
+        lines = [Text(f"Builder: {b.model_b:g}B {method} on {b.flavor}, {describe_cron(r.scenario.builder_cadence)}: "
+                      f"{est.hours:.1f} h, ${est.cost_usd:.2f}/run, ${r.heuristic.builder_usd:,.2f}/month")]
+        if b.flavor in self.prices and self.prices.get(b.flavor).is_gpu:
+            shape = vram.RunShape(b.model_b, method=method, kind="builder")
+            try:
+                why = vram.refusal(shape, b.flavor, self.prices)
+            except vram.FitError as exc:
+                why = str(exc)
+            if why:
+                lines.append(Text(f"Builder does not fit {b.flavor}: {why}", style="bold red"))
+        return lines
