@@ -171,3 +171,36 @@ async def test_the_reschedule_dialog_shows_the_monthly_cost_before_and_after(bac
         app.screen.query_one("#cron-input", Input).value = "every tuesday"
         await pilot.pause(0.1)
         assert cost() == ""  # no estimate for a cron that is not one (the preview says why)
+
+
+async def test_a_failing_pass_is_said_once_and_a_slow_webhook_never_holds_up_the_screen(backend, cfg, listener):
+    from console.ui.screens.help import HelpScreen
+
+    app = _app(cfg, backend)
+    calls = []
+
+    def broken(write):
+        calls.append(1)
+        raise RuntimeError("oncall.sqlite is unreadable")
+
+    app.oncall._make_watcher = broken
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _wait(pilot, lambda: app.oncall.passes >= 3, what="three failed passes")
+        failed = [n for n in _notes(app) if "On-call watch failed" in n]
+        assert len(failed) == 1 and "oncall.sqlite is unreadable" in failed[0]
+        assert len(calls) >= 3  # tried again at each tick
+
+    # a webhook that takes 5 s per POST: the passes and the keys go on meanwhile
+    listener.delay = 5.0
+    cfg.notify.webhook_url = f"{listener.url}/slow"
+    failed_job = run_python(backend, "raise SystemExit(3)", tenant="acme")
+    assert await asyncio.to_thread(wait_stage, backend, failed_job.id) == "ERROR"
+    app = _app(cfg, backend)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _wait(pilot, lambda: any(failed_job.id in n for n in _notes(app)), what="the notification")
+        started = time.monotonic()
+        await pilot.press("question_mark")
+        await _wait(pilot, lambda: isinstance(app.screen, HelpScreen), timeout=2, what="the help screen")
+        assert time.monotonic() - started < 2 and not listener.posts  # the POST is still on its way
+        passes = app.oncall.passes
+        await _wait(pilot, lambda: app.oncall.passes > passes, timeout=5, what="the next pass")
