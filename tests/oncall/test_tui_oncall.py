@@ -85,6 +85,7 @@ async def test_the_tui_notifies_a_failure_and_a_stall_once_marks_the_stall_and_p
 
 
 async def test_a_job_too_slow_for_its_timeout_is_marked_and_i_writes_its_incident_bundle(backend, cfg):
+    cfg.notify.osc52 = True
     run = "acme-slow"
     job = run_python(backend, slow_trackio_code(cfg.trackio.project, run), run=run)
     app = _app(cfg, backend)
@@ -102,6 +103,7 @@ async def test_a_job_too_slow_for_its_timeout_is_marked_and_i_writes_its_inciden
         path = note.split("written to ", 1)[1].strip()
         text = open(path, encoding="utf-8").read()
         assert job.id in text and "Loss diverged" in text
+        assert any("\x1b]52;c;" in w for w in app.oncall.written)  # the path, on the clipboard
     backend.api.cancel_job(job_id=job.id, namespace=backend.namespace)
 
 

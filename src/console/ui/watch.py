@@ -130,7 +130,7 @@ class OnCallWatch:
         self._running = False
         self.passes += 1
         for text in message.escapes:
-            self._write_terminal(text)
+            self.write_terminal(text)
         for failure in message.webhook_failures[-3:]:
             self.app.notify(f"Webhook failed: {failure}", severity="warning", timeout=8)
         if message.error is not None:
@@ -155,7 +155,7 @@ class OnCallWatch:
         except Exception:  # the app is closing: nothing to mark
             pass
 
-    def _write_terminal(self, text: str) -> None:
+    def write_terminal(self, text: str) -> None:
         """A bell or desktop-notification escape, straight to the terminal (not the screen)."""
         self.written = [*self.written[-19:], text]
         driver = getattr(self.app, "_driver", None)

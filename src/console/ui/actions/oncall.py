@@ -54,9 +54,9 @@ def _copy_path(app: ConsoleBase, path: Path) -> None:
     from console.oncall.terminal import for_terminal
 
     escape = clipboard_escape(path)
-    driver = getattr(app, "_driver", None)
-    if escape and driver is not None:
-        driver.write(for_terminal(escape))
+    watch = getattr(app, "oncall", None)  # the app's terminal writer (`watch.OnCallWatch`)
+    if escape and watch is not None:
+        watch.write_terminal(for_terminal(escape))
 
 
 def bulk(app: ConsoleBase) -> None:
