@@ -226,3 +226,15 @@ async def test_the_what_if_names_the_flavors_that_fit_and_costs_the_builder_mode
         assert "the cheapest flavor that fits:" in notes()
         assert all(vram.fit(vram.RunShape(8.0), app.prices.get(e.flavor)).fits for e in screen.result.cheaper)
         await pilot.press("escape")
+
+        # the Costs tab names the builder model's part of the schedules' remaining cost
+        await pilot.press("3")
+
+        def summary() -> str:
+            return str(app.query_one("#ledger-summary").render())
+
+        await wait_for(pilot, lambda: "schedules +$" in summary(), what="the costs summary")
+        from console.ledger.forecast import remaining_firings
+
+        runs = remaining_firings("0 3 * * 1", app.session.clock())
+        assert f"builder model +${runs * expected.builder_per_run.cost_usd:,.2f}, {runs} run" in summary()

@@ -2,7 +2,8 @@
 
 Shows month to date (and minutes in flight), wasted spend on timeouts, the plan floor, the
 schedules' remaining firings, the projection to month end against the configured monthly budget
-(a warning when over), spend by tenant (this month, all time, wasted) and by month.
+(a warning when over; the builder model's part of the schedules named apart), spend by tenant
+(this month, all time, wasted) and by month.
 
 Self-contained: construct it with a :class:`console.ledger.Ledger` and the config. Feed it either
 
@@ -296,7 +297,13 @@ class LedgerPane(Vertical):
                  style="red" if s.wasted_usd else "dim")
         t.append(f"plan floor ${s.plan_floor_usd:,.2f} ({s.plan} x {s.seats})  ")
         runs = sum(f.remaining_runs for f in s.schedules)
-        t.append(f"schedules +${s.scheduled_remaining_usd:,.2f} ({runs} run{'s' if runs != 1 else ''} left)\n")
+        t.append(f"schedules +${s.scheduled_remaining_usd:,.2f} ({runs} run{'s' if runs != 1 else ''} left")
+        builder = [f for f in s.schedules if f.kind == "builder"]
+        if builder:  # the builder model's own cadence and size, apart from the tenants' (reference §4(a))
+            b_runs = sum(f.remaining_runs for f in builder)
+            t.append(f"; builder model +${sum(f.remaining_usd for f in builder):,.2f}, "
+                     f"{b_runs} run{'s' if b_runs != 1 else ''}")
+        t.append(")\n")
         t.append("projection ", style="bold")
         t.append(f"${s.projection_usd:,.2f}", style="bold red" if s.over_budget else "bold")
         if s.budget_usd is None:
