@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static
 
@@ -24,8 +24,8 @@ from console.ui import keys
 if TYPE_CHECKING:
     from console.oncall import BulkPlan
 
-PREVIEW_ITEMS = 10
-"""Items the preview lists before "and N more" (the total counts them all)."""
+PREVIEW_ITEMS = 200
+"""Items the preview lists (it scrolls) before "and N more" (the total counts them all)."""
 
 
 class BulkScreen(ModalScreen["tuple[BulkPlan, str] | None"]):
@@ -53,6 +53,8 @@ class BulkScreen(ModalScreen["tuple[BulkPlan, str] | None"]):
                 yield Static("Filter", classes="form-label")
                 yield Input(self.initial_filter, placeholder="tenant:acme label:env=dev stage:running",
                             id="bulk-filter", compact=True)
+            with VerticalScroll(id="bulk-items"):
+                yield Static(id="bulk-list")
             yield Static(Text("enter: preview what changes", style="dim"), id="bulk-preview")
             with Horizontal(classes="form-row"):
                 yield Static("Count", classes="form-label")
@@ -64,6 +66,7 @@ class BulkScreen(ModalScreen["tuple[BulkPlan, str] | None"]):
                 yield Button("Close (esc)", id="close")
 
     def on_mount(self) -> None:
+        self.query_one("#bulk-items", VerticalScroll).display = False
         self.query_one("#bulk-filter" if self.initial_filter else "#bulk-action", Input).focus()
 
     # -- preview
@@ -96,17 +99,20 @@ class BulkScreen(ModalScreen["tuple[BulkPlan, str] | None"]):
             return
         if isinstance(result, str):
             self._set_plan(None)
+            self._show_items(None)
             self._say(Text(clean_log_line(result), style="bold red"))
             return
         self._set_plan(result)
-        text = Text()
-        lines = result.lines()
-        items, total = lines[:-1], lines[-1]
-        for line in items[:PREVIEW_ITEMS]:
-            text.append(clean_log_line(line) + "\n")
-        if len(items) > PREVIEW_ITEMS:
-            text.append(f"... and {len(items) - PREVIEW_ITEMS} more\n", style="dim")
-        text.append(clean_log_line(total), style="bold")
+        listing = Text()
+        for item in result.items[:PREVIEW_ITEMS]:
+            target = item.target_id[-8:] if item.target == "job" else item.target_id
+            listing.append(clean_log_line(f"{target} {item.tenant}"), style="bold")
+            listing.append(clean_log_line(f"  {item.what}  {item.money}") + "\n")
+        if result.count > PREVIEW_ITEMS:
+            listing.append(f"... and {result.count - PREVIEW_ITEMS} more\n", style="dim")
+        listing.rstrip()
+        self._show_items(listing if result.count else None)
+        text = Text(clean_log_line(result.total_line()), style="bold")
         if result.count:
             text.append(f"\ntype {result.count} below to {result.action} exactly these", style="yellow")
         self._say(text)
@@ -122,6 +128,12 @@ class BulkScreen(ModalScreen["tuple[BulkPlan, str] | None"]):
         if not live:
             count.value = ""
         self.query_one("#apply", Button).disabled = not live
+
+    def _show_items(self, listing: Text | None) -> None:
+        box = self.query_one("#bulk-items", VerticalScroll)
+        box.display = listing is not None
+        self.query_one("#bulk-list", Static).update(listing or "")
+        box.scroll_home(animate=False)
 
     def _say(self, text: Text) -> None:
         self.query_one("#bulk-preview", Static).update(text)
@@ -148,6 +160,7 @@ class BulkScreen(ModalScreen["tuple[BulkPlan, str] | None"]):
     def on_input_changed(self, event: Input.Changed) -> None:
         if event.input.id in ("bulk-action", "bulk-filter") and self.plan is not None:
             self._set_plan(None)
+            self._show_items(None)
             self._say(Text("the action or filter changed: enter to preview again", style="dim"))
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
