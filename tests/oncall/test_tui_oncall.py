@@ -207,3 +207,35 @@ async def test_a_failing_pass_is_said_once_and_a_slow_webhook_never_holds_up_the
         assert time.monotonic() - started < 2 and not listener.posts  # the POST is still on its way
         passes = app.oncall.passes
         await _wait(pilot, lambda: app.oncall.passes > passes, timeout=5, what="the next pass")
+
+
+async def test_bulk_suspend_by_filter_suspends_exactly_the_previewed_schedules(backend, cfg):
+    def schedule(tenant: str):
+        return backend.api.create_scheduled_job(
+            image="python:3.12", command=[sys.executable, "-c", "print('run')"], schedule="0 3 * * 1",
+            flavor="l4x1", timeout=600, namespace=backend.namespace,
+            labels=labels(tenant, model_b="1p8", examples="1000", epochs="1"),
+        )
+
+    acme, globex = schedule("acme"), schedule("globex")
+    app = _app(cfg, backend, watch_seconds=None)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _wait(pilot, lambda: app.refresher.refresh_count > 0)
+        await pilot.press("b")
+        await _wait(pilot, lambda: isinstance(app.screen, BulkScreen))
+        screen = app.screen
+        screen.query_one("#bulk-action", Input).value = "suspend"
+        screen.query_one("#bulk-filter", Input).value = "tenant:acme"
+        screen.query_one("#bulk-filter", Input).focus()
+        await pilot.press("enter")
+        await _wait(pilot, lambda: screen.plan is not None, what="the preview")
+        assert [i.target_id for i in screen.plan.items] == [acme.id]
+        assert "suspend 1 schedule: saves $0.75/month" in str(screen.query_one("#bulk-preview").render())
+        screen.query_one("#bulk-count", Input).value = "1"
+        await pilot.press("enter")
+        await _wait(pilot, lambda: any("Bulk suspend: 1 of 1 done" in n for n in _notes(app)))
+
+    def suspended(sj) -> bool:
+        return bool(backend.api.inspect_scheduled_job(scheduled_job_id=sj.id, namespace=backend.namespace).suspend)
+
+    assert suspended(acme) and not suspended(globex)
