@@ -66,6 +66,7 @@ async def test_the_tui_notifies_a_failure_and_a_stall_once_marks_the_stall_and_p
                     and m.stage.startswith("STALL"), what="the stall mark")
         cells = [str(c) for c in app.jobs_table.get_row(sleeper.id)]
         assert cells[3].startswith("STALL ") and "billed since" in cells[-1]
+        assert "1 STALLED" in str(app.query_one("#status-line").render())
         assert "\a" in "".join(app.oncall.written)  # the bell went to the terminal
         await _wait(pilot, lambda: any(b.get("key") == f"job_error:{failed.id}" for b in listener.bodies("/hook")),
                     what="the webhook")
@@ -94,6 +95,7 @@ async def test_a_job_too_slow_for_its_timeout_is_marked_and_i_writes_its_inciden
                     and m.stage.startswith("TMOUT+"), timeout=60, what="the timeout mark")
         mark = app.jobs_table.oncall_mark(job.id)
         assert "WILL TIME OUT" in mark.line and len(mark.stage) <= 10
+        assert "1 TMOUT" in str(app.query_one("#status-line").render())
 
         app.jobs_table.select_job(job.id)
         await pilot.press("i")

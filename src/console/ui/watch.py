@@ -6,7 +6,8 @@ hit their timeout, Trackio ERROR alerts, the month over budget. The events it se
 time (the on-call store keeps what was sent, so a restart repeats nothing, and a `console watch`
 on the same data dir shares it) become Textual notifications here, and go to the `[notify]`
 channels: the terminal escapes (bell, OSC 9 / 777) are written by the UI thread, the webhooks by
-the notifier's own thread. The pass's forecasts and stalls mark the jobs table's rows.
+the notifier's own thread. The pass's forecasts and stalls mark the jobs table's rows, and the
+status line counts them (`2 STALLED  1 TMOUT`).
 
 A pass never blocks the UI: it runs in a thread, a pass still running skips the next tick, and a
 failing pass (the backend gone, the store unreadable) is said once as a warning and tried again
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING
 from textual.message import Message
 
 from console.ui.widgets.jobs_table import OnCallMark, oncall_marks
+from console.ui.widgets.status_line import StatusLine
 
 if TYPE_CHECKING:
     from console.oncall import Watcher, WatchReport
@@ -152,6 +154,7 @@ class OnCallWatch:
         self.marks = oncall_marks(report.forecasts, report.stalls)
         try:
             self.app.jobs_table.show_oncall(self.marks)
+            self.app.query_one(StatusLine).set_oncall(len(report.stalled), len(report.overruns))
         except Exception:  # the app is closing: nothing to mark
             pass
 

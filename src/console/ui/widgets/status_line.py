@@ -50,6 +50,9 @@ class StatusLine(Static):
         self.failures = 0
         self.snapshot_at: datetime | None = None
         """When the data of the picture painted from the cache was read (until fresh data came)."""
+        self.stalled = 0
+        self.overruns = 0
+        """Running jobs the last on-call pass found stalled / about to hit their timeout."""
 
     def on_mount(self) -> None:
         self.refresh_text()
@@ -72,6 +75,12 @@ class StatusLine(Static):
         self.failures = 0
         self.snapshot_at = None
         self.refresh_text()
+
+    def set_oncall(self, stalled: int, overruns: int) -> None:
+        """What the last on-call pass found: said at the end of the line while not zero."""
+        if (stalled, overruns) != (self.stalled, self.overruns):
+            self.stalled, self.overruns = stalled, overruns
+            self.refresh_text()
 
     def mark_failed(self, error: str) -> None:
         self.last_error = clean_log_line(error)
@@ -120,6 +129,10 @@ class StatusLine(Static):
                     text.append(f": {self.last_error}", style="red")
             else:
                 text.append(f"refreshed {age} ago", style="green")
+        if self.stalled:
+            text.append(f"  {self.stalled} STALLED", style="bold red")
+        if self.overruns:
+            text.append(f"  {self.overruns} TMOUT", style="bold yellow")
         return text
 
     def refresh_text(self) -> None:
