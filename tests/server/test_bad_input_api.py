@@ -74,7 +74,8 @@ JOB_CASES = {
     "label value newline": (_spec(labels={"team": "a\n"}), "labels.team"),
     "env name newline": (_spec(environment={"HF_HOME\n": "x"}), "environment"),
     "secret name newline": (_spec(secrets={"HF_TOKEN\n": "x"}), "secrets"),
-    "env value number": (_spec(environment={"N": 1}), "environment.N"),
+    "env value list": (_spec(environment={"N": [1]}), "environment.N"),
+    "secret value null": (_spec(secrets={"S": None}), "secrets.S"),
     "env value NUL": (_spec(environment={"N": "a\x00b"}), "environment.N"),
     "command NUL": (_spec(command=["sleep\x00", "1"]), "command[0]"),
     "command number": (_spec(command=[1]), "command"),
@@ -133,6 +134,14 @@ def test_a_bad_scheduled_job_is_a_400_naming_the_field_and_schedules_nothing(cli
     assert resp.status_code == 400, resp.text[:300]
     assert field in resp.json()["error"], resp.text
     assert _state(client) == before
+
+
+def test_numbers_in_env_are_taken_as_text_as_huggingface_hub_sends_them(client):
+    """`run_job(env=...)` is typed `dict[str, Any]`: a number there is not bad input."""
+    resp = client.post(f"/api/jobs/{NAMESPACE}", json={**SPEC, "environment": {"N": 3, "F": 0.5}})
+    assert resp.status_code == 200, resp.text
+    assert resp.json()["environment"] == {"N": "3", "F": "0.5"}
+    assert client.post(f"/api/jobs/{NAMESPACE}/{resp.json()['id']}/cancel").status_code == 200
 
 
 def test_a_leap_day_schedule_is_accepted(client):

@@ -108,9 +108,10 @@ def _expect_str_list(value: Any, what: str) -> list[str]:
     return list(value)
 
 
-def _expect_dict_of_str(value: Any, what: str) -> dict[str, str]:
-    """An object whose values are strings (numbers and booleans, which HF's clients never send
-    here, are refused too: a label `5` and a label `"5"` must not both exist)."""
+def _expect_dict_of_str(value: Any, what: str, *, scalars: bool = False) -> dict[str, str]:
+    """An object whose values are strings. With `scalars`, numbers and booleans are taken as their
+    text (huggingface_hub types `env` and `secrets` as `dict[str, Any]` and sends them as given);
+    labels must be strings (a label `5` and a label `"5"` must not both exist)."""
     if value is None:
         return {}
     if not isinstance(value, dict):
@@ -121,6 +122,8 @@ def _expect_dict_of_str(value: Any, what: str) -> dict[str, str]:
     for key, val in value.items():
         if val is None:
             raise ApiError(400, f"{what}.{key}: has no value")
+        if scalars and isinstance(val, (int, float)):
+            val = str(val)
         if not isinstance(val, str):
             raise ApiError(400, f"{what}.{key}: must be a string, not {type(val).__name__}")
         out[key] = _check_text(val, f"{what}.{key}")
@@ -215,8 +218,8 @@ def parse_job_spec(body: Any) -> tuple[dict[str, Any], dict[str, str]]:
     if isinstance(attempts, bool) or not isinstance(attempts, int) or not 1 <= attempts <= 10:
         raise ApiError(400, "attempts must be a whole number from 1 to 10")
 
-    env = _expect_dict_of_str(body.get("environment"), "environment")
-    secrets = _expect_dict_of_str(body.get("secrets"), "secrets")
+    env = _expect_dict_of_str(body.get("environment"), "environment", scalars=True)
+    secrets = _expect_dict_of_str(body.get("secrets"), "secrets", scalars=True)
     for what, names in (("environment", env), ("secrets", secrets)):
         for name in names:
             if not _ENV_NAME_RE.match(name):
