@@ -233,7 +233,7 @@ async def test_the_what_if_names_the_flavors_that_fit_and_costs_the_builder_mode
         def summary() -> str:
             return str(app.query_one("#ledger-summary").render())
 
-        await wait_for(pilot, lambda: "schedules +$" in summary(), what="the costs summary")
+        await wait_for(pilot, lambda: "builder model +$" in summary(), what="the builder in the costs summary")
         from console.ledger.forecast import remaining_firings
 
         runs = remaining_firings("0 3 * * 1", app.session.clock())

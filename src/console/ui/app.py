@@ -188,6 +188,9 @@ class ConsoleApp(ConsoleBase):
             kept = snapshot.load_ledger(self.session.cache) if self.refresher.snapshot_at else None
             if pane is not None and kept is not None:
                 pane.show_kept(kept)
+            if pane is not None and self.refresher.scheduled:
+                # the schedules read before the tab mounted: re-read only every full sync (minutes)
+                pane.ingest([], list(self.refresher.scheduled.values()), self.prices, full=False)
         elif tab in ("training", "metrics"):
             tables = self.query(JobsTable)
             if tables:  # none while the app is closing
