@@ -18,14 +18,16 @@ def _hub_job(job_id: str) -> dict:
     sub = jobspec.build_submission(request, backend_kind="hub", token="hf_not_a_real_token")
     return {
         "id": job_id, "createdAt": "2026-12-01T03:00:00Z", "dockerImage": sub.image,
-        "command": list(sub.command), "arguments": [], "environment": {**sub.env, "LOG_LEVEL": "info"},
+        # a job of an older console: its scripts in its environment (base64 of a tar.gz)
+        "command": list(sub.command), "arguments": [],
+        "environment": {**sub.env, jobspec.SCRIPT_ENV: "H4sI" + "A" * 49_000, "LOG_LEVEL": "info"},
         "secrets": ["HF_TOKEN"], "flavor": sub.flavor, "labels": dict(sub.labels),
         "status": {"stage": "COMPLETED", "message": None},
         "owner": {"id": "u1", "name": "ops", "type": "user"},
     }
 
 
-def test_compacting_drops_the_script_and_keeps_the_request():
+def test_compacting_drops_an_older_consoles_shipped_script_and_keeps_the_request():
     raw = _hub_job("j1")
     assert len(raw["environment"][jobspec.SCRIPT_ENV]) > 5000
     original = JobInfo(**copy.deepcopy(raw))
