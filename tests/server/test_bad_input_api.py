@@ -144,6 +144,23 @@ def test_numbers_in_env_are_taken_as_text_as_huggingface_hub_sends_them(client):
     assert client.post(f"/api/jobs/{NAMESPACE}/{resp.json()['id']}/cancel").status_code == 200
 
 
+def test_a_stored_schedule_that_never_fires_cannot_be_resumed(client, srv):
+    """Before such crons were refused, a suspended one could be stored; resuming it was a 500."""
+    sj = client.post(f"/api/scheduled-jobs/{NAMESPACE}",
+                     json={"schedule": "@daily", "jobSpec": SPEC, "suspend": True}).json()
+    path = f"/api/scheduled-jobs/{NAMESPACE}/{sj['id']}"
+    try:
+        srv.service.store.update_scheduled(sj["id"], schedule="0 0 30 2 *")
+        resp = client.post(f"{path}/resume")
+        assert resp.status_code == 400 and "never fires" in resp.json()["error"]
+        assert client.get(path).json()["suspend"] is True
+        resp = client.post(f"{path}/schedule", json={"schedule": "@weekly"})
+        assert resp.status_code == 200
+        assert client.post(f"{path}/resume").json()["suspend"] is False
+    finally:
+        client.delete(path)
+
+
 def test_a_leap_day_schedule_is_accepted(client):
     resp = client.post(f"/api/scheduled-jobs/{NAMESPACE}",
                        json={"schedule": "0 0 29 2 *", "jobSpec": SPEC, "suspend": True})

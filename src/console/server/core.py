@@ -371,6 +371,8 @@ class JobsService:
 
     def resume_scheduled(self, sj_id: str) -> ScheduledJobRecord:
         sj = self._scheduled(sj_id)
+        # a suspended schedule stored before never-firing crons were refused may be one
+        self._check_schedule(sj.schedule)
         self.store.update_scheduled(
             sj_id, suspend=False, next_run_at=next_run_after(sj.schedule, time.time())
         )
