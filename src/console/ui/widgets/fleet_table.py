@@ -1,8 +1,9 @@
 """The fleet pane's table: one row per tenant, derived from HF Jobs (see `console.fleet`).
 
-Columns: tenant, kind (what the row trains: `sft`, `dpo`, `kto`, `emb` with its encoder, `bld` the
-builder model with `full` or `lora`), base model, flavor, schedule (in words) and next run, last run's stage and age,
-last loss, where the adapter went, $/run and $/month. Tenants whose last run failed, whose schedule
+Columns: tenant, last run's stage and age, last loss, next run, $/run and $/month, kind (what the
+row trains: `sft`, `dpo`, `kto`, `emb` with its encoder, `bld` the builder model with `full` or
+`lora`; after the money, so 80 columns still show $/month), schedule (in words), flavor, base model
+and where the adapter went. Tenants whose last run failed, whose schedule
 is suspended or whose adapter is older than its cadence are flagged in the first column and
 coloured. Rows update in place by tenant id; :class:`FleetTable.TenantSelected` is posted when the
 highlighted tenant changes. The builder model is a row of its own, after the tenants (as
@@ -25,13 +26,13 @@ from console.ui.widgets.keyed_table import KeyedTable
 
 COLUMNS = (
     ("tenant", "Tenant", 10),
-    ("kind", "Kind", 9),
     ("last", "Last run", 10),
     ("age", "Age", 6),
     ("loss", "Loss", 12),
     ("next", "Next run", 9),
     ("per_run", "$/run", 6),
     ("monthly", "$/mo", 7),
+    ("kind", "Kind", 9),
     ("schedule", "Schedule", 28),
     ("flavor", "Flavor", 10),
     ("model", "Base model", 14),
@@ -111,13 +112,13 @@ class FleetTable(KeyedTable):
         age = format_age(row.last_at, now).removesuffix(" ago")
         return (
             mark + row.tenant,
-            kind_cell(row),
             row.last_stage or "never",
             ("~" if row.stale else "") + age,
             loss,
             next_run,
             format_cost(row.cost_per_run),
             format_cost(row.monthly_usd),
+            kind_cell(row),
             schedule + ("=" if row.suspended else ""),
             row.flavor or "-",
             row.base_model or "-",
@@ -134,13 +135,13 @@ class FleetTable(KeyedTable):
         schedule = plain(schedule_text, "yellow" if row.suspended else "" if row.schedule else "dim")
         return (
             tenant,
-            plain(values[1], "cyan" if row.is_builder else ""),
-            plain(values[2], STAGE_STYLES.get(row.last_stage or "", "dim")),
-            plain(values[3].removeprefix("~") if row.stale else values[3], "bold yellow" if row.stale else ""),
-            plain(values[4]),
-            plain(values[5], "yellow" if row.suspended else ""),
+            plain(values[1], STAGE_STYLES.get(row.last_stage or "", "dim")),
+            plain(values[2].removeprefix("~") if row.stale else values[2], "bold yellow" if row.stale else ""),
+            plain(values[3]),
+            plain(values[4], "yellow" if row.suspended else ""),
+            plain(values[5]),
             plain(values[6]),
-            plain(values[7]),
+            plain(values[7], "cyan" if row.is_builder else ""),
             schedule,
             plain(values[9]),
             plain(values[10]),
