@@ -3,13 +3,15 @@
 Every case here used to be a bare 500 (and a dropped keep-alive connection), or was accepted and
 stored: NaN / Infinity timeouts, wrong JSON types, a cron that parses but never fires, an
 over-large cursor, a thousand label filters, env and secret names with a trailing newline, JSON
-nested 100,000 deep.
+nested 100,000 deep, a lone surrogate escape (`"\\ud800"`: stored, it made the runner fail on
+every tick and held up every queued job).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -20,8 +22,25 @@ from console.server import LocalServer
 SPEC = {"dockerImage": "python:3.12", "command": ["sleep", "30"]}
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _isolated_dirs(tmp_path_factory) -> Iterator[Path]:
+    """tests/conftest.py's isolation, for the whole module: the module's one server must not
+    start in the user's real data folder, before the per-test isolation would apply."""
+    home = tmp_path_factory.mktemp("home")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("CONSOLE_CONFIG", str(home / "config" / "config.toml"))
+        mp.setenv("CONSOLE_DATA_DIR", str(home / "data"))
+        mp.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+        mp.setenv("XDG_DATA_HOME", str(home / ".local" / "share"))
+        mp.setenv("HF_HOME", str(home / ".cache" / "huggingface"))
+        mp.delenv("HF_TOKEN", raising=False)
+        mp.delenv("CONSOLE_SERVER_TOKEN", raising=False)
+        mp.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
+        yield home
+
+
 @pytest.fixture(scope="module")
-def srv() -> Iterator[LocalServer]:
+def srv(_isolated_dirs: Path) -> Iterator[LocalServer]:
     server = make_server()
     server.start()
     try:
@@ -92,6 +111,11 @@ JOB_CASES = {
     "resource group object": (_spec(resourceGroupId={"a": 1}), "resourceGroupId"),
     "a thousand and one env vars": (_spec(environment={f"V{i}": "x" for i in range(1001)}),
                                     "environment"),
+    "lone surrogate in command": (_spec()[:-1] + ', "arguments": ["ok", "\\ud800"]}',
+                                  "arguments[1]"),
+    "lone surrogate in env name": (_spec()[:-1] + ', "environment": {"\\udc00": "x"}}',
+                                   "environment"),
+    "lone surrogate in label": (_spec()[:-1] + ', "labels": {"team": "\\udfff"}}', "labels.team"),
     "nested 100,000 deep": ("[" * 100_000 + "]" * 100_000, "nested"),
     "nested object": ('{"a":' * 100_000 + "1" + "}" * 100_000, "nested"),
     "not an object": ("[1, 2]", "job spec"),
@@ -134,6 +158,14 @@ def test_a_bad_scheduled_job_is_a_400_naming_the_field_and_schedules_nothing(cli
     assert resp.status_code == 400, resp.text[:300]
     assert field in resp.json()["error"], resp.text
     assert _state(client) == before
+
+
+def test_an_escaped_surrogate_pair_is_one_valid_character(client):
+    resp = client.post(f"/api/jobs/{NAMESPACE}", content=_spec()[:-1]
+                       + ', "environment": {"E": "\\ud83d\\ude00"}}')
+    assert resp.status_code == 200, resp.text
+    assert resp.json()["environment"] == {"E": "\U0001f600"}
+    assert client.post(f"/api/jobs/{NAMESPACE}/{resp.json()['id']}/cancel").status_code == 200
 
 
 def test_numbers_in_env_are_taken_as_text_as_huggingface_hub_sends_them(client):
@@ -245,6 +277,12 @@ def test_the_connection_survives_bad_input(client, srv):
         for body, _ in list(JOB_CASES.values())[:10]:
             assert one.post(f"/api/jobs/{NAMESPACE}", content=body).status_code == 400
             assert one.get("/api/whoami-v2").status_code == 200
+
+
+def test_the_server_runs_in_the_tests_data_folder(srv, _isolated_dirs):
+    from console.server import paths
+
+    assert paths.db_path().is_relative_to(_isolated_dirs)
 
 
 def test_the_openapi_description_is_served_and_names_this_namespace(srv):

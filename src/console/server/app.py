@@ -54,6 +54,7 @@ from console.server.openapi import openapi_doc
 from console.server.store import TERMINAL_STAGES
 from console.server.wire import (
     ApiError,
+    check_unicode,
     dumps_bytes,
     hardware_json,
     scheduled_job_json,
@@ -169,7 +170,7 @@ def create_app(service: JobsService, token: str) -> Any:
         if not raw:
             return None
         try:
-            return json.loads(raw)
+            return check_unicode(json.loads(raw))
         except ValueError:
             raise ApiError(400, "the request body is not valid JSON") from None
         except RecursionError:

@@ -91,6 +91,28 @@ def whoami_json(namespace: str) -> dict[str, Any]:
 # Incoming
 
 
+def check_unicode(doc: Any) -> Any:
+    """`doc` (parsed JSON) if every string in it, keys too, is valid Unicode; a lone surrogate
+    (`"\\ud800"`, which JSON allows) is a 400 naming where it is: stored, it could be neither
+    answered (UTF-8 cannot encode it) nor run, and the runner would retry it forever."""
+    stack: list[tuple[Any, str]] = [(doc, "")]
+    while stack:
+        value, where = stack.pop()
+        if isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                raise ApiError(400, f"{where or 'the body'}: not valid Unicode (a lone surrogate "
+                               "escape such as \\ud800)") from None
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                stack.append((key, f"{where}.{key!r}" if where else repr(key)))
+                stack.append((item, f"{where}.{key}" if where else str(key)))
+        elif isinstance(value, list):
+            stack.extend((item, f"{where}[{i}]") for i, item in enumerate(value))
+    return doc
+
+
 def _check_text(value: str, what: str) -> str:
     """A string a process can be given: no NUL (exec refuses it, so the job could never start)."""
     if "\0" in value:
