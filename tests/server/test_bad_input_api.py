@@ -295,3 +295,32 @@ def test_the_openapi_description_is_served_and_names_this_namespace(srv):
     assert doc["servers"] == [{"url": srv.url}]
     assert {"/api/jobs/{namespace}/{job_id}/logs", "/api/scheduled-jobs/{namespace}/{sj_id}/run",
             "/api/whoami-v2", "/api/jobs/hardware"} <= set(doc["paths"])
+
+
+BUCKET = f"/api/buckets/{NAMESPACE}/inputs"
+BUCKET_CASES = {
+    "paths-info nested 100,000 deep": ("POST", f"{BUCKET}/paths-info", b"[" * 100_000, 400, "nested"),
+    "paths-info lone surrogate": ("POST", f"{BUCKET}/paths-info", b'{"paths": ["\\ud800"]}', 400,
+                                  "paths[0]"),
+    "paths-info not an object": ("POST", f"{BUCKET}/paths-info", b"[1]", 400, "paths"),
+    "paths-info over 8 MiB": ("POST", f"{BUCKET}/paths-info",
+                              b'{"paths": ["' + b"a" * (9 * 1024 * 1024) + b'"]}', 413, "8 MiB"),
+    "create nested deep": ("POST", f"/api/buckets/{NAMESPACE}/deep", b"{" * 100_000, 400, "JSON"),
+    "batch lone surrogate": ("POST", f"{BUCKET}/batch", b'{"type": "deleteFile", "path": "\\udc00"}\n',
+                             400, "path"),
+    "batch nested deep": ("POST", f"{BUCKET}/batch", b"[" * 100_000 + b"\n", 400, "nested"),
+    "bucket name of 300 characters": ("POST", f"/api/buckets/{NAMESPACE}/{'x' * 300}", b"{}", 400,
+                                      "bucket id"),
+}
+
+
+@pytest.mark.parametrize("method,path,body,status,needle", BUCKET_CASES.values(),
+                         ids=BUCKET_CASES.keys())
+def test_bad_input_to_the_bucket_calls_is_a_4xx_and_changes_nothing(client, method, path, body,
+                                                                    status, needle):
+    assert client.post(BUCKET, json={}).status_code in (200, 409)
+    before = client.get(f"/api/buckets/{NAMESPACE}").json()
+    resp = client.request(method, path, content=body)
+    assert resp.status_code == status, resp.text[:300]
+    assert needle in resp.json()["error"]
+    assert client.get(f"/api/buckets/{NAMESPACE}").json() == before

@@ -31,7 +31,6 @@ from __future__ import annotations
 import asyncio
 import errno
 import hmac
-import json
 import logging
 import sqlite3
 import time
@@ -53,10 +52,11 @@ from console.server.metrics import TreeSampler
 from console.server.openapi import openapi_doc
 from console.server.store import TERMINAL_STAGES
 from console.server.wire import (
+    MAX_BODY_BYTES,
     ApiError,
-    check_unicode,
     dumps_bytes,
     hardware_json,
+    read_json_body,
     scheduled_job_json,
     whoami_json,
 )
@@ -70,8 +70,6 @@ LOG_POLL_SECONDS = 0.05
 _SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 Handler = Callable[[Request], Awaitable[Response]]
-MAX_BODY_BYTES = 8 * 1024 * 1024
-"""The largest request body read (a job spec with its environment is a few KB; 413 beyond)."""
 MAX_LABEL_FILTERS = 50
 """The most `label=` filters one list request may carry (each is a join in SQL)."""
 MAX_CURSOR = 2**63 - 1
@@ -157,24 +155,7 @@ def create_app(service: JobsService, token: str) -> Any:
         return value
 
     async def body_json(request: Request) -> Any:
-        declared = request.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
-            raise ApiError(413, f"the request body is over {MAX_BODY_BYTES // (1024 * 1024)} MiB")
-        chunks, size = [], 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > MAX_BODY_BYTES:
-                raise ApiError(413, f"the request body is over {MAX_BODY_BYTES // (1024 * 1024)} MiB")
-            chunks.append(chunk)
-        raw = b"".join(chunks)
-        if not raw:
-            return None
-        try:
-            return check_unicode(json.loads(raw))
-        except ValueError:
-            raise ApiError(400, "the request body is not valid JSON") from None
-        except RecursionError:
-            raise ApiError(400, "the request body is nested too deeply") from None
+        return await read_json_body(request, MAX_BODY_BYTES)
 
     def job_out(job: Any) -> dict[str, Any]:
         return service.present(job)

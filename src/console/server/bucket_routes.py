@@ -26,7 +26,7 @@ from starlette.responses import FileResponse, JSONResponse, Response
 
 from console.server import xetclient
 from console.server.buckets import LocalHub, check_path, check_repo_id, within
-from console.server.wire import ApiError
+from console.server.wire import ApiError, check_unicode, read_json_body
 
 MAX_BATCH_BYTES = 32 * 1024 * 1024
 
@@ -67,11 +67,7 @@ def bucket_routes(hub: LocalHub, namespace: str) -> list[tuple[str, Any, list[st
         return bid
 
     async def create(request: Request) -> Response:
-        body = await request.body()
-        try:
-            payload = json.loads(body) if body else {}
-        except ValueError:
-            raise ApiError(400, "the request body is not valid JSON") from None
+        payload = await read_json_body(request)
         bid = bucket_id(request)
         private = isinstance(payload, dict) and payload.get("visibility") == "private"
         url = f"{base(request)}/buckets/{bid}"
@@ -118,9 +114,11 @@ def bucket_routes(hub: LocalHub, namespace: str) -> list[tuple[str, Any, list[st
         for line in raw.splitlines():
             if line.strip():
                 try:
-                    ops.append(json.loads(line))
+                    ops.append(check_unicode(json.loads(line)))
                 except ValueError:
                     raise ApiError(400, "the batch body must be NDJSON (one operation per line)") from None
+                except RecursionError:
+                    raise ApiError(400, "an operation of the batch is nested too deeply") from None
         try:
             failed = await asyncio.to_thread(hub.buckets.apply_batch, bid, ops, downloader(request))
         except xetclient.XetUnavailable as exc:
@@ -136,12 +134,10 @@ def bucket_routes(hub: LocalHub, namespace: str) -> list[tuple[str, Any, list[st
 
     async def paths_info(request: Request) -> Response:
         bid = await ready(request)
-        try:
-            payload = json.loads(await request.body())
-            wanted = payload["paths"]
-            assert isinstance(wanted, list)
-        except (ValueError, KeyError, TypeError, AssertionError):
-            raise ApiError(400, 'the body must be {"paths": [...]}') from None
+        payload = await read_json_body(request)
+        wanted = payload.get("paths") if isinstance(payload, dict) else None
+        if not isinstance(wanted, list):
+            raise ApiError(400, 'the body must be {"paths": [...]}')
         return JSONResponse(await asyncio.to_thread(hub.buckets.paths_info, bid, wanted))
 
     async def resolve(request: Request) -> Response:

@@ -38,7 +38,9 @@ _NAME_OK = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_
 def check_repo_id(repo_id: str, what: str = "bucket") -> str:
     """`ns/name` with the characters the Hub allows; anything else is a 400."""
     parts = repo_id.split("/")
-    if len(parts) != 2 or not all(p and set(p) <= _NAME_OK and p not in (".", "..") for p in parts):
+    if len(parts) != 2 or not all(
+        p and len(p) <= 96 and set(p) <= _NAME_OK and p not in (".", "..") for p in parts
+    ):
         raise ApiError(400, f"invalid {what} id {repo_id!r}: expected namespace/name")
     return repo_id
 

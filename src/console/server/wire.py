@@ -113,6 +113,34 @@ def check_unicode(doc: Any) -> Any:
     return doc
 
 
+MAX_BODY_BYTES = 8 * 1024 * 1024
+"""The largest JSON request body read (a job spec with its environment is a few KB; 413 beyond)."""
+
+
+async def read_json_body(request: Any, limit: int = MAX_BODY_BYTES) -> Any:
+    """A request's JSON body (None if empty), read at most `limit` bytes: a 413 past it, a 400 for
+    anything that is not JSON, nested too deeply or not valid Unicode."""
+    declared = request.headers.get("content-length", "")
+    too_big = f"the request body is over {limit / (1024 * 1024):g} MiB"
+    if declared.isdigit() and int(declared) > limit:
+        raise ApiError(413, too_big)
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise ApiError(413, too_big)
+        chunks.append(chunk)
+    raw = b"".join(chunks)
+    if not raw:
+        return None
+    try:
+        return check_unicode(json.loads(raw))
+    except ValueError:
+        raise ApiError(400, "the request body is not valid JSON") from None
+    except RecursionError:
+        raise ApiError(400, "the request body is nested too deeply") from None
+
+
 def _check_text(value: str, what: str) -> str:
     """A string a process can be given: no NUL (exec refuses it, so the job could never start)."""
     if "\0" in value:
