@@ -324,3 +324,22 @@ def test_bad_input_to_the_bucket_calls_is_a_4xx_and_changes_nothing(client, meth
     assert resp.status_code == status, resp.text[:300]
     assert needle in resp.json()["error"]
     assert client.get(f"/api/buckets/{NAMESPACE}").json() == before
+
+
+@pytest.mark.parametrize("route,what", [("v1/shards", "shard"), ("v1/xorbs/default/" + "a" * 64, "xorb")])
+def test_a_streamed_shard_or_xorb_over_its_cap_is_a_413(client, monkeypatch, route, what):
+    """Without a Content-Length (chunked) a shard was read whole, however large, and a xorb too."""
+    from console.server import xetcas
+
+    monkeypatch.setattr(xetcas, "MAX_SHARD_BYTES", 1024 * 1024)
+    monkeypatch.setattr(xetcas, "MAX_XORB_BYTES", 1024 * 1024)
+    assert client.post(BUCKET, json={}).status_code in (200, 409)
+    grant = client.get(f"{BUCKET}/xet-write-token").json()
+
+    def body():
+        for _ in range(4):
+            yield b"\0" * (512 * 1024)
+
+    resp = httpx.post(f"{grant['casUrl']}/{route}", content=body(), timeout=30,
+                      headers={"Authorization": f"Bearer {grant['accessToken']}"})
+    assert resp.status_code == 413 and what in resp.json()["error"]

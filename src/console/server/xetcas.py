@@ -49,6 +49,8 @@ EMPTY_FILE_HASH = "0" * 64
 """What hf_xet answers for an empty file: it uploads nothing for it."""
 TOKEN_SECONDS = 3600
 MAX_XORB_BYTES = 128 * 1024 * 1024
+MAX_SHARD_BYTES = 64 * 1024 * 1024
+"""The largest shard read (a shard lists files and chunk ranges: a few KB per file)."""
 _SHARD_HEADER = 48
 _ENTRY = 48
 _BOOKEND = b"\xff" * 32
@@ -285,6 +287,19 @@ def cas_routes(get_store: Any, prefix: str = "/xet/{instance}") -> list[Route]:
 
         return handler
 
+    async def read_capped(request: Request, limit: int, what: str) -> bytes:
+        """The body, at most `limit` bytes (declared or streamed): a 413 past it."""
+        declared = request.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > limit:
+            raise CasError(413, f"{what} too large")
+        chunks, size = [], 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise CasError(413, f"{what} too large")
+            chunks.append(chunk)
+        return b"".join(chunks)
+
     def checked_hash(request: Request, name: str = "hash") -> str:
         value = request.path_params[name].lower()
         if not HASH_RE.match(value):
@@ -298,16 +313,13 @@ def cas_routes(get_store: Any, prefix: str = "/xet/{instance}") -> list[Route]:
     async def xorb(request: Request) -> Response:
         store = store_for(request, "write")
         xorb_hash = checked_hash(request)
-        declared = request.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > MAX_XORB_BYTES:
-            raise CasError(413, "xorb too large")
-        data = await request.body()
+        data = await read_capped(request, MAX_XORB_BYTES, "xorb")
         chunk_offsets(data, 1)  # at least one well-formed chunk
         return JSONResponse({"was_inserted": store.put_xorb(xorb_hash, data)})
 
     async def shard(request: Request) -> Response:
         store = store_for(request, "write")
-        store.put_shard(await request.body())
+        store.put_shard(await read_capped(request, MAX_SHARD_BYTES, "shard"))
         return JSONResponse({"result": 1})
 
     async def reconstruction(request: Request) -> Response:
