@@ -34,6 +34,7 @@ the app mirrors it in the reactive `selected_job_id`; widgets elsewhere can
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from datetime import datetime
 from functools import partial
@@ -223,6 +224,29 @@ class ConsoleApp(ConsoleBase):
     def _repaint_after_resume(self, _app: object) -> None:
         """Back from `ctrl+z` / `fg`: the terminal shows the shell's screen; draw every cell again."""
         self.screen.refresh(repaint=True, layout=True)
+
+    # -- the terminal (console.ui.terminal) ------------------------------------------------------
+
+    def get_driver_class(self) -> Any:
+        """Textual's Linux driver with output that drops frames for a terminal that cannot keep up
+        (TEXTUAL_DRIVER, when set, and other platforms keep Textual's choice)."""
+        from textual import constants
+
+        if constants.DRIVER is not None or sys.platform == "win32":
+            return super().get_driver_class()
+        from console.ui.terminal import ConsoleDriver
+
+        return ConsoleDriver
+
+    def _display(self, screen: Any, renderable: Any) -> None:
+        # Textual writes one screen update here: marked as one frame, which the console's driver
+        # may drop (and redraw whole later) rather than make the app wait for the terminal
+        frame = getattr(self._driver, "frame", None)
+        if frame is None:
+            super()._display(screen, renderable)
+            return
+        with frame():
+            super()._display(screen, renderable)
 
     # -- what the refresher hands over ------------------------------------------------------------
 
