@@ -4,13 +4,16 @@ table."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from tests.ui.conftest import wait_for
 from textual.widgets import Checkbox, Input, Select
 
 from console import jobspec, paths, vram
+from console.costs import estimate_run
 from console.jobspec import TrainingRequest
-from console.prices import shipped_price_book
+from console.prices import UNSLOTH_SPEEDUP, shipped_price_book
 from console.ui.app import ConsoleApp
 from console.ui.screens.confirm import ConfirmScreen
 from console.ui.screens.submit import SubmitScreen
@@ -238,3 +241,33 @@ async def test_the_what_if_names_the_flavors_that_fit_and_costs_the_builder_mode
 
         runs = remaining_firings("0 3 * * 1", app.session.clock())
         assert f"builder model +${runs * expected.builder_per_run.cost_usd:,.2f}, {runs} run" in summary()
+
+
+async def test_unsloth_from_the_form_fits_a_7b_lora_on_a_24_gb_flavor_and_halves_the_estimate(backend, cfg):
+    app = ConsoleApp(cfg, backend, refresh_seconds=0.3, stream_metrics=False)
+    async with app.run_test(size=(100, 40)) as pilot:
+        await wait_for(pilot, lambda: app.refresher.refresh_count > 0)
+        await pilot.press("s")
+        await wait_for(pilot, lambda: isinstance(app.screen, SubmitScreen))
+        form = app.screen
+        await _type(pilot, form.query_one("#f-tenant", Input), "stark")
+        await _type(pilot, form.query_one("#f-dataset", Input), str(DATA / "stark.jsonl"))
+        await _pick(pilot, form, "f-kind", "sft")
+        assert form.query_one("#row-unsloth").display  # a LoRA kind offers Unsloth
+        await _pick(pilot, form, "f-flavor", "l4x1")
+        await _type(pilot, form.query_one("#f-model-b", Input), "7")
+        assert "l4x1 has 24 GB" in _error(form)  # without Unsloth a 7B LoRA does not fit
+        form.query_one("#f-unsloth", Checkbox).value = True
+        await pilot.pause(0.05)
+        assert _error(form).strip() == ""
+        request, _ = form.read_request()
+        assert request.unsloth and request.kind == "sft"
+        prices = shipped_price_book()
+        submission = jobspec.build_submission(request, prices=prices)
+        assert "--unsloth" in submission.command and submission.labels["unsloth"] == "1"
+        plain = estimate_run(dataclasses.replace(request, unsloth=False).run_spec(), prices)
+        assert submission.estimate_hours == pytest.approx(plain.hours / UNSLOTH_SPEEDUP)
+        assert f"${submission.estimate_usd:.2f}" in _estimate(form)
+        # an embedding run has no Unsloth box
+        await _pick(pilot, form, "f-kind", "embedding")
+        assert not form.query_one("#row-unsloth").display
