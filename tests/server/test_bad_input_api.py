@@ -343,3 +343,21 @@ def test_a_streamed_shard_or_xorb_over_its_cap_is_a_413(client, monkeypatch, rou
     resp = httpx.post(f"{grant['casUrl']}/{route}", content=body(), timeout=30,
                       headers={"Authorization": f"Bearer {grant['accessToken']}"})
     assert resp.status_code == 413 and what in resp.json()["error"]
+
+
+def test_finding_a_lone_surrogate_does_bounded_work():
+    """A body without a surrogate escape is not walked at all; one with a lone surrogate is
+    walked at most 200,000 values to name the field, then refused without a name."""
+    from console.server.wire import ApiError, check_unicode
+
+    raw = b"[" + b",".join([b"1"] * 1_000_000) + b"]"
+    doc = json.loads(raw)
+    assert check_unicode(doc, raw) is doc
+    raw = raw[:-1] + b',"\\ud800"]'
+    with pytest.raises(ApiError) as err:
+        check_unicode(json.loads(raw), raw)
+    assert err.value.status == 400 and err.value.message.startswith("the body: not valid Unicode")
+    raw = b'{"a": [[1, {"b\\udc00": 2}]]}'
+    with pytest.raises(ApiError) as err:
+        check_unicode(json.loads(raw), raw)
+    assert err.value.message.startswith("a[0][1].'b\\udc00': not valid Unicode")

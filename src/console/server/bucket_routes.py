@@ -114,7 +114,7 @@ def bucket_routes(hub: LocalHub, namespace: str) -> list[tuple[str, Any, list[st
         for line in raw.splitlines():
             if line.strip():
                 try:
-                    ops.append(check_unicode(json.loads(line)))
+                    ops.append(check_unicode(json.loads(line), line))
                 except ValueError:
                     raise ApiError(400, "the batch body must be NDJSON (one operation per line)") from None
                 except RecursionError:
