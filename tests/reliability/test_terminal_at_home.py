@@ -8,12 +8,14 @@ the memory stays under a bound while the terminal reads slowly), not speed measu
 
 from __future__ import annotations
 
+import codecs
 import fcntl
 import json
 import os
 import pty
 import select
 import shutil
+import signal
 import struct
 import subprocess
 import sys
@@ -22,8 +24,10 @@ import threading
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 from huggingface_hub import HfApi
+from tests.ui.terminal import Screen
 
 from console import config as config_mod
 from console.backend import DAEMON, connect
@@ -179,11 +183,75 @@ def test_a_terminal_read_at_4kb_a_second_gets_fewer_frames_and_the_app_goes_on(d
         os.close(fd)
 
 
+def test_after_frames_were_dropped_the_screen_is_what_a_full_redraw_shows(daemon_api, tmp_path):
+    """Frames dropped for a slow terminal leave no stale cell: once the flood is over and the
+    terminal has read everything, the screen is the same as after a full redraw (ctrl+z, fg)."""
+    sentinel = tmp_path / "finish"
+    screen = Screen(80, 24)
+    decode = codecs.getincrementaldecoder("utf-8")("replace").decode
+    pid, fd = _spawn_console()
+    try:
+        screen.feed(decode(_read_until(fd, lambda out: b"refreshed" in out, 60)))
+        flood = _run(daemon_api, FLOOD_UNTIL_SENTINEL, str(sentinel))
+        assert _wait_stage(daemon_api, flood.id, ("RUNNING",)) == "RUNNING"
+        reader = _SlowReader(fd, SLOW_BYTES_PER_SECOND, screen=screen, decode=decode)
+        reader.read_for(6.0)
+        sentinel.touch()
+        assert _wait_stage(daemon_api, flood.id, ("COMPLETED", "ERROR")) == "COMPLETED"
+        settled = _settle(fd, screen, decode)
+        assert "flood line" in settled and "1 Fleet" in settled
+
+        os.write(fd, b"\x1a")  # ctrl+z, then fg: every cell drawn again
+        deadline = time.monotonic() + 10
+        while psutil.Process(pid).status() != psutil.STATUS_STOPPED and time.monotonic() < deadline:
+            _feed(fd, screen, decode, 0.05)
+        os.kill(pid, signal.SIGCONT)
+        redrawn = _settle(fd, screen, decode)
+        assert _below_status(redrawn) == _below_status(settled)
+        os.write(fd, b"q")
+        assert _wait_exit(pid, EXIT_DEADLINE, fd) is not None
+        pid = 0
+    finally:
+        sentinel.touch()
+        if pid:
+            _kill(pid)
+        os.close(fd)
+
+
+def _feed(fd: int, screen: Screen, decode, seconds: float) -> None:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if select.select([fd], [], [], 0.05)[0]:
+            try:
+                screen.feed(decode(os.read(fd, 65536)))
+            except OSError:
+                return
+
+
+def _below_status(text: str) -> list[str]:
+    return text.split("\n")[1:]  # the status line's "refreshed 3s ago" ticks
+
+
+def _settle(fd: int, screen: Screen, decode, timeout: float = 20.0) -> str:
+    """The screen once two looks a second apart agree below the status line."""
+    deadline = time.monotonic() + timeout
+    _feed(fd, screen, decode, 1.0)
+    before = screen.text()
+    while time.monotonic() < deadline:
+        _feed(fd, screen, decode, 1.0)
+        now = screen.text()
+        if _below_status(now) == _below_status(before):
+            return now
+        before = now
+    return before
+
+
 class _SlowReader:
     """Reads a pty master at a fixed byte rate, as a slow link would, keeping the recent bytes."""
 
-    def __init__(self, fd: int, rate: int) -> None:
+    def __init__(self, fd: int, rate: int, screen: Screen | None = None, decode=None) -> None:
         self.fd, self.rate = fd, rate
+        self.screen, self.decode = screen, decode
         self.start = time.monotonic()
         self.read = 0
         self.seen = b""
@@ -200,6 +268,8 @@ class _SlowReader:
                     return
                 self.read += len(data)
                 self.seen = (self.seen + data)[-65536:]
+                if self.screen is not None:
+                    self.screen.feed(self.decode(data))
 
 
 # -- the frame writer itself --------------------------------------------------------------------------
