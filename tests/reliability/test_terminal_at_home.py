@@ -324,6 +324,33 @@ def test_frames_for_a_stuck_terminal_are_dropped_and_the_whole_screen_follows(mo
         writer.stop()
 
 
+def test_a_terminal_that_reads_nothing_holds_up_neither_frames_nor_closing(monkeypatch):
+    """A real pty nobody reads (its buffer fills after some KB): frames go on without waiting,
+    and closing gives up on the terminal after `STOP_WAIT_SECONDS`, not never."""
+    monkeypatch.setattr(terminal, "STOP_WAIT_SECONDS", 1.0)
+    master, slave = pty.openpty()
+    tty = open(slave, "w", encoding="utf-8", closefd=True)  # noqa: SIM115 (closed below)
+    writer = terminal.FrameWriter(tty, lambda: None)
+    writer.start()
+    try:
+        started = time.monotonic()
+        for n in range(500):  # 5 MB of frames into a terminal that takes about 20 KB
+            writer.write_frame(f"frame {n} " + "x" * 10_000)
+            if n % 50 == 0:
+                time.sleep(0.6)  # waiting frames age past the limit
+        writer.write("\x1b[?1049l")
+        assert time.monotonic() - started < 10
+        assert writer.frames_dropped > 0 and writer.backlog < 200_000
+        stopping = time.monotonic()
+        writer.stop()
+        assert time.monotonic() - stopping < 5
+    finally:
+        os.close(master)  # the stuck write fails (EIO) and the thread ends
+        writer.join(5)
+        tty.close()
+    assert not writer.is_alive()
+
+
 def test_a_terminal_that_keeps_up_gets_every_frame_in_order(monkeypatch):
     monkeypatch.setattr(terminal, "MAX_FRAME_WAIT_SECONDS", 5.0)  # a loaded test machine is no slow link
 

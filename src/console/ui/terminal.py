@@ -22,6 +22,8 @@ replaces only where the output goes:
 
 from __future__ import annotations
 
+import os
+import select
 import threading
 import time
 from collections import deque
@@ -52,6 +54,12 @@ class FrameWriter(threading.Thread):
     def __init__(self, file: IO[str], on_caught_up: Callable[[], None]) -> None:
         super().__init__(daemon=True, name="console-output")
         self._file = file
+        try:
+            file.flush()  # what Python buffered for it goes first
+            self._fd: int | None = file.fileno()
+        except (AttributeError, OSError, ValueError):
+            self._fd = None  # not a real file (tests): through its own write
+        self._encoding = getattr(file, "encoding", None) or "utf-8"
         self._on_caught_up = on_caught_up
         self._cond = threading.Condition()
         self._units: deque[tuple[str, float | None]] = deque()  # (text, queued at) / None: control
@@ -156,12 +164,23 @@ class FrameWriter(threading.Thread):
                 self.frames_written += 1
 
     def _put(self, text: str, flush: bool) -> None:
+        """Write to the terminal's file descriptor itself: a write stuck on a terminal that takes
+        nothing holds no lock of Python's (the process can still exit), and a partial write
+        goes on where it stopped."""
         if self._dead:
             return
         try:
-            self._file.write(text)
-            if flush:
-                self._file.flush()
+            if self._fd is None:
+                self._file.write(text)
+                if flush:
+                    self._file.flush()
+                return
+            data = memoryview(text.encode(self._encoding, "replace"))
+            while data:
+                try:
+                    data = data[os.write(self._fd, data):]
+                except BlockingIOError:  # a terminal shared in non-blocking mode
+                    select.select([], [self._fd], [], 1.0)
         except (OSError, ValueError):  # the terminal is gone (EIO) or its file closed
             with self._cond:
                 self._dead = True
