@@ -63,10 +63,14 @@ MODULES: dict[str, dict[str, list[str]]] = {
         "tests": ["tests/fleet/test_plan_rules.py"],
     },
     "server": {
-        "mutate": ["src/console/server/wire.py", "src/console/server/app.py"],
-        # the wire checks, and in app.py the guard every route goes through
-        "names": ["console.server.wire.*", "console.server.app.x_create_app__mutmut_*"],
-        "tests": ["tests/mutation_core/test_server_guard.py"],
+        # the checks every submitted job spec goes through (400s naming the field); the bearer
+        # token guard lives inside create_app with every route, whose mutants each need a server
+        # start: it is tested end to end (tests/reliability/test_secrets_and_access.py), not here
+        "mutate": ["src/console/server/wire.py"],
+        "names": ["console.server.wire.x_check_unicode__*", "console.server.wire.x__dict_items__*",
+                  "console.server.wire.x__list_items__*", "console.server.wire.x__check_text__*",
+                  "console.server.wire.x__expect_*", "console.server.wire.x_parse_*"],
+        "tests": ["tests/server/test_wire_checks.py"],
     },
     "training": {
         "mutate": ["training/jobkit/run.py", "training/jobkit/dataset.py"],
