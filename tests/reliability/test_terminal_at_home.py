@@ -118,7 +118,7 @@ def test_keys_take_effect_while_the_window_is_resized_hundreds_of_times_a_second
             seen = _read_until(fd, lambda out, mark=mark: mark in out, KEY_DEADLINE)
             assert mark in seen, f"{key!r} did not draw {mark!r} within {KEY_DEADLINE}s of the storm"
             assert storming.is_alive() and resizes[0] > before  # the storm ran meanwhile
-        assert resizes[0] >= 500
+        assert resizes[0] >= 300  # hundreds of them
         stop.set()
         storming.join()
         _drain(fd)
