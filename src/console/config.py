@@ -150,6 +150,12 @@ class Config:
     """Warn when the month's projection exceeds this."""
     read_only: bool = False
     """Refuse every action that changes anything."""
+    theme: str | None = None
+    """The TUI's colours: a Textual theme (textual-dark, textual-light, nord, gruvbox, dracula,
+    tokyo-night, monokai, solarized-light, ...); unset is Textual's default."""
+    keys: dict[str, str] = field(default_factory=dict)
+    """The `[keys]` table: a binding's id -> its key(s), e.g. `quit = "ctrl+q"`,
+    `help = ["?", "f1"]` (ids in docs/keys.md); checked against the app's keys when it starts."""
     defaults: Defaults = field(default_factory=Defaults)
     trackio: TrackioSettings = field(default_factory=TrackioSettings)
     server: ServerSettings = field(default_factory=ServerSettings)
@@ -173,6 +179,17 @@ class Config:
                 target.pop(name, None)
             else:
                 target[name] = value
+        raw_keys = self._raw.get("keys")
+        try:
+            unchanged = isinstance(raw_keys, dict) and {
+                k: _key_list(v) for k, v in raw_keys.items()
+            } == self.keys
+        except TypeError:
+            unchanged = False
+        if self.keys and not unchanged:
+            doc["keys"] = dict(self.keys)
+        elif not self.keys:
+            doc.pop("keys", None)
         return doc
 
 
@@ -313,6 +330,31 @@ def _webhooks(value: Any) -> list[str]:
     return [_webhook(v) for v in value]
 
 
+_THEME_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
+
+
+def _theme(value: Any) -> str:
+    s = _expect_str(value)
+    if not _THEME_RE.fullmatch(s):
+        raise TypeError("a Textual theme name such as 'textual-dark', 'nord' or 'gruvbox'")
+    return s
+
+
+_KEY_RE = re.compile(r"[^\s,]{1,40}")
+
+
+def _key_list(value: Any) -> str:
+    """A `[keys]` entry: one key, "a,b", or a list of keys -> Textual's "a,b" form (the app checks
+    each key's name and clashes when it starts)."""
+    items = value if isinstance(value, list) else value.split(",") if isinstance(value, str) else None
+    if items is None:
+        items = [None]
+    keys = [k.strip() if isinstance(k, str) else k for k in items]
+    if not keys or len(keys) > 8 or not all(isinstance(k, str) and _KEY_RE.fullmatch(k) for k in keys):
+        raise TypeError('a key or a list of keys, e.g. "ctrl+q", "f1" or ["?", "f1"]')
+    return ",".join(keys)
+
+
 def _project(value: Any) -> str:
     s = _expect_str(value)
     if not s or len(s) > 100 or "/" in s:
@@ -329,6 +371,7 @@ SCHEMA: dict[str, Callable[[Any], Any]] = {
     "endpoint": _endpoint,  # optional keys: absent means unset (TOML has no null)
     "monthly_budget_usd": _float_range(0, 1e9),
     "read_only": _bool,
+    "theme": _theme,
     "defaults.flavor": _flavor,
     "defaults.timeout_buffer": _float_range(1.0, 5.0),
     "defaults.timeout_overhead_s": _int_range(0, 6 * 3600),
@@ -349,7 +392,7 @@ SCHEMA: dict[str, Callable[[Any], Any]] = {
     "notify.stall_cpu_pct": _float_range(0, 100),
     "notify.osc52": _bool,
 }
-SECTIONS = ("defaults", "trackio", "server", "billing", "notify")
+SECTIONS = ("defaults", "trackio", "server", "billing", "notify", "keys")
 
 
 def _get_attr(cfg: Config, key: str) -> Any:
@@ -396,6 +439,13 @@ def from_dict(doc: dict[str, Any], path: Path | None = None) -> Config:
                 f"{where}: key '{key}': expected {exc}, got {_show(value)}"
             ) from None
         _set_attr(cfg, key, checked)
+    for action, value in doc.get("keys", {}).items():
+        try:
+            cfg.keys[action] = _key_list(value)
+        except TypeError as exc:
+            raise ConfigError(
+                f"{where}: key 'keys.{action}': expected {exc}, got {_show(value)}"
+            ) from None
     cfg._raw = copy.deepcopy(doc)
     return cfg
 

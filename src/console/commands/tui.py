@@ -40,9 +40,13 @@ def run_tui(args: argparse.Namespace) -> int:
     try:
         # The app paints the last picture from the local cache first; huggingface_hub and the
         # connection to the backend load in its first refresh, after that frame.
+        from console.config import ConfigError
         from console.ui.app import ConsoleApp
 
-        app = ConsoleApp(cfg, backend)
+        try:
+            app = ConsoleApp(cfg, backend)
+        except ConfigError as exc:  # a bad `[keys]` entry or theme: one line, no screen
+            raise CommandError(str(exc)) from None
         for sig in HANGUP_SIGNALS:
             previous[sig] = signal.signal(sig, _exit_on_signal(app.exit, received))
         try:

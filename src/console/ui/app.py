@@ -44,6 +44,7 @@ from textual.app import ComposeResult, SystemCommand
 from textual.containers import Container, Horizontal, Vertical
 from textual.css.query import NoMatches
 from textual.reactive import reactive
+from textual.screen import Screen
 from textual.widgets import Footer, TabbedContent, TabPane
 from textual.worker import Worker, WorkerState
 
@@ -69,6 +70,18 @@ HIDDEN_TABS_AFTER_FRESH_SECONDS = 0.3
 HIDDEN_TABS_AFTER_SECONDS = 3.0
 """The tabs not on screen are mounted after the first fresh frame, or this long after the first
 frame when no fresh data has come by then (or at once when the user opens one)."""
+
+
+class MainScreen(Screen):
+    """The app's screen: its bindings keep the key table's order under the user's `[keys]`."""
+
+    @property
+    def _binding_chain(self) -> list[tuple[Any, Any]]:
+        chain = super()._binding_chain
+        if self.app._keymap:
+            for _node, bindings_map in chain:
+                keys.keep_order(bindings_map)
+        return chain
 
 
 class ConsoleApp(ConsoleBase):
@@ -108,6 +121,13 @@ class ConsoleApp(ConsoleBase):
             stream_metrics=stream_metrics,
             first_frame=first_frame,
         )
+        # the user's keys and looks (`[keys]`, `theme`): a bad entry is a ConfigError, before any frame
+        self.user_keys = keys.user_keymap(cfg)
+        """Binding id -> key(s), from the config's `[keys]` (the footer, `?` and ctrl+p show them)."""
+        if self.user_keys:
+            self.set_keymap(self.user_keys)
+        if theme := keys.check_theme(cfg, self.available_themes):
+            self.theme = theme
         self.log_max_lines = log_max_lines
         self.start_tab = start_tab
         self._mounted_tabs: set[str] = {"jobs", start_tab}
@@ -115,6 +135,9 @@ class ConsoleApp(ConsoleBase):
         self.oncall = OnCallWatch(self, interval=watch_seconds, **first)
 
     # -- layout ----------------------------------------------------------------------------
+
+    def get_default_screen(self) -> Screen:
+        return MainScreen(id="_default")
 
     def compose(self) -> ComposeResult:
         yield StatusLine(
@@ -392,7 +415,7 @@ class ConsoleApp(ConsoleBase):
             if binding.action == "quit":
                 continue
             yield SystemCommand(
-                f"{binding.description} ({keys.key_name(binding.key)})",
+                f"{binding.description} ({keys.key_name(keys.effective_key(binding, self.user_keys))})",
                 binding.tooltip or binding.description,
                 partial(self.run_action, binding.action),
             )

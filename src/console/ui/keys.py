@@ -4,13 +4,17 @@ The app, its panes and its forms take their `BINDINGS` from here; the `?` screen
 `docs/keys.md` are generated from the same lists, so the keys a user presses, the keys the help
 shows and the keys the docs list cannot disagree.
 
-Imports only `textual.binding`: nothing in `console.ui` may be imported here (the app and the
-help screen both read this module).
+Imports only Textual's bindings and key names: nothing in `console.ui` may be imported here (the
+app and the help screen both read this module). The user's `[keys]` (binding id -> key(s)) is
+checked by :func:`check_keymap` and handed to Textual's `App.set_keymap`.
 """
 
 from __future__ import annotations
 
-from textual.binding import Binding
+from collections.abc import Iterable
+from typing import Any
+
+from textual.binding import Binding, BindingsMap
 
 APP: list[Binding] = [
     Binding("1", "show_tab('fleet')", "Fleet", tooltip="The tenant fleet", id="tab-fleet"),
@@ -77,32 +81,40 @@ MUTATING: dict[str, str] = {
 """App actions that change something (refused in read-only mode), and how a message names them."""
 
 LOG_PANE: list[Binding] = [
-    Binding("f", "toggle_follow", "Follow", tooltip="Follow the end of the log on/off"),
-    Binding("w", "toggle_wrap", "Wrap", tooltip="Wrap long lines on/off"),
-    Binding("G,end", "jump_end", "End", tooltip="Jump to the end (resumes follow)", show=False),
-    Binding("slash", "search", "Search", tooltip="Search the log"),
-    Binding("n", "next_match", "Next", tooltip="Next search match", show=False),
-    Binding("N", "previous_match", "Prev", tooltip="Previous search match", show=False),
-    Binding("escape", "close_search", "Close search", show=False),
+    # the same ids as the app's f / w / G: one `[keys]` entry moves both
+    Binding("f", "toggle_follow", "Follow", tooltip="Follow the end of the log on/off", id="follow"),
+    Binding("w", "toggle_wrap", "Wrap", tooltip="Wrap long lines on/off", id="wrap"),
+    Binding("G,end", "jump_end", "End", tooltip="Jump to the end (resumes follow)", id="end", show=False),
+    Binding("slash", "search", "Search", tooltip="Search the log", id="log-search"),
+    Binding("n", "next_match", "Next", tooltip="Next search match", id="log-next", show=False),
+    Binding("N", "previous_match", "Prev", tooltip="Previous search match", id="log-previous", show=False),
+    Binding("escape", "close_search", "Close search", id="log-close-search", show=False),
 ]
 
 JOBS_FILTER: list[Binding] = [
-    Binding("escape", "clear_filter", "Clear filter", tooltip="Clear the filter: every job again", show=False),
+    Binding(
+        "escape", "clear_filter", "Clear filter", tooltip="Clear the filter: every job again",
+        id="clear-filter", show=False,
+    ),
 ]
 
 SUBMIT_FORM: list[Binding] = [
-    Binding("escape", "cancel", "Cancel", tooltip="Close without submitting"),
-    Binding("ctrl+s", "submit", "Submit", tooltip="Check the form and submit"),
+    Binding("escape", "cancel", "Cancel", tooltip="Close without submitting", id="form-cancel"),
+    Binding("ctrl+s", "submit", "Submit", tooltip="Check the form and submit", id="form-submit"),
 ]
 
 CONFIRM: list[Binding] = [
-    Binding("y", "yes", "Yes", tooltip="Confirm"),
-    Binding("n,escape", "no", "No", tooltip="Cancel"),
+    Binding("y", "yes", "Yes", tooltip="Confirm", id="confirm-yes"),
+    Binding("n,escape", "no", "No", tooltip="Cancel", id="confirm-no"),
 ]
 
-BULK_DIALOG: list[Binding] = [Binding("escape", "cancel", "Close", tooltip="Close without doing anything")]
+BULK_DIALOG: list[Binding] = [
+    Binding("escape", "cancel", "Close", tooltip="Close without doing anything", id="bulk-close"),
+]
 
-HELP: list[Binding] = [Binding("escape,q,question_mark", "close", "Close", tooltip="Close help")]
+HELP: list[Binding] = [
+    Binding("escape,q,question_mark", "close", "Close", tooltip="Close help", id="help-close"),
+]
 
 SECTIONS: list[tuple[list[Binding], str]] = [
     (APP, "everywhere"),
@@ -111,6 +123,7 @@ SECTIONS: list[tuple[list[Binding], str]] = [
     (SUBMIT_FORM, "submit form"),
     (CONFIRM, "confirmations"),
     (BULK_DIALOG, "bulk dialog"),
+    (HELP, "help"),
 ]
 """The bindings the key table lists, with where each set works."""
 
@@ -124,16 +137,132 @@ BUILT_IN: list[tuple[str, str, str]] = [
 
 _NAMES = {"slash": "/", "question_mark": "?", "dollar_sign": "$", "escape": "esc", "enter": "enter"}
 
+RESERVED = frozenset({"tab", "shift+tab", "enter", "up", "down", "pageup", "pagedown", "ctrl+p", "ctrl+c"})
+"""Keys Textual's own widgets need (focus, the tables, the command palette): never given to an action."""
+
+_MODIFIERS = ("ctrl", "shift", "alt", "meta", "super", "hyper")
+
 
 def key_name(key: str) -> str:
     """A binding's key as a person types it: `slash` -> `/`, `G,end` -> `G, end`."""
     return ", ".join(_NAMES.get(k.strip(), k.strip()) for k in key.split(","))
 
 
-def key_table() -> list[tuple[str, str, str]]:
-    """(key, what it does, where it works), app-wide keys first."""
+def binding_ids() -> list[str]:
+    """Every id a `[keys]` entry may name, in table order."""
+    seen: dict[str, None] = {}
+    for bindings, _where in SECTIONS:
+        for b in bindings:
+            if b.id:
+                seen.setdefault(b.id)
+    return list(seen)
+
+
+def _valid_key(key: str) -> bool:
+    """A key Textual can deliver: a printable character, or a key name (f1, home, escape,
+    question_mark), after modifiers such as ctrl+ and alt+."""
+    from textual.keys import REPLACED_KEYS, Keys, key_to_character
+
+    *mods, base = key.split("+")
+    if any(m not in _MODIFIERS for m in mods) or not base:
+        return False
+    if len(base) == 1:
+        return base.isprintable() and not base.isspace()
+    base = REPLACED_KEYS.get(base, base)  # slash -> solidus
+    return base in {k.value for k in Keys} or base == "space" or key_to_character(base) is not None
+
+
+def _normalize(keys: str) -> list[str]:
+    from textual.keys import _character_to_key
+
+    return [_character_to_key(k) if len(k) == 1 else k for k in (k.strip() for k in keys.split(","))]
+
+
+class KeymapError(ValueError):
+    """A `[keys]` entry the app refuses: `binding_id` names it, the message says why."""
+
+    def __init__(self, binding_id: str, message: str) -> None:
+        super().__init__(message)
+        self.binding_id = binding_id
+
+
+def check_keymap(keymap: dict[str, str]) -> dict[str, str]:
+    """The user's `[keys]` (binding id -> "key,key"), in Textual's long key names (`?` ->
+    `question_mark`), or :class:`KeymapError` for the first entry that names no binding, names a
+    key Textual does not know, takes a key Textual's widgets need, or gives one key two actions
+    where both would work."""
+    known = binding_ids()
+    out: dict[str, str] = {}
+    for binding_id, value in keymap.items():
+        if binding_id not in known:
+            raise KeymapError(binding_id, f"no such action (ids: {', '.join(known)})")
+        keys = _normalize(value)
+        for key in keys:
+            if not _valid_key(key):
+                raise KeymapError(binding_id, f"{key!r} is not a key Textual knows (e.g. ctrl+q, f1, ?)")
+            if key in RESERVED:
+                raise KeymapError(binding_id, f"{key_name(key)!r} is Textual's own key")
+        out[binding_id] = ",".join(keys)
+    for bindings, where in SECTIONS:
+        owner: dict[str, Binding] = {}
+        for b in bindings:
+            for key in _normalize(effective_key(b, out)):
+                other = owner.get(key)
+                if other is not None and other.id != b.id:
+                    culprit = b.id if b.id in out else other.id
+                    rival = other if culprit == b.id else b
+                    raise KeymapError(
+                        culprit or "",
+                        f"{key_name(key)!r} is already {rival.description} ({where}, keys.{rival.id})",
+                    )
+                owner[key] = b
+    return out
+
+
+def user_keymap(cfg: Any) -> dict[str, str]:
+    """The config's `[keys]`, checked (:func:`check_keymap`); a bad entry is a
+    :class:`console.config.ConfigError` naming the file and the key."""
+    from console.config import ConfigError
+
+    try:
+        return check_keymap(dict(cfg.keys))
+    except KeymapError as exc:
+        where = str(cfg.path) if cfg.path else "config"
+        raise ConfigError(f"{where}: key 'keys.{exc.binding_id}': {exc}") from None
+
+
+def check_theme(cfg: Any, available: Iterable[str]) -> str | None:
+    """The config's `theme` when Textual has it (None: unset); else a ConfigError naming it."""
+    from console.config import ConfigError
+
+    names = sorted(available)
+    if cfg.theme is None or cfg.theme in names:
+        return cfg.theme
+    where = str(cfg.path) if cfg.path else "config"
+    raise ConfigError(f"{where}: key 'theme': expected one of {' | '.join(names)}, got {cfg.theme!r}")
+
+
+def keep_order(bindings_map: BindingsMap) -> None:
+    """Put a bindings map back in the key table's order after Textual applied a keymap (it moves
+    remapped keys to the end, and the footer at 80 columns would lose `?` and `q`)."""
+    rank = {ident: i for i, ident in enumerate(binding_ids())}
+    items = list(bindings_map.key_to_bindings.items())
+    items.sort(key=lambda item: rank.get(item[1][0].id or "", len(rank)) if item[1] else len(rank))
+    bindings_map.key_to_bindings.clear()
+    bindings_map.key_to_bindings.update(items)
+
+
+def effective_key(binding: Binding, keymap: dict[str, str] | None = None) -> str:
+    """The key(s) a binding answers to once the user's keymap is applied."""
+    if keymap and binding.id and binding.id in keymap:
+        return keymap[binding.id]
+    return binding.key
+
+
+def key_table(keymap: dict[str, str] | None = None) -> list[tuple[str, str, str]]:
+    """(key, what it does, where it works), app-wide keys first; `keymap`: the user's keys."""
     rows = [
-        (key_name(b.key), b.tooltip or b.description, where)
+        (key_name(effective_key(b, keymap)), b.tooltip or b.description, where)
         for bindings, where in SECTIONS
         for b in bindings
     ]
@@ -141,7 +270,10 @@ def key_table() -> list[tuple[str, str, str]]:
 
 
 def markdown() -> str:
-    lines = ["| Key | Action | Where |", "|---|---|---|"]
-    for key, what, where in key_table():
-        lines.append(f"| `{key}` | {what} | {where} |")
+    """The default key table, with each binding's id (what a `[keys]` entry names)."""
+    lines = ["| Key | Action | Where | Id |", "|---|---|---|---|"]
+    ids = [b.id for bindings, _where in SECTIONS for b in bindings]
+    for i, (key, what, where) in enumerate(key_table()):
+        ident = f"`{ids[i]}`" if i < len(ids) and ids[i] else ""
+        lines.append(f"| `{key}` | {what} | {where} | {ident} |")
     return "\n".join(lines) + "\n"

@@ -19,7 +19,7 @@ class HelpScreen(ModalScreen[None]):
         table.add_column("Key", no_wrap=True, style="bold cyan")
         table.add_column("Action")
         table.add_column("Where", style="dim")
-        for key, description, where in keys.key_table():
+        for key, description, where in keys.key_table(getattr(self.app, "user_keys", None)):
             table.add_row(key, description, where)
         with VerticalScroll(id="help-dialog", classes="dialog"):
             yield Static("Keys (esc closes; ctrl+p opens the command palette)", id="help-title")
