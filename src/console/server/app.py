@@ -32,6 +32,7 @@ import asyncio
 import errno
 import hmac
 import logging
+import re
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -75,6 +76,7 @@ MAX_LABEL_FILTERS = 50
 MAX_CURSOR = 2**63 - 1
 """A cursor is a row number: SQLite's integers end here."""
 log = logging.getLogger("console.server.app")
+_WHOLE_NUMBER = re.compile(r"-?[0-9]{1,24}")
 
 
 def disk_full(exc: BaseException) -> bool:
@@ -147,7 +149,7 @@ def create_app(service: JobsService, token: str) -> Any:
         text = params.get(name)
         if text is None:
             return None
-        if not (text.isascii() and text.lstrip("-").isdigit()) or len(text) > 25:
+        if not _WHOLE_NUMBER.fullmatch(text):
             raise ApiError(400, f"{name} must be a whole number from {low} to {high}")
         value = int(text)
         if not low <= value <= high:
