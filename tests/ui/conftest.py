@@ -105,4 +105,19 @@ async def wait_thread(func, *args, **kwargs):
     return await asyncio.to_thread(func, *args, **kwargs)
 
 
+def notes(app) -> list[str]:
+    """The notifications the app has shown, as text."""
+    return [str(n.message) for n in app._notifications]
+
+
+async def type_into(pilot, widget, text: str) -> None:
+    """Clear an input and type `text` into it key by key, as a person would."""
+    widget.value = ""
+    widget.focus()
+    await pilot.pause()
+    for ch in text:
+        await pilot.press(ch if ch != " " else "space")
+    await pilot.pause()
+
+
 FROZEN_NOW = datetime(2026, 12, 2, 10, 0, 0, tzinfo=UTC)

@@ -9,9 +9,11 @@ import sys
 from tests.jobwait import wait_stage
 from tests.ui.conftest import (
     console_labels,
+    notes,
     raw_job,
     run_python,
     schedule_python,
+    type_into,
     wait_for,
     wait_thread,
 )
@@ -23,18 +25,6 @@ from console.ui.app import ConsoleApp
 from console.ui.screens.confirm import ConfirmScreen
 from console.ui.screens.reschedule import RescheduleScreen
 from console.ui.screens.submit import SubmitScreen
-
-
-def _notes(app) -> list[str]:
-    return [str(n.message) for n in app._notifications]
-
-
-async def _type(pilot, widget: Input, text: str) -> None:
-    widget.value = ""
-    widget.focus()
-    await pilot.pause()
-    for ch in text:
-        await pilot.press(ch if ch != " " else "space")
 
 
 async def test_cancel_asks_then_the_job_ends_canceled(backend, cfg):
@@ -54,7 +44,7 @@ async def test_cancel_asks_then_the_job_ends_canceled(backend, cfg):
         shown = " ".join(str(s.render()) for s in app.screen.query("Static"))
         assert job.id in shown and "acme" in shown and "cost so far" in shown
         await pilot.press("n")  # first: say no, nothing happens
-        await wait_for(pilot, lambda: "Cancel: not done" in _notes(app), what="the refusal")
+        await wait_for(pilot, lambda: "Cancel: not done" in notes(app), what="the refusal")
         assert not isinstance(app.screen, ConfirmScreen)
         assert not [w for w in app.workers if w.group == "actions"]  # no cancel was sent
         assert (
@@ -66,7 +56,7 @@ async def test_cancel_asks_then_the_job_ends_canceled(backend, cfg):
         await pilot.press("y")
         await wait_thread(wait_stage, backend, job.id, ("CANCELED",), 20)
         await wait_for(pilot, lambda: app.jobs_table.rows_by_id[job.id].stage == "CANCELED")
-        assert any("Canceled" in n for n in _notes(app))
+        assert any("Canceled" in n for n in notes(app))
 
 
 async def test_submit_creates_a_job_with_the_padded_timeout_and_labels(backend, cfg):
@@ -77,16 +67,16 @@ async def test_submit_creates_a_job_with_the_padded_timeout_and_labels(backend, 
         await pilot.press("s")
         await wait_for(pilot, lambda: isinstance(app.screen, SubmitScreen))
         form = app.screen
-        await _type(pilot, form.query_one("#f-tenant", Input), "acme")
-        await _type(pilot, form.query_one("#f-dataset", Input), dataset)
-        await _type(pilot, form.query_one("#f-examples", Input), "abc")
+        await type_into(pilot, form.query_one("#f-tenant", Input), "acme")
+        await type_into(pilot, form.query_one("#f-dataset", Input), dataset)
+        await type_into(pilot, form.query_one("#f-examples", Input), "abc")
         await pilot.pause(0.1)
         assert "not a whole number" in str(form.query_one("#submit-error").render())
         await pilot.press("ctrl+s")  # refused in the form, with the reason
         await pilot.pause(0.1)
         assert isinstance(app.screen, SubmitScreen)
-        await _type(pilot, form.query_one("#f-examples", Input), "400")
-        await _type(pilot, form.query_one("#f-max-steps", Input), "2")
+        await type_into(pilot, form.query_one("#f-examples", Input), "400")
+        await type_into(pilot, form.query_one("#f-max-steps", Input), "2")
         await pilot.pause(0.1)
         estimate = str(form.query_one("#submit-estimate").render())
         assert "$" in estimate and "x 1.3" in estimate
@@ -95,7 +85,7 @@ async def test_submit_creates_a_job_with_the_padded_timeout_and_labels(backend, 
         await pilot.press("y")
         await wait_for(
             pilot,
-            lambda: any(n.startswith("Submitted") for n in _notes(app)),
+            lambda: any(n.startswith("Submitted") for n in notes(app)),
             timeout=20,
             what="the submit notification",
         )
@@ -138,14 +128,14 @@ async def test_reschedule_changes_the_cron_and_the_preview(backend, cfg):
         preview = lambda: str(app.screen.query_one("#cron-preview").render())  # noqa: E731
         assert "Monday" in preview() and "next:" in preview()
         box = app.screen.query_one("#cron-input", Input)
-        await _type(pilot, box, "0 3 * * 9")
+        await type_into(pilot, box, "0 3 * * 9")
         await pilot.pause(0.1)
         assert preview() == "cron '0 3 * * 9' is not a valid cron expression"  # no day 9
-        await _type(pilot, box, "15 6 * * 2")
+        await type_into(pilot, box, "15 6 * * 2")
         await pilot.pause(0.1)
         assert "06:15" in preview() and "Tuesday" in preview()
         await pilot.press("enter")
-        await wait_for(pilot, lambda: any("Rescheduled" in n for n in _notes(app)))
+        await wait_for(pilot, lambda: any("Rescheduled" in n for n in notes(app)))
         await wait_for(
             pilot, lambda: app.fleet_table.rows_by_tenant["acme"].schedule == "15 6 * * 2"
         )
@@ -188,7 +178,7 @@ async def test_read_only_refuses_every_action(backend, cfg):
                            what=f"the answer to {key}")
             assert app.screen is app.screen_stack[0], f"{key} opened a screen in read-only mode"
             assert len(app._notifications) == before + 1
-            assert "Read-only" in _notes(app)[-1]
+            assert "Read-only" in notes(app)[-1]
         assert "READ-ONLY" in str(app.query_one("#status-line").render())
     assert [j.id for j in backend.api.list_jobs(namespace=backend.namespace)] == [job.id]
     assert (
@@ -230,10 +220,10 @@ async def test_x_hands_the_terminal_to_ssh_into_the_job_and_the_app_resumes(back
         )
         table.select_job(plain.id)
         await pilot.press("x")
-        await wait_for(pilot, lambda: "without ssh" in _notes(app)[-1])
+        await wait_for(pilot, lambda: "without ssh" in notes(app)[-1])
         table.select_job(job.id)
         await pilot.press("x")
-        await wait_for(pilot, lambda: out.exists() and any("Back from" in n for n in _notes(app)))
+        await wait_for(pilot, lambda: out.exists() and any("Back from" in n for n in notes(app)))
         url = table.rows_by_id[job.id].ssh_url
         assert url.startswith(f"ssh://{job.id}@127.0.0.1:")
         assert out.read_text().splitlines() == [url]

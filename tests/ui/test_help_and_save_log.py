@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tests.jobwait import wait_stage
-from tests.ui.conftest import run_python, wait_for, wait_thread
+from tests.ui.conftest import notes, run_python, wait_for, wait_thread
 from textual.geometry import Region
 from textual.widgets import Input, Static
 
@@ -16,9 +16,6 @@ from console.ui.screens.prompt import PromptScreen
 
 HELP_TITLE = "Keys (esc closes"
 
-
-def _notes(app) -> list[str]:
-    return [str(n.message) for n in app._notifications]
 
 
 def _on_screen(app) -> str:
@@ -119,7 +116,7 @@ async def test_ctrl_s_saves_the_whole_log_not_just_the_tail_on_screen(backend, c
         target = paths.data_dir() / "logs" / f"{job.id}.log"
         assert app.screen.query_one(Input).value == str(target)
         await pilot.press("enter")
-        await wait_for(pilot, lambda: any(n.startswith("Saved") for n in _notes(app)), what="the notification")
+        await wait_for(pilot, lambda: any(n.startswith("Saved") for n in notes(app)), what="the notification")
         assert list(folder.iterdir()) == []
 
         # Saving there again asks before overwriting: no leaves the file as it was, yes replaces it.
@@ -132,15 +129,15 @@ async def test_ctrl_s_saves_the_whole_log_not_just_the_tail_on_screen(backend, c
             assert str(app.screen.query_one("#confirm-title").render()) == f"Overwrite {target}?"
             await pilot.press(answer)
             if answer == "n":
-                await wait_for(pilot, lambda: any("left as it was" in n for n in _notes(app)))
+                await wait_for(pilot, lambda: any("left as it was" in n for n in notes(app)))
                 assert target.read_text(encoding="utf-8") == "kept\n"
-        await wait_for(pilot, lambda: sum(n.startswith("Saved") for n in _notes(app)) == 2, what="the second save")
+        await wait_for(pilot, lambda: sum(n.startswith("Saved") for n in notes(app)) == 2, what="the second save")
 
     full = list(backend.api.fetch_job_logs(job_id=job.id, namespace=backend.namespace))
     saved = target.read_text(encoding="utf-8").splitlines()
     assert saved == full
     assert [line for line in saved if line.startswith("line ")] == [f"line {i:05d}" for i in range(LINES)]
-    assert f"Saved {len(full)} lines to {target}" in _notes(app)
+    assert f"Saved {len(full)} lines to {target}" in notes(app)
 
 
 async def test_ctrl_s_to_a_path_typed_with_tilde_and_to_a_missing_folder(backend, cfg, tmp_path, monkeypatch):
@@ -156,15 +153,15 @@ async def test_ctrl_s_to_a_path_typed_with_tilde_and_to_a_missing_folder(backend
             await pilot.press("enter")
 
         await save_to("~/saved.log")
-        await wait_for(pilot, lambda: any(n.startswith("Saved") for n in _notes(app)), what="the notification")
+        await wait_for(pilot, lambda: any(n.startswith("Saved") for n in notes(app)), what="the notification")
         assert "only line" in (tmp_path / "saved.log").read_text(encoding="utf-8").splitlines()
 
         await save_to(str(tmp_path / "no-such-folder" / f"{job.id}.log"))
         await wait_for(
             pilot,
-            lambda: any(n.startswith("Saving the log failed") for n in _notes(app)),
+            lambda: any(n.startswith("Saving the log failed") for n in notes(app)),
             what="the failure notification",
         )
-        failure = next(n for n in _notes(app) if n.startswith("Saving the log failed"))
+        failure = next(n for n in notes(app) if n.startswith("Saving the log failed"))
         assert "No such file or directory" in failure
         assert not (tmp_path / "no-such-folder").exists()

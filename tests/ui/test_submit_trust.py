@@ -3,7 +3,7 @@ form, rerun and trigger against the real embedded server, with console jobs and 
 
 from __future__ import annotations
 
-from tests.ui.conftest import run_python, wait_for
+from tests.ui.conftest import notes, run_python, type_into, wait_for
 from textual.widgets import Checkbox, Input, Select
 
 from console import jobspec, paths
@@ -20,17 +20,6 @@ GLOBEX = str(DATA / "globex.jsonl")
 STANDIN = "print('stand-in training run', flush=True)\n"
 
 
-def _notes(app) -> list[str]:
-    return [str(n.message) for n in app._notifications]
-
-
-async def _type(pilot, widget: Input, text: str) -> None:
-    widget.value = ""
-    widget.focus()
-    await pilot.pause()
-    for ch in text:
-        await pilot.press(ch if ch != " " else "space")
-    await pilot.pause()
 
 
 def _request(tenant: str, dataset: str, **kw) -> TrainingRequest:
@@ -101,23 +90,23 @@ async def test_the_dataset_follows_the_tenant_and_another_tenants_dataset_is_ref
         assert _field(app, "f-tenant") == "globex"
         assert _field(app, "f-dataset") == GLOBEX
 
-        await _type(pilot, form.query_one("#f-tenant", Input), "acme")
+        await type_into(pilot, form.query_one("#f-tenant", Input), "acme")
         assert _field(app, "f-dataset") == ACME  # acme's own data, not globex's
         assert _error(app) == ""
-        await _type(pilot, form.query_one("#f-tenant", Input), "globex")
+        await type_into(pilot, form.query_one("#f-tenant", Input), "globex")
         assert _field(app, "f-hub-model-id") == "ops/globex-lora"  # the destination follows too
-        await _type(pilot, form.query_one("#f-tenant", Input), "acme")
+        await type_into(pilot, form.query_one("#f-tenant", Input), "acme")
         assert _field(app, "f-hub-model-id") == ""  # acme pushes nowhere of globex's
 
-        await _type(pilot, form.query_one("#f-tenant", Input), "newco")  # not in the fleet
+        await type_into(pilot, form.query_one("#f-tenant", Input), "newco")  # not in the fleet
         assert _field(app, "f-dataset") == ""
         assert _error(app) == "dataset is required"
-        await _type(pilot, form.query_one("#f-dataset", Input), "ops/newco-chats")
+        await type_into(pilot, form.query_one("#f-dataset", Input), "ops/newco-chats")
         await pilot.pause(0.1)
         assert _field(app, "f-dataset") == "ops/newco-chats"  # typed for this tenant: it stays
         assert _error(app) == ""
 
-        await _type(pilot, form.query_one("#f-tenant", Input), "acme")
+        await type_into(pilot, form.query_one("#f-tenant", Input), "acme")
         assert _field(app, "f-dataset") == ACME
         # a tenant pasted and its dataset typed before the form saw the tenant change: it stays
         form.query_one("#f-tenant", Input).value = "newco2"
@@ -125,14 +114,14 @@ async def test_the_dataset_follows_the_tenant_and_another_tenants_dataset_is_ref
         await pilot.pause(0.1)
         assert _field(app, "f-dataset") == "ops/newco2-chats"
 
-        await _type(pilot, form.query_one("#f-tenant", Input), "acme")
-        await _type(pilot, form.query_one("#f-dataset", Input), GLOBEX)
+        await type_into(pilot, form.query_one("#f-tenant", Input), "acme")
+        await type_into(pilot, form.query_one("#f-dataset", Input), GLOBEX)
         reason = f"dataset {GLOBEX} is tenant globex's: acme trains only on its own data"
         assert _error(app) == reason
         await pilot.press("ctrl+s")
         await pilot.pause(0.2)
         assert isinstance(app.screen, SubmitScreen)  # refused in the form, with the reason
-        assert _notes(app)[-1] == f"Not submitted: {reason}"
+        assert notes(app)[-1] == f"Not submitted: {reason}"
     assert [j.id for j in backend.api.list_jobs(namespace=backend.namespace)] == [job.id]
 
 
@@ -152,7 +141,7 @@ async def test_a_rerun_on_another_tenants_dataset_is_refused(backend, cfg, tmp_p
         await pilot.press("R")
         await pilot.pause(0.2)
         assert not isinstance(app.screen, ConfirmScreen)
-        assert _notes(app)[-1] == (
+        assert notes(app)[-1] == (
             f"Rerun refused: dataset {GLOBEX} is tenant globex's: acme trains only on its own data"
         )
     assert [j.id for j in backend.api.list_jobs(namespace=backend.namespace)] == [job.id]
@@ -227,8 +216,8 @@ async def test_the_preflight_is_on_by_default_for_every_gpu_flavor(backend, cfg)
         await pilot.press("s")
         await wait_for(pilot, lambda: _form_open(app))
         form = _form(app)
-        await _type(pilot, form.query_one("#f-tenant", Input), "acme")
-        await _type(pilot, form.query_one("#f-dataset", Input), ACME)
+        await type_into(pilot, form.query_one("#f-tenant", Input), "acme")
+        await type_into(pilot, form.query_one("#f-dataset", Input), ACME)
         flavors = [f.name for f in app.prices.gpu_flavors()]
         assert flavors
         for flavor in flavors:
@@ -260,20 +249,20 @@ async def test_a_hub_submission_without_a_destination_or_a_token_is_refused_in_t
         await pilot.press("ctrl+s")
         await pilot.pause(0.1)
         assert isinstance(app.screen, SubmitScreen) and results == []
-        await _type(pilot, _form(app).query_one("#f-hub-model-id", Input), "ops/acme-lora")
+        await type_into(pilot, _form(app).query_one("#f-hub-model-id", Input), "ops/acme-lora")
         assert _error(app) == (
             "a run on HF Jobs needs a token to push with: `hf auth login` or set HF_TOKEN"
         )
         await pilot.press("ctrl+s")
         await pilot.pause(0.1)
         assert isinstance(app.screen, SubmitScreen) and results == []
-        assert _notes(app)[-1].startswith("Not submitted: a run on HF Jobs needs a token")
+        assert notes(app)[-1].startswith("Not submitted: a run on HF Jobs needs a token")
         await pilot.press("escape")
         await wait_for(pilot, lambda: results == [None])
 
         app.push_screen(form("hf_test_token"), results.append)
         await wait_for(pilot, lambda: _form_open(app))
-        await _type(pilot, _form(app).query_one("#f-hub-model-id", Input), "ops/acme-lora")
+        await type_into(pilot, _form(app).query_one("#f-hub-model-id", Input), "ops/acme-lora")
         assert _error(app) == ""
         await pilot.press("ctrl+s")
         await wait_for(pilot, lambda: len(results) == 2)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from tests.ui.conftest import wait_for
+from tests.ui.conftest import notes, type_into, wait_for
 from textual.widgets import Checkbox, Input, Select
 
 from console import jobspec, paths, vram
@@ -22,17 +22,6 @@ DATA = paths.training_dir() / "data"
 HOOLI = str(DATA / "hooli.jsonl")  # DPO pairs: prompt, chosen, rejected
 
 
-def _notes(app) -> list[str]:
-    return [str(n.message) for n in app._notifications]
-
-
-async def _type(pilot, widget: Input, text: str) -> None:
-    widget.value = ""
-    widget.focus()
-    await pilot.pause()
-    for ch in text:
-        await pilot.press(ch if ch != " " else "space")
-    await pilot.pause()
 
 
 async def _pick(pilot, form: SubmitScreen, select_id: str, value: str) -> None:
@@ -55,8 +44,8 @@ async def test_the_form_follows_the_kind_and_refuses_a_model_that_does_not_fit(b
         await pilot.press("s")
         await wait_for(pilot, lambda: isinstance(app.screen, SubmitScreen))
         form = app.screen
-        await _type(pilot, form.query_one("#f-tenant", Input), "stark")
-        await _type(pilot, form.query_one("#f-dataset", Input), str(DATA / "stark.jsonl"))
+        await type_into(pilot, form.query_one("#f-tenant", Input), "stark")
+        await type_into(pilot, form.query_one("#f-dataset", Input), str(DATA / "stark.jsonl"))
         # an SFT run: neither the encoder nor the full fine-tune is asked for
         assert not form.query_one("#row-encoder").display and not form.query_one("#row-full").display
         await _pick(pilot, form, "f-kind", "embedding")
@@ -69,7 +58,7 @@ async def test_the_form_follows_the_kind_and_refuses_a_model_that_does_not_fit(b
         # an 8B LoRA on a T4 (16 GB, fp16): refused in one line, with a flavor that fits
         await _pick(pilot, form, "f-kind", "sft")
         await _pick(pilot, form, "f-flavor", "t4-small")
-        await _type(pilot, form.query_one("#f-model-b", Input), "8")
+        await type_into(pilot, form.query_one("#f-model-b", Input), "8")
         error = _error(form)
         expected = jobspec.fit_problem(
             TrainingRequest(tenant="stark", dataset="x", model_b=8.0, flavor="t4-small"), shipped_price_book()
@@ -79,14 +68,14 @@ async def test_the_form_follows_the_kind_and_refuses_a_model_that_does_not_fit(b
         await pilot.press("ctrl+s")
         await pilot.pause(0.1)
         assert isinstance(app.screen, SubmitScreen)
-        assert any("Not submitted" in n and "t4-small" in n for n in _notes(app))
+        assert any("Not submitted" in n and "t4-small" in n for n in notes(app))
         await _pick(pilot, form, "f-flavor", "l40sx1")
         assert _error(form) == "" and "fits" in _estimate(form)
 
         # the builder: the full fine-tune box shows; a full 13B fine-tune does not fit an A100 80 GB
         await _pick(pilot, form, "f-kind", "builder")
         assert form.query_one("#row-full").display and not form.query_one("#row-encoder").display
-        await _type(pilot, form.query_one("#f-model-b", Input), "13")
+        await type_into(pilot, form.query_one("#f-model-b", Input), "13")
         await _pick(pilot, form, "f-flavor", "a100-large")
         assert _error(form) == ""  # LoRA of 13B fits
         form.query_one("#f-full", Checkbox).value = True
@@ -105,10 +94,10 @@ async def test_a_dpo_submission_is_preflighted_as_dpo_data_and_runs_the_dpo_reci
         await pilot.press("s")
         await wait_for(pilot, lambda: isinstance(app.screen, SubmitScreen))
         form = app.screen
-        await _type(pilot, form.query_one("#f-tenant", Input), "hooli")
-        await _type(pilot, form.query_one("#f-dataset", Input), HOOLI)
+        await type_into(pilot, form.query_one("#f-tenant", Input), "hooli")
+        await type_into(pilot, form.query_one("#f-dataset", Input), HOOLI)
         await _pick(pilot, form, "f-kind", "dpo")
-        await _type(pilot, form.query_one("#f-max-steps", Input), "1")
+        await type_into(pilot, form.query_one("#f-max-steps", Input), "1")
         assert _error(form) == ""
         assert "preflight ~$0.01 (dpo data)" in _estimate(form)
         await pilot.press("ctrl+s")
@@ -118,7 +107,7 @@ async def test_a_dpo_submission_is_preflighted_as_dpo_data_and_runs_the_dpo_reci
         await pilot.press("y")
         await wait_for(
             pilot,
-            lambda: any(n.startswith("Submitted") for n in _notes(app)),
+            lambda: any(n.startswith("Submitted") for n in notes(app)),
             timeout=30,
             what="the submit notification",
         )
@@ -250,12 +239,12 @@ async def test_unsloth_from_the_form_fits_a_7b_lora_on_a_24_gb_flavor_and_halves
         await pilot.press("s")
         await wait_for(pilot, lambda: isinstance(app.screen, SubmitScreen))
         form = app.screen
-        await _type(pilot, form.query_one("#f-tenant", Input), "stark")
-        await _type(pilot, form.query_one("#f-dataset", Input), str(DATA / "stark.jsonl"))
+        await type_into(pilot, form.query_one("#f-tenant", Input), "stark")
+        await type_into(pilot, form.query_one("#f-dataset", Input), str(DATA / "stark.jsonl"))
         await _pick(pilot, form, "f-kind", "sft")
         assert form.query_one("#row-unsloth").display  # a LoRA kind offers Unsloth
         await _pick(pilot, form, "f-flavor", "l4x1")
-        await _type(pilot, form.query_one("#f-model-b", Input), "7")
+        await type_into(pilot, form.query_one("#f-model-b", Input), "7")
         assert "l4x1 has 24 GB" in _error(form)  # without Unsloth a 7B LoRA does not fit
         form.query_one("#f-unsloth", Checkbox).value = True
         await pilot.pause(0.05)
