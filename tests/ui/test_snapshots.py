@@ -25,7 +25,7 @@ def make_app(tab: str = "jobs") -> ConsoleApp:
     )
 
 
-PANE_READS = {"ledger", "trackio-alerts", "trackio-metrics"}
+PANE_READS = {"ledger", "trackio-alerts", "trackio-metrics", "reasons"}
 
 
 async def _settle(pilot) -> None:

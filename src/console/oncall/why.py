@@ -41,7 +41,32 @@ class FailureReason:
 
     def short(self, width: int = 32) -> str:
         """At most `width` characters (an ellipsis marks a cut)."""
-        return self.text if len(self.text) <= width else self.text[: max(1, width - 1)].rstrip() + "…"
+        return _cut(self.text, width)
+
+    def tag(self, width: int = 10) -> str:
+        """The reason in a word or two, for a Stage cell at 80 columns: `TIMEOUT`, `FAIL oom`,
+        `ZeroDivis…` (the exception's name), `exit 137`, `SIGKILL`, `canceled`."""
+        if self.source == "timeout":
+            return _cut("TIMEOUT", width)
+        if self.source == "verdict":
+            code = self.text.removeprefix("FAIL").strip().split(":", 1)[0].strip()
+            code = code.split()[0] if code else "FAIL"
+            return _cut(f"FAIL {code}" if len(code) + 5 <= width else code, width)
+        if self.source == "exception":
+            name, _, detail = self.text.partition(":")
+            if "out of memory" in detail.lower() or name.strip() in ("OutOfMemoryError", "MemoryError"):
+                return "OOM"
+            name = name.strip()
+            if len(name) > width:
+                name = name.removesuffix("Error").removesuffix("Exception") or name
+            return _cut(name, width)
+        if self.source == "stage":
+            return _cut(self.text.upper(), width)
+        return _cut(self.text, width)
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: max(1, width - 1)].rstrip() + "…"
 
 
 def _exception(lines: Sequence[str]) -> str | None:

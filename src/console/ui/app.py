@@ -17,6 +17,8 @@ This module is composition, tab routing and the wiring of messages. The work liv
 * `refresh.Refresher` — what the console knows (jobs, schedules, fleet rows) and the polling that
   keeps it fresh (thread workers, a re-armed one-shot timer);
 * `job_view.JobView` — the job on screen: its log and metrics streams, details, Trackio run;
+* `reasons.FailureReasons` — why each failed job failed (`console.oncall.why`), for the jobs
+  table's ERROR rows and the fleet's failed tenants;
 * `watch.OnCallWatch` — the on-call passes (`console watch`'s detectors and notifications) in a
   thread worker; their forecasts and stalls mark the jobs table;
 * `actions.jobs`, `actions.schedules`, `actions.shell`, `actions.oncall` — one function per
@@ -56,6 +58,7 @@ from console.ui import keys
 from console.ui.actions import ActionDone, jobs, oncall, schedules, shell
 from console.ui.base import ConsoleBase
 from console.ui.job_view import MetricsSample
+from console.ui.reasons import FailureReasons, ReasonsRead
 from console.ui.refresh import REFRESH_SECONDS, DataRefreshed, OutcomesFetched
 from console.ui.watch import WATCH_SECONDS, OnCallChecked, OnCallWatch
 from console.ui.widgets.job_details import JobDetails
@@ -133,6 +136,7 @@ class ConsoleApp(ConsoleBase):
         self._mounted_tabs: set[str] = {"jobs", start_tab}
         first = {} if first_watch_seconds is None else {"first_delay": first_watch_seconds}
         self.oncall = OnCallWatch(self, interval=watch_seconds, **first)
+        self.reasons = FailureReasons(self)
 
     # -- layout ----------------------------------------------------------------------------
 
@@ -207,6 +211,7 @@ class ConsoleApp(ConsoleBase):
         if tab == "fleet":
             self.refresher.load_snapshot_fleet()
             self.fleet_changed(list(self.refresher.fleet_rows.values()))
+            self.reasons.show()
         elif tab == "costs":
             pane = self._ledger_pane()
             kept = snapshot.load_ledger(self.session.cache) if self.refresher.snapshot_at else None
@@ -307,6 +312,11 @@ class ConsoleApp(ConsoleBase):
     def on_data_refreshed(self, message: DataRefreshed) -> None:
         if not self._shutting_down():
             self.refresher.apply(message)
+            self.reasons.want()
+
+    def on_reasons_read(self, message: ReasonsRead) -> None:
+        if not self._shutting_down():
+            self.reasons.apply(message)
 
     def on_outcomes_fetched(self, message: OutcomesFetched) -> None:
         if not self._shutting_down():

@@ -13,7 +13,7 @@ highlighted tenant changes. The builder model is a row of its own, after the ten
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 
 from rich.text import Text
 from textual.message import Message
@@ -81,6 +81,10 @@ class FleetTable(KeyedTable):
         self.rows_by_tenant: dict[str, TenantRow] = {}
         self._pending: tuple[list[TenantRow], datetime] | None = None
         """Rows given while the table was hidden, drawn when it shows."""
+        self.reasons: dict[str, str] = {}
+        """Failed job id -> why, in a word or two (`show_reasons`): the Last run cell of a tenant
+        whose last run failed says it instead of ERROR."""
+        self._now: datetime | None = None
 
     def on_mount(self) -> None:
         for key, label, width in COLUMNS:
@@ -90,8 +94,7 @@ class FleetTable(KeyedTable):
     def selected_row(self) -> TenantRow | None:
         return self.rows_by_tenant.get(self._selected) if self._selected else None
 
-    @staticmethod
-    def _values(row: TenantRow, now: datetime) -> tuple[str, ...]:
+    def _values(self, row: TenantRow, now: datetime) -> tuple[str, ...]:
         """The row's cells as plain strings; each cell's style follows from them (the flag mark
         leads the tenant cell, the stage names itself, "suspended" and "ad hoc" say so)."""
         mark, _ = _flag(row)
@@ -110,9 +113,12 @@ class FleetTable(KeyedTable):
         if len(adapter) > 24:
             adapter = "…" + adapter[-23:]
         age = format_age(row.last_at, now).removesuffix(" ago")
+        last = row.last_stage or "never"
+        if row.failed and row.last_job_id in self.reasons:
+            last = self.reasons[row.last_job_id]
         return (
             mark + row.tenant,
-            row.last_stage or "never",
+            last,
             ("~" if row.stale else "") + age,
             loss,
             next_run,
@@ -149,6 +155,7 @@ class FleetTable(KeyedTable):
         )
 
     def _put(self, row: TenantRow, now: datetime, shown: bool) -> bool:
+        self._now = now
         values = self._values(row, now)
         return self.put_row(row.tenant, values, lambda: self._render(row, values), shown=shown)
 
@@ -190,6 +197,16 @@ class FleetTable(KeyedTable):
             for row in rows:
                 if row.tenant in self._cells:
                     self._put(row, now, True)
+
+    def show_reasons(self, reasons: dict[str, str]) -> None:
+        """Say why the tenants' last runs failed (failed job id -> a word or two)."""
+        new = {k: v for k, v in reasons.items() if self.reasons.get(k) != v}
+        if not new:
+            return
+        self.reasons.update(new)
+        rows = [r for r in self.rows_by_tenant.values() if r.failed and r.last_job_id in new]
+        if rows:
+            self.refresh_rows(rows, self._now or datetime.now(UTC))
 
     def on_show(self) -> None:
         self.draw_pending()

@@ -157,6 +157,9 @@ class JobsTable(KeyedTable):
         self._now: datetime | None = None
         self.oncall: dict[str, OnCallMark] = {}
         """Running job id -> what the on-call watcher says of it (`show_oncall`)."""
+        self.reasons: dict[str, tuple[str, str]] = {}
+        """Failed job id -> why, (a word or two for the Stage cell, the whole reason for the
+        Message cell) (`show_reasons`)."""
 
     def on_mount(self) -> None:
         for key, label, width in COLUMNS:
@@ -177,13 +180,17 @@ class JobsTable(KeyedTable):
         ran = format_duration(row.running_seconds) if row.running_seconds is not None else "-"
         mark = self._mark(row)
         message = row.message or ""
+        stage = mark.stage if mark is not None and mark.stage else row.stage
         if mark is not None:
             message = f"{mark.line} | {message}" if message else mark.line
+        elif row.stage == "ERROR" and row.id in self.reasons:
+            stage, why = self.reasons[row.id]
+            message = f"{why} | {message}" if message and message not in why else why
         return (
             short_id(row.id),
             row.tenant,
             KIND_SHORT.get(row.kind, row.kind),
-            mark.stage if mark is not None and mark.stage else row.stage,
+            stage,
             row.flavor,
             format_clock(row.started_at or row.created_at, now),
             ran,
@@ -209,6 +216,20 @@ class JobsTable(KeyedTable):
         now = self._now or datetime.now(UTC)
         with self.app.batch_update():
             for job_id in changed:
+                row = self.rows_by_id.get(job_id)
+                if row is not None:
+                    self._put(row, now, True)
+
+    def show_reasons(self, reasons: dict[str, tuple[str, str]]) -> None:
+        """Say why these failed jobs failed: a word or two in the Stage cell (`TIMEOUT`,
+        `FAIL oom`, `exit 137`: legible at 80 columns), the whole reason in the Message cell."""
+        new = {k: v for k, v in reasons.items() if self.reasons.get(k) != v}
+        if not new:
+            return
+        self.reasons.update(new)
+        now = self._now or datetime.now(UTC)
+        with self.app.batch_update():
+            for job_id in new:
                 row = self.rows_by_id.get(job_id)
                 if row is not None:
                     self._put(row, now, True)

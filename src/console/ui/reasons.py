@@ -1,0 +1,114 @@
+"""Why each failed job failed, on screen: the jobs table's ERROR rows and the fleet row of a
+tenant whose last run failed (`console.oncall.why`).
+
+After each refresh the app asks for the reasons it lacks: the failed jobs in the jobs table
+(newest first) and the fleet's failed last runs, a few per refresh. A thread worker reads each
+one's log tail (for the `VERDICT: FAIL` line or the exception) and judges it with the job's
+status (its timeout, its exit message); a tail that cannot be read still leaves the status's
+reason. A finished job's reason never changes: each job is read once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from textual.css.query import NoMatches
+from textual.message import Message
+
+if TYPE_CHECKING:
+    from console.ui.base import ConsoleBase
+
+READS_PER_REFRESH = 6
+"""Log tails read per refresh (a history of failures is read a few at a time)."""
+TAIL_LINES = 60
+TAG_WIDTH = 10
+"""The Stage and Last run cells' width: the reason's word or two fits it."""
+
+
+@dataclass
+class ReasonsRead(Message):
+    """Why some failed jobs failed: job id -> (a word or two, the whole reason)."""
+
+    reasons: dict[str, tuple[str, str]]
+    tried: list[str]
+
+
+class FailureReasons:
+    """The app's reasons for its failed jobs (see the module docstring)."""
+
+    def __init__(self, app: ConsoleBase) -> None:
+        self.app = app
+        self.known: dict[str, tuple[str, str]] = {}
+        """Failed job id -> (tag, text)."""
+        self._tried: set[str] = set()
+        self._reading = False
+
+    def wanted(self) -> list[str]:
+        """The failed jobs on screen whose reason is not known yet, the fleet's first."""
+        ids: list[str] = [
+            row.last_job_id for row in self.app.refresher.fleet_rows.values()
+            if row.failed and row.last_job_id
+        ]
+        try:
+            table = self.app.jobs_table
+        except NoMatches:
+            table = None
+        if table is not None:
+            failed = [r for r in table.rows_by_id.values() if r.stage == "ERROR"]
+            failed.sort(key=lambda r: r.created_at.timestamp() if r.created_at else 0.0, reverse=True)
+            ids.extend(r.id for r in failed)
+        return [i for i in dict.fromkeys(ids) if i not in self.known and i not in self._tried]
+
+    def want(self) -> None:
+        """Read the next few missing reasons in a thread worker (none while one is reading)."""
+        if self._reading or not self.app.refresher.connected:
+            return
+        picked = self.wanted()[:READS_PER_REFRESH]
+        infos = {job_id: self.app.refresher.job_info(job_id) for job_id in picked}
+        if not infos:
+            return
+        self._reading = True
+        self.app.run_worker(lambda: self._read(infos), thread=True, group="reasons", exit_on_error=False,
+                            description="read why the failed jobs failed")
+
+    def _read(self, infos: dict[str, Any]) -> None:
+        from console.oncall import why_failed
+
+        session = self.app.session
+        found: dict[str, tuple[str, str]] = {}
+        try:
+            for job_id, info in infos.items():
+                if info is None:
+                    continue
+                try:
+                    lines = session.api.fetch_job_logs(job_id=job_id, namespace=session.namespace,
+                                                       follow=False, tail=TAIL_LINES)
+                    tail = list(lines)
+                except Exception:  # the status alone still says something (timeout, exit code)
+                    tail = []
+                reason = why_failed(info, tail)
+                if reason is not None:
+                    found[job_id] = (reason.tag(TAG_WIDTH), reason.text)
+        finally:
+            if not self.app.post_message(ReasonsRead(found, list(infos))):
+                self._reading = False
+
+    def apply(self, message: ReasonsRead) -> None:
+        self._reading = False
+        self._tried.update(message.tried)
+        self.known.update(message.reasons)
+        self.show()
+
+    def show(self) -> None:
+        """Give the tables what is known (a table mounted later gets it when it mounts)."""
+        if not self.known:
+            return
+        try:
+            self.app.jobs_table.show_reasons(self.known)
+        except NoMatches:
+            pass
+        try:
+            self.app.fleet_table.show_reasons({k: tag for k, (tag, _text) in self.known.items()})
+        except NoMatches:
+            pass
