@@ -69,7 +69,7 @@ def test_a_reason_in_a_word_or_two_fits_the_stage_cell():
     cases = {
         ("timeout 1h30m: killed, billed", "timeout"): "TIMEOUT",
         ("FAIL oom: CUDA out of memory at step 3", "verdict"): "FAIL oom",
-        ("FAIL unsloth_unavailable", "verdict"): "unsloth_…",
+        ("FAIL unsloth_unavailable", "verdict"): "unsloth_u…",
         ("ZeroDivisionError: division by zero", "exception"): "ZeroDivis…",
         ("RuntimeError: CUDA error: out of memory", "exception"): "OOM",
         ("ValueError: bad shape", "exception"): "ValueError",
