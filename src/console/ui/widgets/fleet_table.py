@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from rich.text import Text
+from textual.coordinate import Coordinate
 from textual.message import Message
 from textual.widgets import DataTable
 
@@ -24,6 +25,8 @@ from console.jobs import format_age, format_clock, format_cost
 from console.ui.widgets.jobs_table import KIND_SHORT, STAGE_STYLES, plain
 from console.ui.widgets.keyed_table import KeyedTable
 
+AGE_TICK_SECONDS = 1.0
+"""How often the rows on screen are redrawn against the clock (their Age column)."""
 COLUMNS = (
     ("tenant", "Tenant", 10),
     ("last", "Last run", 10),
@@ -89,6 +92,22 @@ class FleetTable(KeyedTable):
     def on_mount(self) -> None:
         for key, label, width in COLUMNS:
             self.add_column(label, key=key, width=width)
+        self.set_interval(AGE_TICK_SECONDS, self.tick)
+
+    def tick(self) -> None:
+        """Redraw the rows on screen against the clock: the Age column counts up between
+        refreshes (only the cells whose text changed are rewritten; rows scrolled away wait)."""
+        if self._pending is not None or not self.row_count or not self.is_on_screen:
+            return
+        clock = getattr(self.app, "clock", None)
+        now = clock() if callable(clock) else datetime.now(UTC)
+        top = int(self.scroll_offset.y)
+        with self.app.batch_update():
+            for i in range(top, min(self.row_count, top + self.size.height + 1)):
+                tenant = self.coordinate_to_cell_key(Coordinate(i, 0)).row_key.value
+                row = self.rows_by_tenant.get(tenant or "")
+                if row is not None:
+                    self._put(row, now, True)
 
     @property
     def selected_row(self) -> TenantRow | None:
