@@ -60,3 +60,12 @@ def hf(server: LocalServer) -> Callable[..., subprocess.CompletedProcess[str]]:
         return proc
 
     return run
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """The API fuzz test's figures (its `fuzz_summary` property) in the run's output, with or
+    without -s or -n: a passing test's prints are not shown, its properties reach the summary."""
+    for report in terminalreporter.stats.get("passed", []):
+        for name, value in getattr(report, "user_properties", []):
+            if name == "fuzz_summary":
+                terminalreporter.write_line(str(value))

@@ -91,6 +91,7 @@ JOB_CASES = {
     "label value object": (_spec(labels={"team": {"a": 1}}), "labels.team"),
     "label key newline": (_spec(labels={"team\n": "a"}), "labels"),
     "label value newline": (_spec(labels={"team": "a\n"}), "labels.team"),
+    "label key with CR and NUL, no value": (_spec(labels={"a\r\x00": None}), "labels"),
     "env name newline": (_spec(environment={"HF_HOME\n": "x"}), "environment"),
     "secret name newline": (_spec(secrets={"HF_TOKEN\n": "x"}), "secrets"),
     "env value list": (_spec(environment={"N": [1]}), "environment.N"),

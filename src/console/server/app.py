@@ -89,7 +89,9 @@ def disk_full(exc: BaseException) -> bool:
 def _error(status: int, message: str) -> JSONResponse:
     if len(message) > 2000:  # a message may quote what was sent: never echo megabytes back
         message = message[:2000] + "..."
-    header = message.encode("ascii", "replace").decode("ascii").replace("\n", " ")[:500]
+    # a header may hold printable ASCII only: a control character the message quotes (a label
+    # key with a CR or NUL) would make the server fail writing the answer and drop the connection
+    header = "".join(ch if " " <= ch <= "~" else "?" for ch in message[:500])
     return JSONResponse({"error": message}, status_code=status,
                         headers={"X-Error-Message": header})
 
