@@ -1,12 +1,17 @@
 """One on-call pass over real jobs: a job killed on its timeout is news once, as a timeout with
-what it billed; history from before the first watch is not."""
+what it billed; history from before the first watch is not, and is not read either."""
 
 from __future__ import annotations
 
-from tests.oncall.conftest import SLEEPER, run_python, wait_stage
+import sys
+import time
+
+from tests.oncall.conftest import SLEEPER, labels, run_python, wait_stage
 
 from console.oncall import Watcher
 from console.oncall.store import OnCallStore
+from console.server.core import new_id
+from console.server.store import JobRecord
 
 
 def test_a_job_killed_on_its_timeout_is_sent_once_as_a_timeout_with_its_bill(backend, cfg, tmp_path):
@@ -33,3 +38,60 @@ def test_failures_from_before_the_first_watch_are_history_not_news(backend, cfg,
     fresh = Watcher(backend.api, cfg, namespace=backend.namespace,
                     store=OnCallStore(tmp_path / "other.sqlite"))
     assert [e.kind for e in fresh.check().events] == ["job_error"]
+
+
+class _CountingApi:
+    """The backend's HfApi, counting the jobs its job lists hand over (what a pass reads)."""
+
+    def __init__(self, api) -> None:
+        self._api = api
+        self.listed = 0
+
+    def list_jobs(self, **kwargs):
+        for job in self._api.list_jobs(**kwargs):
+            self.listed += 1
+            yield job
+
+    def __getattr__(self, name):
+        return getattr(self._api, name)
+
+
+def _record(namespace: str, created: float, stage: str, code: str, tenant: str = "acme") -> JobRecord:
+    job_labels = labels(tenant, None, timeout="600")
+    return JobRecord(
+        id=new_id(), namespace=namespace, created_at=created, stage=stage,
+        spec={"dockerImage": "python:3.12", "command": [sys.executable, "-u", "-c", code],
+              "flavor": "t4-small", "labels": job_labels, "timeoutSeconds": 600},
+        labels=job_labels, started_at=None if stage == "SCHEDULING" else created + 20,
+        finished_at=None if stage == "SCHEDULING" else created + 300,
+        message="CUDA out of memory" if stage == "ERROR" else None,
+    )
+
+
+def test_a_pass_reads_what_may_be_news_not_the_whole_history(backend, cfg, server, tmp_path):
+    """A namespace with 3,000 finished jobs from last week: a pass reads the jobs of its look-back,
+    the active ones, and a job it saw running that ended since, however old; not the history."""
+    week_ago = time.time() - 7 * 86400
+    server.service.store.insert_jobs_bulk(
+        _record(backend.namespace, week_ago + n * 60, "ERROR" if n % 10 == 3 else "COMPLETED", "pass")
+        for n in range(3000)
+    )
+    # a job that has been queued for days, then runs and fails while the watcher watches
+    old = _record(backend.namespace, week_ago - 86400, "SCHEDULING",
+                  "import time\nprint('training', flush=True)\ntime.sleep(3)\nraise SystemExit(3)\n")
+    server.service.store.insert_jobs_bulk([old])
+    assert wait_stage(backend, old.id, ("RUNNING",)) == "RUNNING"
+
+    api = _CountingApi(backend.api)
+    watcher = Watcher(api, cfg, namespace=backend.namespace, store=OnCallStore(tmp_path / "oncall.sqlite"))
+    first = watcher.check()
+    assert first.events == [] and first.running == 1  # last week's failures are history
+    assert api.listed < 100, api.listed  # not 3,001 jobs
+
+    fresh = run_python(backend, "raise SystemExit(2)", tenant="globex")
+    assert wait_stage(backend, fresh.id) == "ERROR" and wait_stage(backend, old.id) == "ERROR"
+    api.listed = 0
+    second = watcher.check()
+    assert sorted((e.kind, e.job_id) for e in second.events) == sorted(
+        [("job_error", fresh.id), ("job_error", old.id)])
+    assert api.listed < 100, api.listed

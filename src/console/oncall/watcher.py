@@ -3,9 +3,12 @@ runs in a loop, and what the app can run in a thread worker.
 
 A pass (:meth:`Watcher.check`) reads, through the `HfApi` it is given:
 
-1. the jobs; the finished ones go into the cost ledger (`Ledger.refresh`, once per job id), and
-   with the schedules give the month's projection (`console.ledger.summarize`): over
-   `monthly_budget_usd` is an event, once per month and budget;
+1. the jobs that may be news, not the whole list: the head of the newest-first list down to the
+   last pass (the look-back on the first), the active jobs, and any job active at the last pass
+   that is no longer (inspected) — a few requests a pass, whether the namespace holds a hundred
+   jobs or a hundred thousand. The finished ones go into the cost ledger (`Ledger.refresh`, once
+   per job id), and with the schedules give the month's projection (`console.ledger.summarize`,
+   every `BUDGET_EVERY_S`): over `monthly_budget_usd` is an event, once per month and budget;
 2. each job that ended ERROR (or was killed on its timeout): an event with why it failed
    (`console.oncall.why`, from its log tail);
 3. each RUNNING job's log tail, Trackio run and CPU: its forecast (`console.oncall.forecast`;
@@ -59,6 +62,14 @@ PRICES_TTL_S = 600.0
 MIN_RATE_POINTS = 5
 """A running job is called an overrun only once its rate rests on this many logged steps."""
 READ_THREADS = 4
+BUDGET_EVERY_S = 300.0
+"""The month's projection (the schedules read, every schedule's remaining runs) is worked out at
+most this often: it moves by a run's cost, not in seconds, and at 10,000 schedules it is the
+dearest part of a pass."""
+HEAD_OVERLAP_S = 120.0
+"""The head of the job list is read back to this long before the last pass began (clock skew
+between this machine and the backend, jobs listed late)."""
+_ACTIVE = ("SCHEDULING", "RUNNING")
 
 
 @dataclass
@@ -152,6 +163,13 @@ class Watcher:
         self.lookback_s = lookback_s
         self.project = cfg.trackio.project
         self._prices: tuple[float, PriceBook] | None = None
+        self._last_pass: float | None = None
+        """When the last pass began (epoch seconds): the next reads the list back to there."""
+        self._active: set[str] = set()
+        """The jobs active at the last pass: one that is no longer is read, wherever it is."""
+        self._budget_at: float | None = None
+        self._budget_events: list[Event] = []
+        self._summary: LedgerSummary | None = None
 
     # -- reads
 
@@ -197,8 +215,9 @@ class Watcher:
         now = self.clock()
         report = WatchReport(at=now)
         prices = self.prices()
-        jobs = [jobspec.compact_job(j) for j in self.api.list_jobs(namespace=self.namespace)]
         since = self.store.first_watch_at(now.timestamp()) - self.lookback_s
+        jobs = self._jobs(since)
+        self._last_pass = now.timestamp()
         events: list[Event] = []
 
         events += self._budget(jobs, now, prices, report)
@@ -213,6 +232,26 @@ class Watcher:
         report.seconds = time.monotonic() - t0
         return report
 
+    def _jobs(self, since: float) -> list[Any]:
+        """The jobs a pass looks at (see the module docstring), each once, compacted."""
+        horizon = since if self._last_pass is None else max(since, self._last_pass - HEAD_OVERLAP_S)
+        found: dict[str, Any] = {}
+        for job in self.api.list_jobs(namespace=self.namespace):  # newest first
+            created = job.created_at.timestamp() if job.created_at is not None else None
+            if created is not None and created < horizon:
+                break
+            found.setdefault(job.id, job)
+        for job in self.api.list_jobs(namespace=self.namespace, status=list(_ACTIVE)):
+            found.setdefault(job.id, job)
+        for job_id in self._active - set(found):  # ended since the last pass
+            try:
+                found[job_id] = self.api.inspect_job(job_id=job_id, namespace=self.namespace)
+            except Exception:  # deleted, or not readable now: the next pass tries again
+                continue
+        jobs = [jobspec.compact_job(j) for j in found.values()]
+        self._active = {j.id for j in jobs if j.status.stage in _ACTIVE}
+        return jobs
+
     def _budget(self, jobs: list[Any], now: datetime, prices: PriceBook,
                 report: WatchReport) -> list[Event]:
         try:
@@ -220,6 +259,17 @@ class Watcher:
         except Exception as exc:
             report.problems.append(f"ledger: {_short(exc)}")
             return []
+        at = time.monotonic()
+        if self._budget_at is not None and at - self._budget_at < BUDGET_EVERY_S:
+            report.summary = self._summary
+            return list(self._budget_events)
+        self._budget_at = at
+        self._budget_events = self._project(refreshed, now, prices, report)
+        self._summary = report.summary
+        return list(self._budget_events)
+
+    def _project(self, refreshed: Any, now: datetime, prices: PriceBook,
+                 report: WatchReport) -> list[Event]:
         try:
             scheduled = list(self.api.list_scheduled_jobs(namespace=self.namespace))
         except Exception as exc:
