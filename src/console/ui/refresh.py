@@ -25,6 +25,14 @@ and the outcomes read from finished runs' log tails.
 It talks to the backend only through `HfApi` (`session.api`) and to the screen only through the
 panes' own update methods. It must not import the app module (the app imports it) nor the server.
 The fleet's code is imported in the workers, after the first frame.
+
+Why one module of over 500 lines: it is the one refresh coordinator (as Dolphie keeps its
+workers apart from its panels). What a refresh reads depends on what the last one found (the
+cache's newest finished job, the active set, whether a schedule fired, when the whole list was
+last read), and that state is written by the worker and read by `apply` under one set of rules;
+split across modules, the rules would be too. What stands alone lives beside it: the cache
+(`console.cache`), the rows (`console.jobs`), the fleet (`console.fleet`), the streams
+(`ui/streams.py`).
 """
 
 from __future__ import annotations
