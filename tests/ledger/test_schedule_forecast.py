@@ -1,0 +1,109 @@
+"""The costs pane's month-end forecast of each scheduled job: how many runs are left this month and
+what each will cost, from the job's labels (the cost model, calibrated when real runs say so),
+else from what the same schedule or tenant cost before, else unknown."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta, timezone
+from types import SimpleNamespace
+
+import pytest
+
+from console.costs import Calibration, FlavorCalibration, RunSpec, estimate_run
+from console.ledger.entries import LedgerEntry
+from console.ledger.forecast import forecast_schedule, month_end, remaining_firings
+from console.prices import shipped_price_book
+
+PRICES = shipped_price_book()
+NOW = datetime(2026, 12, 14, 12, 0, tzinfo=UTC)  # a Monday; Mondays left: 21, 28 -> 2 runs
+LABELS = {"tenant": "acme", "kind": "sft", "model_b": "3", "examples": "1000", "epochs": "2"}
+
+
+def sj(labels=None, *, schedule="0 3 * * 1", flavor="l4x1", suspend=False, id="sj-1"):
+    spec = SimpleNamespace(labels=dict(LABELS if labels is None else labels), flavor=flavor)
+    return SimpleNamespace(id=id, schedule=schedule, suspend=suspend, job_spec=spec)
+
+
+def entry(cost, *, tenant="acme", kind="sft", flavor="l4x1", scheduled_job_id=None, running_source="durations"):
+    return LedgerEntry(job_id=f"j{cost}", tenant=tenant, kind=kind, env="prod", flavor=flavor, price_per_hour=0.8,
+                       price_source="shipped", running_seconds=60, running_source=running_source, cost_usd=cost,
+                       stage="COMPLETED", message=None, wasted=False, created_at=None, started_at=None,
+                       finished_at=None, month="2026-12", scheduled_job_id=scheduled_job_id)
+
+
+@pytest.mark.parametrize(("now", "end"), [
+    (datetime(2026, 12, 14, 12, tzinfo=UTC), datetime(2027, 1, 1, tzinfo=UTC)),
+    (datetime(2026, 1, 31, 23, 59, tzinfo=UTC), datetime(2026, 2, 1, tzinfo=UTC)),
+    (datetime(2026, 2, 1, 0, 0, tzinfo=UTC), datetime(2026, 3, 1, tzinfo=UTC)),
+    # 23:30 on Nov 30 in New York is already December in UTC: months are UTC months
+    (datetime(2026, 11, 30, 23, 30, tzinfo=timezone(timedelta(hours=-5))), datetime(2027, 1, 1, tzinfo=UTC)),
+])
+def test_the_month_ends_at_the_first_instant_of_the_next_utc_month(now, end):
+    got = month_end(now)
+    assert got == end and got.utcoffset() == timedelta(0)
+
+
+def test_a_labelled_schedule_is_forecast_by_the_cost_model():
+    f = forecast_schedule(sj(), NOW, PRICES)
+    per_run = estimate_run(RunSpec(3, 1000, 2, "l4x1"), PRICES).cost_usd
+    assert (f.scheduled_job_id, f.tenant, f.kind, f.flavor, f.schedule) == ("sj-1", "acme", "sft", "l4x1", "0 3 * * 1")
+    assert f.remaining_runs == 2 == remaining_firings("0 3 * * 1", NOW)
+    assert f.per_run_usd == pytest.approx(per_run) and per_run > 0
+    assert f.remaining_usd == pytest.approx(2 * per_run)
+    assert f.basis == "heuristic"
+
+
+def test_an_unsloth_run_is_forecast_faster_and_cheaper():
+    plain = forecast_schedule(sj(), NOW, PRICES).per_run_usd
+    fast = forecast_schedule(sj({**LABELS, "unsloth": "1"}), NOW, PRICES).per_run_usd
+    assert fast == pytest.approx(plain / 2)
+
+
+def test_real_runs_calibrate_the_forecast_of_their_flavor():
+    cal = Calibration({"l4x1": FlavorCalibration("l4x1", 1.5, 4, 30.0, 5.0)}, overall_factor=1.2, runs=4)
+    plain = forecast_schedule(sj(), NOW, PRICES).per_run_usd
+    f = forecast_schedule(sj(), NOW, PRICES, calibration=cal)
+    assert f.per_run_usd == pytest.approx(plain * 1.5) and f.basis == "calibrated"
+    other = forecast_schedule(sj(flavor="a10g-large"), NOW, PRICES, calibration=cal)
+    assert other.basis == "calibrated"  # the overall factor for a flavor with no runs of its own
+    none_yet = Calibration({}, overall_factor=None, runs=0)
+    assert forecast_schedule(sj(), NOW, PRICES, calibration=none_yet).basis == "heuristic"
+
+
+def test_a_suspended_schedule_costs_nothing_more_this_month():
+    assert forecast_schedule(sj(suspend=True), NOW, PRICES) is None
+    assert forecast_schedule(sj(suspend=False), NOW, PRICES) is not None
+    bare = SimpleNamespace(id="sj-2", schedule="0 3 * * 1", job_spec=sj().job_spec)  # no suspend field
+    assert forecast_schedule(bare, NOW, PRICES) is not None
+
+
+@pytest.mark.parametrize("schedule", ["", None, "every tuesday", "61 3 * * 1"])
+def test_a_schedule_that_cannot_be_read_has_no_forecast(schedule):
+    assert forecast_schedule(sj(schedule=schedule), NOW, PRICES) is None
+
+
+@pytest.mark.parametrize("missing", ["model_b", "examples", "epochs"])
+def test_without_every_size_label_the_forecast_is_what_this_schedule_cost_before(missing):
+    labels = {k: v for k, v in LABELS.items() if k != missing}
+    history = [entry(0.10, scheduled_job_id="sj-1"), entry(0.30, scheduled_job_id="sj-1"),
+               entry(9.0, running_source="unknown", scheduled_job_id="sj-1")]  # an unknown cost counts not
+    f = forecast_schedule(sj(labels), NOW, PRICES, history=history)
+    assert f.basis == "observed" and f.per_run_usd == pytest.approx(0.20)
+    assert f.remaining_usd == pytest.approx(0.40)
+
+
+def test_past_runs_of_the_same_tenant_kind_and_flavor_count_too():
+    labels = {"tenant": "acme", "kind": "sft"}
+    history = [entry(0.50, scheduled_job_id="sj-old"),          # same tenant, kind, flavor: counts
+               entry(5.0, tenant="globex", scheduled_job_id="x"),  # another tenant
+               entry(5.0, kind="dpo", scheduled_job_id="x"),       # another kind
+               entry(5.0, flavor="a100-large", scheduled_job_id="x")]  # another flavor
+    f = forecast_schedule(sj(labels), NOW, PRICES, history=history)
+    assert f.basis == "observed" and f.per_run_usd == pytest.approx(0.50)
+
+
+def test_with_no_labels_and_no_past_runs_the_forecast_is_unknown():
+    f = forecast_schedule(sj({"tenant": "acme"}), NOW, PRICES)
+    assert f.basis == "unknown" and f.per_run_usd == 0.0 and f.remaining_usd == 0.0
+    assert f.kind == "" and f.remaining_runs == 2
+    assert forecast_schedule(sj({}), NOW, PRICES).tenant != ""  # no tenant label: shown as no tenant
