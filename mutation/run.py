@@ -42,15 +42,18 @@ MODULES: dict[str, dict[str, list[str]]] = {
         # forks a mutant's test run: their mutants change nothing any test can see
         "exclude": ["console.prices.x__gpu__*", "console.prices.x__cpu__*"],
         "tests": ["tests/core/test_costs.py", "tests/core/test_fleet_projection.py",
-                  "tests/ledger/test_one_cost.py", "tests/core/test_live_prices.py"],
+                  "tests/ledger/test_one_cost.py", "tests/core/test_live_prices.py",
+                  "tests/core/test_projection_record.py"],
     },
     "ledger": {
+        # costing each job and projecting the month; the fleet rollup (fleet_rollup.py, tested
+        # with the fleet's kinds) and the refresh glue (live.py) are not in this round
         "mutate": ["src/console/ledger/entries.py", "src/console/ledger/forecast.py",
-                   "src/console/ledger/live.py", "src/console/ledger/fleet_rollup.py",
                    "src/console/ledger/calibration.py"],
         "names": ["console.ledger.*"],
         "tests": ["tests/ledger/test_ledger.py", "tests/ledger/test_ledger_totals.py",
-                  "tests/ledger/test_one_cost.py", "tests/oncall/test_forecast.py"],
+                  "tests/ledger/test_one_cost.py", "tests/oncall/test_forecast.py",
+                  "tests/ledger/test_schedule_forecast.py"],
     },
     "jobs": {
         "mutate": ["src/console/jobs.py"],
