@@ -1,9 +1,10 @@
 """`console demo`: the embedded Jobs server with the example fleet, runs already training, the TUI.
 
 Applies `training/fleet.example.toml` to the local backend (idempotent: a second demo reuses the
-same schedules), triggers a couple of tenants' runs unless some are already running, then opens
-the TUI on the jobs tab so a new user sees real jobs training, logs streaming and costs within
-seconds. Always the local backend, whatever the config says.
+same schedules, and creates only the tenants that are missing: a schedule the user rescheduled,
+suspended or edited is never reverted), triggers a couple of tenants' runs unless some are
+already running, then opens the TUI on the jobs tab so a new user sees real jobs training, logs
+streaming and costs within seconds. Always the local backend, whatever the config says.
 """
 
 from __future__ import annotations
@@ -39,8 +40,15 @@ def setup_demo(backend, cfg, *, trigger: int = 2, report=print) -> list[str]:
         timeout_overhead_s=cfg.defaults.timeout_overhead_s,
         trackio_project=cfg.trackio.project,
     )
+    # Only missing tenants are created: a schedule the user rescheduled, suspended or edited is
+    # theirs, never reverted (nor removed) by running the demo again.
+    kept = sorted({a.tenant for a in plan.actions if a.op != "create"})
+    plan = dataclasses.replace(plan, actions=[a for a in plan.actions if a.op == "create"])
+    if kept:
+        report(f"Kept as you left them: {', '.join(kept)} (`console fleet apply "
+               f"training/fleet.example.toml` resets them to the example).")
     if plan.empty:
-        report(f"Example fleet already in place ({len(plan.unchanged)} tenants, env={fleet.env}).")
+        report(f"Example fleet already in place ({len(plan.unchanged) + len(kept)} tenants, env={fleet.env}).")
     else:
         for line in plan.lines():
             report(line)
