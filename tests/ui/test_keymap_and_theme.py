@@ -95,3 +95,14 @@ def test_keys_and_theme_survive_a_save(tmp_path):
     again = config.load(path)
     assert again.theme == "gruvbox" and again.keys == {"help": "f1,?"}
     assert '"f1"' in path.read_text(encoding="utf-8")  # the list form is kept as written
+
+
+def test_every_binding_is_in_the_key_table_with_an_id():
+    from pathlib import Path
+
+    import console.ui
+
+    assert all(b.id for bindings, _where in keys.SECTIONS for b in bindings)
+    ui = Path(console.ui.__file__).parent
+    elsewhere = [p.relative_to(ui) for p in ui.rglob("*.py") if p.name != "keys.py" and "Binding(" in p.read_text()]
+    assert elsewhere == []  # a binding outside keys.py could not be remapped, nor shown by `?`

@@ -112,6 +112,23 @@ BULK_DIALOG: list[Binding] = [
     Binding("escape", "cancel", "Close", tooltip="Close without doing anything", id="bulk-close"),
 ]
 
+COSTS_PANE: list[Binding] = [
+    Binding("w", "whatif", "What-if", tooltip="Open the what-if explorer", id="ledger-whatif"),
+]
+
+WHATIF: list[Binding] = [
+    Binding("escape", "close", "Close", tooltip="Close the what-if explorer", id="whatif-close"),
+    Binding("ctrl+z", "reset", "Reset", tooltip="Back to the current fleet's assumptions", id="whatif-reset"),
+]
+
+RESCHEDULE_DIALOG: list[Binding] = [
+    Binding("escape", "cancel", "Cancel", tooltip="Close without saving", id="reschedule-cancel"),
+]
+
+PROMPT: list[Binding] = [
+    Binding("escape", "cancel", "Cancel", tooltip="Close without doing anything", id="prompt-cancel"),
+]
+
 HELP: list[Binding] = [
     Binding("escape,q,question_mark", "close", "Close", tooltip="Close help", id="help-close"),
 ]
@@ -123,6 +140,10 @@ SECTIONS: list[tuple[list[Binding], str]] = [
     (SUBMIT_FORM, "submit form"),
     (CONFIRM, "confirmations"),
     (BULK_DIALOG, "bulk dialog"),
+    (COSTS_PANE, "costs tab"),
+    (WHATIF, "what-if"),
+    (RESCHEDULE_DIALOG, "cron dialog"),
+    (PROMPT, "prompts"),
     (HELP, "help"),
 ]
 """The bindings the key table lists, with where each set works."""

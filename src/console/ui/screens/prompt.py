@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
 from console.jobs import clean_log_line
+from console.ui import keys
 
 
 class PromptScreen(ModalScreen[str | None]):
-    BINDINGS = [Binding("escape", "cancel", "Cancel", tooltip="Close without doing anything")]
+    BINDINGS = keys.PROMPT
 
     def __init__(self, title: str, value: str = "", placeholder: str = "") -> None:
         super().__init__()

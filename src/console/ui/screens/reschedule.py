@@ -9,13 +9,13 @@ from datetime import UTC, datetime
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static
 
 from console.costs import CostInputError, describe_cron, next_runs, normalize_cron, runs_per_month
 from console.jobs import clean_log_line
+from console.ui import keys
 
 
 def preview(expr: str, now: datetime, n: int = 3) -> tuple[str | None, Text]:
@@ -37,7 +37,7 @@ def preview(expr: str, now: datetime, n: int = 3) -> tuple[str | None, Text]:
 class RescheduleScreen(ModalScreen[str | None]):
     """Dismisses with the new cron expression, or None."""
 
-    BINDINGS = [Binding("escape", "cancel", "Cancel", tooltip="Close without saving")]
+    BINDINGS = keys.RESCHEDULE_DIALOG
 
     def __init__(
         self,

@@ -28,7 +28,6 @@ from typing import Any
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import Static
@@ -37,6 +36,7 @@ from textual.worker import Worker, WorkerState
 from console.jobs import clean_log_line
 from console.ledger import Ledger, LedgerSummary, TenantSpend, month_of, refresh_from_api, summarize
 from console.prices import PriceBook
+from console.ui import keys
 from console.ui.widgets.keyed_table import KeyedTable
 
 QUIET_UPDATE_SECONDS = 15.0
@@ -73,9 +73,7 @@ class LedgerPane(Vertical):
     LedgerPane #ledger-tenants { height: 1fr; }
     """
 
-    BINDINGS = [
-        Binding("w", "whatif", "What-if", tooltip="Open the what-if explorer", id="ledger-whatif"),
-    ]
+    BINDINGS = keys.COSTS_PANE
 
     @dataclass
     class Updated(Message):

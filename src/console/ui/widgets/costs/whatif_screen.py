@@ -27,7 +27,6 @@ from rich.table import Table
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import ModalScreen
@@ -49,6 +48,7 @@ from console.costs import (
 )
 from console.ledger import FleetCosts, Ledger, fleet_costs
 from console.prices import PLANS, PriceBook, shipped_price_book
+from console.ui import keys
 
 NO_CALIBRATION = Calibration({}, None, 0)
 KINDS = ("sft", "dpo", "kto", "embedding")
@@ -120,11 +120,7 @@ class WhatIfScreen(ModalScreen[None]):
     WhatIfScreen #whatif-help { height: 1; color: $text-muted; }
     """
 
-    BINDINGS = [
-        Binding("escape", "close", "Close", tooltip="Close the what-if explorer", id="whatif-close"),
-        Binding("ctrl+z", "reset", "Reset", tooltip="Back to the current fleet's assumptions",
-                id="whatif-reset"),
-    ]
+    BINDINGS = keys.WHATIF
 
     @dataclass
     class Recomputed(Message):
