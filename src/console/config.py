@@ -396,6 +396,8 @@ SECTIONS = ("defaults", "trackio", "server", "billing", "notify", "keys")
 
 
 def _get_attr(cfg: Config, key: str) -> Any:
+    if _keymap_entry(key):
+        return cfg.keys.get(key.removeprefix("keys."))
     obj: Any = cfg
     for part in key.split("."):
         obj = getattr(obj, part)
@@ -552,8 +554,22 @@ def atomic_write_bytes(path: Path, payload: bytes, mode: int = 0o600) -> None:
         os.close(dir_fd)
 
 
+def _keymap_entry(key: str) -> bool:
+    """`keys.<binding id>`: one entry of the `[keys]` table."""
+    return key.startswith("keys.") and bool(re.fullmatch(r"[A-Za-z0-9_-]{1,64}", key[5:]))
+
+
 def parse_value(key: str, text: str) -> Any:
     """Turn the text of `console config set KEY VALUE` into a checked value."""
+    if _keymap_entry(key):
+        try:
+            value: Any = tomllib.loads(f"v = {text}")["v"]
+        except tomllib.TOMLDecodeError:
+            value = text
+        try:
+            return _key_list(value)
+        except TypeError as exc:
+            raise ConfigError(f"key '{key}': expected {exc}, got {_show(value)}") from None
     if key not in SCHEMA:
         raise ConfigError(f"unknown key '{key}'; known keys: {', '.join(SCHEMA)}")
     try:
@@ -567,10 +583,16 @@ def parse_value(key: str, text: str) -> Any:
 
 
 def set_value(cfg: Config, key: str, text: str) -> None:
+    if _keymap_entry(key):
+        cfg.keys[key.removeprefix("keys.")] = parse_value(key, text)
+        return
     _set_attr(cfg, key, parse_value(key, text))
 
 
 def unset_value(cfg: Config, key: str) -> None:
+    if _keymap_entry(key):
+        cfg.keys.pop(key.removeprefix("keys."), None)
+        return
     if key not in SCHEMA:
         raise ConfigError(f"unknown key '{key}'; known keys: {', '.join(SCHEMA)}")
     default = Config()
@@ -587,6 +609,7 @@ def describe_keys() -> list[tuple[str, str, str]]:
         doc = _attr_doc(type(owner), name)
         value = _get_attr(default, key)
         rows.append((key, "(unset)" if value is None else repr(value), doc))
+    rows.append(("keys.<id>", "(the key table)", _attr_doc(Config, "keys")))
     return rows
 
 

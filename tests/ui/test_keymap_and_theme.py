@@ -106,3 +106,26 @@ def test_every_binding_is_in_the_key_table_with_an_id():
     ui = Path(console.ui.__file__).parent
     elsewhere = [p.relative_to(ui) for p in ui.rglob("*.py") if p.name != "keys.py" and "Binding(" in p.read_text()]
     assert elsewhere == []  # a binding outside keys.py could not be remapped, nor shown by `?`
+
+
+def test_config_set_checks_a_key_and_a_theme_as_the_app_does(capsys, monkeypatch, tmp_path):
+    from console import cli
+
+    path = tmp_path / "config.toml"
+    monkeypatch.setenv("CONSOLE_CONFIG", str(path))
+    assert cli.main(["config", "set", "keys.quit", "Q"]) == 0
+    assert cli.main(["config", "set", "keys.help", '["f1", "?"]']) == 0
+    assert cli.main(["config", "set", "theme", "dracula"]) == 0
+    capsys.readouterr()
+    for argv, said in [
+        (["config", "set", "keys.launch", "l"], "key 'keys.launch': no such action"),
+        (["config", "set", "keys.submit", "Q"], "key 'keys.submit': 'Q' is already Quit"),
+        (["config", "set", "theme", "hotdog-stand"], "key 'theme': expected one of"),
+    ]:
+        assert cli.main(argv) == 2
+        err = capsys.readouterr().err
+        assert said in err and err.count("\n") == 1, err
+    cfg = config.load(path)
+    assert cfg.keys == {"quit": "Q", "help": "f1,?"} and cfg.theme == "dracula"  # nothing bad was saved
+    assert cli.main(["config", "unset", "keys.quit"]) == 0
+    assert config.load(path).keys == {"help": "f1,?"}

@@ -114,6 +114,16 @@ def _change(args: argparse.Namespace, apply) -> int:
     cfg = load_config(args)
     try:
         apply(cfgmod, cfg)
+        if args.key.startswith("keys."):  # the app's own check: a known id, no clash
+            from console.ui.keys import user_keymap
+
+            user_keymap(cfg)
+        if args.key == "theme":  # one of Textual's themes
+            from textual.theme import BUILTIN_THEMES
+
+            from console.ui.keys import check_theme
+
+            check_theme(cfg, BUILTIN_THEMES)
         path = cfgmod.save(cfg)
     except cfgmod.ConfigError as exc:
         msg = str(exc)
