@@ -215,3 +215,44 @@ def test_a_valid_pair_of_surrogate_escapes_is_an_emoji_and_fine():
     raw = b'{"command": ["echo", "\\ud83d\\ude00"]}'
     doc = json.loads(raw)
     assert check_unicode(doc, raw) == {"command": ["echo", "\U0001F600"]}
+
+
+def test_label_and_tag_refusals_are_400s():
+    for call, value in ((parse_labels, {"bad key": "v"}), (parse_labels, {"k": "a b"}), (parse_tags, "a"),
+                        (parse_tags, ["a b"]), (parse_tags, ["t"] * (MAX_ENTRIES + 1))):
+        with pytest.raises(ApiError) as exc:
+            call(value)
+        assert exc.value.status == 400
+
+
+def test_the_edges_of_what_a_spec_may_say():
+    assert parse_job_spec(spec(attempts=10))[0]["attempts"] == 10
+    assert parse_job_spec(spec(spaceId=""))[0]["dockerImage"] == "python:3.12"  # empty: no Space
+    assert parse_job_spec(spec(spaceId=None))[0]["dockerImage"] == "python:3.12"
+    assert parse_job_spec(spec(secrets={"SEED": 7, "ON": False}))[1] == {"SEED": "7", "ON": "False"}
+    assert refused(spec(secrets={"HF_TOKEN": None})) == "secrets.HF_TOKEN: has no value"
+    assert refused(spec(secrets="hf_x")) == "secrets must be an object of string values"
+
+
+@pytest.mark.parametrize(("raw", "where"), [
+    (b'{"\\ud800": 1}', "'\\ud800'"),  # a key at the top
+    (b'{"a": ["x", {"y": 1}], "b": "\\ud800"}', "b"),  # after a finished container, its siblings
+])
+def test_a_lone_surrogate_anywhere_is_named(raw, where):
+    with pytest.raises(ApiError) as exc:
+        check_unicode(json.loads(raw), raw)
+    assert exc.value.message == f"{where}: not valid Unicode (a lone surrogate escape such as \\ud800)"
+
+
+def test_the_walk_that_names_the_field_stops_after_two_hundred_thousand_values():
+    # the body, then its items one by one: the 199,999th item is the last one looked at
+    doc = ["ok"] * 200_000
+    doc[199_998] = "\ud800"
+    with pytest.raises(ApiError) as exc:
+        check_unicode(doc)
+    assert exc.value.message.startswith("[199998]: ")
+    doc[199_998], doc[199_999] = "ok", "\ud800"
+    with pytest.raises(ApiError) as exc:
+        check_unicode(doc)
+    assert exc.value.status == 400
+    assert exc.value.message == "the body: not valid Unicode (a lone surrogate escape such as \\ud800)"
