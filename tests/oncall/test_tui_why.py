@@ -52,6 +52,10 @@ async def test_the_jobs_table_and_the_fleet_say_why_each_job_failed_at_80_column
         shown = _screen(app)
         for tag in ("ZeroDivis…", "missing_f…", "TIMEOUT"):
             assert tag in shown  # legible at 80 columns
+        # the selected failed job's log header says it whole (the Message column is off screen)
+        table.select_job(verdict.id)
+        await _wait(pilot, lambda: "ERROR: FAIL missing_files: no module" in _screen(app),
+                    what="the reason in the log header")
 
         await pilot.press("1")
         fleet = app.fleet_table

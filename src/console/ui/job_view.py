@@ -92,6 +92,9 @@ class JobView:
         generation = self.log_pane.start(job_id, label, row.stage if row else "")
         if job_id is None:
             return
+        reasons = getattr(self.app, "reasons", None)
+        if reasons is not None and row is not None and row.stage == "ERROR" and job_id in reasons.known:
+            self.log_pane.set_reason(reasons.known[job_id][1])
         if not self.session.connected:  # painted from the cache: the streams start once connected
             self._waiting = (job_id, generation, row)
             return

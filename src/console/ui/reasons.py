@@ -101,9 +101,17 @@ class FailureReasons:
         self.show()
 
     def show(self) -> None:
-        """Give the tables what is known (a table mounted later gets it when it mounts)."""
+        """Give the tables what is known (a table mounted later gets it when it mounts), and the
+        log pane's header the reason of the failed job on screen."""
         if not self.known:
             return
+        job_id = self.app.job_view.job_id
+        row = self.app.refresher.job_rows.get(job_id or "")
+        if job_id in self.known and (row is None or row.stage == "ERROR"):
+            try:
+                self.app.log_pane.set_reason(self.known[job_id][1])
+            except NoMatches:
+                pass
         try:
             self.app.jobs_table.show_reasons(self.known)
         except NoMatches:

@@ -62,6 +62,8 @@ class LogPane(Vertical, can_focus=False):
         self.job_id: str | None = None
         self.job_label = ""
         self.stage = ""
+        self.reason = ""
+        """Why the job failed (`set_reason`), right after its stage."""
         self.generation = 0
         self.follow = True
         self.wrap = False
@@ -110,6 +112,7 @@ class LogPane(Vertical, can_focus=False):
         self.job_id = job_id
         self.job_label = label
         self.stage = stage
+        self.reason = ""
         self.lines.clear()
         self.received = 0
         self.ended = False
@@ -242,6 +245,12 @@ class LogPane(Vertical, can_focus=False):
                 self.query_one(JobMetricsBar).show(self.job_id, None)  # no live metrics any more
             self._render_title()
 
+    def set_reason(self, reason: str) -> None:
+        """Say why the job on screen failed (legible at 80 columns, where the Message column is not)."""
+        if reason != self.reason:
+            self.reason = reason
+            self._render_title()
+
     def _render_title(self) -> None:
         text = Text(no_wrap=True, overflow="ellipsis")
         if self.job_id is None:
@@ -252,6 +261,8 @@ class LogPane(Vertical, can_focus=False):
                 text.append(f" {clean_log_line(self.job_label)}")
             if self.stage:
                 text.append(f" {self.stage}", style="cyan")
+            if self.reason:  # before the follow state: a finished job has nothing to follow
+                text.append(f": {clean_log_line(self.reason)}", style="red")
             text.append(
                 " follow" if self.follow else " paused", style="green" if self.follow else "yellow"
             )
