@@ -73,6 +73,7 @@ async def test_user_keys_replace_the_defaults_everywhere_and_help_shows_them(bac
         ('[keys]\nsubmit = "ctrl+s"\n', "key 'keys.submit': 'ctrl+s' is already Save log"),
         ('[keys]\nhelp = "ctrl+shift+fo_o"\n', "key 'keys.help': 'ctrl+shift+fo_o' is not a key"),
         ('[keys]\nquit = "tab"\n', "key 'keys.quit': 'tab' is Textual's own key"),
+        ('[keys]\nhelp = "ctrl+q"\n', "key 'keys.help': 'ctrl+q' is Textual's own key"),
         ('[keys]\nquit = 3\n', "key 'keys.quit': expected a key or a list of keys"),
         ('theme = "hotdog-stand"\n', "key 'theme': expected one of"),
     ],

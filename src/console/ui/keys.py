@@ -159,7 +159,8 @@ BUILT_IN: list[tuple[str, str, str]] = [
 _NAMES = {"slash": "/", "question_mark": "?", "dollar_sign": "$", "escape": "esc", "enter": "enter"}
 
 RESERVED = frozenset({"tab", "shift+tab", "enter", "up", "down", "pageup", "pagedown", "ctrl+p", "ctrl+c"})
-"""Keys Textual's own widgets need (focus, the tables, the command palette): never given to an action."""
+"""Keys Textual's own widgets need (focus, the tables, the command palette): never given to an
+action; nor is ctrl+q (Textual's quit, which goes first) to any action but quit."""
 
 _MODIFIERS = ("ctrl", "shift", "alt", "meta", "super", "hyper")
 
@@ -221,7 +222,7 @@ def check_keymap(keymap: dict[str, str]) -> dict[str, str]:
         for key in keys:
             if not _valid_key(key):
                 raise KeymapError(binding_id, f"{key!r} is not a key Textual knows (e.g. ctrl+q, f1, ?)")
-            if key in RESERVED:
+            if key in RESERVED or (key == "ctrl+q" and binding_id != "quit"):
                 raise KeymapError(binding_id, f"{key_name(key)!r} is Textual's own key")
         out[binding_id] = ",".join(keys)
     for bindings, where in SECTIONS:
