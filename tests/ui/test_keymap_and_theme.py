@@ -47,6 +47,9 @@ async def test_user_keys_replace_the_defaults_everywhere_and_help_shows_them(bac
         assert "Q Quit" in footer, footer
         assert "f1" in footer.lower(), footer
 
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        assert "Filter (ctrl+f)" in titles and "Help (f1, ?)" in titles  # the command palette too
+
         # the help screen lists the keys in effect, opened by the new key
         await pilot.press("f1")
         await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen), what="the help screen")
