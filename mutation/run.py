@@ -53,7 +53,7 @@ MODULES: dict[str, dict[str, list[str]]] = {
         "names": ["console.ledger.*"],
         "tests": ["tests/ledger/test_ledger.py", "tests/ledger/test_ledger_totals.py",
                   "tests/ledger/test_one_cost.py", "tests/oncall/test_forecast.py",
-                  "tests/ledger/test_schedule_forecast.py"],
+                  "tests/ledger/test_schedule_forecast.py", "tests/ledger/test_entry_record.py"],
     },
     "jobs": {
         "mutate": ["src/console/jobs.py"],
