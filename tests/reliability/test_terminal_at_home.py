@@ -435,11 +435,16 @@ def _pump(fd: int, seconds: float) -> None:
                 return
 
 
-def _poll(capture, predicate, timeout: float) -> str:
+def _poll(capture, predicate, timeout: float, fd: int | None = None) -> str:
+    """Capture until `predicate` holds; the attached client's output (`fd`) is read meanwhile, as
+    a terminal would, so the client never waits on it."""
     deadline = time.monotonic() + timeout
     text = capture()
     while not predicate(text) and time.monotonic() < deadline:
-        time.sleep(0.2)
+        if fd is None:
+            time.sleep(0.2)
+        else:
+            _pump(fd, 0.2)
         text = capture()
     return text
 
@@ -456,7 +461,7 @@ def _detach_then_reattach(attach_argv, capture, detach_key: bytes, env) -> None:
     pid, fd = _attach(attach_argv, 30, 100, env)
     try:
         _pump(fd, 1.0)
-        text = _poll(capture, lambda t: "Quit" in t.rstrip("\n").split("\n")[-1] and "Message" in t, 20)
+        text = _poll(capture, lambda t: "Quit" in t.rstrip("\n").split("\n")[-1] and "Message" in t, 60, fd)
         assert "Message" in text  # the jobs table at 100 columns
         os.write(fd, detach_key)
         _pump(fd, 1.0)
@@ -488,7 +493,7 @@ def test_tmux_detach_and_reattach_at_another_size_draws_the_whole_screen(daemon_
         try:
             _pump(fd, 1.0)
             rows = 40 - 1  # tmux's status line takes the last row of the client
-            text = _poll(capture, lambda t: _whole_screen(t, rows, 120), 20)
+            text = _poll(capture, lambda t: _whole_screen(t, rows, 120), 60, fd)
             assert _whole_screen(text, rows, 120), text
         finally:
             _kill(pid)
@@ -528,7 +533,7 @@ def test_screen_detach_and_reattach_at_another_size_draws_the_whole_screen(daemo
         pid, fd = _attach([*screen, "-U", "-r", "c"], 40, 120, env)
         try:
             _pump(fd, 1.0)
-            text = _poll(capture, lambda t: _whole_screen(t, 40, 120), 20)
+            text = _poll(capture, lambda t: _whole_screen(t, 40, 120), 60, fd)
             assert _whole_screen(text, 40, 120), text
         finally:
             _kill(pid)
