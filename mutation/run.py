@@ -81,7 +81,8 @@ MODULES: dict[str, dict[str, list[str]]] = {
                   "training.jobkit.dataset.*"],
         "tests": ["tests/training/test_verdict_rule.py", "tests/training/test_validate_dataset.py",
                   "tests/training/test_jobkit.py", "tests/training/test_embedding_rows_and_metric_rule.py",
-                  "tests/training/test_validate_dataset_report.py", "tests/training/test_verdict_edges.py"],
+                  "tests/training/test_validate_dataset_report.py", "tests/training/test_verdict_edges.py",
+                  "tests/training/test_conversation_rows.py"],
         "plugins": ["alias_jobkit"],
         # a mutated module imports mutmut's trampoline: not the standard library alone
         "pytest_args": ["--deselect",
