@@ -414,13 +414,16 @@ def test_the_app_marks_its_screen_updates_as_frames():
 
 
 def _attach(argv: list[str], rows: int, cols: int, env: dict[str, str]) -> tuple[int, int]:
+    """A tmux or screen client in a terminal of rows x cols. The size is set before the client
+    starts (set after, it could land before the client listens for SIGWINCH and be missed, and
+    the client would attach at the default 80x24)."""
     pid, fd = pty.fork()
     if pid == 0:
         try:
-            os.execvpe(argv[0], argv, env)
+            _set_size(0, rows, cols)
+            os.execvpe(argv[0], argv, {k: v for k, v in env.items() if k not in ("COLUMNS", "LINES")})
         finally:
             os._exit(127)
-    _set_size(fd, rows, cols)
     return pid, fd
 
 
