@@ -81,7 +81,8 @@ def _rss_mb(pid: int) -> float:
 def _spawn_resizable_console() -> tuple[int, int]:
     """The console in a pty whose size it reads from the terminal (COLUMNS and LINES in the
     environment would fix it at 80x24 whatever the window does)."""
-    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    # not measured by coverage either: saving its data at exit is not part of what is timed
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES", "COVERAGE_PROCESS_CONFIG")}
     env["TERM"] = "xterm-256color"
     pid, fd = pty.fork()
     if pid == 0:
@@ -413,6 +414,12 @@ def test_the_app_marks_its_screen_updates_as_frames():
 # -- tmux and screen ------------------------------------------------------------------------------
 
 
+def _terminal_env() -> dict[str, str]:
+    """This environment without COLUMNS and LINES (pytest-xdist's workers set them to 80x24; a
+    console that inherits them keeps that size whatever its window does)."""
+    return {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+
+
 def _attach(argv: list[str], rows: int, cols: int, env: dict[str, str]) -> tuple[int, int]:
     """A tmux or screen client in a terminal of rows x cols. The size is set before the client
     starts (set after, it could land before the client listens for SIGWINCH and be missed, and
@@ -421,7 +428,7 @@ def _attach(argv: list[str], rows: int, cols: int, env: dict[str, str]) -> tuple
     if pid == 0:
         try:
             _set_size(0, rows, cols)
-            os.execvpe(argv[0], argv, {k: v for k, v in env.items() if k not in ("COLUMNS", "LINES")})
+            os.execvpe(argv[0], argv, env)
         finally:
             os._exit(127)
     return pid, fd
@@ -478,7 +485,7 @@ def _detach_then_reattach(attach_argv, capture, detach_key: bytes, env) -> None:
 
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 def test_tmux_detach_and_reattach_at_another_size_draws_the_whole_screen(daemon_api, tmp_path):
-    env = dict(os.environ, TERM="xterm-256color", TMUX_TMPDIR=str(tmp_path))
+    env = dict(_terminal_env(), TERM="xterm-256color", TMUX_TMPDIR=str(tmp_path))
     env.pop("TMUX", None)
     tmux = ["tmux", "-L", "console-test", "-f", "/dev/null"]
     subprocess.run([*tmux, "new-session", "-d", "-s", "c", "-x", "80", "-y", "24", _console_bin()],
@@ -511,7 +518,7 @@ def test_screen_detach_and_reattach_at_another_size_draws_the_whole_screen(daemo
     screendir.mkdir(mode=0o700)
     rc = tmp_path / "screenrc"
     rc.write_text("startup_message off\ndefutf8 on\n")
-    env = dict(os.environ, TERM="xterm-256color", SCREENDIR=str(screendir), LANG="C.UTF-8")
+    env = dict(_terminal_env(), TERM="xterm-256color", SCREENDIR=str(screendir), LANG="C.UTF-8")
     env.pop("STY", None)
     screen = ["screen", "-c", str(rc)]
     hardcopy = tmp_path / "hardcopy"
