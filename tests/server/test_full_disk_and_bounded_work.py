@@ -16,7 +16,7 @@ import pytest
 from huggingface_hub import HfApi
 from jobs_helpers import NAMESPACE, make_server, wait_stage
 
-from console.server import paths
+from console.server import paths, runner
 from console.server.app import MAX_BODY_BYTES, tail_lines
 from console.server.joblog import append_log
 from console.server.runner import DISK_FULL_MESSAGE
@@ -110,6 +110,8 @@ def test_on_a_3_mb_disk_jobs_end_disk_full_the_api_says_so_and_config_set_is_one
         pytest.skip("mounting a tmpfs needs privileges this machine does not give")
     try:
         monkeypatch.setenv("CONSOLE_DATA_DIR", str(data))
+        # a heartbeat on every tick: one that cannot be written must not stop the runner watching
+        monkeypatch.setattr(runner, "HEARTBEAT_SECONDS", 0.0)
         with make_server() as srv:
             api = HfApi(endpoint=srv.url, token=srv.token)
             job = _py(api, "import sys\nfor i in range(10**6): sys.stdout.write('y' * 200 + '\\n')")

@@ -258,7 +258,10 @@ class Runner:
             items = list(self._active.values())
         if items and now - self._last_heartbeat >= HEARTBEAT_SECONDS:
             self._last_heartbeat = now
-            self.store.heartbeat(time.time())
+            try:
+                self.store.heartbeat(time.time())
+            except sqlite3.OperationalError as exc:  # a full disk: the jobs are still watched
+                log.warning("heartbeat not recorded: %s", exc)
         for running in items:
             rc = running.popen.poll()
             if rc is None:
