@@ -195,20 +195,19 @@ async def test_a_failing_pass_is_said_once_and_a_slow_webhook_never_holds_up_the
         assert len(failed) == 1 and "oncall.sqlite is unreadable" in failed[0]
         assert len(calls) >= 3  # tried again at each tick
 
-    # a webhook that takes 5 s per POST: the passes and the keys go on meanwhile
-    listener.delay = 5.0
+    # a webhook that takes 30 s per POST: the passes and the keys go on meanwhile
+    listener.delay = 30.0
     cfg.notify.webhook_url = f"{listener.url}/slow"
     failed_job = run_python(backend, "raise SystemExit(3)", tenant="acme")
     assert await asyncio.to_thread(wait_stage, backend, failed_job.id) == "ERROR"
     app = _app(cfg, backend)
     async with app.run_test(size=(80, 24)) as pilot:
         await _wait(pilot, lambda: any(failed_job.id in n for n in _notes(app)), what="the notification")
-        started = time.monotonic()
         await pilot.press("question_mark")
-        await _wait(pilot, lambda: isinstance(app.screen, HelpScreen), timeout=2, what="the help screen")
-        assert time.monotonic() - started < 2 and not listener.posts  # the POST is still on its way
+        await _wait(pilot, lambda: isinstance(app.screen, HelpScreen), what="the help screen")
+        assert not listener.posts  # the key was served while the POST was still on its way
         passes = app.oncall.passes
-        await _wait(pilot, lambda: app.oncall.passes > passes, timeout=5, what="the next pass")
+        await _wait(pilot, lambda: app.oncall.passes > passes, timeout=30, what="the next pass")
 
 
 async def test_bulk_suspend_by_filter_suspends_exactly_the_previewed_schedules(backend, cfg):
