@@ -34,9 +34,9 @@ async def test_the_footer_shows_help_and_quit_at_80_columns(where):
         await _settle(pilot)
         if where == "log":
             app.log_pane.log_widget.focus()
-        await pilot.pause(0.2)
-        shown = _footer_fits(app)
-        assert shown.get("?") and shown.get("q"), shown
+        # the footer is redrawn for the new focus a moment later: wait for it, with a deadline
+        await wait_for(pilot, lambda: _footer_fits(app).get("?") and _footer_fits(app).get("q"),
+                       what="? and q in the footer")
 
 
 async def test_esc_clears_the_filter_and_an_unknown_key_is_said():
