@@ -8,7 +8,8 @@ The terminal closing (SIGHUP: the SSH link dropped, the tmux pane killed) or a S
 app the way `q` does: workers stop and nothing is left running. A terminal that is gone cannot
 take the last frames, and Textual's shutdown can block on writing them; so the signal also arms a
 deadline: if the app has not exited within `SHUTDOWN_GRACE_SECONDS`, the process exits anyway
-with 128 + the signal (129 for a hangup).
+with 128 + the signal (129 for a hangup). A thread watching the terminal itself arms the same
+deadline for a hangup even when the main thread is stuck where a signal handler cannot run.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ def run_tui(args: argparse.Namespace) -> int:
             raise CommandError(str(exc)) from None
         for sig in HANGUP_SIGNALS:
             previous[sig] = signal.signal(sig, _exit_on_signal(app.exit, received))
+        _watch_for_hangup()
         try:
             app.run()
         except OSError:
@@ -137,6 +139,34 @@ class Connecting:
     def close(self) -> None:
         if self._backend is not None:
             self._backend.close()
+
+
+def _watch_for_hangup(fd: int = 0) -> None:
+    """A thread that ends the process `SHUTDOWN_GRACE_SECONDS` (and a little) after the terminal
+    hangs up, whatever the main thread is doing. A Python signal handler runs only when the main
+    thread is back in the interpreter: one stuck in C (a SQLite wait, a blocking write) would
+    never arm the deadline above. `poll` on the terminal reports the hangup itself."""
+    import select
+
+    try:
+        if not os.isatty(fd):
+            return
+    except OSError:
+        return
+
+    def watch() -> None:
+        poller = select.poll()
+        poller.register(fd, 0)  # no events asked for: only a hangup, an error or a closed fd
+        while True:
+            try:
+                if poller.poll():
+                    break
+            except InterruptedError:
+                continue
+        threading.Event().wait(SHUTDOWN_GRACE_SECONDS + 0.5)
+        os._exit(128 + signal.SIGHUP)
+
+    threading.Thread(target=watch, name="console-hangup", daemon=True).start()
 
 
 def _exit_on_signal(exit_app: Callable[[], None], received: list[int]) -> Any:
