@@ -82,7 +82,7 @@ def _spawn_resizable_console() -> tuple[int, int]:
     """The console in a pty whose size it reads from the terminal (COLUMNS and LINES in the
     environment would fix it at 80x24 whatever the window does)."""
     # not measured by coverage either: saving its data at exit is not part of what is timed
-    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES", "COVERAGE_PROCESS_CONFIG")}
+    env = {k: v for k, v in _terminal_env().items() if k != "COVERAGE_PROCESS_CONFIG"}
     env["TERM"] = "xterm-256color"
     pid, fd = pty.fork()
     if pid == 0:

@@ -40,7 +40,7 @@ from typing import Any
 
 from console import jobspec
 from console.costs import format_duration
-from console.jobs import format_cost, job_row
+from console.jobs import ACTIVE_STAGES, format_cost, job_row
 from console.ledger import Ledger, LedgerSummary, live_prices, month_of, summarize, timed_out
 from console.metrics import MetricsReader, RunMetrics, reader_for
 from console.oncall.forecast import JobForecast, forecast_job
@@ -69,7 +69,6 @@ dearest part of a pass."""
 HEAD_OVERLAP_S = 120.0
 """The head of the job list is read back to this long before the last pass began (clock skew
 between this machine and the backend, jobs listed late)."""
-_ACTIVE = ("SCHEDULING", "RUNNING")
 
 
 @dataclass
@@ -241,7 +240,7 @@ class Watcher:
             if created is not None and created < horizon:
                 break
             found.setdefault(job.id, job)
-        for job in self.api.list_jobs(namespace=self.namespace, status=list(_ACTIVE)):
+        for job in self.api.list_jobs(namespace=self.namespace, status=list(ACTIVE_STAGES)):
             found.setdefault(job.id, job)
         for job_id in self._active - set(found):  # ended since the last pass
             try:
@@ -249,7 +248,7 @@ class Watcher:
             except Exception:  # deleted, or not readable now: the next pass tries again
                 continue
         jobs = [jobspec.compact_job(j) for j in found.values()]
-        self._active = {j.id for j in jobs if j.status.stage in _ACTIVE}
+        self._active = {j.id for j in jobs if j.status.stage in ACTIVE_STAGES}
         return jobs
 
     def _budget(self, jobs: list[Any], now: datetime, prices: PriceBook,
