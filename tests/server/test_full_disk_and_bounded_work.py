@@ -98,6 +98,43 @@ def test_an_empty_token_file_left_by_a_failed_start_is_replaced(tmp_path) -> Non
     assert oct(paths.token_path().stat().st_mode & 0o777) == "0o600"
 
 
+def _fill(path: Path) -> None:
+    """Take every byte left on the disk holding `path`."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    try:
+        for size in (65536, 4096, 512, 1):  # down to the last blocks
+            try:
+                while os.write(fd, b"\0" * size):
+                    pass
+            except OSError:
+                pass
+    finally:
+        os.close(fd)
+
+
+def test_a_job_that_ends_when_the_disk_is_full_to_the_last_byte_still_has_its_end_recorded(tmp_path, monkeypatch):
+    data = tmp_path / "full"
+    if not _mount_tmpfs(data):
+        pytest.skip("mounting a tmpfs needs privileges this machine does not give")
+    try:
+        monkeypatch.setenv("CONSOLE_DATA_DIR", str(data))
+        with make_server() as srv:
+            api = HfApi(endpoint=srv.url, token=srv.token)
+            # the job waits for the disk to be full (the filler, renamed once it is), then ends
+            gate = ("import os, time\n"
+                    "while not os.path.exists(os.environ['CONSOLE_ARTIFACTS_DIR'] + '/full'): time.sleep(0.05)")
+            job = _py(api, gate)
+            wait_stage(api, job.id, ("RUNNING",), timeout=60)
+            filler = paths.tenant_artifacts_dir(None) / "filling"
+            _fill(filler)
+            filler.rename(filler.with_name("full"))
+            done = wait_stage(api, job.id, timeout=60)
+            assert done.status.stage == "COMPLETED"
+            assert srv.service.runner.running_count() == 0
+    finally:
+        subprocess.run(["umount", "-l", str(data)], capture_output=True)
+
+
 def _mount_tmpfs(where: Path) -> bool:
     where.mkdir(parents=True, exist_ok=True)
     done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(where)], capture_output=True)

@@ -29,7 +29,6 @@ for webhooks) whose message names what is unsupported.
 from __future__ import annotations
 
 import asyncio
-import errno
 import hmac
 import logging
 import re
@@ -51,6 +50,7 @@ from console.server.bucket_routes import bucket_routes
 from console.server.core import JobsService
 from console.server.metrics import TreeSampler
 from console.server.openapi import openapi_doc
+from console.server.reserve import is_disk_full
 from console.server.store import TERMINAL_STAGES
 from console.server.wire import (
     MAX_BODY_BYTES,
@@ -77,13 +77,6 @@ MAX_CURSOR = 2**63 - 1
 """A cursor is a row number: SQLite's integers end here."""
 log = logging.getLogger("console.server.app")
 _WHOLE_NUMBER = re.compile(r"-?[0-9]{1,24}")
-
-
-def disk_full(exc: BaseException) -> bool:
-    """An error that means the disk (or the user's quota) is full."""
-    if isinstance(exc, OSError):
-        return exc.errno in (errno.ENOSPC, errno.EDQUOT)
-    return isinstance(exc, sqlite3.Error) and "full" in str(exc).lower()
 
 
 def _error(status: int, message: str) -> JSONResponse:
@@ -121,7 +114,7 @@ def create_app(service: JobsService, token: str) -> Any:
             except ApiError as exc:
                 return _error(exc.status, exc.message)
             except (sqlite3.Error, OSError) as exc:
-                if disk_full(exc):
+                if is_disk_full(exc):
                     return _error(507, "disk full: the Jobs server cannot write its state; free "
                                   "space in its data folder")
                 return _internal(request, exc)

@@ -38,6 +38,11 @@ def server_dir() -> Path:
     return _made(paths.data_dir() / "server")
 
 
+def reserve_path() -> Path:
+    """The space held back so a job's end can be recorded on a full disk (server/reserve.py)."""
+    return server_dir() / "reserve"
+
+
 def db_path() -> Path:
     return server_dir() / "jobs.sqlite3"
 

@@ -39,6 +39,7 @@ from console.server import paths, sandbox
 from console.server.commands import plan_command
 from console.server.fetcher import Fetcher
 from console.server.joblog import LOG_CAP_BYTES, LogSink, append_log, log_event, pump, write_whole
+from console.server.reserve import Reserve, is_disk_full
 from console.server.store import JobRecord, Store
 from console.server.volumes import VolumeError, resolve_mounts
 from console.server.wire import iso
@@ -47,6 +48,8 @@ log = logging.getLogger("console.server.runner")
 
 SERVER_STOPPED_MESSAGE = "the server stopped while the job was running"
 HEARTBEAT_SECONDS = 2.0
+RESERVE_RETRY_SECONDS = 10.0
+"""How often the runner tries to hold its reserve again after a full disk made it let go."""
 """How often the runner records that its running jobs are alive: a job the server loses (a crash,
 a kill) is billed until its last heartbeat, at most this much short of the truth."""
 TERM_GRACE_SECONDS = 3.0
@@ -173,6 +176,9 @@ class Runner:
         self.poll_interval = poll_interval
         self._active: dict[str, _Running] = {}
         self._last_heartbeat = 0.0
+        self.reserve = Reserve(paths.reserve_path())
+        """Space held back so a job's end is recorded even on a full disk (server/reserve.py)."""
+        self._reserve_tried = time.monotonic()
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._stopping = threading.Event()
@@ -181,6 +187,7 @@ class Runner:
     # -- lifecycle -------------------------------------------------------------------------
 
     def start(self) -> None:
+        self.reserve.hold()
         self.recover()
         self._thread = threading.Thread(target=self._loop, name="console-jobs-runner", daemon=True)
         self._thread.start()
@@ -256,6 +263,9 @@ class Runner:
         now = time.monotonic()
         with self._lock:
             items = list(self._active.values())
+        if now - self._reserve_tried >= RESERVE_RETRY_SECONDS:
+            self._reserve_tried = now
+            self.reserve.hold()  # again, once a full disk has room
         if items and now - self._last_heartbeat >= HEARTBEAT_SECONDS:
             self._last_heartbeat = now
             try:
@@ -437,16 +447,25 @@ class Runner:
         # The job leaves the active set only once its end is recorded: if the database cannot take
         # the write (a full disk), it stays, and the next tick tries again.
         try:
-            # (A job canceled while it was being launched is CANCELED already: this is a no-op.)
-            self.store.finish_job_if_active(job.id, stage, message, time.time())
-            self.store.update_job(job.id, pid=None, pgid=None)
+            self._record_end(job, stage, message)
         except (sqlite3.Error, OSError) as exc:
-            log.warning("job %s ended %s but could not be recorded yet: %s", job.id, stage, exc)
-            return
+            if not (is_disk_full(exc) and self.reserve.release()):
+                log.warning("job %s ended %s but could not be recorded yet: %s", job.id, stage, exc)
+                return
+            try:  # the space held back for this
+                self._record_end(job, stage, message)
+            except (sqlite3.Error, OSError) as again:
+                log.warning("job %s ended %s but could not be recorded yet: %s", job.id, stage, again)
+                return
         with self._lock:
             self._active.pop(job.id, None)
         self.fetcher.forget(job.id)
         self._call_hooks(self.on_finish, job)
+
+    def _record_end(self, job: JobRecord, stage: str, message: str | None) -> None:
+        # (A job canceled while it was being launched is CANCELED already: this is a no-op.)
+        self.store.finish_job_if_active(job.id, stage, message, time.time())
+        self.store.update_job(job.id, pid=None, pgid=None)
 
     @staticmethod
     def _call_hooks(hooks: list[Callable[[JobRecord], Any]], job: JobRecord) -> None:
