@@ -107,3 +107,40 @@ def test_with_no_labels_and_no_past_runs_the_forecast_is_unknown():
     assert f.basis == "unknown" and f.per_run_usd == 0.0 and f.remaining_usd == 0.0
     assert f.kind == "" and f.remaining_runs == 2
     assert forecast_schedule(sj({}), NOW, PRICES).tenant != ""  # no tenant label: shown as no tenant
+
+
+def test_a_past_run_of_this_schedule_and_of_its_tenant_kind_and_flavor_counts_once():
+    labels = {"tenant": "acme", "kind": "sft"}
+    history = [entry(0.10, scheduled_job_id="sj-1"),     # this schedule, and acme/sft/l4x1 too
+               entry(0.40, scheduled_job_id="sj-old"),   # acme/sft/l4x1 only
+               entry(0.70, tenant="globex", scheduled_job_id="sj-1")]  # this schedule only
+    f = forecast_schedule(sj(labels), NOW, PRICES, history=history)
+    assert f.basis == "observed" and f.per_run_usd == pytest.approx((0.10 + 0.40 + 0.70) / 3)
+
+
+class _CountedHistory:
+    """A ledger's history that counts how many times it is read through."""
+
+    def __init__(self, entries):
+        self.entries, self.reads = entries, 0
+
+    def __iter__(self):
+        self.reads += 1
+        return iter(self.entries)
+
+
+def test_the_month_summary_reads_the_history_once_however_many_schedules_need_it():
+    from console.ledger.forecast import summarize
+
+    history = _CountedHistory([entry(0.10 * (i + 1), tenant=f"t{i % 50}", scheduled_job_id=f"sj-{i}")
+                               for i in range(200)])
+    schedules = [sj({"tenant": f"t{i}", "kind": "sft"}, id=f"sj-{i}") for i in range(50)]
+    summary = summarize([], now=NOW, scheduled_jobs=schedules, prices=PRICES, history=history)
+    assert history.reads == 1  # not once per schedule: 10,000 schedules x 100,000 entries took minutes
+    by_id = {f.scheduled_job_id: f for f in summary.schedules}
+    # t0's runs: entries 0, 50, 100, 150 (sj-0 is entry 0 itself)
+    assert by_id["sj-0"].basis == "observed"
+    assert by_id["sj-0"].per_run_usd == pytest.approx((0.1 + 5.1 + 10.1 + 15.1) / 4)
+    labelled = _CountedHistory(history.entries)
+    summarize([], now=NOW, scheduled_jobs=[sj()], prices=PRICES, history=labelled)
+    assert labelled.reads == 0  # a labelled fleet is forecast by the cost model: the history is never read

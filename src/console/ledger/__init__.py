@@ -33,6 +33,7 @@ from console.ledger.entries import (
 from console.ledger.fleet_rollup import FleetCosts, fleet_costs
 from console.ledger.forecast import (
     LedgerSummary,
+    ObservedCosts,
     ScheduleForecast,
     TenantSpend,
     forecast_schedule,
@@ -61,6 +62,7 @@ __all__ = [
     "LedgerEntry",
     "LedgerError",
     "LedgerSummary",
+    "ObservedCosts",
     "RefreshResult",
     "ScheduleForecast",
     "Snapshot",

@@ -30,7 +30,7 @@ from typing import Any
 from console import jobspec
 from console.costs import Calibration, format_duration, runs_per_month
 from console.jobs import ACTIVE_STAGES, JobRow, format_cost, job_row, parse_filter
-from console.ledger import LedgerEntry, forecast_schedule
+from console.ledger import LedgerEntry, ObservedCosts, forecast_schedule
 from console.metrics import MetricsReader
 from console.oncall.forecast import forecast_job
 from console.prices import PriceBook, shipped_price_book
@@ -170,7 +170,7 @@ def _cancel_item(job: Any, metrics: Any, now: datetime, prices: PriceBook) -> Bu
 
 
 def _schedule_item(action: str, sj: Any, now: datetime, prices: PriceBook,
-                   calibration: Calibration | None, history: Sequence[LedgerEntry]) -> BulkItem:
+                   calibration: Calibration | None, history: ObservedCosts) -> BulkItem:
     row = schedule_row(sj)
     cron = str(getattr(sj, "schedule", None) or "")
     what = f"{row.stage:<10} {row.flavor:<11} {cron}"
@@ -237,13 +237,14 @@ def plan_bulk(
             items.append(_cancel_item(job, metrics, now, prices))
         return BulkPlan(action, filter_text, tuple(items), read_only=read_only)
     schedules = list(api.list_scheduled_jobs(namespace=namespace))
+    observed = ObservedCosts(history)  # indexed once for every schedule below
     for sj in sorted(schedules, key=lambda s: (jobspec.labels_of(s).get("tenant", ""), s.id)):
         suspended = bool(getattr(sj, "suspend", False))
         if (action == "suspend" and suspended) or (action == "resume" and not suspended):
             continue
         if not filt.matches(schedule_row(sj)):
             continue
-        items.append(_schedule_item(action, sj, now, prices, calibration, history))
+        items.append(_schedule_item(action, sj, now, prices, calibration, observed))
     per = "" if action == "trigger" else "month"
     return BulkPlan(action, filter_text, tuple(items), read_only=read_only, per=per)
 
