@@ -27,6 +27,15 @@ def _isolated_dirs(tmp_path, monkeypatch):
     _stop_daemon(home / "data" / "server.json")
 
 
+@pytest.fixture(autouse=True)
+def _notifications_kept(monkeypatch):
+    """A toast a test reads stays until the test has read it: on a loaded machine the seconds
+    between an action and the test's look can outlast a toast's 3-6 s on screen."""
+    from textual.notifications import Notification
+
+    monkeypatch.setattr(Notification, "has_expired", property(lambda self: False))
+
+
 def _stop_daemon(info_path) -> None:
     """SIGTERM the background server this test's data dir announces (never this process)."""
     try:
