@@ -29,6 +29,7 @@ from typing import Any
 import tomli_w
 
 from console import paths
+from console.inputs import is_label_name
 from console.prices import (
     BILLING_GRANULARITIES,
     DEFAULT_TIMEOUT_BUFFER,
@@ -286,12 +287,9 @@ def _flavor(value: Any) -> str:
     return value
 
 
-_LABEL_NAME_RE = re.compile(r"[A-Za-z0-9_-]{1,63}")
-
-
 def _env_label(value: Any) -> str:
     s = _expect_str(value)
-    if not _LABEL_NAME_RE.fullmatch(s):
+    if not is_label_name(s):
         raise TypeError("a label value (letters, digits, '-', '_'; at most 63: HF refuses '.' in labels)")
     return s
 

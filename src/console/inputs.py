@@ -1,5 +1,6 @@
 """Checked inputs of the cost model: the error it raises, the ranges beyond which a number is a
-typo rather than a plan, and HF Jobs timeouts and durations as people write them (7200, 90m, 2h).
+typo rather than a plan, and HF Jobs timeouts and durations as people write them (7200, 90m, 2h);
+and the one rule for a tenant id or an env (a label value HF accepts).
 
 Imports nothing of the console: the cost model, the cron counts and every form read these.
 """
@@ -17,6 +18,18 @@ LIMITS = {
     "tenants": (0, 1_000_000),
     "seats": (1, 100_000),
 }
+LABEL_VALUE_RE = re.compile(r"^[A-Za-z0-9_-]{1,63}$")
+"""A tenant id or an env the console accepts: what HF accepts in a label value (letters, digits,
+'-', '_'; huggingface_hub 2.4: "only alphanumeric characters, dashes, and underscores", no '.'),
+short enough that the run names built from it stay labels too."""
+NAME_RULE = "must be letters, digits, '-' and '_' (at most 63; HF refuses '.' and any other character in a label)"
+
+
+def is_label_name(text: object) -> bool:
+    """Whether `text` can be a tenant id or an env: a label value HF accepts, as it is."""
+    return isinstance(text, str) and LABEL_VALUE_RE.fullmatch(text) is not None
+
+
 MAX_TIMEOUT_SECONDS = 7 * 86400  # a week; longer is certainly a mistake for a training job
 
 

@@ -42,14 +42,10 @@ from typing import Any
 
 from console import paths, vram
 from console.costs import CostInputError, RunSpec, estimate_run, timeout_rule
+from console.inputs import NAME_RULE, is_label_name
 from console.prices import DEFAULT_TIMEOUT_BUFFER, DEFAULT_TIMEOUT_OVERHEAD_S, PriceBook, shipped_price_book
 from console.strings import shared
 
-LABEL_VALUE_RE = re.compile(r"^[A-Za-z0-9_-]{1,63}$")
-"""A tenant id or an env the console accepts: what HF accepts in a label value (letters, digits,
-'-', '_'; huggingface_hub 2.4: "only alphanumeric characters, dashes, and underscores", no '.'),
-short enough that the run names built from it stay labels too."""
-NAME_RULE = "must be letters, digits, '-' and '_' (at most 63; HF refuses '.' and any other character in a label)"
 SCRIPT_ENV = "CONSOLE_SCRIPT_B64"
 """Where jobs of older consoles carried their scripts (a tar.gz in base64); still dropped from
 what the console keeps and shows of a job, never written."""
@@ -120,11 +116,6 @@ def label_value(value: Any) -> str:
     included, -> '-')."""
     text = re.sub(r"[^A-Za-z0-9_-]", "-", str(value)).strip("-")
     return text[:63]
-
-
-def is_label_name(text: Any) -> bool:
-    """Whether `text` can be a tenant id or an env: a label value HF accepts, as it is."""
-    return isinstance(text, str) and LABEL_VALUE_RE.fullmatch(text) is not None
 
 
 def format_number(value: float) -> str:
