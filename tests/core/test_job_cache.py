@@ -4,6 +4,7 @@ of the fleet and the ledger reads back as it was kept; a broken file is rebuilt.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import sqlite3
 import subprocess
@@ -130,7 +131,7 @@ def test_each_tenants_newest_runs_come_back_from_the_cache(cache):
 def test_the_snapshot_keeps_the_fleet_and_the_ledger_summary(cache):
     from console.fleet import TenantRow
     from console.jobspec import TrainingRequest
-    from console.ledger import summarize
+    from console.ledger import ScheduleForecast, TenantSpend, summarize
 
     at = datetime(2026, 12, 3, 9, 30, tzinfo=UTC)
     assert snapshot.seen_at(cache) is None and snapshot.load_fleet(cache) is None
@@ -139,6 +140,10 @@ def test_the_snapshot_keeps_the_fleet_and_the_ledger_summary(cache):
                        request=TrainingRequest(tenant="acme", dataset="acme/chats", extra_env={"A": "1"}))]
     snapshot.save_fleet(cache, fleet)
     summary = summarize([], now=at, plan="pro")
+    summary = dataclasses.replace(
+        summary, by_tenant=[TenantSpend("acme", 3, 1.25, 4.5, 0.5)], by_month={"2026-11": 3.25, "2026-12": 1.25},
+        schedules=[ScheduleForecast("sj1", "acme", "sft", "l4x1", "0 3 * * 1", 4, 0.5, 2.0, "heuristic")],
+        unknown_jobs=["j9"], budget_usd=100.0)
     snapshot.save_ledger(cache, summary)
     assert snapshot.seen_at(cache) == at
     assert snapshot.load_fleet(cache) == fleet

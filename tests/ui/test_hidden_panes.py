@@ -97,3 +97,31 @@ async def test_a_hidden_costs_pane_summarizes_but_draws_tenants_only_when_shown(
         pane.shown()  # what the app does when the costs tab opens (and Textual's Show, mostly)
         await _until(pilot, lambda: table.row_count == 40)
         assert [r.key.value for r in table.ordered_rows][0] == "tenant39"  # biggest spender first
+
+
+def test_a_slow_summary_paces_the_next_one_harder_while_hidden():
+    from console.ui.widgets.costs.ledger_pane import pace_wait
+
+    # a summary of 10,000 schedules that took 2 s: hidden, the next waits 40 s after it; shown, 6 s
+    assert pace_wait(2.0, since_done=0.0, shown=False) == 40.0
+    assert pace_wait(2.0, since_done=0.0, shown=True) == 6.0
+    assert pace_wait(2.0, since_done=10.0, shown=True) == 0.0  # long enough ago: at once
+    assert pace_wait(0.005, since_done=0.2, shown=False) == 0.0  # a small fleet: not held back past 0.1 s
+
+
+async def test_a_hidden_costs_pane_after_a_slow_summary_waits_and_catches_up_when_shown(tmp_path):
+    ledger = Ledger(tmp_path / "ledger.sqlite")
+    pane = LedgerPane(ledger, Config(namespace="ops"), id="ledger")
+    async with Host(pane).run_test(size=(100, 30)) as pilot:
+        await _until(pilot, lambda: pane.refreshes >= 1)
+        pane.display = False
+        await _until(pilot, lambda: not pane.is_on_screen)
+        pane._took = 1.0  # as if the last summary had taken a second (hidden: the next waits 20 s)
+        jobs = [job(f"j{i}", ran=600 * (i + 1), labels=tenant_labels(f"tenant{i}")) for i in range(5)]
+        pane.ingest(jobs, [], now=NOW)  # news, but held back
+        await pilot.pause(0.5)
+        assert pane.refreshes == 1 and pane.summary.entries == 0
+        pane.display = True
+        pane.shown()  # the costs tab opens: the shown pace (3 s after the last one) applies
+        await _until(pilot, lambda: pane.refreshes >= 2, tries=600)
+        assert pane.summary.entries == 5

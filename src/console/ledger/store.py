@@ -148,6 +148,7 @@ class Ledger:
         self._cache: tuple[tuple[int, int], list[LedgerEntry]] | None = None
         self._calibration: tuple[tuple[int, int], tuple[Calibration, str]] | None = None
         self._store_calibration: tuple[tuple[int, int], tuple[Calibration, str]] | None = None
+        self._store_totals: tuple[tuple[tuple[int, int], str], SpendTotals] | None = None
         with self._connect() as conn:
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             if version > SCHEMA_VERSION:
@@ -284,7 +285,17 @@ class Ledger:
 
     def spend_totals(self, month: str) -> SpendTotals:
         """:func:`~console.ledger.forecast.spend_totals` of every entry, added up by SQLite: a
-        pane redrawing a fleet's ledger (100,000 entries) loads none of them."""
+        pane redrawing a fleet's ledger (100,000 entries) loads none of them. Cached until an entry
+        is recorded or costed, as the calibration is: the same object, to be read, not changed."""
+        version = self._version()
+        cached = self._store_totals
+        if cached is not None and cached[0] == (version, month):
+            return cached[1]
+        totals = self._sum_totals(month)
+        self._store_totals = ((version, month), totals)
+        return totals
+
+    def _sum_totals(self, month: str) -> SpendTotals:
         totals = SpendTotals(month)
         known = "running_source != ?"
         with self._connect() as conn:

@@ -39,9 +39,17 @@ from console.prices import PriceBook
 from console.ui import keys
 from console.ui.widgets.keyed_table import KeyedTable
 
-QUIET_UPDATE_SECONDS = 15.0
-"""Kept for callers that pace the pane themselves; the pane no longer updates on a timer while
-hidden (see `LedgerPane.ingest`)."""
+PACE_SHOWN = 3.0
+PACE_HIDDEN = 20.0
+"""An update waits until `PACE x` the time the last one took has passed since it ended: a summary
+of 10,000 schedules that takes seconds never chains into back-to-back updates (at most a third of
+a core while the pane is shown, a twentieth while hidden); one of 100 takes milliseconds and is
+not held back."""
+
+
+def pace_wait(last_took: float, since_done: float, shown: bool) -> float:
+    """Seconds the next update waits, after one that took `last_took` s and ended `since_done` s ago."""
+    return max(0.0, last_took * (PACE_SHOWN if shown else PACE_HIDDEN) - since_done)
 
 TENANT_COLUMNS = (("tenant", "Tenant"), ("runs", "Runs"), ("month", "This month"),
                   ("total", "All time"), ("wasted", "Wasted"))
@@ -116,7 +124,10 @@ class LedgerPane(Vertical):
         self._busy = False
         self._pending: dict[str, Any] | None = None
         self._pending_now: datetime | None = None
-        self._last_update = 0.0
+        self._took = 0.0
+        """How long the last update took (its worker's time, start to end)."""
+        self._done_at = 0.0
+        self._pace_timer: Any = None
         self._stale = False
         """A quiet refresh came while the pane was hidden: update it when it shows."""
         self._tenants_pending: Sequence[TenantSpend] | None = None
@@ -185,17 +196,26 @@ class LedgerPane(Vertical):
         update at 1,000 tenants can take longer, and threads must not pile up)."""
         if self._busy or self._pending is None:
             return
+        wait = pace_wait(self._took, time.monotonic() - self._done_at, self.is_on_screen)
+        if wait > 0:
+            if self._pace_timer is None:
+                self._pace_timer = self.set_timer(wait, self._paced)
+            return
         jobs, now = list(self._pending.values()), self._pending_now
         self._pending, self._pending_now = None, None
         self._busy = True
-        self._last_update = time.monotonic()
         self._ingest(jobs, self.scheduled, self.prices, now, list(self._active.values()))
+
+    def _paced(self) -> None:
+        self._pace_timer = None
+        self._next_update()
 
     # -- workers
 
     @work(thread=True, group="ledger", exit_on_error=False, description="update the cost ledger")
     def _ingest(self, jobs: list[Any], scheduled: list[Any], prices: PriceBook | None,
                 now: datetime | None, active: list[Any]) -> None:
+        started = time.monotonic()
         try:
             added = self.ledger.refresh(jobs, prices, now=now).added if self.records else 0
             summary = self._summarize(scheduled, active, prices, now)
@@ -204,6 +224,8 @@ class LedgerPane(Vertical):
         except Exception as exc:
             self.post_message(self.Failed(str(exc) or type(exc).__name__))
             return
+        finally:
+            self._took, self._done_at = time.monotonic() - started, time.monotonic()
         self.post_message(self.Updated(summary, added))
 
     @work(thread=True, exclusive=True, group="ledger-read", exit_on_error=False,
@@ -319,6 +341,10 @@ class LedgerPane(Vertical):
         on Textual's Show event, and by the app when its tab opens: Show is not always sent when
         an ancestor's display changes.)"""
         self._draw_tenants()
+        if self._pace_timer is not None:  # held back at the hidden pace: now at the shown one
+            self._pace_timer.stop()
+            self._pace_timer = None
+            self._next_update()
         if self._stale:
             self._stale = False
             self._next_update()
