@@ -144,3 +144,16 @@ def test_the_month_summary_reads_the_history_once_however_many_schedules_need_it
     labelled = _CountedHistory(history.entries)
     summarize([], now=NOW, scheduled_jobs=[sj()], prices=PRICES, history=labelled)
     assert labelled.reads == 0  # a labelled fleet is forecast by the cost model: the history is never read
+
+
+@pytest.mark.parametrize("cron", ["0 3 * * 1", "*/15 * * * *", "30 12 14 * *", "0 0 L * *"])
+@pytest.mark.parametrize("now", [
+    datetime(2026, 12, 14, 12, 30, 0, tzinfo=UTC),          # on a firing of two of them
+    datetime(2026, 12, 14, 12, 30, 0, 1, tzinfo=UTC),       # just after it
+    datetime(2026, 12, 14, 12, 29, 59, 999999, tzinfo=UTC),  # just before it
+    datetime(2026, 12, 14, 12, 45, 30, tzinfo=UTC),
+])
+def test_remaining_firings_count_from_the_instant_whatever_the_seconds(cron, now):
+    from console.costs import count_firings
+
+    assert remaining_firings(cron, now) == count_firings(cron, now, month_end(now))

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
 
 from console.costs import (
@@ -49,7 +50,15 @@ def month_end(now: datetime) -> datetime:
 
 def remaining_firings(cron: str, now: datetime, end: datetime | None = None) -> int:
     """How many times a cron fires from `now` (exclusive) to the end of the month (UTC)."""
-    return count_firings(cron, now, end or month_end(now))
+    # A cron fires on whole minutes: from `now` or from the start of its minute, the count is the
+    # same, and 10,000 schedules summarized within a minute share their crons' counts.
+    minute = now.astimezone(UTC).replace(second=0, microsecond=0)
+    return _firings_after_minute(cron, minute, end or month_end(now))
+
+
+@lru_cache(maxsize=8192)
+def _firings_after_minute(cron: str, minute: datetime, end: datetime) -> int:
+    return count_firings(cron, minute, end)
 
 
 @dataclass(frozen=True)
