@@ -95,3 +95,26 @@ def test_a_pass_reads_what_may_be_news_not_the_whole_history(backend, cfg, serve
     assert sorted((e.kind, e.job_id) for e in second.events) == sorted(
         [("job_error", fresh.id), ("job_error", old.id)])
     assert api.listed < 100, api.listed
+
+
+def test_a_budget_pass_summarizes_the_ledger_without_keeping_its_entries(backend, cfg, tmp_path):
+    from console.ledger import Ledger
+
+    class CountedLedger(Ledger):
+        loads = 0
+
+        def entries(self, *args, **kwargs):
+            CountedLedger.loads += 1
+            return super().entries(*args, **kwargs)
+
+    cfg.monthly_budget_usd = 0.000001  # any spend is over it
+    job = run_python(backend, "print('done')", tenant="acme")
+    assert wait_stage(backend, job.id) == "COMPLETED"
+    ledger = CountedLedger(tmp_path / "ledger.sqlite")
+    watcher = Watcher(backend.api, cfg, namespace=backend.namespace, ledger=ledger,
+                      store=OnCallStore(tmp_path / "oncall.sqlite"))
+    report = watcher.check()
+    assert report.summary is not None and report.summary.entries == 1
+    assert report.summary.month_to_date_usd > 0 and report.summary.over_budget
+    # a fleet's ledger is 100,000 entries (75 MB as objects): the totals come from SQLite
+    assert CountedLedger.loads == 0

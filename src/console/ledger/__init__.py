@@ -42,7 +42,7 @@ from console.ledger.forecast import (
     remaining_firings,
     summarize,
 )
-from console.ledger.live import Snapshot, live_prices, refresh_from_api, summary_for_config
+from console.ledger.live import Snapshot, ledger_summary, live_prices, refresh_from_api, summary_for_config
 from console.ledger.store import (
     LEDGER_FILENAME,
     SCHEMA_VERSION,
@@ -74,6 +74,7 @@ __all__ = [
     "forecast_schedule",
     "is_loopback",
     "is_terminal",
+    "ledger_summary",
     "live_prices",
     "month_end",
     "month_of",

@@ -41,7 +41,7 @@ from typing import Any
 from console import jobspec
 from console.costs import format_duration
 from console.jobs import ACTIVE_STAGES, format_cost, job_row
-from console.ledger import Ledger, LedgerSummary, live_prices, month_of, summarize, timed_out
+from console.ledger import Ledger, LedgerSummary, ledger_summary, live_prices, month_of, timed_out
 from console.metrics import MetricsReader, RunMetrics, reader_for
 from console.oncall.forecast import JobForecast, forecast_job
 from console.oncall.notify import Event, Notifier
@@ -274,8 +274,8 @@ class Watcher:
         except Exception as exc:
             report.problems.append(f"schedules: {_short(exc)}")
             scheduled = []
-        summary = summarize(
-            self.ledger.entries(), now=now, plan=self.cfg.plan, seats=self.cfg.seats,
+        summary = ledger_summary(
+            self.ledger, now=now, plan=self.cfg.plan, seats=self.cfg.seats,
             budget_usd=self.cfg.monthly_budget_usd, scheduled_jobs=scheduled,
             active_jobs=refreshed.active, prices=prices,
         )

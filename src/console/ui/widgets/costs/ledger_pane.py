@@ -21,7 +21,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from functools import partial
 from typing import Any
 
@@ -34,7 +34,7 @@ from textual.widgets import Static
 from textual.worker import Worker, WorkerState
 
 from console.jobs import clean_log_line
-from console.ledger import Ledger, LedgerSummary, TenantSpend, month_of, refresh_from_api, summarize
+from console.ledger import Ledger, LedgerSummary, TenantSpend, ledger_summary, refresh_from_api
 from console.prices import PriceBook
 from console.ui import keys
 from console.ui.widgets.keyed_table import KeyedTable
@@ -243,16 +243,10 @@ class LedgerPane(Vertical):
 
     def _summarize(self, scheduled: Sequence[Any], active: Sequence[Any],
                    prices: PriceBook | None, now: datetime | None) -> LedgerSummary:
-        # totals and calibration from SQL: the pane never holds the ledger's entries (a fleet's
-        # ledger has 100,000 of them)
-        now = now or datetime.now(UTC)
-        calibration, _ = self.ledger.calibration_from_store()
-        return summarize(
-            (),
-            totals=self.ledger.spend_totals(month_of(now)),
-            history=self.ledger.history(),
+        # totals and calibration from SQL: the pane never holds the ledger's entries
+        return ledger_summary(
+            self.ledger,
             now=now,
-            calibration=calibration,
             plan=self.cfg.plan,
             seats=self.cfg.seats,
             budget_usd=self.cfg.monthly_budget_usd,
