@@ -82,7 +82,9 @@ MODULES: dict[str, dict[str, list[str]]] = {
         "tests": ["tests/training/test_verdict_rule.py", "tests/training/test_validate_dataset.py",
                   "tests/training/test_jobkit.py", "tests/training/test_embedding_rows_and_metric_rule.py",
                   "tests/training/test_validate_dataset_report.py", "tests/training/test_verdict_edges.py",
-                  "tests/training/test_conversation_rows.py"],
+                  "tests/training/test_conversation_rows.py", "tests/training/test_monitor_alerts.py",
+                  "tests/training/test_dataset_row_messages.py", "tests/training/test_dataset_reading.py",
+                  "tests/training/test_dataset_report_output.py"],
         "plugins": ["alias_jobkit"],
         # a mutated module imports mutmut's trampoline: not the standard library alone
         "pytest_args": ["--deselect",

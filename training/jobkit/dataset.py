@@ -330,7 +330,8 @@ def check_turns(
     if must_end_with and (not body or body[-1] != must_end_with):
         last = body[-1] if body else "system"
         code = "no_assistant" if must_end_with == "assistant" else "not_alternating"
-        report.add(line, code, f"'{key}' ends with a {last} turn, not {must_end_with}")
+        article = "an" if last == "assistant" else "a"
+        report.add(line, code, f"'{key}' ends with {article} {last} turn, not {must_end_with}")
 
 
 def check_text_or_turns(
