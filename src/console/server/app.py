@@ -97,8 +97,10 @@ class _Json(JSONResponse):
         return _dumps(content)
 
 
-def create_app(service: JobsService, token: str) -> Any:
-    """The Starlette app serving `service`, guarded by `token`."""
+def guard(service: JobsService, token: str) -> Callable[[Handler], Handler]:
+    """What every route goes through: the bearer token (401 without it, compared in constant
+    time), the namespace it names (404 unless it is the server's), and the answer to whatever the
+    route raises: its own 4xx, 507 for a full disk, a logged JSON 500 for anything else."""
     expected = f"Bearer {token}".encode()
 
     def guarded(fn: Handler) -> Handler:
@@ -123,10 +125,18 @@ def create_app(service: JobsService, token: str) -> Any:
 
         return handler
 
-    def _internal(request: Request, exc: BaseException) -> Response:
-        log.error("%s %s failed", request.method, request.url.path, exc_info=exc)
-        return _error(500, f"internal error in the local Jobs server ({type(exc).__name__}); "
-                      "see `console server logs`")
+    return guarded
+
+
+def _internal(request: Request, exc: BaseException) -> Response:
+    log.error("%s %s failed", request.method, request.url.path, exc_info=exc)
+    return _error(500, f"internal error in the local Jobs server ({type(exc).__name__}); "
+                  "see `console server logs`")
+
+
+def create_app(service: JobsService, token: str) -> Any:
+    """The Starlette app serving `service`, guarded by `token`."""
+    guarded = guard(service, token)
 
     def labels_filter(request: Request) -> dict[str, str]:
         items = request.query_params.getlist("label")
