@@ -67,13 +67,20 @@ MODULES: dict[str, dict[str, list[str]]] = {
     },
     "server": {
         # the checks every submitted job spec goes through (400s naming the field); the bearer
-        # token guard lives inside create_app with every route, whose mutants each need a server
-        # start: it is tested end to end (tests/reliability/test_secrets_and_access.py), not here
+        # token guard is the "auth" module below
         "mutate": ["src/console/server/wire.py"],
         "names": ["console.server.wire.x_check_unicode__*", "console.server.wire.x__dict_items__*",
                   "console.server.wire.x__list_items__*", "console.server.wire.x__check_text__*",
                   "console.server.wire.x__expect_*", "console.server.wire.x_parse_*"],
         "tests": ["tests/server/test_wire_checks.py"],
+    },
+    "auth": {
+        # the guard every route of the embedded server goes through (bearer token, namespace, the
+        # answer to what a route raises) and the error answer it builds; the app runs in-process
+        "mutate": ["src/console/server/app.py"],
+        "names": ["console.server.app.x_guard__*", "console.server.app.x__internal__*",
+                  "console.server.app.x__error__*"],
+        "tests": ["tests/server/test_auth_guard.py"],
     },
     "training": {
         "mutate": ["training/jobkit/run.py", "training/jobkit/dataset.py"],
