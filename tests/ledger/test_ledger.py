@@ -298,3 +298,20 @@ def test_estimates_calibrate_from_hf_runs_when_there_are_any_not_the_local_serve
     assert basis == "hf" and cal.runs == 2 and cal.overall_factor == pytest.approx(1.2, rel=1e-3)  # whole seconds
     assert not ledger.get("h0").local
     assert ledger.calibration().runs == 5 and ledger.calibration(local=False).runs == 2
+
+
+def test_a_refresh_of_many_jobs_adds_only_the_new_ones_and_recosts_the_unknown(tmp_path):
+    from tests.ledger.jobjson import job
+
+    from console.ledger import Ledger
+
+    ledger = Ledger(tmp_path / "ledger.sqlite")
+    first = [job(f"job{i:04d}") for i in range(0, 1200, 2)]  # 600 known, across the ids asked per query
+    blind = [job(f"job{i:04d}", durations=False, ran=None, stage="ERROR") for i in (1101, 1103)]
+    assert ledger.refresh(first + blind).added == 602
+    assert sum(1 for e in ledger.entries() if not e.known) == 2
+    again = [job(f"job{i:04d}") for i in range(1200)]  # the same 600, 600 new; 1101 and 1103 now timed
+    result = ledger.refresh(again)
+    assert result.terminal == 1200
+    assert len(ledger) == 1200 and all(e.known for e in ledger.entries())
+    assert ledger.refresh(again).added == 0  # idempotent

@@ -80,6 +80,9 @@ was billed up to the moment it was recorded (one ERROR job: 2,776,734 s, $1,928)
 time is unknown; they become unknown entries (no total counts them) and are costed again if the
 Jobs API later says how long they ran."""
 
+_IDS_PER_QUERY = 500
+"""Job ids per `IN (...)` query (SQLite allows 999 parameters in older builds)."""
+
 _UPSERT_SET = ", ".join(f"{c} = excluded.{c}" for c in (
     "price_per_hour", "price_source", "running_seconds", "running_source", "cost_usd", "stage",
     "message", "wasted", "started_at", "finished_at", "month", "recorded_at",
@@ -209,8 +212,8 @@ class Ledger:
         Jobs API now says how long they ran; idempotent."""
         prices = prices or shipped_price_book()
         now = now or datetime.now(UTC)
-        known = self.job_ids()
-        unknown = self.unknown_ids()
+        jobs = list(jobs)
+        known, unknown = self._recorded([str(job.id) for job in jobs if is_terminal(job)])
         new: list[LedgerEntry] = []
         active: list[Any] = []
         terminal = 0
@@ -231,6 +234,22 @@ class Ledger:
         return RefreshResult(self.record(new), terminal, active, prices.describe())
 
     # -- reading
+
+    def _recorded(self, job_ids: list[str]) -> tuple[set[str], set[str]]:
+        """Which of `job_ids` the ledger has, and which of those have an unknown cost: asked of
+        SQLite for these ids only (a refresh of a few jobs must not read 100,000 ids)."""
+        known: set[str] = set()
+        unknown: set[str] = set()
+        with self._connect() as conn:
+            for i in range(0, len(job_ids), _IDS_PER_QUERY):
+                chunk = job_ids[i : i + _IDS_PER_QUERY]
+                marks = ", ".join("?" for _ in chunk)
+                for job_id, source in conn.execute(
+                        f"SELECT job_id, running_source FROM entries WHERE job_id IN ({marks})", chunk):
+                    known.add(job_id)
+                    if source == UNKNOWN:
+                        unknown.add(job_id)
+        return known, unknown
 
     def job_ids(self) -> set[str]:
         with self._connect() as conn:
