@@ -168,3 +168,24 @@ def test_the_cache_imports_neither_huggingface_hub_nor_textual():
             "('huggingface_hub', 'textual') or m.startswith(('console.fleet', 'console.ledger', 'console.server'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def _training(tenant: str) -> dict:
+    return {"app": "console", "tenant": tenant, "kind": "sft"}
+
+
+def test_the_ids_of_the_kept_runs_follow_every_observe_and_forget():
+    latest = LatestRuns()
+    first = api_job("a1", stage="COMPLETED", labels=_training("acme"), created=T0)
+    latest.observe(first)
+    assert latest.ids() == {"a1"}
+    newer = api_job("a2", stage="RUNNING", labels=_training("acme"), created=T0 + timedelta(hours=1))
+    latest.observe(newer)
+    assert latest.ids() == {"a1", "a2"}  # the newest run, and the newest completed one
+    latest.observe(api_job("g1", stage="ERROR", labels=_training("globex"), created=T0))
+    assert latest.ids() == {"a1", "a2", "g1"}
+    latest.forget(["a1"])
+    assert latest.ids() == {"a2", "g1"}
+    copy = latest.copy()
+    copy.forget(["g1"])
+    assert copy.ids() == {"a2"} and latest.ids() == {"a2", "g1"}

@@ -41,6 +41,9 @@ class LatestRuns:
     def __init__(self) -> None:
         self.newest: dict[str, Any] = {}
         self.completed: dict[str, Any] = {}
+        self._ids: frozenset[str] | None = None
+        """`ids()`, kept until a run is observed or forgotten (read on every refresh: 10,000
+        tenants' runs)."""
 
     def copy(self) -> LatestRuns:
         """A copy a worker thread can change (the dicts are copied whole, under the GIL)."""
@@ -68,6 +71,8 @@ class LatestRuns:
         elif best is not None and best.id == job.id:
             del self.completed[tenant]  # no longer completed (not something HF does; stay exact)
             changed = True
+        if changed:
+            self._ids = None
         return tenant if changed else None
 
     def observe_all(self, jobs: Iterable[Any]) -> set[str]:
@@ -83,6 +88,8 @@ class LatestRuns:
                 if job.id in ids:
                     del kept[tenant]
                     hit.add(tenant)
+        if hit:
+            self._ids = None
         return hit
 
     def jobs(self) -> list[Any]:
@@ -92,8 +99,12 @@ class LatestRuns:
             out.setdefault(job.id, job)
         return list(out.values())
 
-    def ids(self) -> set[str]:
-        return {job.id for job in self.newest.values()} | {job.id for job in self.completed.values()}
+    def ids(self) -> frozenset[str]:
+        """The ids of every kept job."""
+        if self._ids is None:
+            self._ids = frozenset(job.id for job in self.newest.values()).union(
+                job.id for job in self.completed.values())
+        return self._ids
 
     def newest_successes(self) -> dict[str, str]:
         """tenant -> id of its newest completed training run (whose outcome the fleet shows)."""
