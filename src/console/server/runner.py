@@ -18,7 +18,6 @@ live beside it (`joblog.py`: the log; `sandbox.py`: the sandbox; `fetcher.py`: d
 
 from __future__ import annotations
 
-import errno
 import logging
 import os
 import shutil
@@ -48,10 +47,10 @@ log = logging.getLogger("console.server.runner")
 
 SERVER_STOPPED_MESSAGE = "the server stopped while the job was running"
 HEARTBEAT_SECONDS = 2.0
-RESERVE_RETRY_SECONDS = 10.0
-"""How often the runner tries to hold its reserve again after a full disk made it let go."""
 """How often the runner records that its running jobs are alive: a job the server loses (a crash,
 a kill) is billed until its last heartbeat, at most this much short of the truth."""
+RESERVE_RETRY_SECONDS = 10.0
+"""How often the runner tries to hold its reserve again after a full disk made it let go."""
 TERM_GRACE_SECONDS = 3.0
 DISK_FULL_MESSAGE = "disk full: the job's log could not be written"
 NO_SANDBOX_VOLUMES = "volumes need the sandbox (bubblewrap), which this machine lacks"
@@ -334,7 +333,7 @@ class Runner:
                 raise
         except OSError as exc:  # a full disk: the job cannot even be logged, so it does not start
             shutil.rmtree(workdir, ignore_errors=True)
-            reason = DISK_FULL_MESSAGE if exc.errno in (errno.ENOSPC, errno.EDQUOT) else f"Job failed to start: {exc}"
+            reason = DISK_FULL_MESSAGE if is_disk_full(exc) else f"Job failed to start: {exc}"
             try:
                 if job.started_at is None:
                     self.store.update_job(job.id, started_at=time.time())
