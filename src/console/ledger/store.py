@@ -255,12 +255,6 @@ class Ledger:
         with self._connect() as conn:
             return {row[0] for row in conn.execute("SELECT job_id FROM entries")}
 
-    def unknown_ids(self) -> set[str]:
-        """Entries whose running time (so cost) is unknown: costed again when evidence comes."""
-        with self._connect() as conn:
-            return {row[0] for row in conn.execute(
-                "SELECT job_id FROM entries WHERE running_source = ?", (UNKNOWN,))}
-
     def __len__(self) -> int:
         with self._connect() as conn:
             return int(conn.execute("SELECT COUNT(*) FROM entries").fetchone()[0])

@@ -66,9 +66,7 @@ class Reserve:
         try:
             self.path.unlink()
             return True
-        except FileNotFoundError:
-            return False
-        except OSError:
+        except OSError:  # not there (already let go), or not removable
             return False
 
 
