@@ -112,27 +112,33 @@ def _fill(path: Path) -> None:
         os.close(fd)
 
 
-def test_a_job_that_ends_when_the_disk_is_full_to_the_last_byte_still_has_its_end_recorded(tmp_path, monkeypatch):
+@pytest.fixture
+def small_disk(tmp_path, monkeypatch):
+    """The data folder on a real 3 MB tmpfs (skipped where the machine does not allow the mount)."""
     data = tmp_path / "full"
     if not _mount_tmpfs(data):
         pytest.skip("mounting a tmpfs needs privileges this machine does not give")
     try:
         monkeypatch.setenv("CONSOLE_DATA_DIR", str(data))
-        with make_server() as srv:
-            api = HfApi(endpoint=srv.url, token=srv.token)
-            # the job waits for the disk to be full (the filler, renamed once it is), then ends
-            gate = ("import os, time\n"
-                    "while not os.path.exists(os.environ['CONSOLE_ARTIFACTS_DIR'] + '/full'): time.sleep(0.05)")
-            job = _py(api, gate)
-            wait_stage(api, job.id, ("RUNNING",), timeout=60)
-            filler = paths.tenant_artifacts_dir(None) / "filling"
-            _fill(filler)
-            filler.rename(filler.with_name("full"))
-            done = wait_stage(api, job.id, timeout=60)
-            assert done.status.stage == "COMPLETED"
-            assert srv.service.runner.running_count() == 0
+        yield data
     finally:
         subprocess.run(["umount", "-l", str(data)], capture_output=True)
+
+
+def test_a_job_that_ends_when_the_disk_is_full_to_the_last_byte_still_has_its_end_recorded(small_disk):
+    with make_server() as srv:
+        api = HfApi(endpoint=srv.url, token=srv.token)
+        # the job waits for the disk to be full (the filler, renamed once it is), then ends
+        gate = ("import os, time\n"
+                "while not os.path.exists(os.environ['CONSOLE_ARTIFACTS_DIR'] + '/full'): time.sleep(0.05)")
+        job = _py(api, gate)
+        wait_stage(api, job.id, ("RUNNING",), timeout=60)
+        filler = paths.tenant_artifacts_dir(None) / "filling"
+        _fill(filler)
+        filler.rename(filler.with_name("full"))
+        done = wait_stage(api, job.id, timeout=60)
+        assert done.status.stage == "COMPLETED"
+        assert srv.service.runner.running_count() == 0
 
 
 def _mount_tmpfs(where: Path) -> bool:
@@ -141,39 +147,25 @@ def _mount_tmpfs(where: Path) -> bool:
     return done.returncode == 0
 
 
-def test_on_a_3_mb_disk_jobs_end_disk_full_the_api_says_so_and_config_set_is_one_line(tmp_path, monkeypatch):
-    data = tmp_path / "full"
-    if not _mount_tmpfs(data):
-        pytest.skip("mounting a tmpfs needs privileges this machine does not give")
-    try:
-        monkeypatch.setenv("CONSOLE_DATA_DIR", str(data))
-        # a heartbeat on every tick: one that cannot be written must not stop the runner watching
-        monkeypatch.setattr(runner, "HEARTBEAT_SECONDS", 0.0)
-        with make_server() as srv:
-            api = HfApi(endpoint=srv.url, token=srv.token)
-            job = _py(api, "import sys\nfor i in range(10**6): sys.stdout.write('y' * 200 + '\\n')")
-            done = wait_stage(api, job.id, timeout=60)
-            assert done.status.stage == "ERROR" and done.status.message == DISK_FULL_MESSAGE
-            for line in paths.log_path(job.id).read_text(errors="replace").splitlines():
-                json.loads(line)  # whole events only
-            filler = data / "filler"
-            with open(filler, "wb") as fh:  # take the last bytes too
-                try:
-                    while True:
-                        fh.write(b"\0" * 65536)
-                        fh.flush()
-                except OSError:
-                    pass
-            answer = httpx.post(f"{srv.url}/api/jobs/{NAMESPACE}",
-                                json={"dockerImage": "x", "command": ["true"], "environment": {"A": "b" * 100_000}},
-                                headers={"authorization": f"Bearer {srv.token}"}, timeout=30)
-            assert answer.status_code in (503, 507), answer.text
-            assert "disk full" in answer.json()["error"]
-        config = data / "config.toml"
-        env = dict(os.environ, CONSOLE_CONFIG=str(config), CONSOLE_DATA_DIR=str(data))
-        out = subprocess.run([sys.executable, "-m", "console", "config", "set", "plan", "team"],
-                             capture_output=True, text=True, env=env)
-        assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr
-        assert "not saved: No space left on device" in out.stderr and "Traceback" not in out.stderr
-    finally:
-        subprocess.run(["umount", "-l", str(data)], capture_output=True)
+def test_on_a_3_mb_disk_jobs_end_disk_full_the_api_says_so_and_config_set_is_one_line(small_disk, monkeypatch):
+    # a heartbeat on every tick: one that cannot be written must not stop the runner watching
+    monkeypatch.setattr(runner, "HEARTBEAT_SECONDS", 0.0)
+    with make_server() as srv:
+        api = HfApi(endpoint=srv.url, token=srv.token)
+        job = _py(api, "import sys\nfor i in range(10**6): sys.stdout.write('y' * 200 + '\\n')")
+        done = wait_stage(api, job.id, timeout=60)
+        assert done.status.stage == "ERROR" and done.status.message == DISK_FULL_MESSAGE
+        for line in paths.log_path(job.id).read_text(errors="replace").splitlines():
+            json.loads(line)  # whole events only
+        _fill(small_disk / "filler")  # take the last bytes too
+        answer = httpx.post(f"{srv.url}/api/jobs/{NAMESPACE}",
+                            json={"dockerImage": "x", "command": ["true"], "environment": {"A": "b" * 100_000}},
+                            headers={"authorization": f"Bearer {srv.token}"}, timeout=30)
+        assert answer.status_code in (503, 507), answer.text
+        assert "disk full" in answer.json()["error"]
+    config = small_disk / "config.toml"
+    env = dict(os.environ, CONSOLE_CONFIG=str(config), CONSOLE_DATA_DIR=str(small_disk))
+    out = subprocess.run([sys.executable, "-m", "console", "config", "set", "plan", "team"],
+                         capture_output=True, text=True, env=env)
+    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert "not saved: No space left on device" in out.stderr and "Traceback" not in out.stderr

@@ -7,20 +7,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from test_conversation_rows import A, S, U
 from test_validate_dataset import write_jsonl
-
-
-def U(c):
-    return {"role": "user", "content": c}
-
-
-def A(c):
-    return {"role": "assistant", "content": c}
-
-
-def S(c):
-    return {"role": "system", "content": c}
-
 
 CHAT = {"messages": [U("hi"), A("hello")]}
 PC = {"prompt": "p", "completion": "c"}

@@ -3,6 +3,7 @@ whose values changed, and the fleet and costs panes draw per-tenant rows only wh
 
 from __future__ import annotations
 
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 
 from rich.text import Text
@@ -81,13 +82,19 @@ async def test_a_hidden_fleet_table_keeps_its_rows_and_draws_them_when_shown():
         assert fleet.get_cell("t0005", "tenant").plain == "!t0005"
 
 
-async def test_a_hidden_costs_pane_summarizes_but_draws_tenants_only_when_shown(tmp_path):
-    ledger = Ledger(tmp_path / "ledger.sqlite")
-    pane = LedgerPane(ledger, Config(namespace="ops"), id="ledger")
+@asynccontextmanager
+async def _hidden_costs_pane(tmp_path):
+    """A costs pane that has summarized its empty ledger once, then was hidden."""
+    pane = LedgerPane(Ledger(tmp_path / "ledger.sqlite"), Config(namespace="ops"), id="ledger")
     async with Host(pane).run_test(size=(100, 30)) as pilot:
         await _until(pilot, lambda: pane.refreshes >= 1)
         pane.display = False
         await _until(pilot, lambda: not pane.is_on_screen)
+        yield pilot, pane
+
+
+async def test_a_hidden_costs_pane_summarizes_but_draws_tenants_only_when_shown(tmp_path):
+    async with _hidden_costs_pane(tmp_path) as (pilot, pane):
         jobs = [job(f"j{i}", ran=600 * (i + 1), labels=tenant_labels(f"tenant{i}")) for i in range(40)]
         pane.ingest(jobs, [], now=NOW)  # finished jobs: news, summarized even while hidden
         await _until(pilot, lambda: pane.refreshes >= 2)
@@ -110,12 +117,7 @@ def test_a_slow_summary_paces_the_next_one_harder_while_hidden():
 
 
 async def test_a_hidden_costs_pane_after_a_slow_summary_waits_and_catches_up_when_shown(tmp_path):
-    ledger = Ledger(tmp_path / "ledger.sqlite")
-    pane = LedgerPane(ledger, Config(namespace="ops"), id="ledger")
-    async with Host(pane).run_test(size=(100, 30)) as pilot:
-        await _until(pilot, lambda: pane.refreshes >= 1)
-        pane.display = False
-        await _until(pilot, lambda: not pane.is_on_screen)
+    async with _hidden_costs_pane(tmp_path) as (pilot, pane):
         pane._took = 1.0  # as if the last summary had taken a second (hidden: the next waits 20 s)
         jobs = [job(f"j{i}", ran=600 * (i + 1), labels=tenant_labels(f"tenant{i}")) for i in range(5)]
         pane.ingest(jobs, [], now=NOW)  # news, but held back
