@@ -13,9 +13,10 @@ mutated function. A module's score counts only the mutants of its `names` (the f
 are the module's subject), killed / (killed + survived + no tests); a timeout counts as killed
 (the mutant hung the tests), as mutmut reports it.
 
-`jobkit` is imported by the tests as a top-level package (the scripts put training/ on
-sys.path); mutmut names its mutants after the file path (training.jobkit.run), so the training
-module loads `alias_jobkit.py` as a pytest plugin, which makes `jobkit` that same package.
+`jobkit` and `validate_dataset` are imported by the tests as top-level modules (the scripts put
+training/ on sys.path); mutmut names its mutants after the file path (training.jobkit.run,
+training.validate_dataset), so the training module loads `alias_jobkit.py` as a pytest plugin,
+which makes the top-level names those same modules.
 """
 
 from __future__ import annotations
@@ -83,9 +84,9 @@ MODULES: dict[str, dict[str, list[str]]] = {
         "tests": ["tests/server/test_auth_guard.py"],
     },
     "training": {
-        "mutate": ["training/jobkit/run.py", "training/jobkit/dataset.py"],
+        "mutate": ["training/jobkit/run.py", "training/validate_dataset.py"],
         "names": ["training.jobkit.run.xǁLossMonitorǁ*", "training.jobkit.run.x_finish__*",
-                  "training.jobkit.dataset.*"],
+                  "training.validate_dataset.*"],
         "tests": ["tests/training/test_verdict_rule.py", "tests/training/test_validate_dataset.py",
                   "tests/training/test_jobkit.py", "tests/training/test_embedding_rows_and_metric_rule.py",
                   "tests/training/test_validate_dataset_report.py", "tests/training/test_verdict_edges.py",
@@ -100,11 +101,11 @@ MODULES: dict[str, dict[str, list[str]]] = {
 }
 
 # What the tests read beside the code (copied into mutants/ as they are). The training module
-# mutates jobkit, which mutmut copies itself, so it takes the rest of training/ file by file.
+# mutates jobkit and validate_dataset.py, which mutmut copies itself, so it takes the rest of
+# training/ file by file.
 ALSO_COPY = ["README.md", "screens.tcss", "docs"]
 TRAINING_REST = ["training/data", "training/fleet.example.toml", "training/README.md", "training/sft_lora.py",
-                 "training/dpo_lora.py", "training/kto_lora.py", "training/sentence_transformer.py",
-                 "training/validate_dataset.py"]
+                 "training/dpo_lora.py", "training/kto_lora.py", "training/sentence_transformer.py"]
 
 
 def _toml_list(items: list[str]) -> str:
@@ -120,7 +121,7 @@ def prepare(module: str) -> Path:
         if not link.exists():
             link.symlink_to(ROOT / name)
     mutates_training = any(m.startswith("training/") for m in spec["mutate"])
-    source_paths = ["src/console"] + (["training/jobkit"] if mutates_training else [])
+    source_paths = ["src/console"] + (["training/jobkit", "training/validate_dataset.py"] if mutates_training else [])
     also_copy = ALSO_COPY + (TRAINING_REST if mutates_training else ["training"])
     cli = ["-p", "no:cacheprovider", "-p", "no:randomly", "-x", "-q"]
     for plugin in spec.get("plugins", []):

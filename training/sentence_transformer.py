@@ -71,7 +71,6 @@ if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 
 try:
-    from jobkit.dataset import ReadError, failure, needs_datasets, offending_rows, training_rows, validate
     from jobkit.models import TINY_MODEL, build_tiny_encoder
     from jobkit.run import (
         Destination,
@@ -94,6 +93,7 @@ try:
         say,
         trainer_rules,
     )
+    from validate_dataset import ReadError, failure, needs_datasets, offending_rows, training_rows, validate
 except ImportError as e:  # the script was shipped without its folder: still end with a verdict
     print(f"VERDICT: FAIL missing_files: {e}; ship the whole training/ folder with the job", flush=True)
     sys.exit(2)

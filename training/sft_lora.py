@@ -18,7 +18,7 @@ The same file runs on Hugging Face Jobs and on the console's embedded Jobs serve
 its arguments and its trainer; what the TRL recipes share is `jobkit.recipe`, and the rules every
 run follows come from `jobkit`:
 
-* The dataset check is the validator's (`jobkit.dataset`, what `validate_dataset.py DATASET
+* The dataset check is the validator's (`validate_dataset.py`, what `validate_dataset.py DATASET
   --method sft` runs): a dataset it fails is refused with its reason. Local JSON/JSONL files are
   checked in the preflight; Hub datasets (and Parquet/CSV files) once downloaded.
 * Where the weights go, `HF_TOKEN`, Trackio and its alerts, the VERDICT line and the exit status

@@ -86,6 +86,9 @@ LORA_KINDS = ("sft", "dpo", "kto", "builder")
 """Kinds whose script takes the LoRA and Unsloth arguments."""
 SHARED_PACKAGE = "jobkit"
 """The package in training/ that every script imports: it travels with the script."""
+DATASET_CHECKS = "validate_dataset.py"
+"""The dataset checks every recipe imports (one file, so `hf jobs uv run` can also ship it alone):
+it travels with the script too."""
 # Arguments the console passes, in the order it passes them; read back by :func:`read_request`.
 _ARG_FIELDS: tuple[tuple[str, str], ...] = (
     ("--base-model", "base_model"),
@@ -578,14 +581,16 @@ def _script_args(req: TrainingRequest) -> list[str]:
 
 
 def bundle_files(script_dir: Path, script: str) -> list[tuple[str, Path]]:
-    """What a Hub job ships, as (name in the bundle, file): the script and the shared package."""
+    """What a Hub job ships, as (name in the bundle, file): the script, the dataset checks and the
+    shared package."""
     package = script_dir / SHARED_PACKAGE
     modules = sorted(
         (path.relative_to(script_dir).as_posix(), path)
         for path in package.rglob("*.py")
         if "__pycache__" not in path.parts
     )
-    return [(script, script_dir / script), *modules]
+    checks = [] if script == DATASET_CHECKS else [(DATASET_CHECKS, script_dir / DATASET_CHECKS)]
+    return [(script, script_dir / script), *checks, *modules]
 
 
 def bundle_name(files: Iterable[tuple[str, str]]) -> str:

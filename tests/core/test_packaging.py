@@ -32,7 +32,7 @@ def test_wheel_contains_stylesheet_and_training(tmp_path):
     assert "console/training/sft_lora.py" in names
     assert "console/training/validate_dataset.py" in names
     # the package the scripts import from their own folder
-    assert {f"console/training/jobkit/{m}.py" for m in ("__init__", "dataset", "run")} <= names
+    assert {f"console/training/jobkit/{m}.py" for m in ("__init__", "run", "recipe")} <= names
     assert any(n.startswith("console/training/data/") and n.endswith(".jsonl") for n in names)
     assert "console/cli.py" in names
     entry = [n for n in names if n.endswith("entry_points.txt")]

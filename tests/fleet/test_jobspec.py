@@ -96,7 +96,7 @@ def test_hub_submission_ships_the_recipe_and_its_package_and_the_token_as_a_secr
     training = paths.training_dir()
     package = sorted(p.relative_to(training).as_posix() for p in (training / "jobkit").glob("*.py"))
     shipped = dict(sub.ships)
-    assert sorted(shipped) == sorted(["sft_lora.py", *package])
+    assert sorted(shipped) == sorted(["sft_lora.py", "validate_dataset.py", *package])
     assert "jobkit/__init__.py" in shipped and "jobkit/run.py" in shipped
     assert all(Path(path) == training / name for name, path in shipped.items())
     # named by content: the same files, the same folder (and fingerprint) at every build

@@ -77,14 +77,17 @@ def test_uv_run_local_script_with_local_file_argument(hf, api: HfApi, tmp_path: 
 
 
 def test_uv_run_the_dataset_validator(hf, monkeypatch) -> None:
-    """The repo's validator runs from the bucket and its verdict is in `hf jobs logs`. huggingface_hub
-    ships only the script and its file arguments, not the jobkit/ folder beside it (as on HF)."""
+    """The repo's validator, shipped alone by huggingface_hub (the script and its file argument, as on
+    HF), checks the dataset in the job: its report and verdict are in `hf jobs logs`."""
     monkeypatch.chdir(REPO)
-    run = hf("jobs", "uv", "run", "training/validate_dataset.py", "training/data/acme.jsonl",
-             check=False, timeout=120)
-    job_id = _job_id(run.stdout)
-    logs = hf("jobs", "logs", job_id).stdout
-    assert "VERDICT: FAIL missing_files" in logs and "ship the whole training/ folder" in logs
+    run = hf("jobs", "uv", "run", "training/validate_dataset.py", "training/data/acme.jsonl", timeout=120)
+    logs = hf("jobs", "logs", _job_id(run.stdout)).stdout.splitlines()
+    assert "valid rows: 300   rows with errors: 0" in logs
+    assert logs[-1] == "VERDICT: PASS format=messages method=sft rows=300 max_tokens~71"
+    failed = hf("jobs", "uv", "run", "training/validate_dataset.py", "training/data/acme.jsonl",
+                "--method", "kto", check=False, timeout=120)
+    logs = hf("jobs", "logs", _job_id(failed.stdout)).stdout.splitlines()
+    assert logs[-1].startswith("VERDICT: FAIL ") and "kto" in logs[-1]
 
 
 def test_local_folder_volume_and_the_whole_training_folder(hf, tmp_path: Path, monkeypatch) -> None:

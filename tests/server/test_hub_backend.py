@@ -33,9 +33,10 @@ pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="bucket volumes 
 STANDIN = textwrap.dedent(
     """\
     import os, sys, time
-    import jobkit.dataset
+    import jobkit.run, validate_dataset
     print("SCRIPT", __file__, flush=True)
-    print("JOBKIT BESIDE", os.path.dirname(os.path.dirname(jobkit.dataset.__file__)) == os.path.dirname(__file__))
+    print("JOBKIT BESIDE", os.path.dirname(os.path.dirname(jobkit.run.__file__)) == os.path.dirname(__file__))
+    print("CHECKS BESIDE", os.path.dirname(validate_dataset.__file__) == os.path.dirname(__file__))
     print("ARGS", " ".join(sys.argv[1:]), flush=True)
     print("TOKEN", os.environ.get("HF_TOKEN"), flush=True)
     print("ENV_SIZE", sum(len(k) + len(v) for k, v in os.environ.items() if k.startswith("CONSOLE_SCRIPT")), flush=True)
@@ -69,6 +70,7 @@ def script_dir(tmp_path):
     folder = tmp_path / "training"
     shutil.copytree(paths.training_dir() / jobspec.SHARED_PACKAGE, folder / jobspec.SHARED_PACKAGE,
                     ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(paths.training_dir() / jobspec.DATASET_CHECKS, folder / jobspec.DATASET_CHECKS)
     (folder / jobspec.SCRIPTS["sft"]).write_text(STANDIN, encoding="utf-8")
     return folder
 
@@ -126,7 +128,7 @@ def test_a_hub_submission_runs_its_shipped_script_and_reads_back_as_the_request(
     script_args = jobspec.script_args_of(sub.command)
     # run from the bucket folder mounted where `hf jobs uv run` mounts a shipped script
     assert f"SCRIPT {jobspec.TRAINING_MOUNT}/{jobspec.SCRIPTS['sft']}" in logs
-    assert "JOBKIT BESIDE True" in logs  # the shared package came with it
+    assert "JOBKIT BESIDE True" in logs and "CHECKS BESIDE True" in logs  # the shared files came with it
     assert "ENV_SIZE 0" in logs
     assert "ARGS " + " ".join(script_args) in logs
     assert "TOKEN ***" in logs and not any(server.token in line for line in logs)
@@ -136,7 +138,7 @@ def test_a_hub_submission_runs_its_shipped_script_and_reads_back_as_the_request(
     bucket = f"{hub.namespace}/{jobspec.ARTIFACTS_BUCKET}"
     names = sorted(f.path for f in hub.api.list_bucket_tree(bucket, recursive=True) if f.type == "file")
     assert names == sorted(f"{sub.bundle_id}/{name}" for name, _ in sub.ships)
-    assert f"{sub.bundle_id}/jobkit/dataset.py" in names
+    assert {f"{sub.bundle_id}/jobkit/run.py", f"{sub.bundle_id}/validate_dataset.py"} <= set(names)
 
 
 def test_the_console_ships_a_recipe_once_and_a_changed_one_anew(hub, script_dir):

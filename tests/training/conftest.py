@@ -10,7 +10,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))  # the test modules import training_helpers
 
-from training_helpers import EMBED, SFT, TRAINING, VALIDATE, load_module  # noqa: E402
+from training_helpers import EMBED, SFT, TRAINING, load_module  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -25,7 +25,12 @@ def embed_module() -> ModuleType:
 
 @pytest.fixture(scope="session")
 def validator() -> ModuleType:
-    return load_module(VALIDATE, "validate_dataset_under_test")
+    """`validate_dataset.py`, imported the way the recipes import it (one module for both)."""
+    if str(TRAINING) not in sys.path:
+        sys.path.insert(0, str(TRAINING))
+    import validate_dataset
+
+    return validate_dataset
 
 
 @pytest.fixture(scope="session")

@@ -25,13 +25,6 @@ def datasets_library():
     return pytest.importorskip("datasets")
 
 
-@pytest.fixture
-def jobkit_dataset(validator):
-    import jobkit.dataset  # on sys.path once the validator is loaded
-
-    return jobkit.dataset
-
-
 def test_a_folder_is_not_a_dataset_file(validator, capsys, tmp_path):
     assert verdict(validator, capsys, str(tmp_path)) == (
         2, f"VERDICT: FAIL unreadable: {tmp_path} is a folder; give a JSONL file")
@@ -50,14 +43,14 @@ def test_a_name_that_is_neither_a_file_nor_a_hub_id(validator, capsys, tmp_path,
         2, "VERDICT: FAIL unreadable: 'my data' is neither a file nor a Hub id")
 
 
-def test_only_hub_ids_and_parquet_or_csv_files_need_the_datasets_library(jobkit_dataset, tmp_path):
+def test_only_hub_ids_and_parquet_or_csv_files_need_the_datasets_library(validator, tmp_path):
     for name in ("rows.jsonl", "rows.json", "rows.csv", "ROWS.PARQUET"):
         (tmp_path / name).write_text("")
-    needs = jobkit_dataset.needs_datasets
+    needs = validator.needs_datasets
     assert needs("org/support-chats") and needs("support-chats")
     assert not needs(str(tmp_path / "rows.jsonl")) and not needs(str(tmp_path / "rows.json"))
     assert needs(str(tmp_path / "rows.csv")) and needs(str(tmp_path / "ROWS.PARQUET"))
-    with pytest.raises(jobkit_dataset.ReadError, match="is a folder"):
+    with pytest.raises(validator.ReadError, match="is a folder"):
         needs(str(tmp_path))
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
 from test_validate_dataset import write_jsonl
 
 
@@ -20,13 +19,6 @@ def A(c):
 
 CHAT = {"messages": [U("hi"), A("hello")]}
 NO_ANSWER = {"messages": [U("hi")]}
-
-
-@pytest.fixture
-def jobkit_dataset(validator):
-    import jobkit.dataset  # on sys.path once the validator is loaded
-
-    return jobkit.dataset
 
 
 def run(validator, capsys, *args: str) -> tuple[int, list[str]]:
@@ -109,31 +101,31 @@ def test_kto_labels_are_counted_and_a_single_class_is_a_dataset_warning(validato
     ]
 
 
-def test_a_recipe_refuses_a_dataset_with_the_reason_and_its_first_offending_row(jobkit_dataset, validator, tmp_path):
+def test_a_recipe_refuses_a_dataset_with_the_reason_and_its_first_offending_row(validator, tmp_path):
     report = validator.validate(write_jsonl(tmp_path / "d.jsonl", [CHAT, CHAT, NO_ANSWER]), "sft", None)
-    assert jobkit_dataset.failure(report) == (
+    assert validator.failure(report) == (
         "invalid_rows: 1 of 3 rows do not fit sft (no_assistant=1); "
         "first: line 3: no_assistant: 'messages' ends with a user turn, not assistant")
 
 
-def test_a_dataset_that_fits_another_method_is_refused_with_that_reason_alone(jobkit_dataset, validator, tmp_path):
+def test_a_dataset_that_fits_another_method_is_refused_with_that_reason_alone(validator, tmp_path):
     rows = [{"prompt": "p", "chosen": "a", "rejected": "b"}, {"prompt": "p", "chosen": "a", "rejected": "a"}]
     report = validator.validate(write_jsonl(tmp_path / "d.jsonl", rows), "sft", None)
-    assert jobkit_dataset.failure(report) == (
+    assert validator.failure(report) == (
         "method_mismatch: preference rows do not fit sft (which needs messages / text / prompt_completion); "
         "this data fits dpo")
 
 
-def test_the_rows_a_recipe_trains_on_keep_only_the_trained_fields(jobkit_dataset, validator, tmp_path):
+def test_the_rows_a_recipe_trains_on_keep_only_the_trained_fields(validator, tmp_path):
     rows = [
         {"messages": [{"role": "user", "content": "hi", "name": "ann"}, A("hello")], "source": "crm"},
         {"messages": [U("bye"), {"role": "assistant", "content": "see you", "weight": 0.5}]},
     ]
     report = validator.validate(write_jsonl(tmp_path / "d.jsonl", rows), "sft", None)
-    assert jobkit_dataset.training_rows(report) == [
+    assert validator.training_rows(report) == [
         {"messages": [U("hi"), A("hello")]},
         {"messages": [U("bye"), A("see you")]},
     ]
     rows = [{"prompt": "p", "chosen": "a", "rejected": "b", "id": 7}]
     report = validator.validate(write_jsonl(tmp_path / "p.jsonl", rows), "dpo", None)
-    assert jobkit_dataset.training_rows(report) == [{"prompt": "p", "chosen": "a", "rejected": "b"}]
+    assert validator.training_rows(report) == [{"prompt": "p", "chosen": "a", "rejected": "b"}]

@@ -36,9 +36,7 @@ def test_embedding_samples_pass_and_train_on_their_fields(validator, name, fmt, 
     report = validator.validate(str(DATA / f"{name}.jsonl"), "embedding", 256)
     assert report.verdict()[0] and report.fmt == fmt and report.rows == rows
     keys = {"triplet": {"anchor", "positive", "negative"}, "scored_pair": {"sentence1", "sentence2", "score"}}
-    from jobkit.dataset import training_rows
-
-    assert set(training_rows(report)[0]) == keys[fmt]
+    assert set(validator.training_rows(report)[0]) == keys[fmt]
     # and what fits embeddings fits nothing else
     assert validator.validate(str(DATA / f"{name}.jsonl"), "sft", None).verdict()[1].startswith(
         f"method_mismatch: {fmt} rows do not fit sft (which needs messages / text / prompt_completion); "

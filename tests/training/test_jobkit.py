@@ -9,7 +9,6 @@ import shutil
 import subprocess
 import sys
 
-import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from training_helpers import DATA, SFT, TRAINING, VALIDATE, run, script_env
@@ -20,24 +19,32 @@ def test_shared_modules_import_only_the_standard_library():
         "import json, sys\n"
         f"sys.path.insert(0, {str(TRAINING)!r})\n"
         "before = set(sys.modules)\n"
-        "import jobkit, jobkit.dataset, jobkit.run\n"
+        "import jobkit, jobkit.run, jobkit.recipe, jobkit.models, jobkit.vram, validate_dataset\n"
         "new = {m.split('.')[0] for m in set(sys.modules) - before}\n"
-        "print(json.dumps(sorted(new - set(sys.stdlib_module_names) - {'jobkit'})))\n"
+        "print(json.dumps(sorted(new - set(sys.stdlib_module_names) - {'jobkit', 'validate_dataset'})))\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == []
 
 
-@pytest.mark.parametrize("script", [SFT, VALIDATE])
-def test_a_script_shipped_without_its_package_still_ends_with_a_verdict(tmp_path, script):
-    alone = tmp_path / script.name
-    shutil.copy(script, alone)
-    args = [str(DATA / "acme.jsonl")] if script == VALIDATE else ["--base-model", "m", "--dataset", "d"]
-    result = run(alone, args, script_env(tmp_path))
+def test_a_recipe_shipped_without_its_package_still_ends_with_a_verdict(tmp_path):
+    alone = tmp_path / SFT.name
+    shutil.copy(SFT, alone)
+    result = run(alone, ["--base-model", "m", "--dataset", "d"], script_env(tmp_path))
     assert result.returncode == 2
     assert result.last_line.startswith("VERDICT: FAIL missing_files: ")
     assert "ship the whole training/ folder" in result.last_line
+
+
+def test_the_validator_shipped_alone_checks_the_dataset(tmp_path):
+    """`hf jobs uv run validate_dataset.py DATA` ships that one file: it holds every check."""
+    alone = tmp_path / VALIDATE.name
+    shutil.copy(VALIDATE, alone)
+    good = run(alone, [str(DATA / "acme.jsonl")], script_env(tmp_path))
+    assert (good.returncode, good.last_line) == (0, "VERDICT: PASS format=messages method=sft rows=300 max_tokens~71")
+    bad = run(alone, [str(DATA / "acme.jsonl"), "--method", "dpo"], script_env(tmp_path))
+    assert bad.returncode == 1 and bad.last_line.startswith("VERDICT: FAIL ")
 
 
 def test_progress_line(run_rules):

@@ -160,22 +160,3 @@ def test_every_recipe_carries_a_pep723_header(script):
     assert {"transformers", "datasets", "trackio", "torch", "tokenizers", "accelerate"} <= names
     assert ({"sentence-transformers"} if script == EMBED else {"trl", "peft"}) <= names
     assert all(">=" in dep for dep in meta["dependencies"])
-
-
-def test_the_new_shared_modules_import_only_the_standard_library():
-    import subprocess
-    import sys
-
-    from training_helpers import TRAINING
-
-    code = (
-        "import json, sys\n"
-        f"sys.path.insert(0, {str(TRAINING)!r})\n"
-        "before = set(sys.modules)\n"
-        "import jobkit.recipe, jobkit.models, jobkit.vram\n"
-        "new = {m.split('.')[0] for m in set(sys.modules) - before}\n"
-        "print(json.dumps(sorted(new - set(sys.stdlib_module_names) - {'jobkit'})))\n"
-    )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout) == []

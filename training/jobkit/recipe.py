@@ -29,8 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from validate_dataset import ReadError, failure, needs_datasets, offending_rows, training_rows, validate
+
 from jobkit import vram
-from jobkit.dataset import ReadError, failure, needs_datasets, offending_rows, training_rows, validate
 from jobkit.models import (
     TINY_CAUSAL_CONFIG,
     TINY_MODEL,

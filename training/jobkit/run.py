@@ -53,7 +53,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from jobkit import REPO_ID_RE
+from validate_dataset import REPO_ID_RE
 
 EXIT_PASS, EXIT_FAILED, EXIT_REFUSED = 0, 1, 2
 ARTIFACTS_ENV = "CONSOLE_ARTIFACTS_DIR"
