@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from training_helpers import DATA
 
 
@@ -86,3 +87,52 @@ def test_a_duplicate_row_is_a_warning_that_does_not_fail(validator, capsys, tmp_
     assert "warnings: duplicate=2" in lines
     assert any(line.startswith("  line 2: duplicate (warning): same as line 1") for line in lines)
     assert lines[-1].startswith("VERDICT: PASS")
+
+
+def test_an_unreadable_dataset_is_one_json_record_or_an_error_line(validator, capsys, tmp_path):
+    missing = str(tmp_path / "nope.jsonl")
+    why = (f"dataset file {missing} not found (a job sees only the files shipped with it; on HF Jobs pass a Hub "
+           "dataset id or a local file to `hf jobs uv run`)")
+    assert validator.main([missing, "--json"]) == 2
+    out, err = capsys.readouterr()
+    record, verdict = out.splitlines()
+    assert json.loads(record) == {"dataset": missing, "passed": False, "error": why}
+    assert verdict == f"VERDICT: FAIL unreadable: {why}" and err == ""
+    assert validator.main([missing]) == 2
+    out, err = capsys.readouterr()
+    assert (out, err) == (f"VERDICT: FAIL unreadable: {why}\n", f"error: {why}\n")
+
+
+def test_bad_arguments_end_with_a_verdict_and_help_does_not(validator, capsys):
+    with pytest.raises(SystemExit) as refused:
+        validator.main([str(DATA / "acme.jsonl"), "--method", "grpo"])
+    out, err = capsys.readouterr()
+    assert refused.value.code == 2 and "invalid choice: 'grpo'" in err
+    assert out == "VERDICT: FAIL bad_arguments: see usage above\n"
+    with pytest.raises(SystemExit) as helped:
+        validator.main(["--help"])
+    out, _ = capsys.readouterr()
+    assert helped.value.code == 0 and "VERDICT: FAIL" not in out
+    assert out.startswith("usage: validate_dataset.py ")
+    assert "local JSONL/JSON file or Hub dataset id" in out and "--method {sft,dpo,kto,embedding}" in out
+
+
+def test_max_length_must_be_positive_and_one_token_is_a_limit(validator, capsys):
+    assert validator.main([str(DATA / "acme.jsonl"), "--max-length", "0"]) == 2
+    assert capsys.readouterr().out == "VERDICT: FAIL bad_arguments: --max-length must be positive\n"
+    code, lines = run(validator, capsys, str(DATA / "acme.jsonl"), "--max-length", "1")
+    assert code == 1
+    assert lines[-1] == "VERDICT: FAIL invalid_rows: 300 of 300 rows do not fit sft (too_long=300)"
+
+
+def test_ten_offending_rows_are_listed_unless_told_otherwise(validator, capsys):
+    code, lines = run(validator, capsys, str(DATA / "wayne.jsonl"), "--max-length", "256")
+    assert code == 1 and "first offending rows (10 of 11):" in lines
+    assert sum(line.startswith("  line ") for line in lines) == 10
+
+
+def test_the_json_record_keeps_non_ascii_text_as_it_is(validator, capsys, tmp_path):
+    path = tmp_path / "données.jsonl"
+    path.write_text(json.dumps({"text": "déjà vu"}, ensure_ascii=False) + "\n", encoding="utf-8")
+    code, lines = run(validator, capsys, str(path), "--json")
+    assert code == 0 and f'"dataset": "{path}"' in lines[0]
