@@ -101,3 +101,27 @@ def test_two_consoles_starting_at_once_share_one_daemon_that_outlives_them(tmp_p
     with backend.connect(cfg) as b:  # the record survives: the job ended with the server
         ended = b.api.inspect_job(job_id=job.id, namespace=NAMESPACE)
         assert ended.status.stage == "ERROR" and "server stopped" in ended.status.message
+
+
+def test_server_start_starts_the_daemon_once_and_prints_the_hf_cli_line_that_works(tmp_path):
+    _config(tmp_path)
+    started = _console("server", "start")
+    try:
+        assert started.returncode == 0, started.stderr
+        info = json.loads(paths.server_info_path().read_text())
+        assert info["daemon"] and f"pid {info['pid']}" in started.stdout
+        [line] = [x for x in started.stdout.splitlines() if x.startswith("  hf CLI: ")]
+        assert line == (f"  hf CLI: HF_ENDPOINT={info['url']} HF_TOKEN=$(cat {paths.token_path()}) "
+                        "hf jobs ps -a")
+        hf = Path(sys.executable).with_name("hf")
+        env = dict(os.environ, HF_ENDPOINT=info["url"], HF_TOKEN=paths.read_token())
+        listed = subprocess.run([str(hf), "jobs", "ps", "-a"], capture_output=True, text=True, env=env, timeout=60)
+        assert (listed.returncode, listed.stdout) == (0, "No results found.\n"), listed.stderr  # token accepted
+        again = _console("server", "start")
+        assert again.returncode == 0 and again.stdout.startswith("Already running.\n")
+        assert json.loads(paths.server_info_path().read_text())["pid"] == info["pid"]
+    finally:
+        stopped = _console("server", "stop", "--yes")
+    assert stopped.returncode == 0 and not paths.server_info_path().exists()
+    none = _console("server", "status")
+    assert none.returncode == 3 and "`console server start` starts one in the background" in none.stdout

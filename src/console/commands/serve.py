@@ -39,7 +39,6 @@ def run(args: argparse.Namespace) -> int:
     from console import backend
     from console.commands._common import CommandError, load_config
     from console.server import LocalServer, ServerBusyError, ServerOptions
-    from console.server import paths as server_paths
 
     cfg = load_config(args)
     port = cfg.server.port if args.port is None else args.port
@@ -66,11 +65,6 @@ def run(args: argparse.Namespace) -> int:
 
     def ready(url: str) -> None:
         backend.write_server_info(url, daemon=args.daemon, sandbox=isolation.describe())
-        if os.environ.get(server_paths.TOKEN_ENV):
-            where, token_expr = f"${server_paths.TOKEN_ENV}", f"${server_paths.TOKEN_ENV}"
-        else:
-            where = str(server_paths.token_path())
-            token_expr = f"$(cat {where})"
         started = "started in the background" if args.daemon else "listening"
         print(f"Jobs server {started} on {url}", flush=True)
         print(f"  pid {os.getpid()}; `console server stop` stops it", flush=True)
@@ -80,8 +74,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"WARNING: {isolation.describe()}. A job can then read this server's state and other",
                   "jobs' files, and processes it detaches can outlive it (see RELIABILITY.md).",
                   file=sys.stderr, flush=True)
-        print(f"  namespace {cfg.namespace}; bearer token in {where}", flush=True)
-        print(f"  hf CLI: HF_ENDPOINT={url} HF_TOKEN={token_expr} hf jobs ps -a", flush=True)
+        print(f"  namespace {cfg.namespace}; bearer token in {token_place()}", flush=True)
+        print(f"  hf CLI: {hf_cli_line(url)}", flush=True)
         if not args.daemon:
             print("Ctrl-C stops it (running jobs are killed).", flush=True)
 
@@ -103,6 +97,22 @@ def run(args: argparse.Namespace) -> int:
             backend.forget_server_info(server.url)
     print("Jobs server stopped.", file=sys.stderr)
     return 0
+
+
+def token_place() -> str:
+    """Where the server's bearer token is: the environment variable that set it, or its file."""
+    from console.server import paths as server_paths
+
+    if os.environ.get(server_paths.TOKEN_ENV):
+        return f"${server_paths.TOKEN_ENV}"
+    return str(server_paths.token_path())
+
+
+def hf_cli_line(url: str) -> str:
+    """The official CLI against the server at `url`: what to paste into a shell."""
+    place = token_place()
+    token = place if place.startswith("$") else f"$(cat {place})"
+    return f"HF_ENDPOINT={url} HF_TOKEN={token} hf jobs ps -a"
 
 
 def _port_free(port: int) -> bool:

@@ -1,5 +1,6 @@
 """`console server`: the data dir's local Jobs server, as the consoles here share it.
 
+    console server start         start it in the background now (if it is not running)
     console server status        where it listens, since when, its running jobs
     console server stop [--yes]  stop it (asks first when jobs are running, and names them)
     console server logs [-n N] [-f]  the daemon's own log
@@ -27,6 +28,9 @@ def register(subparsers, add_common) -> None:
     )
     add_common(p)
     sub = p.add_subparsers(dest="server_command", metavar="ACTION")
+    start = sub.add_parser("start", help="start it in the background now, as a console would (if none runs)")
+    add_common(start)
+    start.set_defaults(handler=run_start)
     status = sub.add_parser("status", help="where it listens, since when, and its running jobs")
     add_common(status)
     status.set_defaults(handler=run_status)
@@ -57,7 +61,8 @@ def _not_running() -> int:
     from console import paths
 
     print(f"No local Jobs server is running for {paths.data_dir()}.")
-    print("`console` starts one in the background when it needs it; `console serve` runs one here.")
+    print("`console server start` starts one in the background (as `console` does when it needs one);")
+    print("`console serve` runs one in this terminal.")
     return 3
 
 
@@ -79,8 +84,26 @@ def _describe(job) -> str:
     return clean_log_line(f"{job.id}  {job.status.stage:<10}  tenant {tenant}  {job.flavor}")
 
 
+def run_start(args: argparse.Namespace) -> int:
+    """Start the daemon the way a console does when it needs one, then say where it is."""
+    from console.backend import BackendError, find_running_server
+    from console.backend.daemon import ensure_daemon
+    from console.commands._common import CommandError, load_config
+
+    cfg = load_config(args)
+    already = find_running_server() is not None
+    try:
+        ensure_daemon(cfg)
+    except BackendError as exc:
+        raise CommandError(str(exc)) from None
+    if already:
+        print("Already running.")
+    return run_status(args)
+
+
 def run_status(args: argparse.Namespace) -> int:
     from console.backend.daemon import log_path
+    from console.commands.serve import hf_cli_line, token_place
 
     running = _running()
     if running is None:
@@ -91,6 +114,8 @@ def run_status(args: argparse.Namespace) -> int:
     since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started)) if isinstance(started, (int, float)) else "?"
     print(f"Local Jobs server at {url}, pid {info.get('pid')}, running {how} since {since}")
     print(f"  log: {log_path()}")
+    print(f"  bearer token in {token_place()}")
+    print(f"  hf CLI: {hf_cli_line(url)}")
     if info.get("sandbox"):
         print(f"  {info['sandbox']}")
     jobs = _active_jobs(args, url, token)
