@@ -136,3 +136,10 @@ def test_the_json_record_keeps_non_ascii_text_as_it_is(validator, capsys, tmp_pa
     path.write_text(json.dumps({"text": "déjà vu"}, ensure_ascii=False) + "\n", encoding="utf-8")
     code, lines = run(validator, capsys, str(path), "--json")
     assert code == 0 and f'"dataset": "{path}"' in lines[0]
+
+
+def test_the_json_record_lists_the_first_ten_issues_unless_told_otherwise(validator, capsys):
+    code, lines = run(validator, capsys, str(DATA / "wayne.jsonl"), "--max-length", "256", "--json")
+    assert code == 1 and len(json.loads(lines[0])["issues"]) == 10
+    code, lines = run(validator, capsys, str(DATA / "wayne.jsonl"), "--max-length", "256", "--json", "--show", "2")
+    assert len(json.loads(lines[0])["issues"]) == 2
