@@ -589,7 +589,8 @@ def bundle_files(script_dir: Path, script: str) -> list[tuple[str, Path]]:
         for path in package.rglob("*.py")
         if "__pycache__" not in path.parts
     )
-    checks = [] if script == DATASET_CHECKS else [(DATASET_CHECKS, script_dir / DATASET_CHECKS)]
+    dataset_checks = script_dir / DATASET_CHECKS
+    checks = [(DATASET_CHECKS, dataset_checks)] if script != DATASET_CHECKS and dataset_checks.is_file() else []
     return [(script, script_dir / script), *checks, *modules]
 
 

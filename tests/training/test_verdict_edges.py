@@ -165,15 +165,6 @@ def test_a_failed_run_saves_no_weights_and_leaves_its_record_only_where_artifact
     assert trainer.saved == []
 
 
-def test_the_verdict_line_of_a_watched_metric_names_it(run_rules, tmp_path):
-    m = monitor(run_rules, FALLING)
-    m.watch_metric("cosine_ndcg@10")
-    m.observe_metric(0, 0.07)
-    m.observe_metric(10, 0.85)
-    passed, rest = run_rules.finish(Trainer(), run_rules.Destination(tmp_path, None, None), "s", 10, m, {})
-    assert passed and " metric=cosine_ndcg@10 metric_first=0.0700 metric_last=0.8500 " in rest
-
-
 @pytest.mark.parametrize("kind", ["nan", "flat_loss"])
 def test_a_failed_run_raises_its_alert_once(run_rules, kind):
     m = monitor(run_rules, [1.0] * 10 if kind == "flat_loss" else [1.0, float("nan")])
