@@ -58,6 +58,42 @@ async def test_log_pane_keeps_a_bounded_tail(backend, cfg):
         assert pane.received == len(full)
 
 
+FILL_THEN_TRICKLE = (
+    "import sys, time\n"
+    "for i in range(150):\n"
+    "    print(f'fill {i:03d}')\n"
+    "sys.stdout.flush()\n"
+    "for i in range(6):\n"
+    "    time.sleep(0.3)\n"
+    "    print(f'then {i}', flush=True)\n"
+)
+
+
+async def test_a_full_log_that_follows_paints_each_new_line(backend, cfg):
+    """Once the log holds its maximum, each new line drops the top one: the screen must move too
+    (Textual's Log repainted only past its end, and the pane showed the lines of when it filled)."""
+    job = run_python(backend, FILL_THEN_TRICKLE)
+    app = ConsoleApp(cfg, backend, refresh_seconds=0.3, log_max_lines=100, stream_metrics=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: job.id in app.jobs_table.rows_by_id)
+        app.jobs_table.select_job(job.id)
+        pane = app.log_pane
+        await wait_for(pilot, lambda: pane.ended, timeout=30, what="the end of the stream")
+        assert pane.follow and list(pane.lines)[-1] == "then 5"
+        await wait_for(pilot, lambda: _painted_log(app)[-1:] == ["then 5"], timeout=5,
+                       what=f"the log's last line painted (painted: {_painted_log(app)[-3:]})")
+        painted = _painted_log(app)
+        assert painted == list(pane.lines)[-len(painted):]
+
+
+def _painted_log(app) -> list[str]:
+    """The log rows as the screen paints them (not the widget's lines: what reaches the terminal)."""
+    log = app.query_one(JobLog)
+    region = log.content_region
+    rows = list(app.screen._compositor.render_strips())[region.y:region.bottom]
+    return [row.text[region.x:region.right].rstrip() for row in rows if row.text[region.x:region.right].strip()]
+
+
 async def test_markup_and_escape_sequences_show_as_literal_text(backend, cfg):
     code = (
         "print('[bold red]x[/]')\n"
