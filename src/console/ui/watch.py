@@ -4,8 +4,8 @@ Every `interval` seconds (the first pass a few seconds after start) one thread w
 "oncall") runs `console.oncall.Watcher.check()`: failed and timed-out jobs, stalls, jobs that will
 hit their timeout, Trackio ERROR alerts, the month over budget. The events it sends for the first
 time (the on-call store keeps what was sent, so a restart repeats nothing, and a `console watch`
-on the same data dir shares it) become Textual notifications here, and go to the `[notify]`
-channels: the terminal escapes (bell, OSC 9 / 777) are written by the UI thread, the webhooks by
+on the same data dir shares it) become Textual notifications here (a pass with many shows a few
+and counts the rest in one, `TOASTS_PER_PASS`), and each goes to the `[notify]` channels: the terminal escapes (bell, OSC 9 / 777) are written by the UI thread, the webhooks by
 the notifier's own thread. The pass's forecasts and stalls mark the jobs table's rows, and the
 status line counts them (`2 STALLED  1 TMOUT`).
 
@@ -19,7 +19,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from textual.message import Message
 
@@ -34,6 +34,19 @@ WATCH_SECONDS = 30.0
 """Seconds between on-call passes in the TUI (`console watch --interval` for the headless one)."""
 FIRST_WATCH_SECONDS = 5.0
 """The first pass comes this long after start (after the first frame and the first reads)."""
+TOASTS_PER_PASS = 3
+"""A pass with more events than this shows the first ones as toasts (errors first) and one toast
+for the rest: a night of 40 failed jobs is not 40 toasts over the screen for 15 s. Every event
+still goes to the bell, OSC and webhook channels, and the jobs table lists the failed jobs."""
+TOAST_SECONDS = 15
+KIND_WORDS = {
+    "job_error": "failed",
+    "job_timeout": "timed out",
+    "stall": "stalled",
+    "trackio_error": "Trackio errors",
+    "budget": "budget",
+    "overrun": "will time out",
+}
 
 
 @dataclass
@@ -146,11 +159,9 @@ class OnCallWatch:
         if report is None:
             return
         self.last_report = report
-        for event in report.events:
-            self.app.notify(
-                event.text, title=event.title, timeout=15,
-                severity="error" if event.level == "ERROR" else "warning",
-            )
+        for title, text, level in toasts(report.events):
+            self.app.notify(text, title=title, timeout=TOAST_SECONDS,
+                            severity="error" if level == "ERROR" else "warning")
         self.marks = oncall_marks(report.forecasts, report.stalls)
         try:
             self.app.jobs_table.show_oncall(self.marks)
@@ -174,3 +185,19 @@ class OnCallWatch:
         if self._watcher is not None:
             self._watcher.close(timeout=0.0)
 
+
+def toasts(events: list[Any]) -> list[tuple[str, str, str]]:
+    """(title, text, level) of the toasts for one pass's events: each event while they are few
+    (`TOASTS_PER_PASS`), else the first ones, errors first, and one toast counting the rest."""
+    if len(events) <= TOASTS_PER_PASS:
+        return [(e.title, e.text, e.level) for e in events]
+    ordered = sorted(events, key=lambda e: e.level != "ERROR")  # stable: in order within a level
+    shown, rest = ordered[:TOASTS_PER_PASS - 1], ordered[TOASTS_PER_PASS - 1:]
+    counts: dict[str, int] = {}
+    for event in rest:
+        counts[event.kind] = counts.get(event.kind, 0) + 1
+    text = ", ".join(f"{n} {KIND_WORDS.get(kind, kind)}" for kind, n in counts.items())
+    level = "ERROR" if any(e.level == "ERROR" for e in rest) else "WARN"
+    summary = (f"{len(rest)} more on-call events", f"{text} (the jobs tab lists them; `console watch` prints each)",
+               level)
+    return [(e.title, e.text, e.level) for e in shown] + [summary]
