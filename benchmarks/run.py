@@ -467,8 +467,14 @@ def bench_logs(res: Results, ws: Workspace, server: SharedServer, lines: int) ->
         if t_attach is None:
             raise RuntimeError("the log pane did not attach to the job's stream")
         ps = psutil.Process(proc.pid)
+        # The seeded fleet has failed jobs: the first on-call pass (5 s after start) toasts them,
+        # and at 80x24 its toasts cover the log pane's title, where the counts and the follow /
+        # paused word are read. Stream once they are gone (and the one-off work after a start).
+        from console.ui.watch import FIRST_WATCH_SECONDS, TOAST_SECONDS
+
+        _settle(ps)
+        time.sleep(max(0.5, proc.spawned_at + FIRST_WATCH_SECONDS + TOAST_SECONDS + 2 - time.time()))
         rss_before = ps.memory_info().rss
-        time.sleep(0.5)
         proc.clear_output()
         t_go = time.perf_counter()
         ours_go.touch()
