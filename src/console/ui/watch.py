@@ -5,8 +5,9 @@ Every `interval` seconds (the first pass a few seconds after start) one thread w
 hit their timeout, Trackio ERROR alerts, the month over budget. The events it sends for the first
 time (the on-call store keeps what was sent, so a restart repeats nothing, and a `console watch`
 on the same data dir shares it) become Textual notifications here (a pass with many shows a few
-and counts the rest in one, `TOASTS_PER_PASS`), and each goes to the `[notify]` channels: the terminal escapes (bell, OSC 9 / 777) are written by the UI thread, the webhooks by
-the notifier's own thread. The pass's forecasts and stalls mark the jobs table's rows, and the
+and counts the rest in one, `TOASTS_PER_PASS`), and each goes to the `[notify]` channels: the
+terminal escapes (bell, OSC 9 / 777) are written by the UI thread, the webhooks by the
+notifier's own thread. The pass's forecasts and stalls mark the jobs table's rows, and the
 status line counts them (`2 STALLED  1 TMOUT`).
 
 A pass never blocks the UI: it runs in a thread, a pass still running skips the next tick, and a
