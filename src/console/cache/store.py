@@ -35,6 +35,7 @@ from typing import Any
 from console import paths
 from console.cache.docs import job_doc, pack, unpack
 from console.jobs import JobFilter, JobRow
+from console.sqlbatch import in_batches
 from console.strings import shared
 
 SCHEMA_VERSION = 2
@@ -309,9 +310,7 @@ class JobCache:
     def stages(self, job_ids: Sequence[str]) -> dict[str, str]:
         """id -> stage for the ids the cache holds."""
         out: dict[str, str] = {}
-        for start in range(0, len(job_ids), 500):
-            chunk = list(job_ids[start:start + 500])
-            marks = ",".join("?" * len(chunk))
+        for chunk, marks in in_batches(job_ids):
             out.update(self._conn.execute(f"SELECT id, stage FROM jobs WHERE id IN ({marks})", chunk))
         return out
 

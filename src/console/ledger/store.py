@@ -25,6 +25,7 @@ from console.ledger.calibration import estimate_calibration, observations_from
 from console.ledger.entries import UNKNOWN, LedgerEntry, entry_from_job, is_loopback, is_terminal
 from console.ledger.forecast import SpendTotals
 from console.prices import PriceBook, shipped_price_book
+from console.sqlbatch import in_batches
 from console.strings import shared
 
 LEDGER_FILENAME = "ledger.sqlite"
@@ -79,9 +80,6 @@ WHERE running_source = 'timestamps' AND finished_at IS NULL
 was billed up to the moment it was recorded (one ERROR job: 2,776,734 s, $1,928). Their running
 time is unknown; they become unknown entries (no total counts them) and are costed again if the
 Jobs API later says how long they ran."""
-
-_IDS_PER_QUERY = 500
-"""Job ids per `IN (...)` query (SQLite allows 999 parameters in older builds)."""
 
 _UPSERT_SET = ", ".join(f"{c} = excluded.{c}" for c in (
     "price_per_hour", "price_source", "running_seconds", "running_source", "cost_usd", "stage",
@@ -241,9 +239,7 @@ class Ledger:
         known: set[str] = set()
         unknown: set[str] = set()
         with self._connect() as conn:
-            for i in range(0, len(job_ids), _IDS_PER_QUERY):
-                chunk = job_ids[i : i + _IDS_PER_QUERY]
-                marks = ", ".join("?" for _ in chunk)
+            for chunk, marks in in_batches(job_ids):
                 for job_id, source in conn.execute(
                         f"SELECT job_id, running_source FROM entries WHERE job_id IN ({marks})", chunk):
                     known.add(job_id)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from console import paths
+from console.sqlbatch import in_batches
 
 ONCALL_FILENAME = "oncall.sqlite"
 SCHEMA_VERSION = 1
@@ -117,9 +118,7 @@ class OnCallStore:
         wanted = list(dict.fromkeys(keys))
         found: set[str] = set()
         with self._connect() as conn:
-            for i in range(0, len(wanted), 500):
-                chunk = wanted[i : i + 500]
-                marks = ", ".join("?" for _ in chunk)
+            for chunk, marks in in_batches(wanted):
                 found.update(
                     row[0] for row in conn.execute(f"SELECT key FROM sent WHERE key IN ({marks})", chunk)
                 )

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from console.sqlbatch import in_batches
+
 TERMINAL_STAGES = ("COMPLETED", "CANCELED", "ERROR", "DELETED")
 ACTIVE_STAGES = ("SCHEDULING", "RUNNING")
 
@@ -292,13 +294,9 @@ class Store:
 
     def get_jobs(self, job_ids: Sequence[str]) -> dict[str, JobRecord]:
         out: dict[str, JobRecord] = {}
-        for start in range(0, len(job_ids), 500):
-            chunk = list(job_ids[start:start + 500])
+        for chunk, marks in in_batches(job_ids):
             with self._lock:
-                rows = self._db.execute(
-                    f"SELECT {_JOB_COLUMNS} FROM jobs WHERE id IN ({','.join('?' * len(chunk))})",
-                    chunk,
-                ).fetchall()
+                rows = self._db.execute(f"SELECT {_JOB_COLUMNS} FROM jobs WHERE id IN ({marks})", chunk).fetchall()
             for row in rows:
                 job = _job_from_row(row)
                 out[job.id] = job
