@@ -47,6 +47,15 @@ KINDS = ("job_error", "job_timeout", "stall", "trackio_error", "budget", "overru
 """job_error: a job ended ERROR; job_timeout: killed on its timeout (and billed for it); stall: a
 running job stalled but billing; trackio_error: a Trackio ERROR alert; budget: the month's
 projection crossed `monthly_budget_usd`; overrun: a running job will hit its timeout first."""
+KIND_WORDS = {
+    "job_error": "failed",
+    "job_timeout": "timed out",
+    "stall": "stalled",
+    "trackio_error": "Trackio errors",
+    "budget": "budget",
+    "overrun": "will time out",
+}
+"""Each kind in a word or two, after a count (`3 failed, 1 stalled`)."""
 QUEUE_SIZE = 200
 RETRY_DELAY_S = 1.0
 

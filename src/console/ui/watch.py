@@ -18,6 +18,7 @@ at the next tick.
 from __future__ import annotations
 
 import threading
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -40,14 +41,6 @@ TOASTS_PER_PASS = 3
 for the rest: a night of 40 failed jobs is not 40 toasts over the screen for 15 s. Every event
 still goes to the bell, OSC and webhook channels, and the jobs table lists the failed jobs."""
 TOAST_SECONDS = 15
-KIND_WORDS = {
-    "job_error": "failed",
-    "job_timeout": "timed out",
-    "stall": "stalled",
-    "trackio_error": "Trackio errors",
-    "budget": "budget",
-    "overrun": "will time out",
-}
 
 
 @dataclass
@@ -193,10 +186,10 @@ def toasts(events: list[Any]) -> list[tuple[str, str, str]]:
     if len(events) <= TOASTS_PER_PASS:
         return [(e.title, e.text, e.level) for e in events]
     ordered = sorted(events, key=lambda e: e.level != "ERROR")  # stable: in order within a level
+    from console.oncall.notify import KIND_WORDS
+
     shown, rest = ordered[:TOASTS_PER_PASS - 1], ordered[TOASTS_PER_PASS - 1:]
-    counts: dict[str, int] = {}
-    for event in rest:
-        counts[event.kind] = counts.get(event.kind, 0) + 1
+    counts = Counter(event.kind for event in rest)  # in the order the kinds first come
     text = ", ".join(f"{n} {KIND_WORDS.get(kind, kind)}" for kind, n in counts.items())
     level = "ERROR" if any(e.level == "ERROR" for e in rest) else "WARN"
     summary = (f"{len(rest)} more on-call events", f"{text} (the jobs tab lists them; `console watch` prints each)",
