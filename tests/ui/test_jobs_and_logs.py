@@ -26,15 +26,7 @@ async def test_selected_job_streams_every_line_in_order(backend, cfg, size):
     job = run_python(backend, CHATTY)
     app = ConsoleApp(cfg, backend, refresh_seconds=0.3, stream_metrics=False)
     async with app.run_test(size=size) as pilot:
-        await wait_for(pilot, lambda: job.id in app.jobs_table.rows_by_id, what="the job row")
-        app.jobs_table.select_job(job.id)
-        pane = app.log_pane
-        await wait_for(
-            pilot,
-            lambda: pane.job_id == job.id and pane.ended,
-            timeout=30,
-            what="the end of the stream",
-        )
+        pane = await _follow_to_the_end(pilot, app, job)
         await wait_thread(wait_stage, backend, job.id, ("COMPLETED",))
         full = list(backend.api.fetch_job_logs(job_id=job.id, namespace=backend.namespace))
         expected = [f"line {i:05d} " + "x" * (i % 50) for i in range(3000)]
@@ -47,10 +39,7 @@ async def test_log_pane_keeps_a_bounded_tail(backend, cfg):
     job = run_python(backend, CHATTY)
     app = ConsoleApp(cfg, backend, refresh_seconds=0.3, log_max_lines=500, stream_metrics=False)
     async with app.run_test(size=(80, 24)) as pilot:
-        await wait_for(pilot, lambda: job.id in app.jobs_table.rows_by_id)
-        app.jobs_table.select_job(job.id)
-        pane = app.log_pane
-        await wait_for(pilot, lambda: pane.ended, timeout=30, what="the end of the stream")
+        pane = await _follow_to_the_end(pilot, app, job)
         full = list(backend.api.fetch_job_logs(job_id=job.id, namespace=backend.namespace))
         assert len(pane.lines) == 500
         assert list(pane.lines) == full[-500:]
@@ -75,15 +64,21 @@ async def test_a_full_log_that_follows_paints_each_new_line(backend, cfg):
     job = run_python(backend, FILL_THEN_TRICKLE)
     app = ConsoleApp(cfg, backend, refresh_seconds=0.3, log_max_lines=100, stream_metrics=False)
     async with app.run_test(size=(80, 24)) as pilot:
-        await wait_for(pilot, lambda: job.id in app.jobs_table.rows_by_id)
-        app.jobs_table.select_job(job.id)
-        pane = app.log_pane
-        await wait_for(pilot, lambda: pane.ended, timeout=30, what="the end of the stream")
+        pane = await _follow_to_the_end(pilot, app, job)
         assert pane.follow and list(pane.lines)[-1] == "then 5"
         await wait_for(pilot, lambda: _painted_log(app)[-1:] == ["then 5"], timeout=5,
-                       what=f"the log's last line painted (painted: {_painted_log(app)[-3:]})")
+                       what="the log's last line painted")
         painted = _painted_log(app)
         assert painted == list(pane.lines)[-len(painted):]
+
+
+async def _follow_to_the_end(pilot, app, job):
+    """Select `job` in the jobs table and wait until its log stream has ended in the log pane."""
+    await wait_for(pilot, lambda: job.id in app.jobs_table.rows_by_id, what="the job row")
+    app.jobs_table.select_job(job.id)
+    pane = app.log_pane
+    await wait_for(pilot, lambda: pane.job_id == job.id and pane.ended, timeout=30, what="the end of the stream")
+    return pane
 
 
 def _painted_log(app) -> list[str]:
