@@ -102,23 +102,25 @@ def test_a_server_with_another_token_refuses_this_one(service):
 
 
 # Every route family behind the guard: (method, path, what the right token gets instead of 401).
+JOB = f"/api/jobs/{NAMESPACE}/0123456789abcdef01234567"  # no such job
+SCHEDULED = f"/api/scheduled-jobs/{NAMESPACE}/0123456789abcdef01234567"
 ROUTES = [
     ("GET", "/api/whoami-v2", 200),
     ("GET", "/api/jobs/hardware", 200),
     ("GET", f"/api/jobs/{NAMESPACE}", 200),
     ("POST", f"/api/jobs/{NAMESPACE}", 400),  # no body
-    ("GET", f"/api/jobs/{NAMESPACE}/0123456789abcdef01234567", 404),
-    ("GET", f"/api/jobs/{NAMESPACE}/0123456789abcdef01234567/logs", 404),
-    ("GET", f"/api/jobs/{NAMESPACE}/0123456789abcdef01234567/metrics", 404),
-    ("POST", f"/api/jobs/{NAMESPACE}/0123456789abcdef01234567/cancel", 404),
-    ("POST", f"/api/jobs/{NAMESPACE}/0123456789abcdef01234567/duplicate", 404),
-    ("PUT", f"/api/jobs/{NAMESPACE}/0123456789abcdef01234567/labels", 404),
-    ("PUT", f"/api/jobs/{NAMESPACE}/0123456789abcdef01234567/expose", 404),
+    ("GET", JOB, 404),
+    ("GET", f"{JOB}/logs", 404),
+    ("GET", f"{JOB}/metrics", 404),
+    ("POST", f"{JOB}/cancel", 404),
+    ("POST", f"{JOB}/duplicate", 404),
+    ("PUT", f"{JOB}/labels", 404),
+    ("PUT", f"{JOB}/expose", 404),
     ("GET", f"/api/scheduled-jobs/{NAMESPACE}", 200),
     ("POST", f"/api/scheduled-jobs/{NAMESPACE}", 400),
-    ("GET", f"/api/scheduled-jobs/{NAMESPACE}/0123456789abcdef01234567", 404),
-    ("DELETE", f"/api/scheduled-jobs/{NAMESPACE}/0123456789abcdef01234567", 404),
-    ("POST", f"/api/scheduled-jobs/{NAMESPACE}/0123456789abcdef01234567/suspend", 404),
+    ("GET", SCHEDULED, 404),
+    ("DELETE", SCHEDULED, 404),
+    ("POST", f"{SCHEDULED}/suspend", 404),
     ("POST", "/api/settings/webhooks", 501),
     ("GET", "/api/settings/webhooks/abc", 501),
     ("GET", f"/api/buckets/{NAMESPACE}", 200),
