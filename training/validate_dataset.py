@@ -67,7 +67,7 @@ import re
 import sys
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -115,12 +115,7 @@ class Issue:
     severity: str = "error"
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "line": self.line,
-            "code": self.code,
-            "message": self.message,
-            "severity": self.severity,
-        }
+        return asdict(self)
 
 
 @dataclass
