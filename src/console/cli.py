@@ -38,16 +38,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     handler = getattr(args, "handler", None)
+    tui = handler is None
+    if tui:  # the last screen, before Textual or anything of the UI is imported
+        from console import firstframe
+
+        firstframe.paint(list(sys.argv[1:] if argv is None else argv))
     try:
-        if handler is None:
+        if tui:
             from console.commands.tui import run_tui
 
             return run_tui(args)
         return int(handler(args) or 0)
     except CommandError as exc:
+        if tui:
+            firstframe.abandon()
         print(f"console: {exc}", file=sys.stderr)
         return exc.code
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
         return 0
+    finally:
+        if tui:
+            firstframe.abandon()

@@ -50,11 +50,12 @@ from textual.screen import Screen
 from textual.widgets import Footer, TabbedContent, TabPane
 from textual.worker import Worker, WorkerState
 
+from console import firstframe
 from console.cache import snapshot
 from console.config import Config
 from console.jobs import Prefetch
 from console.prices import PriceBook
-from console.ui import keys
+from console.ui import keys, lastframe
 from console.ui.actions import ActionDone, jobs, oncall, schedules, shell
 from console.ui.base import ConsoleBase
 from console.ui.job_view import MetricsSample
@@ -260,6 +261,7 @@ class ConsoleApp(ConsoleBase):
         (TEXTUAL_DRIVER, when set, and other platforms keep Textual's choice)."""
         from textual import constants
 
+        firstframe.took_over()  # the terminal as it was before the kept picture, for Textual to read
         if constants.DRIVER is not None or sys.platform == "win32":
             return super().get_driver_class()
         from console.ui.terminal import ConsoleDriver
@@ -414,6 +416,10 @@ class ConsoleApp(ConsoleBase):
 
         scheduled = list(self.refresher.scheduled.values())
         self.push_screen(WhatIfScreen(self.cfg, ledger=self.ledger, scheduled_jobs=scheduled, prices=self.prices))
+
+    async def action_quit(self) -> None:
+        lastframe.keep(self)  # the next start paints it before anything loads
+        await super().action_quit()
 
     def action_refresh_now(self) -> None:
         self.refresher.refresh(full=True)
