@@ -130,6 +130,9 @@ class NotifySettings:
     stall_cpu_pct: float = 1.0
     """CPU use (percent of the job's machine, as the Jobs metrics report it) at or under which a
     job counts as idle."""
+    scheduling_after_s: int = 1800
+    """A job waiting in SCHEDULING (no free machine of its flavor) longer than this is notified,
+    once, with its flavor and how long it has waited."""
     osc52: bool = False
     """Put an incident bundle's path on the terminal's clipboard (OSC 52) when one is written."""
 
@@ -388,6 +391,7 @@ SCHEMA: dict[str, Callable[[Any], Any]] = {
     "notify.webhook_timeout_s": _float_range(0.5, 60),
     "notify.stall_after_s": _int_range(10, 7 * 86400),
     "notify.stall_cpu_pct": _float_range(0, 100),
+    "notify.scheduling_after_s": _int_range(60, 7 * 86400),
     "notify.osc52": _bool,
 }
 SECTIONS = ("defaults", "trackio", "server", "billing", "notify", "keys")

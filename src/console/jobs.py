@@ -14,6 +14,7 @@ Headless so the UI stays thin and the rules are tested without Textual:
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -78,6 +79,13 @@ class JobRow:
     def active(self) -> bool:
         return self.stage in ACTIVE_STAGES
 
+    def waiting_seconds(self, now: datetime) -> float | None:
+        """How long the job has waited in SCHEDULING: since it was created (a queued job has not
+        started); None when it is not waiting or the API gave no creation time."""
+        if self.stage != "SCHEDULING" or self.created_at is None:
+            return None
+        return max(0.0, (now - self.created_at).total_seconds())
+
     def text(self) -> str:
         labels = " ".join(f"{k}={v}" for k, v in self.labels.items())
         return " ".join(
@@ -141,6 +149,49 @@ def job_row(info: Any, *, now: datetime | None = None, prices: PriceBook | None 
         scheduled_job_id=scheduled,
         owner=info.owner.name if getattr(info, "owner", None) else None,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class FlavorQueue:
+    """The jobs waiting in SCHEDULING on one flavor: how many, and since when."""
+
+    flavor: str
+    waiting: int
+    since: datetime
+    """When the longest-waiting of them was created."""
+    longest_s: float
+    """How long that one has waited."""
+
+    def line(self, now: datetime) -> str:
+        """`2 on h200x8 since 03:14 (12h 5m)`."""
+        return f"{self.waiting} on {self.flavor or '-'} since {format_clock(self.since, now)} " \
+               f"({format_duration(self.longest_s)})"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"flavor": self.flavor, "waiting": self.waiting, "since": self.since.isoformat(),
+                "longest_s": round(self.longest_s, 1)}
+
+
+def scheduling_queue(rows: Iterable[JobRow], now: datetime) -> list[FlavorQueue]:
+    """The SCHEDULING jobs per flavor, the longest wait first (the queue depth of the fleet)."""
+    by_flavor: dict[str, list[JobRow]] = {}
+    for row in rows:
+        if row.waiting_seconds(now) is not None:
+            by_flavor.setdefault(row.flavor, []).append(row)
+    queues = []
+    for flavor, waiting in by_flavor.items():
+        oldest = min(waiting, key=lambda r: r.created_at or now)
+        queues.append(FlavorQueue(flavor, len(waiting), oldest.created_at or now,
+                                  oldest.waiting_seconds(now) or 0.0))
+    return sorted(queues, key=lambda q: (-q.longest_s, q.flavor))
+
+
+def queue_line(queues: Sequence[FlavorQueue], now: datetime) -> str:
+    """`3 waiting: 2 on h200x8 since 03:14 (12h 5m), 1 on t4-small since 15:02 (4m)`; "" when none."""
+    if not queues:
+        return ""
+    total = sum(q.waiting for q in queues)
+    return f"{total} waiting: " + ", ".join(q.line(now) for q in queues)
 
 
 def sort_key(row: JobRow) -> tuple:

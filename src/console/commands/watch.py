@@ -3,10 +3,11 @@ systemd unit.
 
 Each pass (every `--interval` seconds; `--once` for one) reads the backend and sends, once each
 for good, the events the `[notify]` config routes: a job that ended ERROR or on its timeout (with
-why), a stalled job still billing, a job that will hit its timeout first, a Trackio ERROR alert,
-the month's projection over `monthly_budget_usd`. Text mode prints each event as one line and a
-status line when it changes; `--json` prints each event as one JSON object per line and nothing
-else on stdout. The bell and desktop notifications go to stderr.
+why), a stalled job still billing, a job that will hit its timeout first, a job stuck in
+SCHEDULING, a Trackio ERROR alert, the month's projection over `monthly_budget_usd`. Text mode
+prints each event as one line and a status line when it changes (with the queue per flavor);
+`--json` prints each event as one JSON object per line and nothing else on stdout. The bell
+and desktop notifications go to stderr.
 
 It never starts a Jobs server: with none running it says so in one line (and, without --once,
 waits for one).

@@ -2,8 +2,8 @@
 
 Events (:class:`Event`) come from the detectors (:mod:`console.oncall.watcher`): a job that ended
 ERROR or was killed on its timeout, a stall, a Trackio ERROR alert, the month's projection over
-`monthly_budget_usd`, a job that will hit its timeout before it finishes. :class:`Notifier` sends
-each through the `[notify]` channels of the config:
+`monthly_budget_usd`, a job that will hit its timeout before it finishes, a job stuck in
+SCHEDULING. :class:`Notifier` sends each through the `[notify]` channels of the config:
 
 - the terminal: the bell (`notify.bell`) and a desktop notification by escape (`notify.desktop`:
   OSC 9 or OSC 777), written through the `write` callable the caller gives (the app's driver,
@@ -43,10 +43,11 @@ from console.oncall.store import OnCallStore
 
 log = logging.getLogger(__name__)
 
-KINDS = ("job_error", "job_timeout", "stall", "trackio_error", "budget", "overrun")
+KINDS = ("job_error", "job_timeout", "stall", "trackio_error", "budget", "overrun", "scheduling")
 """job_error: a job ended ERROR; job_timeout: killed on its timeout (and billed for it); stall: a
 running job stalled but billing; trackio_error: a Trackio ERROR alert; budget: the month's
-projection crossed `monthly_budget_usd`; overrun: a running job will hit its timeout first."""
+projection crossed `monthly_budget_usd`; overrun: a running job will hit its timeout first;
+scheduling: a job has waited in SCHEDULING longer than `notify.scheduling_after_s`."""
 KIND_WORDS = {
     "job_error": "failed",
     "job_timeout": "timed out",
@@ -54,6 +55,7 @@ KIND_WORDS = {
     "trackio_error": "Trackio errors",
     "budget": "budget",
     "overrun": "will time out",
+    "scheduling": "stuck in SCHEDULING",
 }
 """Each kind in a word or two, after a count (`3 failed, 1 stalled`)."""
 QUEUE_SIZE = 200

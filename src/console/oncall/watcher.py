@@ -14,7 +14,10 @@ A pass (:meth:`Watcher.check`) reads, through the `HfApi` it is given:
 3. each RUNNING job's log tail, Trackio run and CPU: its forecast (`console.oncall.forecast`;
    one that will hit its timeout first is an event) and its stall status
    (`console.oncall.stall`; a stall is an event, once per stall);
-4. the Trackio project's ERROR alerts: an event each.
+4. the Trackio project's ERROR alerts: an event each;
+5. each SCHEDULING job: the queue depth per flavor (`console.jobs.scheduling_queue`), and one
+   waiting longer than `notify.scheduling_after_s` (no free machine of its flavor) is an event,
+   once per job, with its flavor and how long it has waited.
 
 Events are sent through a :class:`~console.oncall.notify.Notifier`, once each for good. Ended
 jobs and alerts older than a day before this data dir was first watched are history, not news:
@@ -40,7 +43,7 @@ from typing import Any
 
 from console import jobspec
 from console.costs import format_duration
-from console.jobs import ACTIVE_STAGES, format_cost, job_row
+from console.jobs import ACTIVE_STAGES, FlavorQueue, JobRow, format_cost, job_row, queue_line, scheduling_queue
 from console.ledger import Ledger, LedgerSummary, ledger_summary, live_prices, month_of, timed_out
 from console.metrics import MetricsReader, RunMetrics, reader_for
 from console.oncall.forecast import JobForecast, forecast_job
@@ -83,6 +86,15 @@ class WatchReport:
     summary: LedgerSummary | None = None
     problems: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    waiting: list[JobRow] = field(default_factory=list)
+    """The jobs in SCHEDULING."""
+    stuck: dict[str, float] = field(default_factory=dict)
+    """job id -> seconds waited, for the SCHEDULING jobs past `notify.scheduling_after_s`."""
+
+    @property
+    def queue(self) -> list[FlavorQueue]:
+        """The SCHEDULING jobs per flavor, the longest wait first."""
+        return scheduling_queue(self.waiting, self.at)
 
     @property
     def stalled(self) -> list[StallStatus]:
@@ -96,6 +108,9 @@ class WatchReport:
         """One status line: running, stalled, overruns, the month against the budget."""
         parts = [f"{self.running} running", f"{len(self.stalled)} stalled",
                  f"{len(self.overruns)} will time out"]
+        if self.waiting:
+            parts.append(queue_line(self.queue, self.at)
+                         + (f" ({len(self.stuck)} stuck)" if self.stuck else ""))
         s = self.summary
         if s is not None:
             budget = f" of ${s.budget_usd:,.2f} budget" if s.budget_usd is not None else ""
@@ -111,6 +126,8 @@ class WatchReport:
             "forecasts": [f.to_dict() for f in self.forecasts],
             "stalls": [s.to_dict() for s in self.stalls],
             "events": [e.to_dict() for e in self.events],
+            "queue": [q.to_dict() for q in self.queue],
+            "stuck": dict(self.stuck),
             "problems": list(self.problems),
         }
 
@@ -225,6 +242,7 @@ class Watcher:
         report.running = len(running)
         events += self._running(running, now, prices, report)
         events += self._alerts(jobs, now, since, report)
+        events += self._scheduling(jobs, now, prices, report)
         self.detector.forget_others([j.id for j in running])
 
         report.events = self.notifier.send(events)
@@ -361,6 +379,29 @@ class Watcher:
                     text=status.line(), at=now.timestamp(), job_id=job.id, tenant=status.tenant,
                     data=status.to_dict(),
                 ))
+        return events
+
+    def _scheduling(self, jobs: list[Any], now: datetime, prices: PriceBook,
+                    report: WatchReport) -> list[Event]:
+        after = float(getattr(self.cfg.notify, "scheduling_after_s", 1800))
+        report.waiting = [job_row(j, now=now, prices=prices) for j in jobs if j.status.stage == "SCHEDULING"]
+        events = []
+        for row in report.waiting:
+            waited = row.waiting_seconds(now)
+            if waited is None or waited < after:
+                continue
+            report.stuck[row.id] = waited
+            flavor = row.flavor or "-"
+            since = row.created_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC") if row.created_at else "-"
+            text = f"waiting for {flavor} for {format_duration(waited)} (since {since})"
+            events.append(Event(
+                key=f"scheduling:{row.id}", kind="scheduling", level="WARN",
+                title=f"{row.tenant} job {row.id} stuck in SCHEDULING on {flavor}",
+                text=text + (f"; {row.message}" if row.message else ""),
+                at=now.timestamp(), job_id=row.id, tenant=row.tenant,
+                data={"flavor": row.flavor, "waiting_s": round(waited, 1), "since": since,
+                      "message": row.message, "labels": row.labels},
+            ))
         return events
 
     def _alerts(self, jobs: list[Any], now: datetime, since: float, report: WatchReport) -> list[Event]:

@@ -7,8 +7,9 @@ time (the on-call store keeps what was sent, so a restart repeats nothing, and a
 on the same data dir shares it) become Textual notifications here (a pass with many shows a few
 and counts the rest in one, `TOASTS_PER_PASS`), and each goes to the `[notify]` channels: the
 terminal escapes (bell, OSC 9 / 777) are written by the UI thread, the webhooks by the
-notifier's own thread. The pass's forecasts and stalls mark the jobs table's rows, and the
-status line counts them (`2 STALLED  1 TMOUT`).
+notifier's own thread. The pass's forecasts, stalls and long waits in SCHEDULING mark the jobs
+table's rows (`STALL 14m`, `TMOUT+12m`, `WAIT 12h`), and the status line counts them
+(`2 STALLED  1 TMOUT`).
 
 A pass never blocks the UI: it runs in a thread, a pass still running skips the next tick, and a
 failing pass (the backend gone, the store unreadable) is said once as a warning and tried again
@@ -156,7 +157,8 @@ class OnCallWatch:
         for title, text, level in toasts(report.events):
             self.app.notify(text, title=title, timeout=TOAST_SECONDS,
                             severity="error" if level == "ERROR" else "warning")
-        self.marks = oncall_marks(report.forecasts, report.stalls)
+        self.marks = oncall_marks(report.forecasts, report.stalls, report.stuck,
+                                  {row.id: row.flavor for row in report.waiting})
         try:
             self.app.jobs_table.show_oncall(self.marks)
             self.app.query_one(StatusLine).set_oncall(len(report.stalled), len(report.overruns))

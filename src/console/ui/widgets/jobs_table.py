@@ -63,7 +63,8 @@ class OnCallMark:
 
     stage: str
     """`TMOUT+12m`: will hit its timeout 12 minutes before its last step; `STALL 14m`: stalled
-    (no log line, no step, about-zero CPU) for 14 minutes, still billing."""
+    (no log line, no step, about-zero CPU) for 14 minutes, still billing; `WAIT 12h`: in
+    SCHEDULING for 12 hours, past `notify.scheduling_after_s`."""
     style: str
     line: str
 
@@ -80,9 +81,13 @@ def _coarse(seconds: float | None) -> str:
     return f"{int(s // 86400)}d"
 
 
-def oncall_marks(forecasts: Iterable[Any], stalls: Iterable[Any]) -> dict[str, OnCallMark]:
+def oncall_marks(forecasts: Iterable[Any], stalls: Iterable[Any],
+                 stuck: dict[str, float] | None = None, flavors: dict[str, str] | None = None
+                 ) -> dict[str, OnCallMark]:
     """job id -> its mark, from an on-call pass (`console.oncall.WatchReport`): a stall first, then
-    a forecast timeout; every other running job's forecast line goes to its Message cell only."""
+    a forecast timeout; every other running job's forecast line goes to its Message cell only.
+    `stuck`: the SCHEDULING jobs past `notify.scheduling_after_s` (job id -> seconds waited), with
+    their `flavors`."""
     marks: dict[str, OnCallMark] = {}
     for fc in forecasts:
         if fc.will_time_out:
@@ -92,6 +97,10 @@ def oncall_marks(forecasts: Iterable[Any], stalls: Iterable[Any]) -> dict[str, O
     for status in stalls:
         if status.stalled:
             marks[status.job_id] = OnCallMark(f"STALL {_coarse(status.idle_s)}", "bold red", status.line())
+    for job_id, waited in (stuck or {}).items():
+        flavor = (flavors or {}).get(job_id) or "-"
+        marks[job_id] = OnCallMark(f"WAIT {_coarse(waited)}", "bold yellow",
+                                   f"stuck in SCHEDULING on {flavor} for {format_duration(waited)}")
     return marks
 
 
@@ -174,7 +183,7 @@ class JobsTable(KeyedTable):
         return self.rows_by_id.get(self._selected) if self._selected else None
 
     def _mark(self, row: JobRow) -> OnCallMark | None:
-        return self.oncall.get(row.id) if row.stage == "RUNNING" else None
+        return self.oncall.get(row.id) if row.active else None
 
     def _values(self, row: JobRow, now: datetime) -> tuple[str, ...]:
         ran = format_duration(row.running_seconds) if row.running_seconds is not None else "-"
@@ -210,7 +219,8 @@ class JobsTable(KeyedTable):
         return self.put_row(row.id, values, lambda: self._render(row, values), shown=shown)
 
     def show_oncall(self, marks: dict[str, OnCallMark]) -> None:
-        """Mark the running jobs as the latest on-call pass says (a stall, a timeout to come)."""
+        """Mark the active jobs as the latest on-call pass says (a stall, a timeout to come, a long
+        wait in SCHEDULING)."""
         changed = {k for k in set(marks) | set(self.oncall) if marks.get(k) != self.oncall.get(k)}
         self.oncall = dict(marks)
         now = self._now or datetime.now(UTC)
