@@ -102,3 +102,21 @@ async def test_the_stage_cell_says_the_job_waits_and_on_what(held):
         cells = [str(c) for c in app.jobs_table.get_row(queued)]
         assert cells[3].startswith("WAIT ") and "stuck in SCHEDULING on t4-small for" in cells[-1]
         assert any("stuck in SCHEDULING" in (n.title or "") for n in app._notifications)
+
+
+def test_watch_and_fleet_show_print_the_queue_per_flavor(held, capsys):
+    import os
+
+    from console.cli import main
+    from console.config import save
+
+    backend, cfg, queued = held
+    cfg.notify.webhook_url = None
+    cfg.notify.scheduling_after_s = 3600  # waiting, not stuck yet
+    save(cfg, os.environ["CONSOLE_CONFIG"])
+    assert main(["watch", "--once"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "1 waiting: 1 on t4-small since " in out[-1] and "stuck" not in out[-1], out
+    assert main(["fleet", "show"]) == 0
+    [line] = [x for x in capsys.readouterr().out.splitlines() if x.startswith("SCHEDULING: ")]
+    assert line.startswith("SCHEDULING: 1 waiting: 1 on t4-small since ")

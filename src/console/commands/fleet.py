@@ -109,7 +109,7 @@ def run_apply(args: argparse.Namespace) -> int:
 def run_show(args: argparse.Namespace) -> int:
     from console.commands._common import CommandError, load_config
     from console.fleet import derive_fleet
-    from console.jobs import format_age, format_cost
+    from console.jobs import format_age, format_cost, job_row, queue_line, scheduling_queue
 
     cfg = load_config(args)
     backend = _connect(cfg, acting=False)
@@ -170,4 +170,7 @@ def run_show(args: argparse.Namespace) -> int:
             f"{format_cost(r.cost_per_run):>7} {format_cost(r.monthly_usd):>8}  "
             f"{','.join(r.flags)}"
         )
+    queue = queue_line(scheduling_queue((job_row(j, now=now) for j in jobs), now), now)
+    if queue:  # what waits for a machine, per flavor: `3 waiting: 2 on h200x8 since 03:14 (12h 5m)`
+        print(f"\nSCHEDULING: {queue}")
     return 0
