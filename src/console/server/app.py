@@ -34,7 +34,7 @@ import logging
 import re
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from email.utils import formatdate
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -50,6 +50,7 @@ from console.server.bucket_routes import bucket_routes
 from console.server.core import JobsService
 from console.server.metrics import TreeSampler
 from console.server.openapi import openapi_doc
+from console.server.repo_routes import repo_routes
 from console.server.reserve import is_disk_full
 from console.server.store import TERMINAL_STAGES
 from console.server.wire import (
@@ -134,9 +135,11 @@ def _internal(request: Request, exc: BaseException) -> Response:
                   "see `console server logs`")
 
 
-def create_app(service: JobsService, token: str) -> Any:
-    """The Starlette app serving `service`, guarded by `token`."""
+def create_app(service: JobsService, token: str, models: Iterable[str] = ()) -> Any:
+    """The Starlette app serving `service`, guarded by `token`; `models` are the Hub model repos
+    whose model info it answers (`HfApi.model_info`), as the Hub does for existing models."""
     guarded = guard(service, token)
+    known_models = frozenset(models)
 
     def labels_filter(request: Request) -> dict[str, str]:
         items = request.query_params.getlist("label")
@@ -327,6 +330,8 @@ def create_app(service: JobsService, token: str) -> Any:
         *[Route(path, guarded(fn), methods=methods)
           for path, fn, methods in bucket_routes(service.hub, service.namespace)],
         *cas_routes(lambda: service.hub.cas),
+        *[Route(path, guarded(fn), methods=methods)
+          for path, fn, methods in repo_routes(service.hub, service.namespace, known_models)],
         Route("/api/settings/webhooks", guarded(webhooks), methods=all_methods),
         Route("/api/settings/webhooks/{rest:path}", guarded(webhooks), methods=all_methods),
         Route("/{path:path}", guarded(unsupported), methods=all_methods),

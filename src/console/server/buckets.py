@@ -306,6 +306,7 @@ class LocalHub:
         self._lock = threading.Lock()
         self._cas: CasStore | None = None
         self._buckets: BucketStore | None = None
+        self._repos: Any = None
 
     @property
     def cas(self) -> CasStore:
@@ -322,8 +323,20 @@ class LocalHub:
                 self._buckets = BucketStore(paths.hub_dir(), cas)
             return self._buckets
 
+    def repo_store(self, make: Callable[[CasStore], Any]) -> Any:
+        """The model and dataset repo store (:class:`console.server.repos.RepoStore`), made by
+        `make` on first use and closed with the hub."""
+        cas = self.cas
+        with self._lock:
+            if self._repos is None:
+                self._repos = make(cas)
+            return self._repos
+
     def close(self) -> None:
         with self._lock:
             if self._buckets is not None:
                 self._buckets.close()
                 self._buckets = None
+            if self._repos is not None:
+                self._repos.close()
+                self._repos = None

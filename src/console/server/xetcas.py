@@ -17,7 +17,8 @@ what it is sent and hands it back.
   v1 (which it does on 404 by design)
 
 Layout (under the local Hub stand-in): ``xet/xorbs/<hash>``, ``xet/shards/<hash>``,
-``xet/files/<file_hash>.json`` (the terms of each file). Nothing is ever deleted: a bucket file
+``xet/files/<file_hash>.json`` (the terms of each file), ``xet/sha256/<sha256>`` (the file hash
+of a file by its SHA-256, which a repo commit names it by). Nothing is ever deleted: a bucket file
 that is removed only loses its path.
 
 Why not hf_xet's own `local://` simulation CAS: its folder is a redb database that one process at a
@@ -70,8 +71,13 @@ def hash_hex(raw: bytes) -> str:
     return "".join(format(int.from_bytes(raw[i:i + 8], "little"), "016x") for i in range(0, 32, 8))
 
 
-def parse_shard_files(data: bytes) -> dict[str, list[tuple[str, int, int, int]]]:
-    """The file section of a shard: file hash -> [(xorb hash, first chunk, end chunk, bytes)]."""
+def parse_shard_files(
+    data: bytes, sha256s: dict[str, str] | None = None
+) -> dict[str, list[tuple[str, int, int, int]]]:
+    """The file section of a shard: file hash -> [(xorb hash, first chunk, end chunk, bytes)].
+
+    `sha256s`, when given, receives file hash -> SHA-256 (hex) of each file whose entry carries
+    it (hf_xet's metadata extension: what a repo commit names an uploaded file by)."""
     if len(data) < _SHARD_HEADER:
         raise CasError(400, "shard too short")
     files: dict[str, list[tuple[str, int, int, int]]] = {}
@@ -94,7 +100,11 @@ def parse_shard_files(data: bytes) -> dict[str, list[tuple[str, int, int, int]]]
                 raise CasError(400, "shard names an empty chunk range")
             terms.append((hash_hex(entry[:32]), start, end, size))
             pos += _ENTRY
-        pos += _ENTRY * ((count if flags & _FLAG_VERIFICATION else 0) + (1 if flags & _FLAG_METADATA_EXT else 0))
+        pos += _ENTRY * (count if flags & _FLAG_VERIFICATION else 0)
+        if flags & _FLAG_METADATA_EXT:
+            if sha256s is not None:
+                sha256s[hash_hex(head[:32])] = hash_hex(data[pos:pos + 32])
+            pos += _ENTRY
         files[hash_hex(head[:32])] = terms
 
 
@@ -118,7 +128,7 @@ class CasStore:
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        for sub in ("xorbs", "shards", "files"):
+        for sub in ("xorbs", "shards", "files", "sha256"):
             (root / sub).mkdir(parents=True, exist_ok=True)
         instance = root / "instance"
         if not instance.exists():
@@ -170,7 +180,8 @@ class CasStore:
         return True
 
     def put_shard(self, data: bytes) -> list[str]:
-        files = parse_shard_files(data)
+        sha256s: dict[str, str] = {}
+        files = parse_shard_files(data, sha256s)
         missing = sorted({t[0] for terms in files.values() for t in terms if not self.xorb_path(t[0]).exists()})
         if missing:
             raise CasError(400, f"shard names xorbs this CAS does not have: {', '.join(missing[:3])}")
@@ -179,7 +190,19 @@ class CasStore:
             target = self.root / "files" / f"{file_hash}.json"
             if not target.exists():
                 _write_atomic(target, json.dumps(terms).encode())
+        for file_hash, sha256 in sha256s.items():
+            if HASH_RE.match(sha256) and file_hash in files:
+                _write_atomic(self.root / "sha256" / sha256, file_hash.encode())
         return list(files)
+
+    def file_for_sha256(self, sha256: str) -> str | None:
+        """The Xet hash of an uploaded file whose SHA-256 is `sha256`, if a shard named it."""
+        if not HASH_RE.match(sha256):
+            return None
+        try:
+            return (self.root / "sha256" / sha256).read_text().strip()
+        except OSError:
+            return None
 
     def file_terms(self, file_hash: str) -> list[tuple[str, int, int, int]] | None:
         if file_hash == EMPTY_FILE_HASH:

@@ -1,0 +1,308 @@
+"""The model and dataset repo routes huggingface_hub 2.4 uses, over HTTP (storage: :mod:`console.server.repos`).
+
+- ``POST   /api/repos/create`` ``{"name", "organization", "type", "visibility"}`` (409 when it exists)
+- ``DELETE /api/repos/delete`` ``{"name", "organization", "type"}``
+- ``GET    /api/{models|datasets}/{repo}[/revision/{rev}]``       info (``siblings``, ``sha``, ...)
+- ``POST   /api/{type}s/{repo}/preupload/{rev}``                 each file's upload mode (regular / lfs)
+- ``GET    /api/{type}s/{repo}/xet-write-token/{rev}`` | ``xet-read-token``  a token for the Xet CAS
+- ``POST   /api/{type}s/{repo}/commit/{rev}``                    NDJSON header + file / lfsFile /
+  deletedFile / deletedFolder
+- ``GET    /api/{type}s/{repo}/tree/{rev}[/{path}]``              ``recursive=true|false``
+- ``POST   /api/{type}s/{repo}/paths-info/{rev}``                ``paths=...`` (form or JSON)
+- ``GET    /api/{type}s/{repo}/refs`` | ``/commits/{rev}``
+- ``POST|DELETE /api/{type}s/{repo}/branch/{name}``; ``POST /tag/{rev}`` ``{"tag"}``, ``DELETE /tag/{tag}``
+- ``HEAD|GET /{repo}/resolve/{rev}/{path}``, ``/datasets/{repo}/resolve/...``  the file, with ``ETag``,
+  ``X-Repo-Commit``, and ``X-Linked-Etag`` / ``X-Linked-Size`` for LFS files
+- ``POST   /api/validate-yaml``                                   accepts any README metadata
+
+A missing repo, revision or file is a 404 with the Hub's ``X-Error-Code`` (``RepoNotFound``,
+``RevisionNotFound``, ``EntryNotFound``), so huggingface_hub raises its own exception classes.
+Revisions and paths are read from the raw (percent-encoded) URL: a branch ``a/b`` arrives as
+``a%2Fb`` and is one segment. Pull requests (``create_pr``) are refused with a 400.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from typing import Any
+from urllib.parse import parse_qs, unquote
+
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, Response
+
+from console.server import paths, xetclient
+from console.server.buckets import LocalHub, check_path, check_repo_id
+from console.server.repos import HubError, RepoStore, check_ref_name, check_type
+from console.server.wire import ApiError, check_unicode, iso, read_json_body
+
+MAX_COMMIT_BYTES = 512 * 1024 * 1024
+"""The largest commit body read (regular files travel in it, base64)."""
+
+
+def _coded(exc: HubError) -> Response:
+    header = "".join(ch if " " <= ch <= "~" else "?" for ch in exc.message[:500])
+    headers = {"X-Error-Message": header}
+    if exc.code:
+        headers["X-Error-Code"] = exc.code
+    return JSONResponse({"error": exc.message}, status_code=exc.status, headers=headers)
+
+
+def repo_routes(
+    hub: LocalHub, namespace: str, known_models: frozenset[str] = frozenset()
+) -> list[tuple[str, Any, list[str]]]:
+    """(path, handler, methods) for each route; the app guards them with its bearer token.
+
+    `known_models` are Hub model ids whose info is answered though they hold no files here (base
+    models a job names)."""
+    def store() -> RepoStore:
+        return hub.repo_store(lambda cas: RepoStore(paths.hub_dir(), cas, namespace))
+
+    async def call(fn: Any, *args: Any) -> Any:
+        return await asyncio.to_thread(fn, *args)
+
+    def base(request: Request) -> str:
+        return str(request.base_url).rstrip("/")
+
+    def cas_url(request: Request) -> str:
+        return f"{base(request)}/xet/{hub.cas.instance}"
+
+    def repo_url(request: Request, repo_type: str, repo_id: str) -> str:
+        return f"{base(request)}/{'datasets/' if repo_type == 'dataset' else ''}{repo_id}"
+
+    def reconstructor(request: Request) -> Any:
+        url, token = cas_url(request), hub.cas.issue_token("read")
+        return lambda xet_hash, size, dest: xetclient.download_file(url, token, xet_hash, size, dest)
+
+    def segments(request: Request, prefix: str) -> list[str]:
+        raw = request.scope.get("raw_path") or request.url.path.encode()
+        text = raw.decode("latin-1").split("?", 1)[0]
+        return [unquote(s) for s in text[len(prefix):].split("/")]
+
+    def coded(fn: Any) -> Any:
+        async def handler(request: Request) -> Response:
+            try:
+                return await fn(request)
+            except HubError as exc:
+                return _coded(exc)
+
+        return handler
+
+    # -- create / delete -------------------------------------------------------------------
+
+    def repo_from_body(payload: Any) -> tuple[str, str]:
+        if not isinstance(payload, dict):
+            raise ApiError(400, "the body must be a JSON object with name, organization and type")
+        name, org = payload.get("name"), payload.get("organization")
+        if not isinstance(name, str) or not name:
+            raise ApiError(400, "name: expected the repo's name")
+        if org is not None and not isinstance(org, str):
+            raise ApiError(400, "organization: expected a string")
+        repo_type = check_type(payload.get("type"))
+        return repo_type, check_repo_id(f"{org or namespace}/{name}", f"{repo_type} repo")
+
+    async def create(request: Request) -> Response:
+        payload = await read_json_body(request)
+        repo_type, repo_id = repo_from_body(payload)
+        visibility, private = payload.get("visibility"), payload.get("private", False)
+        if visibility not in (None, "public", "private"):
+            raise ApiError(400, f"visibility: expected public or private, got {str(visibility)[:40]!r}")
+        if not isinstance(private, bool) and private is not None:
+            raise ApiError(400, "private: expected true or false")
+        url = repo_url(request, repo_type, repo_id)
+        if not await call(store().create, repo_type, repo_id, visibility == "private" or bool(private)):
+            message = f"You already created this {repo_type} repo"
+            return JSONResponse({"error": message, "url": url}, status_code=409, headers={"X-Error-Message": message})
+        return JSONResponse({"url": url, "name": repo_id, "id": repo_id})
+
+    async def delete(request: Request) -> Response:
+        repo_type, repo_id = repo_from_body(await read_json_body(request))
+        await call(store().delete, repo_type, repo_id)
+        return JSONResponse({})
+
+    async def validate_yaml(request: Request) -> Response:
+        await read_json_body(request)
+        return JSONResponse({"errors": [], "warnings": []})
+
+    # -- /api/{type}s/{repo}/... ---------------------------------------------------------
+
+    def api_dispatch(repo_type: str) -> Any:
+        prefix = f"/api/{repo_type}s/"
+
+        async def dispatch(request: Request) -> Response:
+            parts = segments(request, prefix)
+            method = request.method
+            if len(parts) < 2 or not parts[1]:
+                if repo_type == "model" and method == "GET" and "/".join(parts) in known_models:
+                    return known_model("/".join(parts))
+                raise HubError(404, f"{repo_type} repository {'/'.join(parts)[:200]!r} not found", "RepoNotFound")
+            repo_id = f"{parts[0]}/{parts[1]}"
+            action, rest = (parts[2], parts[3:]) if len(parts) > 2 else ("", [])
+            s = store()
+            if not _valid_id(repo_id) or not s.exists(repo_type, repo_id):
+                if repo_type == "model" and action in ("", "revision") and method == "GET" and repo_id in known_models:
+                    return known_model(repo_id)
+                raise HubError(404, f"{repo_type} repository {repo_id[:200]!r} not found", "RepoNotFound")
+            rev = rest[0] if rest else "main"
+            if action in ("", "revision") and method == "GET":
+                if action == "revision" and (len(rest) != 1 or not rest[0]):
+                    raise ApiError(400, "revision: expected /revision/{revision}")
+                at = await call(s.resolve, repo_type, repo_id, rev)
+                files_metadata = request.query_params.get("blobs", "").lower() == "true"
+                return JSONResponse(await call(s.info, repo_type, repo_id, at, files_metadata))
+            if action == "preupload" and method == "POST":
+                no_pr(request)
+                payload = await read_json_body(request)
+                files = payload.get("files") if isinstance(payload, dict) else None
+                return JSONResponse(await call(s.upload_modes, repo_type, repo_id, rev, files))
+            if action in ("xet-write-token", "xet-read-token") and method == "GET":
+                if action == "xet-write-token":
+                    no_pr(request)
+                else:
+                    await call(s.resolve, repo_type, repo_id, rev)
+                token, exp = hub.cas.issue_token("write" if action == "xet-write-token" else "read")
+                url = cas_url(request)
+                headers = {"X-Xet-Cas-Url": url, "X-Xet-Access-Token": token, "X-Xet-Token-Expiration": str(exp)}
+                return JSONResponse({"accessToken": token, "exp": exp, "casUrl": url}, headers=headers)
+            if action == "commit" and method == "POST":
+                return await commit(request, s, repo_type, repo_id, rev)
+            if action == "tree" and method == "GET":
+                at = await call(s.resolve, repo_type, repo_id, rev)
+                path = "/".join(rest[1:])
+                recursive = request.query_params.get("recursive", "false").lower() in ("true", "1")
+                return JSONResponse(await call(s.tree_listing, at, path, recursive))
+            if action == "paths-info" and method == "POST":
+                at = await call(s.resolve, repo_type, repo_id, rev)
+                wanted = await paths_from_body(request)
+                return JSONResponse(await call(s.paths_info, at, wanted))
+            if action == "refs" and method == "GET":
+                return JSONResponse(await call(s.refs, repo_type, repo_id))
+            if action == "commits" and method == "GET":
+                history = await call(s.history, repo_type, repo_id, rev)
+                author = [{"user": repo_id.split("/")[0]}]
+                return JSONResponse([
+                    {"id": c.oid, "title": c.title, "message": c.message, "date": iso(c.created_at),
+                     "authors": author} for c in history
+                ])
+            if action == "branch" and method in ("POST", "DELETE") and len(rest) == 1:
+                name = check_ref_name(rest[0], "branch")
+                if method == "DELETE":
+                    await call(s.delete_ref, repo_type, repo_id, "branch", name)
+                    return JSONResponse({})
+                payload = await read_json_body(request) if await request.body() else {}
+                start = payload.get("startingPoint", "main") if isinstance(payload, dict) else None
+                if not isinstance(start, str) or not start:
+                    raise ApiError(400, "startingPoint: expected a revision")
+                await call(s.create_ref, repo_type, repo_id, "branch", name, start)
+                return JSONResponse({})
+            if action == "tag" and method in ("POST", "DELETE") and len(rest) == 1:
+                if method == "DELETE":
+                    await call(s.delete_ref, repo_type, repo_id, "tag", check_ref_name(rest[0], "tag"))
+                    return JSONResponse({})
+                payload = await read_json_body(request)
+                tag = payload.get("tag") if isinstance(payload, dict) else None
+                await call(s.create_ref, repo_type, repo_id, "tag", check_ref_name(tag, "tag"), rev)
+                return JSONResponse({})
+            raise ApiError(404, f"{method} {request.url.path[:200]} is not a {repo_type} repo call the local "
+                           "Hub serves")
+
+        return coded(dispatch)
+
+    def no_pr(request: Request) -> None:
+        if request.query_params.get("create_pr") not in (None, "", "0", "false"):
+            raise ApiError(400, "create_pr: pull requests are not supported by the local Hub; commit to a branch")
+
+    def known_model(repo_id: str) -> Response:
+        digest = hashlib.sha1(repo_id.encode()).hexdigest()
+        return JSONResponse({"_id": digest[:24], "id": repo_id, "modelId": repo_id, "sha": digest,
+                             "private": False, "gated": False, "disabled": False,
+                             "siblings": [{"rfilename": "config.json"}]})
+
+    async def paths_from_body(request: Request) -> list[str]:
+        raw = await request.body()
+        if request.headers.get("content-type", "").startswith("application/json"):
+            payload = await read_json_body(request)
+            wanted = payload.get("paths") if isinstance(payload, dict) else None
+        else:
+            try:
+                wanted = parse_qs(raw.decode(), keep_blank_values=True, strict_parsing=False).get("paths")
+            except UnicodeDecodeError:
+                raise ApiError(400, "paths: the body must be UTF-8") from None
+        if not isinstance(wanted, list) or not all(isinstance(p, str) for p in wanted):
+            raise ApiError(400, "paths: expected a list of paths")
+        return wanted
+
+    async def commit(request: Request, s: RepoStore, repo_type: str, repo_id: str, branch: str) -> Response:
+        no_pr(request)
+        raw = b""
+        async for chunk in request.stream():
+            raw += chunk
+            if len(raw) > MAX_COMMIT_BYTES:
+                raise ApiError(413, "the commit is over 512 MiB: upload big files as LFS (through Xet)")
+        lines = []
+        for n, line in enumerate(raw.splitlines(), start=1):
+            if line.strip():
+                try:
+                    lines.append(check_unicode(json.loads(line), line))
+                except ValueError:
+                    raise ApiError(400, f"line {n}: the commit body must be NDJSON (one operation per line)") from None
+                except RecursionError:
+                    raise ApiError(400, f"line {n}: nested too deeply") from None
+        try:
+            oid = await call(s.apply_commit, repo_type, repo_id, branch, lines, reconstructor(request))
+        except xetclient.XetUnavailable as exc:
+            raise ApiError(501, str(exc)) from None
+        url = f"{repo_url(request, repo_type, repo_id)}/commit/{oid}"
+        return JSONResponse({"success": True, "commitOid": oid, "commitUrl": url, "pullRequestUrl": None})
+
+    # -- downloads -----------------------------------------------------------------------
+
+    def resolver(repo_type: str) -> Any:
+        prefix = "/datasets/" if repo_type == "dataset" else "/"
+
+        async def resolve(request: Request) -> Response:
+            parts = segments(request, prefix)
+            if len(parts) < 5 or parts[2] != "resolve":
+                raise ApiError(404, f"{request.url.path[:200]}: expected /{{repo}}/resolve/{{revision}}/{{path}}")
+            repo_id, rev, path = f"{parts[0]}/{parts[1]}", parts[3], "/".join(parts[4:])
+            s = store()
+            if not _valid_id(repo_id) or not s.exists(repo_type, repo_id):
+                raise HubError(404, f"{repo_type} repository {repo_id[:200]!r} not found", "RepoNotFound")
+            try:
+                check_path(path)
+            except ApiError:
+                raise HubError(404, f"{path[:200]!r} not found", "EntryNotFound") from None
+            at = await call(s.resolve, repo_type, repo_id, rev)
+            entry = at.tree.get(path)
+            if entry is None:
+                raise HubError(404, f"{path[:200]!r} not found in {repo_id!r} at {rev[:100]!r}", "EntryNotFound")
+            headers = {"X-Repo-Commit": at.oid, "Accept-Ranges": "bytes"}
+            if entry.lfs:
+                headers.update({"ETag": f'"{entry.sha256}"', "X-Linked-Etag": f'"{entry.sha256}"',
+                                "X-Linked-Size": str(entry.size)})
+            else:
+                headers["ETag"] = f'"{entry.oid}"'
+            if request.method == "HEAD":
+                return Response(b"", headers={**headers, "Content-Length": str(entry.size)})
+            return FileResponse(s.blob_path(entry.sha256), headers=headers)
+
+        return coded(resolve)
+
+    return [
+        ("/api/repos/create", create, ["POST"]),
+        ("/api/repos/delete", delete, ["DELETE"]),
+        ("/api/validate-yaml", validate_yaml, ["POST"]),
+        ("/api/models/{rest:path}", api_dispatch("model"), ["GET", "POST", "DELETE"]),
+        ("/api/datasets/{rest:path}", api_dispatch("dataset"), ["GET", "POST", "DELETE"]),
+        ("/datasets/{ns}/{name}/resolve/{rest:path}", resolver("dataset"), ["GET", "HEAD"]),
+        ("/{ns}/{name}/resolve/{rest:path}", resolver("model"), ["GET", "HEAD"]),
+    ]
+
+
+def _valid_id(repo_id: str) -> bool:
+    try:
+        check_repo_id(repo_id)
+    except ApiError:
+        return False
+    return True

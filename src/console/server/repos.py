@@ -1,0 +1,508 @@
+"""Model and dataset repos of the local Hub stand-in: commits of tree snapshots over a blob store.
+
+A repo is a row of ``hub.local/repos.sqlite3``; each commit is a row holding its whole tree (path ->
+blob SHA-256, size, git oid, whether the file is LFS) and its parent; branches and tags are refs to
+commits. File contents live once each under ``hub.local/repos/blobs/<sha256>``, whatever repo or
+revision names them. A regular file arrives base64 in the commit; an LFS file is uploaded to the Xet
+CAS first (as the Hub has it) and the commit names it by SHA-256, which the CAS indexed from the
+upload's shard: the server reconstructs it into the blob store and checks the digest.
+
+Blocking (disk, SQLite, hf_xet): call from a worker thread, not the event loop.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from console.server.buckets import check_path, check_repo_id
+from console.server.wire import ApiError, iso
+from console.server.xetcas import CasStore
+
+REPO_TYPES = ("model", "dataset")
+DEFAULT_BRANCH = "main"
+MAX_REGULAR_BYTES = 10 * 1024 * 1024
+"""A file this big or bigger is uploaded as LFS (through Xet), as on the Hub."""
+LFS_SUFFIXES = (
+    ".7z", ".arrow", ".bin", ".bz2", ".ckpt", ".ftz", ".gz", ".h5", ".joblib", ".mlmodel", ".model",
+    ".msgpack", ".npy", ".npz", ".onnx", ".ot", ".parquet", ".pb", ".pickle", ".pkl", ".pt", ".pth",
+    ".rar", ".safetensors", ".tar", ".tflite", ".tgz", ".wasm", ".xz", ".zip", ".zst",
+)
+GITATTRIBUTES = "".join(f"*{s} filter=lfs diff=lfs merge=lfs -text\n" for s in LFS_SUFFIXES)
+"""The .gitattributes of a new repo's first commit (the Hub writes one too)."""
+
+Reconstruct = Callable[[str, int, Path], None]
+"""Rebuilds a CAS file (Xet hash, size) into a path."""
+
+
+class HubError(ApiError):
+    """An ApiError with the Hub's `X-Error-Code` (RepoNotFound, RevisionNotFound, EntryNotFound)."""
+
+    def __init__(self, status: int, message: str, code: str | None = None) -> None:
+        super().__init__(status, message)
+        self.code = code
+
+
+def git_blob_oid(data: bytes) -> str:
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def lfs_pointer(sha256: str, size: int) -> bytes:
+    return f"version https://git-lfs.github.com/spec/v1\noid sha256:{sha256}\nsize {size}\n".encode()
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A file of a tree: its blob (SHA-256 of the bytes), size, git oid and whether it is LFS."""
+
+    sha256: str
+    size: int
+    oid: str
+    lfs: bool
+
+    def json(self, path: str) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": "file", "oid": self.oid, "size": self.size, "path": path}
+        if self.lfs:
+            out["lfs"] = {"oid": self.sha256, "size": self.size,
+                          "pointerSize": len(lfs_pointer(self.sha256, self.size))}
+        return out
+
+
+Tree = dict[str, Entry]
+
+
+@dataclass(frozen=True)
+class Commit:
+    oid: str
+    parent: str | None
+    title: str
+    message: str
+    created_at: float
+    tree: Tree
+
+
+def _tree_dump(tree: Tree) -> str:
+    return json.dumps({p: [e.sha256, e.size, e.oid, e.lfs] for p, e in sorted(tree.items())})
+
+
+def _tree_load(text: str) -> Tree:
+    return {p: Entry(v[0], v[1], v[2], bool(v[3])) for p, v in json.loads(text).items()}
+
+
+def check_type(repo_type: Any) -> str:
+    if repo_type is None:
+        return "model"
+    if repo_type not in REPO_TYPES:
+        raise ApiError(400, f"type: expected one of {', '.join(REPO_TYPES)}, got {str(repo_type)[:40]!r}")
+    return repo_type
+
+
+def check_ref_name(name: Any, field: str) -> str:
+    """A branch or tag name: what git allows, less what would make a URL ambiguous."""
+    if (
+        not isinstance(name, str) or not name or len(name) > 200 or name.startswith(("/", "-", "refs/"))
+        or name.endswith(("/", ".lock", ".")) or ".." in name or "//" in name or "@{" in name
+        or any(ch < " " or ch in " ~^:?*[\\\x7f" for ch in name)
+    ):
+        raise ApiError(400, f"{field}: invalid name {str(name)[:100]!r}")
+    return name
+
+
+class RepoStore:
+    """Every model and dataset repo of the local Hub stand-in (one SQLite file, one blob store)."""
+
+    def __init__(self, hub_root: Path, cas: CasStore, namespace: str) -> None:
+        self.cas = cas
+        self.namespace = namespace
+        self.blobs = hub_root / "repos" / "blobs"
+        self.blobs.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(hub_root / "repos.sqlite3", check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.executescript(
+            """
+            CREATE TABLE IF NOT EXISTS repos (
+                type TEXT, id TEXT, private INTEGER, created_at REAL, PRIMARY KEY (type, id));
+            CREATE TABLE IF NOT EXISTS commits (
+                type TEXT, repo TEXT, oid TEXT, parent TEXT, title TEXT, message TEXT,
+                created_at REAL, tree TEXT, PRIMARY KEY (type, repo, oid));
+            CREATE TABLE IF NOT EXISTS refs (
+                type TEXT, repo TEXT, kind TEXT, name TEXT, oid TEXT, PRIMARY KEY (type, repo, kind, name));
+            """
+        )
+        self._lock = threading.RLock()
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def _q(self, sql: str, args: Iterable[Any] = ()) -> list[tuple[Any, ...]]:
+        with self._lock:
+            return self._db.execute(sql, tuple(args)).fetchall()
+
+    # -- repos ---------------------------------------------------------------------------
+
+    def exists(self, repo_type: str, repo_id: str) -> bool:
+        return bool(self._q("SELECT 1 FROM repos WHERE type = ? AND id = ?", (repo_type, repo_id)))
+
+    def require(self, repo_type: str, repo_id: str) -> None:
+        if not self.exists(repo_type, repo_id):
+            raise HubError(404, f"{repo_type} repository {repo_id!r} not found", "RepoNotFound")
+
+    def create(self, repo_type: str, repo_id: str, private: bool) -> bool:
+        """Create a repo with its first commit (a .gitattributes); False if it exists."""
+        check_repo_id(repo_id, f"{repo_type} repo")
+        if repo_id.split("/")[0] != self.namespace:
+            raise ApiError(403, f"organization: {repo_id.split('/')[0]!r} is not served here: this local "
+                           f"server holds {self.namespace!r}'s repos")
+        data = GITATTRIBUTES.encode()
+        sha = self._put_blob(data)
+        tree = {".gitattributes": Entry(sha, len(data), git_blob_oid(data), False)}
+        now = time.time()
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                cur = self._db.execute("INSERT OR IGNORE INTO repos VALUES (?, ?, ?, ?)",
+                                       (repo_type, repo_id, int(private), now))
+                if cur.rowcount != 1:
+                    self._db.execute("ROLLBACK")
+                    return False
+                oid = self._insert_commit(repo_type, repo_id, None, "initial commit", "", now, tree)
+                self._db.execute("INSERT INTO refs VALUES (?, ?, 'branch', ?, ?)",
+                                 (repo_type, repo_id, DEFAULT_BRANCH, oid))
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+        return True
+
+    def delete(self, repo_type: str, repo_id: str) -> None:
+        """Delete a repo, its commits and refs (blobs stay: another repo may name them)."""
+        with self._lock:
+            self.require(repo_type, repo_id)
+            self._db.execute("BEGIN IMMEDIATE")
+            for table, col in (("refs", "repo"), ("commits", "repo"), ("repos", "id")):
+                self._db.execute(f"DELETE FROM {table} WHERE type = ? AND {col} = ?", (repo_type, repo_id))
+            self._db.execute("COMMIT")
+
+    def private(self, repo_type: str, repo_id: str) -> bool:
+        rows = self._q("SELECT private FROM repos WHERE type = ? AND id = ?", (repo_type, repo_id))
+        return bool(rows and rows[0][0])
+
+    def created_at(self, repo_type: str, repo_id: str) -> float:
+        rows = self._q("SELECT created_at FROM repos WHERE type = ? AND id = ?", (repo_type, repo_id))
+        return float(rows[0][0]) if rows else 0.0
+
+    # -- revisions -----------------------------------------------------------------------
+
+    def _insert_commit(self, repo_type: str, repo_id: str, parent: str | None, title: str, message: str,
+                       now: float, tree: Tree) -> str:
+        dumped = _tree_dump(tree)
+        oid = hashlib.sha1(json.dumps([repo_type, repo_id, parent, title, message, now, dumped]).encode()).hexdigest()
+        self._db.execute("INSERT INTO commits VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                         (repo_type, repo_id, oid, parent, title, message, now, dumped))
+        return oid
+
+    def commit(self, repo_type: str, repo_id: str, oid: str) -> Commit:
+        rows = self._q("SELECT oid, parent, title, message, created_at, tree FROM commits "
+                       "WHERE type = ? AND repo = ? AND oid = ?", (repo_type, repo_id, oid))
+        if not rows:
+            raise HubError(404, f"revision {oid!r} not found in {repo_id!r}", "RevisionNotFound")
+        r = rows[0]
+        return Commit(r[0], r[1], r[2], r[3], r[4], _tree_load(r[5]))
+
+    def ref(self, repo_type: str, repo_id: str, kind: str, name: str) -> str | None:
+        rows = self._q("SELECT oid FROM refs WHERE type = ? AND repo = ? AND kind = ? AND name = ?",
+                       (repo_type, repo_id, kind, name))
+        return rows[0][0] if rows else None
+
+    def resolve(self, repo_type: str, repo_id: str, revision: str) -> Commit:
+        """The commit a branch, tag, `refs/heads/x`, `refs/tags/x` or commit oid names."""
+        self.require(repo_type, repo_id)
+        name = revision
+        kinds = ("branch", "tag")
+        if name.startswith("refs/heads/"):
+            name, kinds = name[len("refs/heads/"):], ("branch",)
+        elif name.startswith("refs/tags/"):
+            name, kinds = name[len("refs/tags/"):], ("tag",)
+        for kind in kinds:
+            oid = self.ref(repo_type, repo_id, kind, name)
+            if oid is not None:
+                return self.commit(repo_type, repo_id, oid)
+        if len(revision) == 40 and all(c in "0123456789abcdef" for c in revision):
+            return self.commit(repo_type, repo_id, revision)
+        raise HubError(404, f"revision {revision[:200]!r} not found in {repo_type} repo {repo_id!r}",
+                       "RevisionNotFound")
+
+    def refs(self, repo_type: str, repo_id: str) -> dict[str, list[dict[str, str]]]:
+        self.require(repo_type, repo_id)
+        out: dict[str, list[dict[str, str]]] = {"branches": [], "converts": [], "tags": [], "pullRequests": []}
+        for kind, name, oid in self._q("SELECT kind, name, oid FROM refs WHERE type = ? AND repo = ? "
+                                       "ORDER BY kind, name", (repo_type, repo_id)):
+            prefix = "refs/heads/" if kind == "branch" else "refs/tags/"
+            out["branches" if kind == "branch" else "tags"].append(
+                {"name": name, "ref": prefix + name, "targetCommit": oid})
+        return out
+
+    def history(self, repo_type: str, repo_id: str, revision: str) -> list[Commit]:
+        """The commits reachable from `revision`, newest first."""
+        out = [self.resolve(repo_type, repo_id, revision)]
+        while out[-1].parent:
+            out.append(self.commit(repo_type, repo_id, out[-1].parent))
+        return out
+
+    def create_ref(self, repo_type: str, repo_id: str, kind: str, name: str, revision: str) -> None:
+        """A new branch or tag at `revision`; 409 if one of that name exists."""
+        check_ref_name(name, "branch" if kind == "branch" else "tag")
+        with self._lock:
+            target = self.resolve(repo_type, repo_id, revision)
+            if self.ref(repo_type, repo_id, kind, name) is not None:
+                raise ApiError(409, f"{'branch' if kind == 'branch' else 'tag'} {name!r} already exists")
+            self._db.execute("INSERT INTO refs VALUES (?, ?, ?, ?, ?)", (repo_type, repo_id, kind, name, target.oid))
+
+    def delete_ref(self, repo_type: str, repo_id: str, kind: str, name: str) -> None:
+        with self._lock:
+            self.require(repo_type, repo_id)
+            if kind == "branch" and name == DEFAULT_BRANCH:
+                raise ApiError(403, f"branch: the default branch {DEFAULT_BRANCH!r} cannot be deleted")
+            if self.ref(repo_type, repo_id, kind, name) is None:
+                raise HubError(404, f"{'branch' if kind == 'branch' else 'tag'} {name[:200]!r} not found",
+                               "RevisionNotFound")
+            self._db.execute("DELETE FROM refs WHERE type = ? AND repo = ? AND kind = ? AND name = ?",
+                             (repo_type, repo_id, kind, name))
+
+    # -- blobs ---------------------------------------------------------------------------
+
+    def blob_path(self, sha256: str) -> Path:
+        return self.blobs / sha256[:2] / sha256
+
+    def _put_blob(self, data: bytes) -> str:
+        sha = hashlib.sha256(data).hexdigest()
+        path = self.blob_path(sha)
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{sha}.{os.getpid()}.{threading.get_ident()}")
+            tmp.write_bytes(data)
+            os.replace(tmp, path)
+        return sha
+
+    def _fetch_lfs_blob(self, sha256: str, size: int, reconstruct: Reconstruct) -> None:
+        """Make sure the blob of an LFS file is here, rebuilding it from the Xet CAS."""
+        path = self.blob_path(sha256)
+        if path.exists():
+            return
+        xet_hash = self.cas.file_for_sha256(sha256)
+        if xet_hash is None or self.cas.file_size(xet_hash) is None:
+            raise ApiError(422, f"lfsFile: {sha256} was never uploaded to this server (upload it through Xet first)")
+        if self.cas.file_size(xet_hash) != size:
+            raise ApiError(422, f"lfsFile: {sha256} was uploaded with {self.cas.file_size(xet_hash)} bytes, "
+                           f"the commit says {size}")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{sha256}.{os.getpid()}.{threading.get_ident()}")
+        try:
+            reconstruct(xet_hash, size, tmp)
+            digest = hashlib.sha256()
+            with tmp.open("rb") as fh:
+                for chunk in iter(lambda: fh.read(1 << 20), b""):
+                    digest.update(chunk)
+            if digest.hexdigest() != sha256:
+                raise ApiError(422, f"lfsFile: the uploaded file does not have SHA-256 {sha256}")
+            os.replace(tmp, path)
+        finally:
+            tmp.unlink(missing_ok=True)
+
+    # -- commits -------------------------------------------------------------------------
+
+    def upload_modes(self, repo_type: str, repo_id: str, revision: str, files: Any) -> dict[str, Any]:
+        """The preupload answer: each file's upload mode and the oid it has at `revision`."""
+        if not isinstance(files, list):
+            raise ApiError(400, 'files: the body must be {"files": [{"path", "size", "sample"}, ...]}')
+        tree = self._head_tree(repo_type, repo_id, revision)
+        out = []
+        for i, item in enumerate(files):
+            if not isinstance(item, dict):
+                raise ApiError(400, f"files[{i}]: expected an object")
+            path, size, sample = item.get("path"), item.get("size"), item.get("sample", "")
+            if not isinstance(path, str):
+                raise ApiError(400, f"files[{i}].path: expected a string")
+            check_path(path)
+            if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+                raise ApiError(400, f"files[{i}].size: expected a whole number of bytes")
+            try:
+                head = base64.b64decode(sample or "", validate=True)
+            except (binascii.Error, TypeError, ValueError):
+                raise ApiError(400, f"files[{i}].sample: not base64") from None
+            lfs = size >= MAX_REGULAR_BYTES or b"\0" in head or path.lower().endswith(LFS_SUFFIXES)
+            entry = tree.get(path) if tree is not None else None
+            known = None if entry is None else (entry.sha256 if entry.lfs else entry.oid)
+            out.append({"path": path, "uploadMode": "lfs" if lfs else "regular", "shouldIgnore": False,
+                        "oid": known})
+        return {"files": out, "commitOid": None}
+
+    def _head_tree(self, repo_type: str, repo_id: str, revision: str) -> Tree | None:
+        """The tree of branch `revision`, or None for a branch that a commit would create."""
+        self.require(repo_type, repo_id)
+        oid = self.ref(repo_type, repo_id, "branch", revision.removeprefix("refs/heads/"))
+        return None if oid is None else self.commit(repo_type, repo_id, oid).tree
+
+    def apply_commit(self, repo_type: str, repo_id: str, branch: str, lines: list[Any],
+                     reconstruct: Reconstruct) -> str:
+        """Check every operation, then fetch the LFS blobs, then write the commit: its oid.
+
+        Nothing is written (no ref moves) unless every operation is valid."""
+        self.require(repo_type, repo_id)
+        branch = branch.removeprefix("refs/heads/")
+        if not lines or not isinstance(lines[0], dict) or lines[0].get("key") != "header":
+            raise ApiError(400, "header: the commit's first line must be {\"key\": \"header\", ...}")
+        header = lines[0].get("value")
+        if not isinstance(header, dict):
+            raise ApiError(400, "header.value: expected an object")
+        summary, description = header.get("summary"), header.get("description", "")
+        if not isinstance(summary, str) or not summary.strip():
+            raise ApiError(400, "header.summary: the commit message must be a non-empty string")
+        if not isinstance(description, str):
+            raise ApiError(400, "header.description: expected a string")
+        parent_commit = header.get("parentCommit")
+        adds: dict[str, tuple[bytes | None, Entry]] = {}
+        deletes: list[tuple[str, bool]] = []
+        for i, line in enumerate(lines[1:], start=1):
+            key = line.get("key") if isinstance(line, dict) else None
+            value = line.get("value") if isinstance(line, dict) else None
+            if not isinstance(value, dict) or not isinstance(value.get("path"), str):
+                raise ApiError(400, f"line {i}: value.path: expected {{\"key\", \"value\": {{\"path\", ...}}}}")
+            path = value["path"]
+            try:
+                check_path(path)
+            except ApiError:
+                raise ApiError(400, f"line {i}: value.path: invalid path {path[:200]!r}") from None
+            if key == "file":
+                content = value.get("content")
+                if not isinstance(content, str):
+                    raise ApiError(400, f"line {i}: value.content: expected a string")
+                if value.get("encoding", "utf-8") == "base64":
+                    try:
+                        data = base64.b64decode(content, validate=True)
+                    except (binascii.Error, ValueError):
+                        raise ApiError(400, f"line {i}: value.content: not base64") from None
+                else:
+                    data = content.encode()
+                adds[path] = (data, Entry(hashlib.sha256(data).hexdigest(), len(data), git_blob_oid(data), False))
+            elif key == "lfsFile":
+                oid, size = value.get("oid"), value.get("size")
+                if value.get("algo", "sha256") != "sha256" or not isinstance(oid, str) or len(oid) != 64 \
+                        or any(c not in "0123456789abcdef" for c in oid):
+                    raise ApiError(400, f"line {i}: value.oid: expected a SHA-256 in hex")
+                if size is None and self.blob_path(oid).exists():
+                    size = self.blob_path(oid).stat().st_size
+                if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+                    raise ApiError(400, f"line {i}: value.size: expected a whole number of bytes")
+                adds[path] = (None, Entry(oid, size, git_blob_oid(lfs_pointer(oid, size)), True))
+            elif key in ("deletedFile", "deletedFolder"):
+                deletes.append((path.rstrip("/"), key == "deletedFolder"))
+            else:
+                raise ApiError(400, f"line {i}: key: unknown operation {str(key)[:40]!r}")
+        for data, entry in adds.values():
+            if data is None:
+                self._fetch_lfs_blob(entry.sha256, entry.size, reconstruct)
+            else:
+                self._put_blob(data)
+        with self._lock:
+            head = self.ref(repo_type, repo_id, "branch", branch)
+            if head is None:
+                raise HubError(404, f"branch {branch[:200]!r} not found in {repo_type} repo {repo_id!r}",
+                               "RevisionNotFound")
+            if parent_commit is not None and parent_commit != head:
+                raise ApiError(412, f"parentCommit: {str(parent_commit)[:60]} is not the head of {branch!r} ({head})")
+            tree = dict(self.commit(repo_type, repo_id, head).tree)
+            for path, folder in deletes:
+                gone = [p for p in tree if p == path or (folder and p.startswith(path + "/"))]
+                if not gone:
+                    raise HubError(404, f"{path[:200]!r} not found in {repo_id!r} at {branch!r}", "EntryNotFound")
+                for p in gone:
+                    del tree[p]
+            for path, (_, entry) in adds.items():
+                clash = [p for p in tree if p.startswith(path + "/")]
+                parents = [path[:i] for i, ch in enumerate(path) if ch == "/" and path[:i] in tree]
+                if clash or parents:
+                    raise ApiError(409, f"{path[:200]!r}: a file and a folder of one name cannot both exist")
+                tree[path] = entry
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                oid = self._insert_commit(repo_type, repo_id, head, summary, description, time.time(), tree)
+                self._db.execute("UPDATE refs SET oid = ? WHERE type = ? AND repo = ? AND kind = 'branch' "
+                                 "AND name = ?", (oid, repo_type, repo_id, branch))
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+        return oid
+
+    # -- listing -------------------------------------------------------------------------
+
+    def tree_listing(self, commit: Commit, prefix: str, recursive: bool) -> list[dict[str, Any]]:
+        prefix = prefix.strip("/")
+        base = f"{prefix}/" if prefix else ""
+        if prefix and prefix in commit.tree:
+            return [commit.tree[prefix].json(prefix)]
+        files: list[dict[str, Any]] = []
+        folders: set[str] = set()
+        for path in sorted(commit.tree):
+            if not path.startswith(base):
+                continue
+            rest = path[len(base):]
+            parts = rest.split("/")
+            if recursive:
+                folders.update(base + "/".join(parts[:i]) for i in range(1, len(parts)))
+                files.append(commit.tree[path].json(path))
+            elif len(parts) == 1:
+                files.append(commit.tree[path].json(path))
+            else:
+                folders.add(base + parts[0])
+        if prefix and not files and not folders:
+            raise HubError(404, f"{prefix[:200]!r} not found at revision {commit.oid}", "EntryNotFound")
+        dirs = [{"type": "directory", "oid": hashlib.sha1(f"{commit.oid}:{p}".encode()).hexdigest(), "size": 0,
+                 "path": p} for p in sorted(folders)]
+        return dirs + files
+
+    def paths_info(self, commit: Commit, wanted: list[str]) -> list[dict[str, Any]]:
+        out = []
+        for path in wanted:
+            path = path.strip("/")
+            if path in commit.tree:
+                out.append(commit.tree[path].json(path))
+            elif any(p.startswith(path + "/") for p in commit.tree):
+                out.append({"type": "directory", "oid": hashlib.sha1(f"{commit.oid}:{path}".encode()).hexdigest(),
+                            "size": 0, "path": path})
+        return out
+
+    def info(self, repo_type: str, repo_id: str, commit: Commit, files_metadata: bool) -> dict[str, Any]:
+        siblings = []
+        for path in sorted(commit.tree):
+            sib: dict[str, Any] = {"rfilename": path}
+            if files_metadata:
+                entry = commit.tree[path]
+                sib.update(size=entry.size, blobId=entry.oid)
+                if entry.lfs:
+                    sib["lfs"] = {"sha256": entry.sha256, "size": entry.size,
+                                  "pointerSize": len(lfs_pointer(entry.sha256, entry.size))}
+            siblings.append(sib)
+        author = repo_id.split("/")[0]
+        out: dict[str, Any] = {
+            "_id": hashlib.sha1(f"{repo_type}/{repo_id}".encode()).hexdigest()[:24], "id": repo_id,
+            "author": author, "sha": commit.oid, "lastModified": iso(commit.created_at),
+            "createdAt": iso(self.created_at(repo_type, repo_id)), "private": self.private(repo_type, repo_id),
+            "gated": False, "disabled": False, "downloads": 0, "likes": 0, "tags": [], "siblings": siblings,
+            "usedStorage": sum(e.size for e in commit.tree.values()),
+        }
+        if repo_type == "model":
+            out["modelId"] = repo_id
+        return out
