@@ -56,7 +56,7 @@ from console.config import Config
 from console.jobs import Prefetch
 from console.prices import PriceBook
 from console.ui import keys, lastframe
-from console.ui.actions import ActionDone, jobs, oncall, schedules, shell
+from console.ui.actions import ActionDone, expose, jobs, oncall, schedules, shell
 from console.ui.base import ConsoleBase
 from console.ui.job_view import MetricsSample
 from console.ui.reasons import FailureReasons, ReasonsRead
@@ -446,6 +446,7 @@ class ConsoleApp(ConsoleBase):
     action_toggle_suspend = schedules.toggle_suspend
     action_trigger = schedules.trigger
     action_ssh = shell.open_shell
+    action_expose_port = expose.expose_port
     action_incident = oncall.incident
     action_bulk = oncall.bulk
 

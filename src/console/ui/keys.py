@@ -48,6 +48,11 @@ APP: list[Binding] = [
     Binding("t", "trigger", "Trigger", tooltip="Run the tenant's scheduled job now", id="trigger"),
     Binding("R", "rerun", "Rerun", tooltip="Run the selected job again", id="rerun"),
     Binding(
+        "e", "expose_port", "Expose",
+        tooltip="The selected running job's exposed URLs; expose one more port ($0.01/h)",
+        id="expose", show=False,
+    ),
+    Binding(
         "i", "incident", "Incident",
         tooltip="Write the selected job's incident bundle (Markdown) and say where it is",
         id="incident", show=False,
@@ -76,6 +81,7 @@ MUTATING: dict[str, str] = {
     "trigger": "trigger",
     "rerun": "rerun",
     "ssh": "open a shell in",
+    "expose_port": "expose a port of",
     "bulk": "bulk action",
 }
 """App actions that change something (refused in read-only mode), and how a message names them."""
