@@ -207,7 +207,7 @@ def repo_routes(
             raise ApiError(404, f"{method} {request.url.path[:200]} is not a {repo_type} repo call the local "
                            "Hub serves")
 
-        return coded(dispatch)
+        return dispatch
 
     def no_pr(request: Request) -> None:
         if request.query_params.get("create_pr") not in (None, "", "0", "false"):
@@ -287,9 +287,9 @@ def repo_routes(
                 return Response(b"", headers={**headers, "Content-Length": str(entry.size)})
             return FileResponse(s.blob_path(entry.sha256), headers=headers)
 
-        return coded(resolve)
+        return resolve
 
-    return [
+    routes = [
         ("/api/repos/create", create, ["POST"]),
         ("/api/repos/delete", delete, ["DELETE"]),
         ("/api/validate-yaml", validate_yaml, ["POST"]),
@@ -298,6 +298,7 @@ def repo_routes(
         ("/datasets/{ns}/{name}/resolve/{rest:path}", resolver("dataset"), ["GET", "HEAD"]),
         ("/{ns}/{name}/resolve/{rest:path}", resolver("model"), ["GET", "HEAD"]),
     ]
+    return [(path, coded(fn), methods) for path, fn, methods in routes]
 
 
 def _valid_id(repo_id: str) -> bool:
