@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import httpx
@@ -251,3 +253,31 @@ def test_the_hf_cli(server, hf, tmp_path, blob) -> None:
     hf("repos", "delete", f"{NAMESPACE}/cli-model", "--yes")
     gone = hf("models", "info", f"{NAMESPACE}/cli-model", check=False)
     assert gone.returncode != 0
+
+
+def test_transformers_and_datasets_load_by_repo_id_through_hf_endpoint(server, api: HfApi, tmp_path) -> None:
+    """What a training job does on the Hub: the base model and the dataset by repo id."""
+    api.create_repo(DATA, repo_type="dataset")
+    rows = "".join(json.dumps({"prompt": f"q{i}", "completion": f"a{i}"}) + "\n" for i in range(20))
+    api.upload_file(path_or_fileobj=rows.encode(), path_in_repo="train.jsonl", repo_id=DATA, repo_type="dataset")
+    api.create_repo(REPO)
+    build = (
+        "import sys\nfrom transformers import GPT2Config, GPT2LMHeadModel\n"
+        "GPT2LMHeadModel(GPT2Config(n_layer=1, n_head=2, n_embd=8, vocab_size=50, n_positions=16,"
+        " bos_token_id=0, eos_token_id=0)).save_pretrained(sys.argv[1])\n"
+    )
+    subprocess.run([sys.executable, "-c", build, str(tmp_path / "tiny")], check=True, timeout=300)
+    api.upload_folder(folder_path=tmp_path / "tiny", repo_id=REPO)
+    load = (
+        "import sys, datasets, transformers\n"
+        "ds = datasets.load_dataset(sys.argv[1], split='train')\n"
+        "print('rows', len(ds), ds[3]['completion'])\n"
+        "m = transformers.AutoModelForCausalLM.from_pretrained(sys.argv[2])\n"
+        "print('params', sum(p.numel() for p in m.parameters()))\n"
+    )
+    env = dict(os.environ, HF_ENDPOINT=server.url, HF_TOKEN=server.token, HF_HOME=str(tmp_path / "hf-home"),
+               HF_HUB_DISABLE_TELEMETRY="1")
+    proc = subprocess.run([sys.executable, "-c", load, DATA, REPO], env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "rows 20 a3" in proc.stdout and "params 1416" in proc.stdout
