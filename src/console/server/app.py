@@ -14,15 +14,16 @@ Routes (all under a bearer token; anything else is 401):
 - ``/api/scheduled-jobs/{ns}[/{id}[/suspend|resume|schedule|run|labels]]``
 - ``GET  /openapi.json`` (no token needed)                 the OpenAPI description of the jobs
   routes above (:mod:`console.server.openapi`)
-- the bucket calls of Jobs artifacts and volumes (:mod:`console.server.bucket_routes`) and the
-  Xet CAS behind them (:mod:`console.server.xetcas`, under its own short-lived tokens)
+- the bucket calls of Jobs artifacts and volumes (:mod:`console.server.bucket_routes`), model and
+  dataset repos (:mod:`console.server.repo_routes`), and the Xet CAS behind both
+  (:mod:`console.server.xetcas`, under its own short-lived tokens)
 
 Bad input (a wrong JSON type, NaN, a name with a trailing newline, a cron that never fires, an
 out-of-range cursor, too many label filters, JSON nested too deeply, ...) is a 400 whose JSON
 ``{"error": ...}`` names the field, with nothing written. Anything unforeseen is a JSON 500, logged,
 with the connection kept.
 
-Requests the server cannot honour (Space images, webhooks, other bucket calls, ...) get a 4xx (501
+Requests the server cannot honour (Space images, webhooks, other bucket calls, pull requests, ...) get a 4xx (501
 for webhooks) whose message names what is unsupported.
 """
 
@@ -300,7 +301,7 @@ def create_app(service: JobsService, token: str, models: Iterable[str] = ()) -> 
         raise ApiError(
             404 if not path.startswith("/api/jobs") else 400,
             f"{request.method} {what} is not supported by the local Jobs server "
-            "(it serves jobs, scheduled jobs, hardware, whoami and the bucket calls of Jobs)",
+            "(it serves jobs, scheduled jobs, hardware, whoami, buckets and model and dataset repos)",
         )
 
     async def openapi(request: Request) -> Response:
