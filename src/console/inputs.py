@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+from datetime import UTC, datetime, timedelta
 
 # Limits on what-if and submission inputs: beyond them a number is a typo, not a plan.
 LIMITS = {
@@ -117,3 +118,28 @@ def format_duration(seconds: float) -> str:
     return f"{secs}s"
 
 
+
+
+_AGO = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhd])$")
+_AGO_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_since(text: str, now: datetime) -> datetime:
+    """`--since` as people write it: a time ago (`90s`, `30m`, `2h`, `1d`), an ISO time
+    (`2026-12-04T09:30`, `...Z`, with an offset) or a clock time today (`09:30`), UTC unless it
+    says otherwise. Raises ValueError with a one-line message naming `--since`."""
+    value = str(text).strip()
+    ago = _AGO.match(value.lower())
+    if ago:
+        return now - timedelta(seconds=float(ago.group(1)) * _AGO_SECONDS[ago.group(2)])
+    try:
+        if re.fullmatch(r"\d{1,2}:\d{2}(:\d{2})?", value):
+            clock = datetime.strptime(value if value.count(":") == 2 else value + ":00", "%H:%M:%S")
+            return now.astimezone(UTC).replace(hour=clock.hour, minute=clock.minute, second=clock.second,
+                                               microsecond=0)
+        when = datetime.fromisoformat(value.replace("Z", "+00:00") if value.endswith("Z") else value)
+    except ValueError:
+        raise ValueError(
+            f"--since: expected a time ago (30m, 2h, 1d), an ISO time (2026-12-04T09:30) or HH:MM, got {value[:40]!r}"
+        ) from None
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)

@@ -56,6 +56,32 @@ def clean_log_line(text: str) -> str:
     return text.expandtabs(4)
 
 
+def log_time(stamp: str | None) -> datetime | None:
+    """A log line's time as the Jobs API stamps it (ISO, UTC when it names no zone); None when it
+    has none or it does not parse."""
+    if not stamp:
+        return None
+    try:
+        when = datetime.fromisoformat(stamp.replace("Z", "+00:00") if stamp.endswith("Z") else stamp)
+    except ValueError:
+        return None
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+
+
+def timed_lines(entries: Iterable[tuple[str | None, str]], *, since: datetime | None = None,
+                limit: int | None = None) -> list[str]:
+    """Log lines (`fetch_job_log_entries`' (timestamp, text)) as `2026-12-04 09:30:12 text`, plain
+    text, only those stamped at or after `since`, the last `limit` of them."""
+    out: list[str] = []
+    for stamp, text in entries:
+        when = log_time(stamp)
+        if since is not None and (when is None or when < since):
+            continue
+        clock = when.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S") if when else "-" * 19
+        out.append(f"{clock} {clean_log_line(text)}")
+    return out[-limit:] if limit else out
+
+
 @dataclass(frozen=True, slots=True)
 class JobRow:
     """One job as the jobs pane shows it."""

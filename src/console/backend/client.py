@@ -129,6 +129,21 @@ class JobsApi(HfApi):
             if self.policy.closing.wait(self.policy.backoff(min(failures, 6))):
                 return
 
+    def fetch_job_log_entries(self, *, job_id: str, namespace: str | None = None,
+                              tail: int | None = None) -> Iterator[tuple[str | None, str]]:
+        """A job's log as it is now, each line with the time the Jobs API stamped it: (ISO
+        timestamp or None, text). The logs stream carries a `timestamp` beside each line's
+        `data`; huggingface_hub's `fetch_job_logs` drops it, this keeps it."""
+        ns = namespace or self.default_namespace
+        for event in self._fetch_running_job_sse(
+            job_id=job_id, route="logs", timeout=5, skip_previous_events_on_retry=True, follow=False,
+            namespace=ns, params={"tail": tail} if tail is not None else None,
+        ):
+            text = str(event.get("data", ""))
+            if not text.startswith(_STARTED):
+                stamp = event.get("timestamp")
+                yield (str(stamp) if stamp else None), text
+
     def fetch_job_log_batches(self, *, job_id: str, namespace: str | None = None) -> Iterator[list[str]]:
         """A job's followed log as `fetch_job_logs(follow=True)` gives it (the same lines, none
         lost or doubled across cut streams), in lists: each network chunk of SSE events is parsed

@@ -2,7 +2,8 @@
 
 The bundle holds the job as the Jobs API says it is, its stage history, labels, cost so far,
 CPU and memory (while it runs), its Trackio progress and alerts, the command that reproduces it
-and the last 200 log lines as plain text. It goes to `<data dir>/incidents/` unless `--out DIR`.
+and the last 200 log lines as plain text (`--since WHEN`: the lines from then on, each with
+the time the Jobs API stamped it). It goes to `<data dir>/incidents/` unless `--out DIR`.
 `--copy` (or `notify.osc52 = true`) also puts the path on the terminal's clipboard (OSC 52).
 It never starts a Jobs server.
 """
@@ -24,6 +25,8 @@ def register(sub, add_common) -> None:
     p.add_argument("job_id", metavar="JOB_ID", help="the job")
     p.add_argument("--out", metavar="DIR", help="folder to write to (default: <data dir>/incidents)")
     p.add_argument("--copy", action="store_true", help="put the path on the clipboard (OSC 52)")
+    p.add_argument("--since", metavar="WHEN",
+                   help="the log from then on, each line with its time: 30m, 2h, 1d, HH:MM or an ISO time (UTC)")
     p.set_defaults(handler=run)
 
 
@@ -37,6 +40,16 @@ def run(args: argparse.Namespace) -> int:
     from console.oncall.incident import gather, render, save_incident
     from console.oncall.terminal import for_terminal
 
+    since = None
+    if args.since is not None:
+        from datetime import UTC, datetime
+
+        from console.inputs import parse_since
+
+        try:
+            since = parse_since(args.since, datetime.now(UTC))
+        except ValueError as exc:
+            raise CommandError(f"incident: {exc}") from None
     cfg = load_config(args)
     try:
         backend = connect(cfg, start=NEVER)
@@ -47,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
         reader = LocalTrackioReader(trackio_dir) if trackio_dir is not None else reader_for(cfg, backend.kind)
         try:
             facts = gather(backend.api, args.job_id, namespace=backend.namespace, reader=reader,
-                           project=cfg.trackio.project)
+                           project=cfg.trackio.project, since=since)
         except Exception as exc:
             raise CommandError(f"incident: cannot read job {plain(args.job_id)}: {plain(exc, 300)}") from None
         text = render(facts, prices=live_prices(backend.api, cfg.billing.granularity))

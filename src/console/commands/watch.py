@@ -33,6 +33,9 @@ def register(sub, add_common) -> None:
     p.add_argument("--json", action="store_true", help="events as JSON, one object per line")
     p.add_argument("--interval", type=float, default=30.0, metavar="SECONDS",
                    help="seconds between passes (default 30)")
+    p.add_argument("--since", metavar="WHEN",
+                   help="jobs that ended and alerts raised from then on are news: 30m, 2h, 1d, HH:MM or an ISO "
+                        "time (UTC; default: a day before this data dir was first watched)")
     p.set_defaults(handler=run)
 
 
@@ -57,14 +60,14 @@ def _connect(cfg):
         return None
 
 
-def _watcher(cfg, backend):
+def _watcher(cfg, backend, since=None):
     from console.metrics import LocalTrackioReader, reader_for
     from console.oncall import Watcher
 
     trackio_dir = backend.trackio_dir
     reader = LocalTrackioReader(trackio_dir) if trackio_dir is not None else reader_for(cfg, backend.kind)
     return Watcher(backend.api, cfg, namespace=backend.namespace, backend_kind=backend.kind,
-                   reader=reader, write=_write_terminal)
+                   reader=reader, write=_write_terminal, since=since)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -73,6 +76,16 @@ def run(args: argparse.Namespace) -> int:
 
     if not args.interval > 0:
         raise CommandError("--interval must be more than 0 seconds")
+    since = None
+    if args.since is not None:
+        from datetime import UTC, datetime
+
+        from console.inputs import parse_since
+
+        try:
+            since = parse_since(args.since, datetime.now(UTC)).timestamp()
+        except ValueError as exc:
+            raise CommandError(f"watch: {exc}") from None
     cfg = load_config(args)
     backend = _connect(cfg)
     if backend is None and args.once:
@@ -80,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
     while backend is None:
         time.sleep(args.interval)
         backend = _connect_quietly(cfg)
-    watcher = _watcher(cfg, backend)
+    watcher = _watcher(cfg, backend, since)
     last_status = None
     try:
         while True:

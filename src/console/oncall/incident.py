@@ -27,7 +27,7 @@ from typing import Any
 
 from console import jobspec, paths
 from console.costs import format_duration
-from console.jobs import clean_log_line, format_cost, job_row
+from console.jobs import clean_log_line, format_cost, job_row, timed_lines
 from console.metrics import MetricsReader, RunMetrics
 from console.oncall.forecast import JobForecast, forecast_job, job_timeout_seconds
 from console.oncall.terminal import osc52, plain
@@ -54,6 +54,8 @@ class IncidentFacts:
     endpoint: str = ""
     problems: dict[str, str] = field(default_factory=dict)
     """Section -> why it could not be read."""
+    log_since: datetime | None = None
+    """The log section holds the lines from this time on, each with its time (`--since`)."""
 
 
 def incidents_dir() -> Path:
@@ -68,13 +70,20 @@ def gather(
     reader: MetricsReader | None = None,
     project: str = "console",
     log_lines: int = LOG_LINES,
+    since: datetime | None = None,
 ) -> IncidentFacts:
-    """Read the job, its log tail, one CPU/memory sample (while it runs) and its Trackio run."""
+    """Read the job, its log tail, one CPU/memory sample (while it runs) and its Trackio run.
+    `since`: the log's lines from then on instead (the last `log_lines` of them), each with the
+    time the Jobs API stamped it."""
     job = api.inspect_job(job_id=job_id, namespace=namespace)
-    facts = IncidentFacts(job=job, endpoint=str(getattr(api, "endpoint", "") or ""))
+    facts = IncidentFacts(job=job, endpoint=str(getattr(api, "endpoint", "") or ""), log_since=since)
     try:
-        lines = api.fetch_job_logs(job_id=job_id, namespace=namespace, follow=False, tail=log_lines)
-        facts.log_tail = [clean_log_line(x) for x in itertools.islice(lines, log_lines)]
+        if since is not None:
+            entries = api.fetch_job_log_entries(job_id=job_id, namespace=namespace)
+            facts.log_tail = timed_lines(entries, since=since, limit=log_lines)
+        else:
+            lines = api.fetch_job_logs(job_id=job_id, namespace=namespace, follow=False, tail=log_lines)
+            facts.log_tail = [clean_log_line(x) for x in itertools.islice(lines, log_lines)]
     except Exception as exc:
         facts.problems["Log"] = f"log unavailable: {plain(exc)}"
     if job.status.stage in ("RUNNING", "SCHEDULING"):
@@ -265,7 +274,10 @@ def render(facts: IncidentFacts, *, now: datetime | None = None,
     add("```")
     add("")
 
-    add(f"## Log (last {LOG_LINES} lines)")
+    if facts.log_since is not None:
+        add(f"## Log (since {_when(facts.log_since)}, at most the last {LOG_LINES} lines)")
+    else:
+        add(f"## Log (last {LOG_LINES} lines)")
     add("")
     if facts.log_tail is None:
         add(_cell(facts.problems.get("Log", "not read")))

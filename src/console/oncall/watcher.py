@@ -163,6 +163,7 @@ class Watcher:
         write: Callable[[str], None] | None = None,
         clock: Callable[[], datetime] | None = None,
         lookback_s: float = LOOKBACK_S,
+        since: float | None = None,
     ) -> None:
         self.api = api
         self.cfg = cfg
@@ -177,6 +178,9 @@ class Watcher:
         )
         self.clock = clock or (lambda: datetime.now(UTC))
         self.lookback_s = lookback_s
+        self.since = since
+        """Unix time: ended jobs and alerts from then on are news (`console watch --since`), in
+        place of the day before the data dir was first watched. Sent events stay sent."""
         self.project = cfg.trackio.project
         self._prices: tuple[float, PriceBook] | None = None
         self._last_pass: float | None = None
@@ -232,6 +236,8 @@ class Watcher:
         report = WatchReport(at=now)
         prices = self.prices()
         since = self.store.first_watch_at(now.timestamp()) - self.lookback_s
+        if self.since is not None:
+            since = self.since
         jobs = self._jobs(since)
         self._last_pass = now.timestamp()
         events: list[Event] = []
