@@ -281,3 +281,20 @@ def test_transformers_and_datasets_load_by_repo_id_through_hf_endpoint(server, a
                           timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "rows 20 a3" in proc.stdout and "params 1416" in proc.stdout
+
+
+def test_a_job_mounts_the_default_branch_of_an_uploaded_repo(server, api: HfApi, hf) -> None:
+    api.create_repo(DATA, repo_type="dataset")
+    api.upload_file(path_or_fileobj=b'{"a": 1}\n', path_in_repo="train/rows.jsonl", repo_id=DATA,
+                    repo_type="dataset")
+    api.upload_file(path_or_fileobj=b"old", path_in_repo="gone.txt", repo_id=DATA, repo_type="dataset")
+    api.create_branch(DATA, branch="dev", repo_type="dataset")
+    api.upload_file(path_or_fileobj=b"dev only", path_in_repo="dev.txt", repo_id=DATA, repo_type="dataset",
+                    revision="dev")
+    api.delete_file("gone.txt", repo_id=DATA, repo_type="dataset")
+    out = hf("jobs", "run", "-v", f"hf://datasets/{DATA}:/data/ds", "python:3.12", "sh", "-c",
+             "cd /data/ds && find . -type f | sort; cat train/rows.jsonl")
+    assert "./.gitattributes\n./train/rows.jsonl\n{\"a\": 1}\n" in out.stdout, out.stdout
+    api.delete_repo(DATA, repo_type="dataset")
+    absent = hf("jobs", "run", "-v", f"hf://datasets/{DATA}:/d", "python:3.12", "ls", check=False)
+    assert f"dataset {DATA} is not in the local Hub stand-in" in absent.stdout + absent.stderr

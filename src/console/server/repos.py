@@ -5,7 +5,9 @@ blob SHA-256, size, git oid, whether the file is LFS) and its parent; branches a
 commits. File contents live once each under ``hub.local/repos/blobs/<sha256>``, whatever repo or
 revision names them. A regular file arrives base64 in the commit; an LFS file is uploaded to the Xet
 CAS first (as the Hub has it) and the commit names it by SHA-256, which the CAS indexed from the
-upload's shard: the server reconstructs it into the blob store and checks the digest.
+upload's shard: the server reconstructs it into the blob store and checks the digest. The default
+branch is also checked out, as links to the blobs, in ``hub.local/{models,datasets}/<ns>/<name>/``:
+the folder a job's model or dataset volume mounts.
 
 Blocking (disk, SQLite, hf_xet): call from a worker thread, not the event loop.
 """
@@ -17,6 +19,7 @@ import binascii
 import hashlib
 import json
 import os
+import shutil
 import sqlite3
 import threading
 import time
@@ -124,6 +127,7 @@ class RepoStore:
     def __init__(self, hub_root: Path, cas: CasStore, namespace: str) -> None:
         self.cas = cas
         self.namespace = namespace
+        self.hub_root = hub_root
         self.blobs = hub_root / "repos" / "blobs"
         self.blobs.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(hub_root / "repos.sqlite3", check_same_thread=False, isolation_level=None)
@@ -183,6 +187,7 @@ class RepoStore:
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
+            self._check_out(repo_type, repo_id, tree)
         return True
 
     def delete(self, repo_type: str, repo_id: str) -> None:
@@ -193,6 +198,7 @@ class RepoStore:
             for table, col in (("refs", "repo"), ("commits", "repo"), ("repos", "id")):
                 self._db.execute(f"DELETE FROM {table} WHERE type = ? AND {col} = ?", (repo_type, repo_id))
             self._db.execute("COMMIT")
+            shutil.rmtree(self.checkout_dir(repo_type, repo_id), ignore_errors=True)
 
     def private(self, repo_type: str, repo_id: str) -> bool:
         rows = self._q("SELECT private FROM repos WHERE type = ? AND id = ?", (repo_type, repo_id))
@@ -292,6 +298,7 @@ class RepoStore:
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_name(f".{sha}.{os.getpid()}.{threading.get_ident()}")
             tmp.write_bytes(data)
+            tmp.chmod(0o444)
             os.replace(tmp, path)
         return sha
 
@@ -316,6 +323,7 @@ class RepoStore:
                     digest.update(chunk)
             if digest.hexdigest() != sha256:
                 raise ApiError(422, f"lfsFile: the uploaded file does not have SHA-256 {sha256}")
+            tmp.chmod(0o444)
             os.replace(tmp, path)
         finally:
             tmp.unlink(missing_ok=True)
@@ -444,7 +452,55 @@ class RepoStore:
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
+            if branch == DEFAULT_BRANCH:
+                self._check_out(repo_type, repo_id, tree)
         return oid
+
+    # -- the checkout that volumes mount -------------------------------------------------
+
+    def checkout_dir(self, repo_type: str, repo_id: str) -> Path:
+        """``hub.local/{models,datasets}/<ns>/<name>/``: the files of the default branch, what a
+        job's ``hf://models/...`` or ``hf://datasets/...`` volume mounts."""
+        return self.hub_root / f"{repo_type}s" / repo_id
+
+    def _check_out(self, repo_type: str, repo_id: str, tree: Tree) -> None:
+        """Make the checkout folder hold `tree`, file by file (each replaced atomically, links to
+        the blobs where the filesystem allows); files no longer in the tree are removed."""
+        folder = self.checkout_dir(repo_type, repo_id)
+        folder.mkdir(parents=True, exist_ok=True)
+        for path, entry in tree.items():
+            target = folder / path
+            blob = self.blob_path(entry.sha256)
+            for parent in reversed(target.relative_to(folder).parents[:-1]):
+                p = folder / parent
+                if p.is_symlink() or (p.exists() and not p.is_dir()):
+                    p.unlink()
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if target.is_dir() and not target.is_symlink():
+                shutil.rmtree(target)
+            try:
+                if os.path.samefile(target, blob):
+                    continue
+            except OSError:
+                pass
+            tmp = target.with_name(f".console-checkout-{os.getpid()}-{threading.get_ident()}")
+            tmp.unlink(missing_ok=True)
+            try:
+                os.link(blob, tmp)
+            except OSError:
+                shutil.copyfile(blob, tmp)
+            os.replace(tmp, target)
+        for dirpath, dirnames, filenames in os.walk(folder, topdown=False):
+            for name in filenames:
+                full = Path(dirpath) / name
+                if full.relative_to(folder).as_posix() not in tree:
+                    full.unlink()
+            for name in dirnames:
+                full = Path(dirpath) / name
+                if full.is_symlink():
+                    full.unlink()
+                elif not any(full.iterdir()):
+                    full.rmdir()
 
     # -- listing -------------------------------------------------------------------------
 

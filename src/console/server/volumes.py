@@ -8,9 +8,10 @@ What huggingface_hub 2.4 sends (`Volume.to_dict()`): ``{"type": "bucket"|"model"
 - a bucket is ``artifacts/hub.local/buckets/<ns>/<name>/[path]`` (read-write unless ``readOnly``):
   what the job writes there stays in the bucket when its working folder is thrown away;
 - a model / dataset / space is ``artifacts/hub.local/{models,datasets,spaces}/<ns>/<name>/[path]``,
-  always read-only. Nothing uploads repos to the local server: put files there by hand (or let
-  jobs write them there through a bucket). Only the files on disk count: a `revision` is noted in
-  the log and not honoured.
+  always read-only. For a model or dataset repo on the server it is the checkout of the repo's
+  default branch (:meth:`console.server.repos.RepoStore.checkout_dir`); anything else, put its
+  files there by hand. Only the files on disk count: a `revision` is noted in the log and not
+  honoured.
 
 Mounting needs the sandbox (bubblewrap binds each folder at its mount path, which need not exist on
 this machine). Without one a job with volumes ends ERROR and its log says why: running it with the
