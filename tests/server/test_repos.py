@@ -67,6 +67,7 @@ def test_upload_folder_with_a_binary_then_download_each_revision(server, api: Hf
     lfs = {s.rfilename: s for s in info.siblings}["weights.safetensors"].lfs
     assert meta.commit_hash == first.oid == info.sha
     assert meta.etag == lfs.sha256 and meta.size == len(blob) == lfs.size
+    assert meta.xet_file_data is not None  # downloads of LFS files go through Xet, as on the Hub
     assert api.model_info(REPO).sha == second.oid
 
     commits = api.list_repo_commits(REPO)

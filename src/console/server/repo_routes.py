@@ -281,6 +281,11 @@ def repo_routes(
             if entry.lfs:
                 headers.update({"ETag": f'"{entry.sha256}"', "X-Linked-Etag": f'"{entry.sha256}"',
                                 "X-Linked-Size": str(entry.size)})
+                xet_hash = await call(hub.cas.file_for_sha256, entry.sha256)
+                if xet_hash is not None:  # as the Hub does for Xet files: the client reads it from the CAS
+                    kind = "datasets" if repo_type == "dataset" else "models"
+                    headers.update({"X-Xet-Hash": xet_hash, "X-Xet-Refresh-Route":
+                                    f"{base(request)}/api/{kind}/{repo_id}/xet-read-token/{at.oid}"})
             else:
                 headers["ETag"] = f'"{entry.oid}"'
             if request.method == "HEAD":
