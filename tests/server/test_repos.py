@@ -224,6 +224,8 @@ def test_without_the_token_nothing_is_served(server, api: HfApi) -> None:
     for method, path in (("GET", f"/api/models/{REPO}"), ("GET", f"/{REPO}/resolve/main/.gitattributes"),
                          ("POST", "/api/repos/create")):
         assert httpx.request(method, server.url + path).status_code == 401
+    # the LFS upload URL takes no token but only its own signature
+    assert httpx.put(f"{server.url}/api/lfs-upload/{'ab' * 32}/3", content=b"abc").status_code == 403
 
 
 def test_the_hf_cli(server, hf, tmp_path, blob) -> None:
@@ -299,3 +301,28 @@ def test_a_job_mounts_the_default_branch_of_an_uploaded_repo(server, api: HfApi,
     api.delete_repo(DATA, repo_type="dataset")
     absent = hf("jobs", "run", "-v", f"hf://datasets/{DATA}:/d", "python:3.12", "ls", check=False)
     assert f"dataset {DATA} is not in the local Hub stand-in" in absent.stdout + absent.stderr
+
+
+def test_a_binary_buffer_goes_through_the_legacy_lfs_upload(server, api: HfApi, tmp_path, blob) -> None:
+    """huggingface_hub cannot send an open buffer through Xet: it falls back to the LFS batch API
+    and PUTs the bytes to the URL the batch answer signs."""
+    import io
+
+    api.create_repo(REPO)
+    api.upload_file(path_or_fileobj=io.BytesIO(blob), path_in_repo="w.bin", repo_id=REPO)
+    [w] = [s for s in api.model_info(REPO, files_metadata=True).siblings if s.rfilename == "w.bin"]
+    assert w.lfs is not None and w.size == len(blob)
+    assert _download(server, REPO, "w.bin", tmp_path) == blob
+
+    auth = {"Authorization": f"Bearer {server.token}"}
+    oid = "ab" * 32
+    r = httpx.post(f"{server.url}/{REPO}.git/info/lfs/objects/batch", headers=auth,
+                   json={"operation": "upload", "objects": [{"oid": oid, "size": 3}], "hash_algo": "sha256"})
+    href = r.json()["objects"][0]["actions"]["upload"]["href"]
+    assert httpx.put(href.replace("sig=", "sig=0"), content=b"abc").status_code == 403
+    wrong = httpx.put(href, content=b"abc")  # not the bytes whose SHA-256 is `oid`
+    assert wrong.status_code == 400 and "oid" in wrong.json()["error"]
+    body = json.dumps(HEADER) + "\n" + json.dumps(
+        {"key": "lfsFile", "value": {"path": "x.bin", "algo": "sha256", "oid": oid, "size": 3}}) + "\n"
+    r = httpx.post(f"{server.url}/api/models/{REPO}/commit/main", headers=auth, content=body)
+    assert r.status_code == 422 and "x.bin" not in api.list_repo_files(REPO)

@@ -309,6 +309,7 @@ def create_app(service: JobsService, token: str, models: Iterable[str] = ()) -> 
         return _Json(openapi_doc(service.namespace, base))
 
     all_methods = ["GET", "POST", "PUT", "DELETE", "PATCH", "HEAD"]
+    repo_guarded, repo_signed = repo_routes(service.hub, service.namespace, known_models)
     routes = [
         Route("/openapi.json", openapi, methods=["GET"]),
         Route("/api/whoami-v2", guarded(whoami), methods=["GET"]),
@@ -331,8 +332,8 @@ def create_app(service: JobsService, token: str, models: Iterable[str] = ()) -> 
         *[Route(path, guarded(fn), methods=methods)
           for path, fn, methods in bucket_routes(service.hub, service.namespace)],
         *cas_routes(lambda: service.hub.cas),
-        *[Route(path, guarded(fn), methods=methods)
-          for path, fn, methods in repo_routes(service.hub, service.namespace, known_models)],
+        *[Route(path, guarded(fn), methods=methods) for path, fn, methods in repo_guarded],
+        *[Route(path, fn, methods=methods) for path, fn, methods in repo_signed],
         Route("/api/settings/webhooks", guarded(webhooks), methods=all_methods),
         Route("/api/settings/webhooks/{rest:path}", guarded(webhooks), methods=all_methods),
         Route("/{path:path}", guarded(unsupported), methods=all_methods),

@@ -14,6 +14,9 @@
 - ``HEAD|GET /{repo}/resolve/{rev}/{path}``, ``/datasets/{repo}/resolve/...``  the file, with ``ETag``,
   ``X-Repo-Commit``, and ``X-Linked-Etag`` / ``X-Linked-Size`` for LFS files
 - ``POST   /api/validate-yaml``                                   accepts any README metadata
+- ``POST   /{repo}.git/info/lfs/objects/batch`` (and ``/datasets/...``): the legacy LFS upload of a file
+  huggingface_hub cannot send through Xet (an open binary buffer): ``basic`` transfer to a signed
+  ``PUT /api/lfs-upload/{sha256}/{size}?sig=...``, checked against its digest and size
 
 A missing repo, revision or file is a 404 with the Hub's ``X-Error-Code`` (``RepoNotFound``,
 ``RevisionNotFound``, ``EntryNotFound``), so huggingface_hub raises its own exception classes.
@@ -25,7 +28,9 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import hmac
 import json
+import secrets
 from typing import Any
 from urllib.parse import parse_qs, unquote
 
@@ -51,8 +56,9 @@ def _coded(exc: HubError) -> Response:
 
 def repo_routes(
     hub: LocalHub, namespace: str, known_models: frozenset[str] = frozenset()
-) -> list[tuple[str, Any, list[str]]]:
-    """(path, handler, methods) for each route; the app guards them with its bearer token.
+) -> tuple[list[tuple[str, Any, list[str]]], list[tuple[str, Any, list[str]]]]:
+    """(path, handler, methods) for each route: those the app guards with its bearer token, and
+    the signed LFS upload URL, which carries its own credential.
 
     `known_models` are Hub model ids whose info is answered though they hold no files here (base
     models a job names)."""
@@ -256,6 +262,68 @@ def repo_routes(
         url = f"{repo_url(request, repo_type, repo_id)}/commit/{oid}"
         return JSONResponse({"success": True, "commitOid": oid, "commitUrl": url, "pullRequestUrl": None})
 
+    # -- the legacy LFS upload (a file that huggingface_hub cannot send through Xet) ------
+
+    secret = secrets.token_bytes(32)
+
+    def signature(sha256: str, size: int) -> str:
+        return hmac.new(secret, f"{sha256}:{size}".encode(), hashlib.sha256).hexdigest()[:40]
+
+    def lfs_batch(repo_type: str) -> Any:
+        async def batch(request: Request) -> Response:
+            repo_id = check_repo_id(f"{request.path_params['ns']}/{request.path_params['name']}", f"{repo_type} repo")
+            s = store()
+            if not s.exists(repo_type, repo_id):
+                raise HubError(404, f"{repo_type} repository {repo_id!r} not found", "RepoNotFound")
+            payload = await read_json_body(request)
+            if not isinstance(payload, dict) or payload.get("operation") != "upload":
+                raise ApiError(400, 'operation: only "upload" is served (downloads go through resolve)')
+            objects = payload.get("objects")
+            if not isinstance(objects, list):
+                raise ApiError(400, "objects: expected a list of {oid, size}")
+            out = []
+            for i, obj in enumerate(objects):
+                oid = obj.get("oid") if isinstance(obj, dict) else None
+                size = obj.get("size") if isinstance(obj, dict) else None
+                if not isinstance(oid, str) or len(oid) != 64 or any(c not in "0123456789abcdef" for c in oid):
+                    raise ApiError(400, f"objects[{i}].oid: expected a SHA-256 in hex")
+                if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+                    raise ApiError(400, f"objects[{i}].size: expected a whole number of bytes")
+                item: dict[str, Any] = {"oid": oid, "size": size, "authenticated": True}
+                if not await call(s.has_blob, oid):
+                    href = f"{base(request)}/api/lfs-upload/{oid}/{size}?sig={signature(oid, size)}"
+                    item["actions"] = {"upload": {"href": href, "header": {}}}
+                out.append(item)
+            return JSONResponse({"transfer": "basic", "objects": out},
+                                headers={"Content-Type": "application/vnd.git-lfs+json"})
+
+        return batch
+
+    async def lfs_put(request: Request) -> Response:
+        """The upload URL a batch answer hands out: signed, as the Hub's presigned URLs are, so it
+        needs no token (huggingface_hub sends none there)."""
+        oid, size_text = request.path_params["oid"], request.path_params["size"]
+        size = int(size_text) if size_text.isdigit() and len(size_text) < 19 else -1
+        if size < 0 or not hmac.compare_digest(request.query_params.get("sig", ""), signature(oid, size)):
+            return JSONResponse({"error": "sig: invalid or missing upload signature"}, status_code=403)
+        s = store()
+        tmp = s.blobs / f".upload-{secrets.token_hex(8)}"
+        got = 0
+        try:
+            with tmp.open("wb") as fh:
+                async for chunk in request.stream():
+                    got += len(chunk)
+                    if got > size:
+                        return JSONResponse({"error": f"the upload is over its {size} bytes"}, status_code=413)
+                    fh.write(chunk)
+            try:
+                await call(s.put_lfs_blob, oid, size, tmp)
+            except ApiError as exc:
+                return JSONResponse({"error": exc.message}, status_code=exc.status)
+        finally:
+            tmp.unlink(missing_ok=True)
+        return Response(b"", status_code=200)
+
     # -- downloads -----------------------------------------------------------------------
 
     def resolver(repo_type: str) -> Any:
@@ -295,6 +363,8 @@ def repo_routes(
         return resolve
 
     routes = [
+        ("/datasets/{ns}/{name}.git/info/lfs/objects/batch", lfs_batch("dataset"), ["POST"]),
+        ("/{ns}/{name}.git/info/lfs/objects/batch", lfs_batch("model"), ["POST"]),
         ("/api/repos/create", create, ["POST"]),
         ("/api/repos/delete", delete, ["DELETE"]),
         ("/api/validate-yaml", validate_yaml, ["POST"]),
@@ -303,7 +373,8 @@ def repo_routes(
         ("/datasets/{ns}/{name}/resolve/{rest:path}", resolver("dataset"), ["GET", "HEAD"]),
         ("/{ns}/{name}/resolve/{rest:path}", resolver("model"), ["GET", "HEAD"]),
     ]
-    return [(path, coded(fn), methods) for path, fn, methods in routes]
+    guarded = [(path, coded(fn), methods) for path, fn, methods in routes]
+    return guarded, [("/api/lfs-upload/{oid}/{size}", lfs_put, ["PUT"])]
 
 
 def _valid_id(repo_id: str) -> bool:

@@ -302,6 +302,23 @@ class RepoStore:
             os.replace(tmp, path)
         return sha
 
+    def has_blob(self, sha256: str) -> bool:
+        return self.blob_path(sha256).exists()
+
+    def put_lfs_blob(self, sha256: str, size: int, source: Path) -> None:
+        """Keep an uploaded file (the legacy LFS upload) as the blob `sha256`, once its bytes match."""
+        digest, got = hashlib.sha256(), 0
+        with source.open("rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(chunk)
+                got += len(chunk)
+        if got != size or digest.hexdigest() != sha256:
+            raise ApiError(400, f"oid: the uploaded {got} bytes do not have SHA-256 {sha256} and size {size}")
+        path = self.blob_path(sha256)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        source.chmod(0o444)
+        os.replace(source, path)
+
     def _fetch_lfs_blob(self, sha256: str, size: int, reconstruct: Reconstruct) -> None:
         """Make sure the blob of an LFS file is here, rebuilding it from the Xet CAS."""
         path = self.blob_path(sha256)
