@@ -326,3 +326,21 @@ def test_a_binary_buffer_goes_through_the_legacy_lfs_upload(server, api: HfApi, 
         {"key": "lfsFile", "value": {"path": "x.bin", "algo": "sha256", "oid": oid, "size": 3}}) + "\n"
     r = httpx.post(f"{server.url}/api/models/{REPO}/commit/main", headers=auth, content=body)
     assert r.status_code == 422 and "x.bin" not in api.list_repo_files(REPO)
+
+
+def test_strict_mode_serves_repos_as_the_hub_does(tmp_path, blob) -> None:
+    """Strict mode reshapes only the jobs answers: the repo answers are already the Hub's."""
+    from jobs_helpers import make_server
+
+    srv = make_server(strict=True)
+    srv.start()
+    try:
+        api = HfApi(endpoint=srv.url, token=srv.token)
+        api.create_repo(REPO)
+        api.upload_file(path_or_fileobj=blob, path_in_repo="w.safetensors", repo_id=REPO)
+        assert _download(srv, REPO, "w.safetensors", tmp_path) == blob
+        assert [s.rfilename for s in api.model_info(REPO).siblings] == [".gitattributes", "w.safetensors"]
+        with pytest.raises(RepositoryNotFoundError):
+            api.model_info(f"{NAMESPACE}/absent")
+    finally:
+        srv.stop()
