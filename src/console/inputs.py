@@ -124,10 +124,10 @@ _AGO = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhd])$")
 _AGO_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
-def parse_since(text: str, now: datetime) -> datetime:
+def parse_since(text: str, now: datetime, field: str = "--since") -> datetime:
     """`--since` as people write it: a time ago (`90s`, `30m`, `2h`, `1d`), an ISO time
     (`2026-12-04T09:30`, `...Z`, with an offset) or a clock time today (`09:30`), UTC unless it
-    says otherwise. Raises ValueError with a one-line message naming `--since`."""
+    says otherwise. Raises ValueError with a one-line message naming `field`."""
     value = str(text).strip()
     ago = _AGO.match(value.lower())
     if ago:
@@ -140,6 +140,6 @@ def parse_since(text: str, now: datetime) -> datetime:
         when = datetime.fromisoformat(value.replace("Z", "+00:00") if value.endswith("Z") else value)
     except ValueError:
         raise ValueError(
-            f"--since: expected a time ago (30m, 2h, 1d), an ISO time (2026-12-04T09:30) or HH:MM, got {value[:40]!r}"
+            f"{field}: expected a time ago (30m, 2h, 1d), an ISO time (2026-12-04T09:30) or HH:MM, got {value[:40]!r}"
         ) from None
     return when if when.tzinfo is not None else when.replace(tzinfo=UTC)

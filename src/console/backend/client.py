@@ -216,9 +216,16 @@ _TERMINAL = ("COMPLETED", "ERROR", "CANCELED", "DELETED")
 _STARTED = "===== Job started"
 
 
+class TimedLines(list):
+    """A batch of log lines; `stamps[i]` is the time the Jobs API stamped line i (ISO, or None)."""
+
+    stamps: list[str | None]
+
+
 def _log_batches(chunks: Iterable[bytes]) -> Iterator[list[str]]:
     """The log lines of an SSE byte stream, a list per network chunk (`data: {...}` events; the
-    "===== Job started" marker dropped, as huggingface_hub drops it)."""
+    "===== Job started" marker dropped, as huggingface_hub drops it), each with its time
+    (`TimedLines.stamps`)."""
     import json
 
     rest = b""
@@ -236,10 +243,11 @@ def _log_batches(chunks: Iterable[bytes]) -> Iterator[list[str]]:
             events = json.loads(b"[" + b",".join(payloads) + b"]")
         except ValueError:  # say which event is broken, as a per-event parse would
             events = [json.loads(p) for p in payloads]
-        lines = [e["data"] for e in events]
-        if any(line.startswith(_STARTED) for line in lines):
-            lines = [line for line in lines if not line.startswith(_STARTED)]
-        if lines:
+        if any(e["data"].startswith(_STARTED) for e in events):
+            events = [e for e in events if not e["data"].startswith(_STARTED)]
+        if events:
+            lines = TimedLines(e["data"] for e in events)
+            lines.stamps = [e.get("timestamp") for e in events]
             yield lines
 
 

@@ -140,15 +140,16 @@ class JobView:
         chunked = getattr(api, "fetch_job_log_batches", None)
         if chunked is not None:  # the console's HfApi: lines in lists, a network chunk at a time
             stream = (
-                [line for chunk in chunks for line in chunk]
+                _joined(chunks)
                 # a network chunk (up to 64 KB) holds hundreds of lines: bound the chunks, not lines
                 for chunks in iterate_batches(lambda: chunked(job_id=job_id, namespace=ns), cancelled,
                                               max_pending=LOG_PENDING_CHUNKS)
             )
         else:
-            stream = iterate_batches(lambda: api.fetch_job_logs(job_id=job_id, namespace=ns, follow=True), cancelled)
-        for lines in stream:
-            pane.feed(generation, lines)
+            stream = ((lines, None) for lines in iterate_batches(
+                lambda: api.fetch_job_logs(job_id=job_id, namespace=ns, follow=True), cancelled))
+        for lines, stamps in stream:
+            pane.feed(generation, lines, stamps)
             while pane.backlog() > LOG_BACKLOG_LIMIT and not worker.is_cancelled:
                 time.sleep(0.01)  # backpressure: the UI drains in batches
         if not worker.is_cancelled and pane.generation == generation:
@@ -163,3 +164,13 @@ class JobView:
         ):
             if isinstance(sample, dict):
                 self.app.post_message(MetricsSample(job_id, sample))
+
+
+def _joined(chunks: list[list[str]]) -> tuple[list[str], list[str | None]]:
+    """Network chunks of log lines as one list, with each line's time (`TimedLines.stamps`)."""
+    lines: list[str] = []
+    stamps: list[str | None] = []
+    for chunk in chunks:
+        lines.extend(chunk)
+        stamps.extend(getattr(chunk, "stamps", None) or [None] * len(chunk))
+    return lines, stamps

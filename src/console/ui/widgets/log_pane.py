@@ -7,7 +7,8 @@ Only the newest `max_lines` stay in memory (the full log stays on the server: sa
 Lines are plain text: escape sequences and control characters are removed, markup never applies.
 
 Keys (when the pane has focus): `f` follow, `w` wrap, `end`/`G` jump to the end, `/` search,
-`n` / `N` next / previous match. Save (`ctrl+s`) is an app action: it needs the API.
+`n` / `N` next / previous match, `T` each line's time on/off (the time the Jobs API stamped it,
+UTC), `J` jump to the first line at or after a time. Save (`ctrl+s`) is an app action: it needs the API.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import collections
 import threading
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -23,7 +25,8 @@ from textual.message import Message
 from textual.timer import Timer
 from textual.widgets import Input, Static
 
-from console.jobs import clean_log_line
+from console.inputs import parse_since
+from console.jobs import clean_log_line, log_time
 from console.ui import keys
 from console.ui.widgets.job_log import JobLog
 from console.ui.widgets.job_metrics import JobMetricsBar
@@ -31,6 +34,14 @@ from console.ui.widgets.job_metrics import JobMetricsBar
 DEFAULT_MAX_LINES = 5000
 BATCH_INTERVAL = 0.05
 BATCH_LIMIT = 500
+TIME_WIDTH = 9
+"""`HH:MM:SS ` before each line while the times are shown."""
+
+
+def clock_of(stamp: str | None) -> str:
+    """A line's time as the pane shows it: `HH:MM:SS` UTC, `--:--:--` when it has none."""
+    when = log_time(stamp)
+    return when.astimezone(UTC).strftime("%H:%M:%S") if when is not None else "--:--:--"
 
 
 @dataclass(frozen=True)
@@ -67,13 +78,18 @@ class LogPane(Vertical, can_focus=False):
         self.generation = 0
         self.follow = True
         self.wrap = False
+        self.timestamps = False
+        """Each line shown after the time the Jobs API stamped it (`T`)."""
         self.ended = False
         self.error: str | None = None
         self.lines: collections.deque[str] = collections.deque(maxlen=max_lines)
+        self.times: collections.deque[str | None] = collections.deque(maxlen=max_lines)
+        """Each kept line's time as the Jobs API stamped it (ISO), or None."""
         self.received = 0
         # what the stream handed over and the screen has not shown yet: (generation, lines) chunks
         # as they came (one append per batch under the lock), or (generation, _StreamEnd)
-        self._pending: collections.deque[tuple[int, list[str] | _StreamEnd]] = collections.deque()
+        self._pending: collections.deque[tuple[int, list[str] | _StreamEnd, list[str | None] | None]] = (
+            collections.deque())
         self._pending_lines = 0
         self._lock = threading.Lock()
         self.search_term = ""
@@ -114,6 +130,7 @@ class LogPane(Vertical, can_focus=False):
         self.stage = stage
         self.reason = ""
         self.lines.clear()
+        self.times.clear()
         self.received = 0
         self.ended = False
         self.error = None
@@ -127,13 +144,14 @@ class LogPane(Vertical, can_focus=False):
         self._render_title()
         return self.generation
 
-    def feed(self, generation: int, lines: list[str]) -> None:
-        """Queue lines from any thread; stale generations are dropped at drain time."""
+    def feed(self, generation: int, lines: list[str], stamps: list[str | None] | None = None) -> None:
+        """Queue lines (and each one's time, when the stream gave it) from any thread; stale
+        generations are dropped at drain time."""
         if not lines:
             return
         chunk = list(lines)
         with self._lock:
-            self._pending.append((generation, chunk))
+            self._pending.append((generation, chunk, list(stamps) if stamps else None))
             self._pending_lines += len(chunk)
 
     def backlog(self) -> int:
@@ -143,10 +161,11 @@ class LogPane(Vertical, can_focus=False):
     def end(self, generation: int, error: str | None = None) -> None:
         """The stream finished (the job ended) or failed with `error`; thread-safe."""
         with self._lock:
-            self._pending.append((generation, _StreamEnd(error)))
+            self._pending.append((generation, _StreamEnd(error), None))
 
     def drain(self) -> None:
         batch: list[str] = []
+        times: list[str | None] = []
         finished = False
         error = None
         with self._lock:
@@ -155,11 +174,11 @@ class LogPane(Vertical, can_focus=False):
             # window before they could be seen: count them and skip their cleaning and layout.
             skip = self._pending_lines - self.max_lines
             while skip > 0 and pending:
-                generation, chunk = pending[0]
+                generation, chunk, stamps = pending[0]
                 if isinstance(chunk, _StreamEnd) or generation != self.generation:
                     break
                 if len(chunk) > skip:
-                    pending[0] = (generation, chunk[skip:])
+                    pending[0] = (generation, chunk[skip:], stamps[skip:] if stamps else None)
                     self._take(skip)
                     break
                 pending.popleft()
@@ -167,7 +186,7 @@ class LogPane(Vertical, can_focus=False):
                 skip -= len(chunk)
             room = self.batch_limit
             while pending and room > 0:
-                generation, chunk = pending[0]
+                generation, chunk, stamps = pending[0]
                 if isinstance(chunk, _StreamEnd):
                     # (a marker object, not text: a job's line may start with anything, NUL too)
                     pending.popleft()
@@ -181,20 +200,23 @@ class LogPane(Vertical, can_focus=False):
                     continue
                 if len(chunk) > room:
                     batch.extend(chunk[:room])
-                    pending[0] = (generation, chunk[room:])
+                    times.extend(stamps[:room] if stamps else [None] * room)
+                    pending[0] = (generation, chunk[room:], stamps[room:] if stamps else None)
                     self._pending_lines -= room
                     room = 0
                 else:
                     pending.popleft()
                     batch.extend(chunk)
+                    times.extend(stamps or [None] * len(chunk))
                     self._pending_lines -= len(chunk)
                     room -= len(chunk)
         if batch:
             cleaned = [clean_log_line(line) for line in batch]
             self.lines.extend(cleaned)
+            self.times.extend(times)
             self.received += len(cleaned)
             log = self.log_widget
-            log.write_lines(self._display(cleaned), scroll_end=self.follow)
+            log.write_lines(self._display(cleaned, times), scroll_end=self.follow)
         if finished:
             self.ended = True
             self.error = error
@@ -209,7 +231,9 @@ class LogPane(Vertical, can_focus=False):
         self._pending_lines -= n
         self.received += n
 
-    def _display(self, lines: list[str]) -> list[str]:
+    def _display(self, lines: list[str], times: list[str | None]) -> list[str]:
+        if self.timestamps:
+            lines = [f"{clock_of(t)} {line}" for t, line in zip(times, lines, strict=True)]
         if not self.wrap:
             return lines
         width = self._width()
@@ -229,7 +253,7 @@ class LogPane(Vertical, can_focus=False):
         log = self.log_widget
         log.clear()
         log.auto_scroll = self.follow
-        log.write_lines(self._display(list(self.lines)), scroll_end=self.follow)
+        log.write_lines(self._display(list(self.lines), list(self.times)), scroll_end=self.follow)
 
     def on_resize(self) -> None:
         if self.wrap and self._width() != self._wrap_width:
@@ -268,6 +292,8 @@ class LogPane(Vertical, can_focus=False):
             )
             if self.wrap:
                 text.append(" wrap", style="dim")
+            if self.timestamps:
+                text.append(" times", style="dim")
             kept = (
                 f"{len(self.lines)}/{self.received}"
                 if self.received > len(self.lines)
@@ -324,6 +350,38 @@ class LogPane(Vertical, can_focus=False):
         self._rerender()
         self._render_title()  # the header says "wrap"
 
+    def action_toggle_timestamps(self) -> None:
+        self.timestamps = not self.timestamps
+        self._rerender()
+        self._render_title()  # the header says "times"
+
+    def action_jump_time(self) -> None:
+        """Ask for a time; show the first kept line stamped at or after it (follow pauses)."""
+        from console.ui.screens.prompt import PromptScreen  # modal screens load on first use
+
+        self.app.push_screen(
+            PromptScreen("Jump to the log at (HH:MM[:SS], 30m, 2h, an ISO time; UTC):", "", "09:30"),
+            self.jump_to,
+        )
+
+    def jump_to(self, text: str | None) -> int | None:
+        """Show the first kept line stamped at or after `text` (see `parse_since`); its index."""
+        if text is None or not text.strip():
+            return None
+        try:
+            when = parse_since(text, datetime.now(UTC), field="time")
+        except ValueError as exc:
+            self.app.notify(str(exc), severity="error")
+            return None
+        index = next((i for i, t in enumerate(self.times) if (at := log_time(t)) is not None and at >= when), None)
+        if index is None:
+            self.app.notify(f"No kept line at or after {when:%Y-%m-%d %H:%M:%S} UTC", severity="warning",
+                            timeout=4)
+            return None
+        self._scroll_to_line(index)
+        self._render_title()
+        return index
+
     def action_jump_end(self) -> None:
         self.set_follow(True)
 
@@ -371,11 +429,16 @@ class LogPane(Vertical, can_focus=False):
                 self.app.notify(f"No match for {self.search_term!r}", severity="warning", timeout=3)
             return
         line = self.matches[self.match_index]
+        self._scroll_to_line(line)
+        self.post_message(self.SearchMoved(line))
+        self._render_title()
+
+    def _scroll_to_line(self, line: int) -> None:
+        """Pause follow and scroll kept line `line` into view (a few rows from the top)."""
         y = line
         if self.wrap:
             width = self._width()
-            y = sum(max(1, -(-len(s) // width)) for s in list(self.lines)[:line])
+            extra = TIME_WIDTH if self.timestamps else 0
+            y = sum(max(1, -(-(len(s) + extra) // width)) for s in list(self.lines)[:line])
         self.set_follow(False)
         self.log_widget.scroll_to(y=max(0, y - 2), animate=False)
-        self.post_message(self.SearchMoved(line))
-        self._render_title()
