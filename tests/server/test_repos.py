@@ -95,6 +95,13 @@ def test_branches_and_tags(server, api: HfApi, tmp_path) -> None:
         api.create_tag(REPO, tag="release")
     assert exc.value.response.status_code == 409
 
+    # a branch name with a slash is one URL segment (%2F), as huggingface_hub quotes it
+    api.create_branch(REPO, branch="feat/x")
+    api.upload_file(path_or_fileobj=b"slash", path_in_repo="s.txt", repo_id=REPO, revision="feat/x")
+    assert _download(server, REPO, "s.txt", tmp_path, revision="feat/x") == b"slash"
+    assert "s.txt" in api.list_repo_files(REPO, revision="refs/heads/feat/x")
+    api.delete_branch(REPO, branch="feat/x")
+
     api.delete_tag(REPO, tag="release")
     api.delete_branch(REPO, branch="dev")
     refs = api.list_repo_refs(REPO)
@@ -344,3 +351,25 @@ def test_strict_mode_serves_repos_as_the_hub_does(tmp_path, blob) -> None:
             api.model_info(f"{NAMESPACE}/absent")
     finally:
         srv.stop()
+
+
+def test_model_info_of_a_base_model_the_server_knows(tmp_path) -> None:
+    """A base model a job names (the server's `models`) has its info answered, as on the Hub,
+    though no repo of that name is stored; any other id is RepoNotFound."""
+    from starlette.testclient import TestClient
+
+    from console.server.app import create_app
+    from console.server.core import JobsService, ServiceSettings
+
+    svc = JobsService(ServiceSettings(namespace=NAMESPACE), db_path=tmp_path / "jobs.db")
+    try:
+        client = TestClient(create_app(svc, "tok", models=["Org/base-0.5B", "gpt2"]))
+        auth = {"Authorization": "Bearer tok"}
+        for repo_id in ("Org/base-0.5B", "gpt2"):
+            r = client.get(f"/api/models/{repo_id}", headers=auth)
+            assert r.status_code == 200 and r.json()["id"] == repo_id
+        r = client.get("/api/models/Org/other", headers=auth)
+        assert r.status_code == 404 and r.headers["x-error-code"] == "RepoNotFound"
+    finally:
+        svc.store.close()
+        svc.hub.close()
