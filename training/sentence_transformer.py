@@ -71,7 +71,7 @@ if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 
 try:
-    from jobkit.models import TINY_MODEL, build_tiny_encoder
+    from jobkit.models import TINY_MODEL, build_tiny_encoder, check_base_model
     from jobkit.run import (
         Destination,
         LossMonitor,
@@ -324,6 +324,9 @@ def preflight(argv: list[str] | None) -> Plan:
     check_run_name(run_name)
     dest = resolve_destination(args, run_name)
     inject = inject_nan_step(args)
+    checked = check_base_model(args.base_model)  # a missing base fails here, in seconds, not at loading
+    if args.base_model != TINY_MODEL:
+        say(f"base model {args.base_model}: {checked}")
     try:
         local = not needs_datasets(args.dataset)
     except ReadError as e:

@@ -55,6 +55,9 @@ TRAINING_MOUNT = "/console-training"
 """Where a Hub job finds `training/` (the recipe and `jobkit`): a read-only bucket volume."""
 HUB_IMAGE = "ghcr.io/astral-sh/uv:python3.12-bookworm-slim"
 LOCAL_IMAGE = "console/local-uv"
+TINY_BASE_MODEL = "tiny-random"
+"""The recipes' offline base: a toy model with random weights, built on the job from the dataset
+(`training/jobkit/models.py`). For local runs only: on HF Jobs it would train noise on a paid GPU."""
 PREFLIGHT_FLAVOR = "cpu-basic"
 # A dataset check reads the file once: minutes on a CPU flavor (~$0.01), whatever the model size.
 PREFLIGHT_TIMEOUT_SECONDS = 15 * 60
@@ -148,7 +151,7 @@ class TrainingRequest:
 
     tenant: str
     dataset: str
-    base_model: str = "tiny-random"
+    base_model: str = TINY_BASE_MODEL
     model_b: float = 1.0
     examples: int = 1000
     epochs: float = 3.0
@@ -328,6 +331,23 @@ def hub_model_id_for(tenant: str, template: str | None) -> str | None:
     return template.replace(TENANT_FIELD, tenant)
 
 
+def hub_base_model_problem(base_model: Any) -> str | None:
+    """Why `base_model` cannot be the base of a run on HF Jobs, or None: the offline toy model,
+    or anything but a Hub model id (the job cannot see this machine's folders). Whether the model
+    exists is asked of the Hub before anything is sent (`console.ship.base_model_problem`)."""
+    if base_model == TINY_BASE_MODEL:
+        return (
+            f"base_model {TINY_BASE_MODEL!r} is the offline toy model (random weights, built on the job): "
+            "on HF Jobs it would train noise on a paid GPU and push it as the adapter; "
+            "name a Hub base model (org/name, e.g. Qwen/Qwen3-0.6B)"
+        )
+    if not isinstance(base_model, str) or not REPO_ID_RE.match(base_model) or "--" in base_model:
+        return (
+            f"base_model {base_model!r} is not a Hub model id (org/name): a job on HF Jobs loads its base from the Hub"
+        )
+    return None
+
+
 def with_defaults(
     req: TrainingRequest,
     *,
@@ -466,6 +486,8 @@ def build_submission(
             )
         if not token:
             raise SubmissionError("a run on HF Jobs needs a token to push with: `hf auth login` or set HF_TOKEN")
+        if why := hub_base_model_problem(req.base_model):
+            raise SubmissionError(why)
     if not is_label_name(req.env):
         raise SubmissionError(f"env {req.env!r} {NAME_RULE}")
     flavor = PREFLIGHT_FLAVOR if req.kind == "validate" else req.flavor
@@ -717,7 +739,7 @@ def read_request(info: Any) -> TrainingRequest | None:
     return TrainingRequest(
         tenant=labels["tenant"],
         dataset=values.get("dataset", ""),
-        base_model=values.get("base_model", "tiny-random"),
+        base_model=values.get("base_model", TINY_BASE_MODEL),
         model_b=label_number(labels.get("model_b")) or 1.0,
         examples=int(label_number(labels.get("examples")) or 1000),
         epochs=label_number(labels.get("epochs")) or _parse_float(values.get("epochs")) or 3.0,

@@ -9,6 +9,10 @@ bucket volume that mounts that folder at `jobspec.TRAINING_MOUNT`. Equal files m
 so a fleet of a thousand tenants uploads its recipes once, and a job's spec carries a volume of a
 few hundred bytes instead of the scripts themselves.
 
+:func:`base_model_problem` asks the Hub (`HfApi.model_info`) whether a Hub run's base model
+exists, before anything is sent: a base that does not exist would fail on the paid GPU, after
+the image, the install and a minute of retries.
+
 Talks to the backend only through the `HfApi` it is given; no UI.
 """
 
@@ -19,11 +23,56 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from console.jobspec import ARTIFACTS_BUCKET, TRAINING_MOUNT, Submission
+from console.jobspec import ARTIFACTS_BUCKET, TRAINING_KINDS, TRAINING_MOUNT, Submission, TrainingRequest
+
+BASE_MODEL_CHECK_TIMEOUT_S = 10.0
+"""How long the model-info request of a base model may take."""
 
 _shipped: set[tuple[str, str, str]] = set()
 """(endpoint, bucket, folder) uploaded by this process: each is uploaded once."""
 _lock = threading.Lock()
+
+
+def base_model_problem(api: Any, base_model: str, *, timeout: float = BASE_MODEL_CHECK_TIMEOUT_S) -> str | None:
+    """Why a Hub run cannot train on `base_model`, asked of the Hub (its model info), or None when
+    the model exists (a gated one too: its terms are the token's account's to accept)."""
+    from huggingface_hub.errors import GatedRepoError, HfHubHTTPError, RepositoryNotFoundError
+
+    try:
+        api.model_info(base_model, timeout=timeout)
+    except GatedRepoError:
+        return None
+    except RepositoryNotFoundError:
+        return (
+            f"base_model {base_model!r} does not exist on the Hub (or is private and this token cannot see it): "
+            "nothing submitted"
+        )
+    except HfHubHTTPError as exc:
+        status = getattr(getattr(exc, "response", None), "status_code", "?")
+        return f"base_model {base_model!r} could not be checked: the Hub answered {status}; nothing submitted"
+    except Exception as exc:  # noqa: BLE001 - connection refused, DNS, timeout
+        return (
+            f"base_model {base_model!r} could not be checked: the Hub did not answer within {timeout:g} s "
+            f"({type(exc).__name__}); nothing submitted"
+        )
+    return None
+
+
+class BaseModelCheck:
+    """`base_model_problem` for many requests: each base model is asked once (a fleet of a
+    thousand tenants on one base makes one request)."""
+
+    def __init__(self, api: Any) -> None:
+        self.api = api
+        self._seen: dict[str, str | None] = {}
+
+    def __call__(self, req: TrainingRequest) -> str | None:
+        """Why `req` (on the hub backend) cannot be sent for its base model, or None."""
+        if req.kind not in TRAINING_KINDS:
+            return None
+        if req.base_model not in self._seen:
+            self._seen[req.base_model] = base_model_problem(self.api, req.base_model)
+        return self._seen[req.base_model]
 
 
 def bucket_of(namespace: str) -> str:

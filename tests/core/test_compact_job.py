@@ -12,7 +12,7 @@ from console import jobspec
 
 def _hub_job(job_id: str) -> dict:
     request = jobspec.TrainingRequest(
-        tenant="acme", dataset="ops/acme-chats", model_b=3.0, examples=1200, epochs=2.0,
+        tenant="acme", dataset="ops/acme-chats", base_model="Qwen/Qwen2.5-3B", model_b=3.0, examples=1200, epochs=2.0,
         flavor="a10g-small", env="prod", learning_rate=1e-4, hub_model_id="ops/adapter-acme",
     )
     sub = jobspec.build_submission(request, backend_kind="hub", token="hf_not_a_real_token")

@@ -43,7 +43,7 @@ examples = 250
 @pytest.fixture
 def hub(monkeypatch):
     """A strict server, the CLI's config on the hub backend pointed at it, logged in with HF_TOKEN."""
-    srv = LocalServer(ServerOptions(namespace=NS, strict=True))
+    srv = LocalServer(ServerOptions(namespace=NS, strict=True, models=("Qwen/Qwen3-0.6B",)))
     srv.start()
     write_server_info(srv.url)
     monkeypatch.setenv("HF_TOKEN", srv.token)
@@ -131,11 +131,37 @@ def test_every_hub_run_logs_to_the_trackio_space(hub, tmp_path, capsys):
     assert {jobspec.read_request(sj).trackio_space_id for sj in schedules(backend).values()} == {"ops/fleet-trackio"}
 
 
+TEMPLATE = 'hub_model_id = "oncall/adapter-{tenant}"'
+
+
+def test_a_hub_fleet_on_the_toy_base_model_is_refused_naming_base_model(hub, tmp_path, capsys):
+    cfg, backend = hub
+    path = fleet_file(tmp_path, top=TEMPLATE, acme='base_model = "tiny-random"')
+    code, out = apply(capsys, str(path))
+    assert code == 2 and "nothing applied, 1 tenant(s) refused" in out
+    assert "tenant 'acme': base_model 'tiny-random' is the offline toy model" in out
+    assert "train noise on a paid GPU" in out
+    assert schedules(backend) == {}
+
+
+def test_a_hub_fleet_on_a_base_model_the_hub_lacks_is_refused_before_anything_is_sent(hub, tmp_path, capsys):
+    """The Hub is asked (HfApi.model_info) once per base model; a missing one refuses its tenant."""
+    cfg, backend = hub
+    path = fleet_file(tmp_path, top=TEMPLATE, acme='base_model = "Qwen/Qwen3-0.6B-nope"')
+    code, out = apply(capsys, str(path))
+    assert code == 2 and "nothing applied, 1 tenant(s) refused" in out
+    assert "tenant 'acme': base_model 'Qwen/Qwen3-0.6B-nope' does not exist on the Hub" in out
+    assert "globex" not in out  # its base exists
+    assert schedules(backend) == {}
+    code, out = apply(capsys, str(fleet_file(tmp_path, top=TEMPLATE)))
+    assert code == 0 and set(schedules(backend)) == {"acme", "globex"}
+
+
 def test_form_and_rerun_requests_get_the_configs_destination_and_space():
     cfg = Config(namespace=NS, backend="hub")
     cfg.defaults.hub_model_id = "ops/adapter-{tenant}"
     cfg.trackio.space_id = "ops/trackio"
-    bare = jobspec.TrainingRequest(tenant="acme", dataset="ops/acme-chats")
+    bare = jobspec.TrainingRequest(tenant="acme", dataset="ops/acme-chats", base_model="Qwen/Qwen3-0.6B")
     filled = jobspec.with_config_defaults(bare, cfg)
     assert (filled.hub_model_id, filled.trackio_space_id, filled.trackio_project) == (
         "ops/adapter-acme", "ops/trackio", "console")

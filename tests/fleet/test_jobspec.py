@@ -191,6 +191,7 @@ def run_hub_command(sub: jobspec.Submission, tmp_path: Path) -> tuple[subprocess
         "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
         "HOME": str(tmp_path),
         "CONSOLE_ARTIFACTS_DIR": str(tmp_path / "artifacts"),
+        "HF_HUB_OFFLINE": "1",  # no Hub here: the base model is not asked for (it would load from the cache)
         **sub.env,
         **sub.secrets,  # HF Jobs hands secrets to the container as environment variables
     }

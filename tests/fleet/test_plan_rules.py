@@ -415,7 +415,7 @@ def test_a_timeout_known_only_from_the_console_label_is_compared(folder):
 
 
 def test_the_configs_destination_and_trackio_apply_where_the_file_says_nothing(folder):
-    f = fleet(folder)
+    f = fleet(folder, base_model="Qwen/Qwen3-0.6B")
     plan = plan_apply(f, [], backend_kind="hub", token="hf_secret", hub_model_id="org/adapter-{tenant}",
                       trackio_project="cfg-project", trackio_space_id="org/cfg-space")
     sub = plan.actions[0].submission
@@ -424,7 +424,7 @@ def test_the_configs_destination_and_trackio_apply_where_the_file_says_nothing(f
     assert (req.trackio_project, req.trackio_space_id) == ("cfg-project", "org/cfg-space")
     assert sub.secrets == {"HF_TOKEN": "hf_secret"}
     # the fleet file's own settings win over the config's
-    own = fleet(folder, hub_model_id="team/lora-{tenant}", trackio_project="file-project",
+    own = fleet(folder, base_model="Qwen/Qwen3-0.6B", hub_model_id="team/lora-{tenant}", trackio_project="file-project",
                 trackio_space_id="team/file-space")
     sub = plan_apply(own, [], backend_kind="hub", token="hf_secret", hub_model_id="org/adapter-{tenant}",
                      trackio_project="cfg-project", trackio_space_id="org/cfg-space").actions[0].submission
@@ -442,7 +442,7 @@ def test_a_local_run_logs_to_the_servers_trackio_not_a_space(folder):
 
 
 def test_on_the_hub_apply_ships_the_recipe_to_the_namespaces_bucket_and_mounts_it(folder):
-    f = fleet(folder)
+    f = fleet(folder, base_model="Qwen/Qwen3-0.6B")
     plan = plan_apply(f, [], backend_kind="hub", token="hf_secret", hub_model_id="org/adapter-{tenant}")
     api = Api()
     apply_plan(api, plan, namespace="oncall")

@@ -45,7 +45,8 @@ STANDIN = textwrap.dedent(
     """
 )
 REQUEST = TrainingRequest(
-    tenant="acme", dataset="ops/acme-chats", model_b=1.0, examples=300, epochs=1.0, flavor="t4-small",
+    tenant="acme", dataset="ops/acme-chats", base_model="Qwen/Qwen3-0.6B", model_b=1.0, examples=300, epochs=1.0,
+    flavor="t4-small",
     max_steps=3, learning_rate=5e-3, trackio_project="console", env="prod", hub_model_id="ops/adapter-acme",
 )
 

@@ -281,3 +281,26 @@ def test_the_preflight_trains_on_what_the_validator_passes(sft_module, validator
     monkeypatch.setenv("CONSOLE_ARTIFACTS_DIR", str(tmp_path / "artifacts"))
     plan = sft_module.preflight(["--base-model", "tiny-random", "--dataset", str(DATA / f"{name}.jsonl")])
     assert (plan.fmt, len(plan.rows)) == (report.fmt, report.rows)
+
+
+def test_a_base_model_the_hub_lacks_fails_in_seconds_with_its_own_reason(tmp_path):
+    """The recipe's first check asks the Hub (model info) for the base: a missing one is refused
+    before the dataset is read, a Hub that does not answer too (not a minute of load retries)."""
+    import time
+
+    from console.server import LocalServer, ServerOptions
+
+    args = ["--dataset", str(DATA / "acme.jsonl"), "--hub-model-id", "acme-corp/acme-adapter"]
+    with LocalServer(ServerOptions(namespace="acme", strict=True, models=("Qwen/Qwen3-0.6B",))) as server:
+        env = script_env(tmp_path, HF_HUB_OFFLINE=None, HF_ENDPOINT=server.url, HF_TOKEN=server.token)
+        missing = run(SFT, ["--base-model", "Qwen/Qwen3-0.6B-nope", *args], env)
+        found = run(SFT, ["--base-model", "Qwen/Qwen3-0.6B", *args, "--dataset", str(tmp_path / "none.jsonl")], env)
+    assert missing.returncode == 2
+    assert missing.last_line.startswith(
+        "VERDICT: FAIL base_model_not_found: --base-model Qwen/Qwen3-0.6B-nope does not exist on the Hub")
+    assert found.last_line.startswith("VERDICT: FAIL bad_dataset")  # the base exists: the next check speaks
+    assert "base model Qwen/Qwen3-0.6B: found on the Hub" in found.stdout
+    t0 = time.monotonic()
+    gone = run(SFT, ["--base-model", "Qwen/Qwen3-0.6B", *args], env)  # the server is stopped now
+    assert time.monotonic() - t0 < 30
+    assert gone.last_line.startswith("VERDICT: FAIL base_model_unreachable: --base-model Qwen/Qwen3-0.6B could not be")

@@ -46,7 +46,8 @@ async def test_the_tui_on_the_hub_backend_shows_a_hub_job_its_log_and_no_metrics
     scripts = tmp_path / "training"
     scripts.mkdir()
     (scripts / jobspec.SCRIPTS["sft"]).write_text(STANDIN, encoding="utf-8")
-    request = TrainingRequest(tenant="acme", dataset="ops/acme-chats", examples=300, epochs=1.0,
+    request = TrainingRequest(tenant="acme", dataset="ops/acme-chats", base_model="Qwen/Qwen3-0.6B",
+                              examples=300, epochs=1.0,
                               flavor="t4-small", max_steps=3, hub_model_id="ops/adapter-acme")
     sub = jobspec.build_submission(request, backend_kind=HUB, token=os.environ["HF_TOKEN"], script_dir=scripts)
     sub = ship(backend.api, sub, backend.namespace)  # through the jobs-artifacts bucket, as the app does

@@ -263,6 +263,13 @@ async def test_a_hub_submission_without_a_destination_or_a_token_is_refused_in_t
         app.push_screen(form("hf_test_token"), results.append)
         await wait_for(pilot, lambda: _form_open(app))
         await type_into(pilot, _form(app).query_one("#f-hub-model-id", Input), "ops/acme-lora")
+        # the form's offline toy base would train noise on a paid GPU: refused, naming base_model
+        assert _field(app, "f-base-model") == "tiny-random"
+        assert _error(app).startswith("base_model 'tiny-random' is the offline toy model")
+        await pilot.press("ctrl+s")
+        await pilot.pause(0.1)
+        assert isinstance(app.screen, SubmitScreen) and len(results) == 1
+        await type_into(pilot, _form(app).query_one("#f-base-model", Input), "Qwen/Qwen3-0.6B")
         assert _error(app) == ""
         await pilot.press("ctrl+s")
         await wait_for(pilot, lambda: len(results) == 2)

@@ -6,6 +6,9 @@
   (hidden 64, 2 layers, with its masked-LM head, so one base serves the bi-, cross- and sparse
   encoders) with a WordPiece tokenizer for sentence-transformers (:func:`build_tiny_encoder`).
   The recipes save it beside the trained weights: the weights are useless without it.
+* :func:`check_base_model` is the first check of a Hub base (its model info, a few seconds): a
+  base that does not exist, or a Hub that cannot be reached, is refused with its own reason
+  before the dataset is read or anything is downloaded.
 * :func:`load_causal_lm` loads a Hub base with its tokenizer (a chat template when the data needs
   one and the tokenizer has none).
 * :func:`load_unsloth` loads a base through Unsloth's `FastLanguageModel` (4-bit for LoRA, its
@@ -19,6 +22,7 @@ Standard library only at import time; each function imports what it needs.
 from __future__ import annotations
 
 import importlib.util
+import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -155,6 +159,58 @@ def build_tiny_encoder(texts: Iterable[str], max_length: int, seed: int, folder:
     BertForMaskedLM(config).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return str(folder)
+
+
+BASE_MODEL_CHECK_TIMEOUT_S = 10.0
+"""How long the base model's model-info request may take (loading it later retries for a minute)."""
+
+
+def check_base_model(name: str, token: str | None = None, *, timeout: float = BASE_MODEL_CHECK_TIMEOUT_S) -> str:
+    """Refuse a base that cannot be loaded, before anything else is read or downloaded: a local
+    folder that is not there (`base_model_not_found`), a Hub id the Hub does not know (or this
+    token cannot see: `base_model_not_found`), a Hub that does not answer (`base_model_unreachable`,
+    unless the base's `config.json` is in the local cache). Returns how it was checked, in words.
+
+    `tiny-random` is built on the spot, and with `HF_HUB_OFFLINE` set a base loads from the cache
+    only: neither asks the Hub."""
+    if name == TINY_MODEL:
+        return "offline tiny base"
+    path = Path(name).expanduser()
+    if path.is_dir():
+        return f"local folder {path}"
+    if name.startswith(("/", "./", "../", "~")):
+        raise Refusal("base_model_not_found", f"--base-model {name}: no such folder")
+    if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
+        return "HF_HUB_OFFLINE: from the local cache"
+    from huggingface_hub import HfApi
+    from huggingface_hub.errors import GatedRepoError, HfHubHTTPError, RepositoryNotFoundError
+
+    try:
+        HfApi(token=token or None).model_info(name, timeout=timeout)
+    except GatedRepoError:
+        return "gated on the Hub (the token's account must have accepted its terms)"
+    except RepositoryNotFoundError:
+        raise Refusal(
+            "base_model_not_found",
+            f"--base-model {name} does not exist on the Hub (or is private and HF_TOKEN cannot see it): "
+            "name an existing model repo (org/name)",
+        ) from None
+    except HfHubHTTPError as e:
+        status = getattr(getattr(e, "response", None), "status_code", "?")
+        first = (str(e).strip().splitlines() or ["?"])[0]
+        raise Refusal("base_model_unreachable", f"--base-model {name}: the Hub answered {status} ({first})") from None
+    except Exception as e:  # noqa: BLE001 - connection refused, DNS, timeout: the Hub is not there
+        from huggingface_hub import try_to_load_from_cache
+
+        if isinstance(try_to_load_from_cache(name, "config.json"), str):
+            return "the Hub did not answer: from the local cache"
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        raise Refusal(
+            "base_model_unreachable",
+            f"--base-model {name} could not be checked: the Hub did not answer within {timeout:g} s "
+            f"({type(e).__name__}: {first[:200]}) and the model is not in the local cache",
+        ) from None
+    return "found on the Hub"
 
 
 def load_causal_lm(name: str, dtype: Any, *, needs_chat_template: bool) -> tuple[Any, Any]:

@@ -36,6 +36,7 @@ from jobkit.models import (
     TINY_CAUSAL_CONFIG,
     TINY_MODEL,
     build_tiny_causal_lm,
+    check_base_model,
     check_unsloth_installed,
     load_causal_lm,
     load_unsloth,
@@ -204,6 +205,9 @@ def preflight(argv: list[str] | None, parser: argparse.ArgumentParser, method: s
     inject = inject_nan_step(args)
     if args.unsloth:
         check_unsloth_installed()
+    checked = check_base_model(args.base_model)  # a missing base fails here, in seconds, not at loading
+    if args.base_model != TINY_MODEL:
+        say(f"base model {args.base_model}: {checked}")
 
     try:
         local = not needs_datasets(args.dataset)

@@ -54,6 +54,7 @@ def _api_error(exc: Exception) -> str:
 def run_apply(args: argparse.Namespace) -> int:
     from console.commands._common import CommandError, load_config
     from console.fleet import FleetFileError, PlanRefused, apply_plan, load_fleet_file, plan_apply
+    from console.ship import BaseModelCheck
 
     cfg = load_config(args)
     try:
@@ -85,6 +86,7 @@ def run_apply(args: argparse.Namespace) -> int:
                 trackio_project=cfg.trackio.project,
                 trackio_space_id=cfg.trackio.space_id,
                 hub_model_id=cfg.defaults.hub_model_id,
+                base_models=BaseModelCheck(backend.api) if backend.kind == "hub" else None,
             )
         except PlanRefused as exc:
             lines = "\n".join(f"  - {p}" for p in exc.problems)

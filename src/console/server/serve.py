@@ -50,6 +50,14 @@ class ServerOptions:
     """Answer in the leaner shapes huggingface.co sends (console.server.shapes): finished jobs
     without `finishedAt` or `durations`, scheduled specs without a readable timeout, `suspend:
     null`; also on with $CONSOLE_SERVER_STRICT=1. Off for every real use: tests turn it on."""
+    models: tuple[str, ...] = ()
+    """Hub model repos the server answers model info for (`HfApi.model_info`), as the Hub does for
+    the models it has; also $CONSOLE_SERVER_MODELS (comma-separated). Any other id is not found."""
+
+
+def models_by_env() -> list[str]:
+    """The model repos $CONSOLE_SERVER_MODELS names (comma-separated)."""
+    return [m.strip() for m in os.environ.get("CONSOLE_SERVER_MODELS", "").split(",") if m.strip()]
 
 
 def bind_loopback(port: int) -> socket.socket:
@@ -82,7 +90,7 @@ class LocalServer:
                 **({"log_cap_bytes": options.log_cap_bytes} if options.log_cap_bytes else {}),
             )
         )
-        self.app = create_app(self.service, self.token)
+        self.app = create_app(self.service, self.token, models=(*options.models, *models_by_env()))
         if options.strict or strict_by_env():
             self.app = HfShapes(self.app)
         self.faults: FaultPlan | None = None

@@ -19,7 +19,7 @@ from textual.worker import get_current_worker
 from console import jobspec, paths
 from console.jobs import format_cost
 from console.jobspec import TrainingRequest
-from console.ship import ship
+from console.ship import BaseModelCheck, ship
 from console.ui.actions import (
     ActionDone,
     confirm_then_run,
@@ -146,6 +146,8 @@ def _submit_now(app: ConsoleBase, result: SubmitResult) -> str:
         prices=app.prices,
     )
     submission = jobspec.build_submission(request, **build)
+    if app.backend_kind == "hub" and (why := BaseModelCheck(app.api)(request)):
+        raise jobspec.SubmissionError(why)
     if result.preflight:
         # the dataset checked for the kind's method (DPO pairs, KTO labels, embedding columns...)
         check = jobspec.build_submission(jobspec.preflight_request(request), **build)
@@ -212,6 +214,8 @@ def rerun(app: ConsoleBase) -> None:
         details = submission_details(sub, request.tenant, app.prices)
 
         def run_again() -> str:
+            if app.backend_kind == "hub" and (why := BaseModelCheck(app.api)(request)):
+                raise jobspec.SubmissionError(why)
             new = app.api.run_job(**ship(app.api, sub, ns).run_kwargs(), namespace=ns)
             return f"Rerun of {job.id}: {new.id} ({request.tenant})"
     else:
