@@ -220,6 +220,15 @@ def queue_line(queues: Sequence[FlavorQueue], now: datetime) -> str:
     return f"{total} waiting: " + ", ".join(q.line(now) for q in queues)
 
 
+def queue_tag(queues: Sequence[FlavorQueue]) -> str:
+    """The queue in a few words for a status line: `3 WAIT h200x8 12h` (how many wait, and the
+    flavor that has waited longest, for how long); "" when none."""
+    if not queues:
+        return ""
+    total = sum(q.waiting for q in queues)
+    return f"{total} WAIT {queues[0].flavor or '-'} {format_duration(queues[0].longest_s)}"
+
+
 def sort_key(row: JobRow) -> tuple:
     """Running first, then queued, then finished jobs; newest first within each."""
     created = row.created_at.timestamp() if row.created_at else 0.0

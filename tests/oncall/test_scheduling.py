@@ -102,6 +102,8 @@ async def test_the_stage_cell_says_the_job_waits_and_on_what(held):
         cells = [str(c) for c in app.jobs_table.get_row(queued)]
         assert cells[3].startswith("WAIT ") and "stuck in SCHEDULING on t4-small for" in cells[-1]
         assert any("stuck in SCHEDULING" in (n.title or "") for n in app._notifications)
+        status = str(app.query_one("#status-line").render())
+        assert "1 WAIT t4-small " in status  # the queue: how many wait, on what, for how long
 
 
 def test_watch_and_fleet_show_print_the_queue_per_flavor(held, capsys):

@@ -8,8 +8,8 @@ on the same data dir shares it) become Textual notifications here (a pass with m
 and counts the rest in one, `TOASTS_PER_PASS`), and each goes to the `[notify]` channels: the
 terminal escapes (bell, OSC 9 / 777) are written by the UI thread, the webhooks by the
 notifier's own thread. The pass's forecasts, stalls and long waits in SCHEDULING mark the jobs
-table's rows (`STALL 14m`, `TMOUT+12m`, `WAIT 12h`), and the status line counts them
-(`2 STALLED  1 TMOUT`).
+table's rows (`STALL 14m`, `TMOUT+12m`, `WAIT 12h`), and the status line counts them and the
+SCHEDULING queue (`2 STALLED  1 TMOUT  3 WAIT h200x8 12h`).
 
 A pass never blocks the UI: it runs in a thread, a pass still running skips the next tick, and a
 failing pass (the backend gone, the store unreadable) is said once as a warning and tried again
@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from textual.message import Message
 
+from console.jobs import queue_tag
 from console.ui.widgets.jobs_table import OnCallMark, oncall_marks
 from console.ui.widgets.status_line import StatusLine
 
@@ -161,7 +162,8 @@ class OnCallWatch:
                                   {row.id: row.flavor for row in report.waiting})
         try:
             self.app.jobs_table.show_oncall(self.marks)
-            self.app.query_one(StatusLine).set_oncall(len(report.stalled), len(report.overruns))
+            self.app.query_one(StatusLine).set_oncall(len(report.stalled), len(report.overruns),
+                                                      queue_tag(report.queue), bool(report.stuck))
         except Exception:  # the app is closing: nothing to mark
             pass
 

@@ -52,6 +52,8 @@ class StatusLine(Static):
         """When the data of the picture painted from the cache was read (until fresh data came)."""
         self.stalled = 0
         self.overruns = 0
+        self.waiting = ""
+        self.stuck = False
         """Running jobs the last on-call pass found stalled / about to hit their timeout."""
 
     def on_mount(self) -> None:
@@ -76,10 +78,12 @@ class StatusLine(Static):
         self.snapshot_at = None
         self.refresh_text()
 
-    def set_oncall(self, stalled: int, overruns: int) -> None:
-        """What the last on-call pass found: said at the end of the line while not zero."""
-        if (stalled, overruns) != (self.stalled, self.overruns):
-            self.stalled, self.overruns = stalled, overruns
+    def set_oncall(self, stalled: int, overruns: int, waiting: str = "", stuck: bool = False) -> None:
+        """What the last on-call pass found: said at the end of the line while not zero.
+        `waiting`: the SCHEDULING queue in a few words (`console.jobs.queue_tag`); `stuck`: a job
+        in it has waited past `notify.scheduling_after_s`."""
+        if (stalled, overruns, waiting, stuck) != (self.stalled, self.overruns, self.waiting, self.stuck):
+            self.stalled, self.overruns, self.waiting, self.stuck = stalled, overruns, waiting, stuck
             self.refresh_text()
 
     def mark_failed(self, error: str) -> None:
@@ -133,6 +137,8 @@ class StatusLine(Static):
             text.append(f"  {self.stalled} STALLED", style="bold red")
         if self.overruns:
             text.append(f"  {self.overruns} TMOUT", style="bold yellow")
+        if self.waiting:
+            text.append(f"  {self.waiting}", style="bold yellow" if self.stuck else "yellow")
         return text
 
     def refresh_text(self) -> None:
