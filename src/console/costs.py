@@ -74,19 +74,39 @@ def padded_timeout_seconds(
 
 @dataclass(frozen=True)
 class RunSpec:
-    """What one training run is: the inputs of the heuristic."""
+    """What one training run is: the inputs of the heuristic.
+
+    `max_steps` (when given) ends the run after that many optimizer steps of `batch_size` examples
+    each, whatever the epochs say (the Trainer's `max_steps` overrides `num_train_epochs`): the run
+    then passes max_steps x batch_size examples through the model, where the reference's §4
+    heuristic counts examples x epochs (:meth:`examples_seen`)."""
 
     model_b: float
     examples: int
     epochs: float
     flavor: str
     unsloth: bool = False
+    max_steps: int | None = None
+    batch_size: int = vram.DEFAULT_BATCH_SIZE
 
     def validate(self) -> RunSpec:
         check_range("model_b", self.model_b)
         check_range("examples", self.examples)
         check_range("epochs", self.epochs)
+        if self.max_steps is not None and (
+            type(self.max_steps) is not int or not 1 <= self.max_steps <= 10_000_000
+        ):
+            raise CostInputError(f"max_steps must be a whole number from 1 to 10000000, got {self.max_steps!r}")
+        if type(self.batch_size) is not int or not 1 <= self.batch_size <= 65536:
+            raise CostInputError(f"batch size must be a whole number from 1 to 65536, got {self.batch_size!r}")
         return self
+
+    def examples_seen(self) -> float:
+        """Examples the run trains on, repeats counted: examples x epochs, or with `max_steps`
+        max_steps x batch_size (the heuristic's `examples/1000 x epochs` term)."""
+        if self.max_steps:
+            return float(self.max_steps * self.batch_size)
+        return self.examples * self.epochs
 
 
 @dataclass(frozen=True)
@@ -139,14 +159,10 @@ def estimate_run(
         raise CostInputError(str(exc.args[0])) from None
     if not math.isfinite(calibration_factor) or calibration_factor <= 0:
         raise CostInputError(f"calibration factor must be positive, got {calibration_factor!r}")
-    hours = (
-        BASE_HOURS_PER_B_PER_1K_EXAMPLES
-        * spec.model_b
-        * (spec.examples / 1000.0)
-        * spec.epochs
-        * multiplier
-        * calibration_factor
-    )
+    hours = BASE_HOURS_PER_B_PER_1K_EXAMPLES * spec.model_b * (spec.examples / 1000.0) * spec.epochs
+    if spec.max_steps:  # the run stops at max_steps: it sees max_steps x batch examples
+        hours = BASE_HOURS_PER_B_PER_1K_EXAMPLES * spec.model_b * (spec.examples_seen() / 1000.0)
+    hours = hours * multiplier * calibration_factor
     basis = hours
     if spec.unsloth:
         hours /= UNSLOTH_SPEEDUP
@@ -194,8 +210,9 @@ def fleet_projection(
             type(model_b) in numbers and m_lo <= model_b <= m_hi
             and type(examples) in numbers and x_lo <= examples <= x_hi
             and type(epochs) in numbers and e_lo <= epochs <= e_hi
-        ):  # anything unusual: the full checks, which say why
-            RunSpec(model_b, examples, epochs, spec.flavor, spec.unsloth).validate()
+            and spec.max_steps is None
+        ):  # anything unusual (or a run counted in steps): the full checks, which say why
+            RunSpec(model_b, examples, epochs, spec.flavor, spec.unsloth, spec.max_steps, spec.batch_size).validate()
         known = flavors.get(spec.flavor)
         if known is None:
             unit = estimate_run(RunSpec(1.0, 1000, 1.0, spec.flavor), prices)
@@ -208,7 +225,10 @@ def fleet_projection(
             rate = rates[cron] = runs_per_month(cron)
         multiplier, factor, price = known
         # estimate_run's arithmetic, in its order
-        hours = BASE_HOURS_PER_B_PER_1K_EXAMPLES * model_b * (examples / 1000.0) * epochs * multiplier * factor
+        hours = BASE_HOURS_PER_B_PER_1K_EXAMPLES * model_b * (examples / 1000.0) * epochs
+        if spec.max_steps:
+            hours = BASE_HOURS_PER_B_PER_1K_EXAMPLES * model_b * (spec.max_steps * spec.batch_size / 1000.0)
+        hours = hours * multiplier * factor
         if spec.unsloth:
             hours /= UNSLOTH_SPEEDUP
         total += hours * price * rate
@@ -420,6 +440,8 @@ class Observation:
     epochs: float
     running_seconds: float
     unsloth: bool = False
+    max_steps: int | None = None
+    batch_size: int = vram.DEFAULT_BATCH_SIZE
 
 
 @dataclass(frozen=True)
@@ -429,6 +451,8 @@ class FlavorCalibration:
     runs: int
     heuristic_error_pct: float  # mean |heuristic - observed| / observed, in percent
     calibrated_error_pct: float  # the same after applying the factor
+    low: float = 0.0  # the smallest observed / heuristic ratio of one run
+    high: float = 0.0  # the largest
 
 
 @dataclass(frozen=True)
@@ -437,10 +461,23 @@ class Calibration:
     overall_factor: float | None
     runs: int
 
+    low: float = 0.0
+    high: float = 0.0
+    """The smallest and largest observed / heuristic ratio over all runs."""
+
     def factor_for(self, flavor: str) -> float:
         if flavor in self.per_flavor:
             return self.per_flavor[flavor].factor
         return self.overall_factor or 1.0
+
+    def spread_for(self, flavor: str) -> str:
+        """How far apart the runs behind `flavor`'s factor are, in words: `runs x0.12 to x0.81`
+        (a factor blended from runs that far apart predicts neither); empty for fewer than two."""
+        own = self.per_flavor.get(flavor)
+        runs, low, high = (own.runs, own.low, own.high) if own else (self.runs, self.low, self.high)
+        if runs < 2:
+            return ""
+        return f"runs x{low:.3g} to x{high:.3g}"
 
 
 def _factor(calibration: Calibration | None, flavor: str) -> float:
@@ -459,7 +496,7 @@ def calibrate(observations: Iterable[Observation]) -> Calibration:
             continue
         try:
             predicted = estimate_run(
-                RunSpec(ob.model_b, int(ob.examples), ob.epochs, ob.flavor, ob.unsloth)
+                RunSpec(ob.model_b, int(ob.examples), ob.epochs, ob.flavor, ob.unsloth, ob.max_steps, ob.batch_size)
             ).hours
         except CostInputError:
             continue
@@ -478,9 +515,12 @@ def calibrate(observations: Iterable[Observation]) -> Calibration:
             runs=len(pairs),
             heuristic_error_pct=_mape(pairs, 1.0),
             calibrated_error_pct=_mape(pairs, factor),
+            low=math.exp(min(logs)),
+            high=math.exp(max(logs)),
         )
     overall = math.exp(sum(all_logs) / len(all_logs)) if all_logs else None
-    return Calibration(per, overall, len(all_logs))
+    low, high = (math.exp(min(all_logs)), math.exp(max(all_logs))) if all_logs else (0.0, 0.0)
+    return Calibration(per, overall, len(all_logs), low, high)
 
 
 def _mape(pairs: Sequence[tuple[float, float]], factor: float) -> float:

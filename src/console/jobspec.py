@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from console import paths, vram
-from console.costs import CostInputError, RunSpec, estimate_run, timeout_rule
+from console.costs import CostInputError, RunSpec, estimate_run, format_duration, timeout_rule
 from console.inputs import NAME_RULE, is_label_name
 from console.prices import DEFAULT_TIMEOUT_BUFFER, DEFAULT_TIMEOUT_OVERHEAD_S, PriceBook, shipped_price_book
 from console.strings import shared
@@ -85,6 +85,9 @@ KIND_METHOD = {"sft": "sft", "builder": "sft", "dpo": "dpo", "kto": "kto", "embe
 """The validator's method (`validate_dataset.py --method`) for a kind's dataset."""
 ENCODERS = ("bi", "cross", "sparse")
 """What an embedding run trains (`sentence_transformer.py --kind`)."""
+RECIPE_BATCH_SIZE = {"embedding": 16}
+"""Examples per optimizer step of each kind's recipe at its defaults (`--batch-size`, one gradient
+accumulation step): sentence_transformer.py's 16, the TRL recipes' `vram.DEFAULT_BATCH_SIZE`."""
 LORA_KINDS = ("sft", "dpo", "kto", "builder")
 """Kinds whose script takes the LoRA and Unsloth arguments."""
 SHARED_PACKAGE = "jobkit"
@@ -181,7 +184,10 @@ class TrainingRequest:
     extra_env: dict[str, str] = field(default_factory=dict)
 
     def run_spec(self) -> RunSpec:
-        return RunSpec(self.model_b, self.examples, self.epochs, self.flavor, self.unsloth)
+        """The cost model's inputs; a run with `max_steps` is counted in steps of its recipe's batch."""
+        batch = RECIPE_BATCH_SIZE.get(self.kind, vram.DEFAULT_BATCH_SIZE)
+        steps = self.max_steps if self.max_steps and self.max_steps > 0 else None
+        return RunSpec(self.model_b, self.examples, self.epochs, self.flavor, self.unsloth, steps, batch)
 
     def run_shape(self) -> vram.RunShape:
         """How the run uses GPU memory (the recipes' batch and length defaults)."""
@@ -224,6 +230,8 @@ class Submission:
     estimate_usd: float = 0.0
     timeout_rule: str = ""
     """How the timeout was padded, in words (`costs.timeout_rule`); empty for a fixed timeout."""
+    timeout_warning: str = ""
+    """A timeout set by hand below the padded estimate, in words (confirmations ask first); else empty."""
     dataset: str = ""
     destination: str = ""
     """Where the run's weights go, in words: `hf://<repo>` or the local artifact folder."""
@@ -505,13 +513,19 @@ def build_submission(
         else:
             timeout = PREFLIGHT_TIMEOUT_SECONDS
             rule = f"{timeout} s, fixed for a dataset check"
-            hours = timeout / 3600 / 1.3
+            hours = timeout / 3600 / DEFAULT_TIMEOUT_BUFFER
             usd = hours * prices.price_per_hour(flavor)
     except CostInputError as exc:
         raise SubmissionError(str(exc)) from None
+    warning = ""
     if req.timeout_seconds is not None:
         if req.timeout_seconds <= 0:
             raise SubmissionError("timeout must be longer than zero")
+        if training and req.timeout_seconds < timeout:
+            warning = (
+                f"timeout {format_duration(req.timeout_seconds)} is below the padded estimate "
+                f"{format_duration(timeout)} ({rule}): the run is likely killed before it finishes and pushes"
+            )
         timeout = int(req.timeout_seconds)
         rule = "set by hand"
 
@@ -568,6 +582,7 @@ def build_submission(
         estimate_hours=hours,
         estimate_usd=usd,
         timeout_rule=rule,
+        timeout_warning=warning,
         dataset=req.dataset,
         destination=destination_of(req, run_name),
         ships=ships,

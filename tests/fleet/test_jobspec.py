@@ -41,7 +41,7 @@ REQ = TrainingRequest(
 
 def test_local_submission():
     sub = build_submission(REQ, backend_kind="local", timeout_buffer=1.5)
-    est = estimate_run(RunSpec(3, 1200, 2, "l4x1"), timeout_buffer=1.5)
+    est = estimate_run(RunSpec(3, 1200, 2, "l4x1", max_steps=50), timeout_buffer=1.5)  # 50 steps of 4
     assert sub.timeout_seconds == est.timeout_seconds
     assert sub.command[:3] == ["uv", "run", str(paths.training_dir() / "sft_lora.py")]
     assert sub.labels == {
@@ -251,3 +251,30 @@ def test_a_dataset_another_tenant_trains_on_is_refused():
     with pytest.raises(SubmissionError, match="dataset /data/globex.jsonl is tenant globex's: acme trains only"):
         build_submission(stolen, backend_kind="local", owners=owners)
     assert build_submission(REQ, backend_kind="local", owners=owners).dataset == "/data/acme.jsonl"
+
+
+def test_max_steps_count_in_the_estimate_and_the_timeout():
+    """The reference's §4 heuristic counts examples x epochs; a run stopped at max_steps sees
+    max_steps x batch examples: 600 and 5,000 steps are different runs."""
+    from console.costs import fleet_projection
+
+    runs = {steps: build_submission(dataclasses.replace(REQ, max_steps=steps, timeout_seconds=None))
+            for steps in (600, 5000)}
+    assert runs[5000].estimate_hours == pytest.approx(runs[600].estimate_hours * 5000 / 600)
+    assert runs[5000].timeout_seconds > runs[600].timeout_seconds
+    spec = dataclasses.replace(REQ, max_steps=600).run_spec()
+    assert spec.examples_seen() == 600 * 4  # the TRL recipes' batch of 4
+    assert dataclasses.replace(REQ, kind="embedding", max_steps=600).run_spec().examples_seen() == 600 * 16
+    # the fleet projection counts them the same way, to the cent
+    assert fleet_projection([(spec, "0 3 * * 1")]) == pytest.approx(
+        estimate_run(spec).cost_usd * 4.3, rel=0.05)
+
+
+def test_a_typed_timeout_below_the_padded_estimate_is_warned_about():
+    req = dataclasses.replace(REQ, model_b=7, examples=3000, epochs=3, flavor="a100-large", max_steps=None)
+    short = build_submission(dataclasses.replace(req, timeout_seconds=60))
+    assert short.timeout_seconds == 60
+    assert short.timeout_warning.startswith("timeout 1m is below the padded estimate ")
+    assert "likely killed before it finishes" in short.timeout_warning
+    assert build_submission(dataclasses.replace(req, timeout_seconds=48 * 3600)).timeout_warning == ""
+    assert build_submission(req).timeout_warning == ""

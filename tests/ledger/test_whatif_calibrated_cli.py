@@ -46,3 +46,15 @@ def test_calibrated_from_the_ledger_and_plain_json_keys_unchanged():
     text = console("whatif", "--calibrated", "--model-b", "1", "--examples", "500", "--flavor", "a10g-large")
     assert "Calibrated: x0.8 from all 3 run(s), none on this flavor" in text.stdout
     assert "Cheaper:    t4-small fits the model" in text.stdout
+
+
+def test_a_factor_blended_from_runs_far_apart_shows_their_spread():
+    hours = estimate_run(RunSpec(3, 1000, 3, "l4x1")).hours
+    Ledger(default_path()).refresh([
+        job("short", ran=hours * 3600 * 0.12, labels=tenant_labels("t1")),
+        job("long", ran=hours * 3600 * 0.81, labels=tenant_labels("t2")),
+    ])
+    args = ("whatif", "--calibrated", "--model-b", "3", "--examples", "1000", "--epochs", "3", "--flavor", "l4x1")
+    text = console(*args).stdout
+    assert "Calibrated: x0.312 from 2 run(s) on this flavor (2 in the ledger; runs x0.12 to x0.81)" in text
+    assert json.loads(console(*args, "--json").stdout)["calibrated"]["calibration_spread"] == "runs x0.12 to x0.81"

@@ -97,8 +97,8 @@ async def test_submit_creates_a_job_with_the_padded_timeout_and_labels(backend, 
     assert check.created_at < train.created_at
     raw = raw_job(backend, train.id)
     expected = estimate_run(
-        RunSpec(1.0, 400, 3.0, cfg.defaults.flavor), timeout_buffer=cfg.defaults.timeout_buffer
-    ).timeout_seconds
+        RunSpec(1.0, 400, 3.0, cfg.defaults.flavor, max_steps=2), timeout_buffer=cfg.defaults.timeout_buffer
+    ).timeout_seconds  # the 2 steps typed, of 4 examples each
     assert raw["timeoutSeconds"] == expected
     labels = raw["labels"]
     for key, value in {
@@ -239,8 +239,8 @@ async def test_hub_jobs_of_older_consoles_are_kept_without_their_shipped_script(
     from console.ship import ship
 
     request = jobspec.TrainingRequest(
-        tenant="acme", dataset="ops/acme-chats", model_b=1.0, examples=500, epochs=1.0,
-        flavor="l4x1", env="prod", hub_model_id="ops/adapter-acme",
+        tenant="acme", dataset="ops/acme-chats", base_model="Qwen/Qwen3-0.6B", model_b=1.0, examples=500,
+        epochs=1.0, flavor="l4x1", env="prod", hub_model_id="ops/adapter-acme",
     )
     sub = jobspec.build_submission(request, backend_kind="hub", token="hf_not_a_real_token")
     sub = ship(backend.api, sub, backend.namespace)

@@ -10,6 +10,7 @@ from console import jobspec, paths
 from console.costs import format_duration
 from console.jobspec import TrainingRequest
 from console.prices import shipped_price_book
+from console.ui.actions.jobs import _confirm_submit
 from console.ui.app import ConsoleApp
 from console.ui.screens.confirm import ConfirmScreen
 from console.ui.screens.submit import SubmitScreen
@@ -274,4 +275,25 @@ async def test_a_hub_submission_without_a_destination_or_a_token_is_refused_in_t
         await pilot.press("ctrl+s")
         await wait_for(pilot, lambda: len(results) == 2)
         assert results[1].submission.destination == "hf://ops/acme-lora"
+    assert list(backend.api.list_jobs(namespace=backend.namespace)) == []
+
+
+async def test_a_typed_timeout_below_the_estimate_asks_first(backend, cfg):
+    request = _request("acme", ACME, model_b=3.0)
+    padded = jobspec.build_submission(request).timeout_seconds  # hours of training
+    app = ConsoleApp(cfg, backend, refresh_seconds=0.3, stream_metrics=False)
+    results: list = []
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: app.refresher.refresh_count > 0)
+        app.push_screen(SubmitScreen(request, backend_kind="local", timeout_buffer=1.3),
+                        lambda result: (results.append(result), _confirm_submit(app, result)))
+        await wait_for(pilot, lambda: _form_open(app))
+        await type_into(pilot, _form(app).query_one("#f-timeout", Input), "1m")
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the submit confirmation")
+        text = _confirmation(app)
+        assert "Submit a job now with a timeout below the estimate?" in text
+        assert f"warning: timeout 1m is below the padded estimate {format_duration(padded)}" in text
+        await pilot.press("n")
+        await wait_for(pilot, lambda: app.screen is app.screen_stack[0])
     assert list(backend.api.list_jobs(namespace=backend.namespace)) == []

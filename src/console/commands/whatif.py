@@ -234,6 +234,7 @@ def _calibrated(args: argparse.Namespace, scenario) -> dict:
             "timeout_seconds": proj.per_run.timeout_seconds,
             "monthly_usd": proj.monthly_usd,
             "calibration_factor": proj.per_run.calibration_factor,
+            "calibration_spread": cal.spread_for(proj.scenario.run.flavor),
             "calibration_runs": cal.runs,
             "flavor_runs": own.runs if own else 0,
             "factor_source": "flavor" if own else ("all runs" if cal.runs else "none (heuristic)"),
@@ -267,7 +268,9 @@ def _print_calibrated(c: dict) -> None:
         )
         print(
             f"Calibrated: x{cal['calibration_factor']:.3g} from {where} "
-            f"({cal['calibration_runs']} in the ledger): {cal['hours_per_run']:.2f} h, "
+            f"({cal['calibration_runs']} in the ledger"
+            + (f"; {cal['calibration_spread']}" if cal.get("calibration_spread") else "")
+            + f"): {cal['hours_per_run']:.2f} h, "
             f"${cal['cost_per_run_usd']:.2f}/run, timeout {format_duration(cal['timeout_seconds'])}, "
             f"${cal['monthly_usd']:,.2f}/month"
         )

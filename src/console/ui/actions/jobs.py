@@ -120,9 +120,13 @@ def _confirm_submit(app: ConsoleBase, result: SubmitResult | None) -> None:
             f"first a CPU dataset preflight on {jobspec.PREFLIGHT_FLAVOR} (~$0.01); {then} only after it passes; "
             f"it checks the dataset as {method} data"
         )
+    question = f"Submit {what}?"
+    if sub.timeout_warning:  # a typed timeout below the estimate: said first, and asked about
+        details.insert(0, f"warning: {sub.timeout_warning}")
+        question = f"Submit {what} with a timeout below the estimate?"
     confirm_then_run(
         app,
-        f"Submit {what}?",
+        question,
         details,
         yes_label="Submit",
         description=f"Submit {result.request.tenant}",

@@ -394,8 +394,10 @@ class WhatIfScreen(ModalScreen[None]):
             own = self.calibration.per_flavor.get(flavor)
             err = (f"; heuristic off by {own.heuristic_error_pct:.0f}%, calibrated "
                    f"{own.calibrated_error_pct:.0f}%" if own else "")
-            lines.append(Text(f"Calibration: x{factor:.3g} from {where}, "
-                              f"{r.calibration_runs} run(s) in the ledger{err}"))
+            spread = self.calibration.spread_for(flavor)
+            lines.append(Text(f"Calibration: x{factor:.3g} from {where}"
+                              + (f" ({spread})" if spread else "")
+                              + f", {r.calibration_runs} run(s) in the ledger{err}"))
             if self.calibration_basis == "local":
                 lines.append(Text("  (runs on the local server, timed on this machine's CPU: not HF "
                                   "GPU timings)", style="yellow"))
