@@ -77,7 +77,7 @@ def format_seconds(seconds: float) -> str:
     return f"{h}h {m}m" if m else f"{h}h"
 
 
-def job_environment(job: JobRecord) -> dict[str, str]:
+def job_environment(job: JobRecord, *, sandboxed: bool = False) -> dict[str, str]:
     """The environment a job's process starts with.
 
     A clean base (PATH, HOME, locale, caches; never the server's own tokens), the server's Python
@@ -85,6 +85,7 @@ def job_environment(job: JobRecord) -> dict[str, str]:
     rely on: $JOB_ID, $CONSOLE_ARTIFACTS_DIR (the local stand-in for the Hub), $TRACKIO_DIR (the
     shared Trackio store), PYTHONUNBUFFERED=1 so logs stream, and HF_HUB_OFFLINE=1 unless the job
     sets it. $CONSOLE_ARTIFACTS_DIR is the job's tenant's folder of the store (its `tenant` label).
+    `sandboxed`: $HOME, the XDG folders and the caches are the sandbox's (:func:`sandbox.job_environment`).
     """
     env = {
         k: v for k, v in os.environ.items() if k in _PASS_ENV or k.startswith(_PASS_PREFIXES)
@@ -97,6 +98,8 @@ def job_environment(job: JobRecord) -> dict[str, str]:
     env["CONSOLE_ARTIFACTS_DIR"] = str(paths.tenant_artifacts_dir((job.labels or {}).get("tenant")))
     env["TMPDIR"] = str(paths.job_workdir(job.id) / ".tmp")
     env["TRACKIO_DIR"] = str(paths.trackio_dir())
+    if sandboxed:
+        env.update(sandbox.job_environment(paths.job_workdir(job.id)))
     user_env = dict(job.spec.get("environment") or {})
     env.update(user_env)
     env.update(job.secrets)
@@ -342,14 +345,13 @@ class Runner:
                 log.warning("job %s could not start and could not be recorded: %s", job.id, exc)
             return
         started = time.time()
-        env = job_environment(job)
-        Path(env["TMPDIR"]).mkdir(parents=True, exist_ok=True)
         isolation = sandbox.detect()
+        env = job_environment(job, sandboxed=isolation.available)
+        Path(env["TMPDIR"]).mkdir(parents=True, exist_ok=True)
         writable = [Path(env["CONSOLE_ARTIFACTS_DIR"]), paths.trackio_dir(), *sandbox.shared_caches()]
         try:
             mounts = self._mounts(job, isolation, log_fh)
-            argv = sandbox.wrap(plan.argv, isolation, workdir=workdir, writable=writable,
-                                hidden_files=sandbox.login_token_files(), mounts=mounts)
+            argv = sandbox.wrap(plan.argv, isolation, workdir=workdir, writable=writable, mounts=mounts, env=env)
             if script is not None:
                 if script.outcome():
                     raise _LaunchRefused(script.outcome() or "")

@@ -28,7 +28,7 @@ from typing import Any
 
 import psutil
 
-from console.server import paths
+from console.server import paths, sandbox
 
 log = logging.getLogger("console.server.sshd")
 
@@ -122,7 +122,7 @@ def shell_argv(pid: int, workdir: Path, command: str | None, tty: bool) -> tuple
             argv += ["-U", "--preserve-credentials"]
     except OSError:
         pass
-    return argv + ["--", *tail], env, None
+    return argv + ["--", *sandbox.drop_privileges(sandbox.detect()), *tail], env, None
 
 
 class SshService:
