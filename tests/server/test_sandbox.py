@@ -81,3 +81,38 @@ def test_the_users_login_token_reads_as_empty(api: HfApi, tmp_path, monkeypatch)
     job = api.run_job(image="python:3.12", command=[sys.executable, "-c", read], namespace=NAMESPACE)
     assert wait_stage(api, job.id, timeout=30).status.stage == "COMPLETED"
     assert list(api.fetch_job_logs(job_id=job.id, namespace=NAMESPACE)) in (["''"], ["absent"])
+
+
+def test_a_job_under_a_root_server_holds_no_capability_and_cannot_escape(api: HfApi, tmp_path) -> None:
+    """A root server (these machines, many containers): the job still has no capability, no new
+    privileges, cannot unmount its masks or remount the root, and reads nothing of the user's."""
+    home = tmp_path / "home"  # the tests' HOME stand-in: a user's key and the console config
+    (home / ".ssh").mkdir(parents=True, exist_ok=True)
+    (home / ".ssh" / "id_probe").write_text("PRIVATE-KEY-7f3a")
+    config = paths.server_dir().parent.parent / "config" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text('webhook = "https://hooks.example/SECRET-91c2"\n')
+    other_data = tmp_path / "other-data" / "server"
+    other_data.mkdir(parents=True)
+    (other_data / "token").write_text("OTHER-SERVER-TOKEN-55e1")
+    probe = f"""
+        grep -E '^(CapEff|CapPrm|NoNewPrivs)' /proc/self/status
+        echo "uid=$(id -u)"
+        umount -l "{paths.server_dir().parent}" 2>/dev/null && echo UNMOUNTED
+        mount -o remount,rw / 2>/dev/null && echo REMOUNTED
+        for f in "{home}/.ssh/id_probe" "{config}" "{other_data}/token" /etc/shadow; do
+            cat "$f" 2>/dev/null
+        done
+        echo done
+    """
+    job = _bash(api, probe)
+    assert wait_stage(api, job.id, timeout=30).status.stage == "COMPLETED"
+    logs = list(api.fetch_job_logs(job_id=job.id, namespace=NAMESPACE))
+    assert logs[-1] == "done", logs
+    status = dict(line.split(":\t", 1) for line in logs if ":\t" in line)
+    assert status["CapEff"].strip() == "0000000000000000" and status["CapPrm"].strip() == "0000000000000000"
+    assert status["NoNewPrivs"].strip() == "1"
+    assert "uid=0" not in logs
+    text = "\n".join(logs)
+    for leaked in ("UNMOUNTED", "REMOUNTED", "PRIVATE-KEY-7f3a", "SECRET-91c2", "OTHER-SERVER-TOKEN-55e1", "root:"):
+        assert leaked not in text, logs
