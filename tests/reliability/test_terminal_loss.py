@@ -137,7 +137,8 @@ def _wait_stage(api: HfApi, job_id: str, stages: tuple[str, ...], timeout: float
 
 
 def test_the_first_console_starts_the_daemon_in_its_own_session_and_quitting_leaves_it(tmp_path):
-    sentinel = tmp_path / "finish"
+    sentinel = tmp_path / "signal" / "finish"
+    sentinel.parent.mkdir()
     pid, fd = _spawn_console()
     try:
         screen = _read_until(fd, lambda out: b"refreshed" in out, 60)
@@ -177,7 +178,8 @@ def test_the_first_console_starts_the_daemon_in_its_own_session_and_quitting_lea
 
 @pytest.mark.parametrize("sig", [signal.SIGHUP, signal.SIGTERM], ids=["SIGHUP", "SIGTERM"])
 def test_a_signal_ends_the_console_and_not_its_jobs(daemon_api, tmp_path, sig):
-    sentinel = tmp_path / "finish"
+    sentinel = tmp_path / "signal" / "finish"
+    sentinel.parent.mkdir()
     job = _run(daemon_api, WAIT_FOR_SENTINEL, str(sentinel))
     pid, fd = _spawn_console()
     try:
@@ -204,7 +206,8 @@ def test_closing_the_terminal_at_any_moment_ends_every_console(daemon_api, tmp_p
     """50 consoles, their terminals closed at random moments from 0.1 s to 5 s after start (while
     starting, drawing, streaming a flooding log), five at a time: each is gone within the deadline,
     leaves nothing behind, and the job running meanwhile runs on and finishes."""
-    sentinel = tmp_path / "finish"
+    sentinel = tmp_path / "signal" / "finish"
+    sentinel.parent.mkdir()
     steady = _run(daemon_api, WAIT_FOR_SENTINEL, str(sentinel))
     flood = _run(daemon_api, FLOOD_UNTIL_SENTINEL, str(sentinel))  # the newest: its log is on screen
     assert _wait_stage(daemon_api, flood.id, ("RUNNING",)) == "RUNNING"

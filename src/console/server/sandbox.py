@@ -287,6 +287,8 @@ def _readable(argv: list[str], env: dict[str, str]) -> list[Path]:
                 found.add(target)
             elif is_file:
                 found.add(target if _too_wide(target.parent) else target.parent)
+            elif target.parent.is_dir() and not _too_wide(target.parent):
+                found.add(target.parent)  # a file the job waits for or reads later: its folder
     return sorted(p for p in found if p.exists())
 
 
