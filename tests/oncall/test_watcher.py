@@ -108,7 +108,8 @@ def test_a_budget_pass_summarizes_the_ledger_without_keeping_its_entries(backend
             return super().entries(*args, **kwargs)
 
     cfg.monthly_budget_usd = 0.000001  # any spend is over it
-    job = run_python(backend, "print('done')", tenant="acme")
+    # a second of t4-small: a job of a few ms costs less than the ledger's smallest unit
+    job = run_python(backend, "import time; time.sleep(1); print('done')", tenant="acme")
     assert wait_stage(backend, job.id) == "COMPLETED"
     ledger = CountedLedger(tmp_path / "ledger.sqlite")
     watcher = Watcher(backend.api, cfg, namespace=backend.namespace, ledger=ledger,
