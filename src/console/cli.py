@@ -13,9 +13,22 @@ from collections.abc import Sequence
 from console import __version__
 from console.commands._common import CommandError
 
+# The global flags: accepted before the subcommand and after it. One rule: only the top-level parser
+# holds their defaults; a subcommand's copy sets nothing unless typed (default=SUPPRESS), so a flag
+# typed before the subcommand is never put back to its default by the subcommand's parser.
+GLOBAL_FLAGS: tuple[tuple[str, dict, object], ...] = (
+    ("--config", {"metavar": "PATH", "help": "config file (default: $CONSOLE_CONFIG or the user config dir)"}, None),
+    ("--read-only", {"action": "store_true", "help": "refuse every action that changes anything"}, False),
+)
+
+
+def _add_global_flags(p: argparse.ArgumentParser, *, top: bool) -> None:
+    for flag, kwargs, default in GLOBAL_FLAGS:
+        p.add_argument(flag, **kwargs, default=default if top else argparse.SUPPRESS)
+
 
 def _add_common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--config", metavar="PATH", help="config file (default: $CONSOLE_CONFIG or the user config dir)")
+    _add_global_flags(p, top=False)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -24,8 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Operations console for per-tenant LoRA training jobs on Hugging Face Jobs.",
     )
     parser.add_argument("--version", action="version", version=f"console {__version__}")
-    _add_common(parser)
-    parser.add_argument("--read-only", action="store_true", help="refuse every action that changes anything")
+    _add_global_flags(parser, top=True)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     from console.commands import register_all

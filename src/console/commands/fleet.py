@@ -30,7 +30,6 @@ def register(sub, add_common) -> None:
     add_common(apply)
     apply.add_argument("file", help="fleet file (TOML; see training/fleet.example.toml)")
     apply.add_argument("--dry-run", action="store_true", help="print the plan, change nothing")
-    apply.add_argument("--read-only", action="store_true", help=argparse.SUPPRESS)
     apply.set_defaults(handler=run_apply)
 
 
