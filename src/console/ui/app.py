@@ -218,7 +218,7 @@ class ConsoleApp(ConsoleBase):
             kept = snapshot.load_ledger(self.session.cache) if self.refresher.snapshot_at else None
             if pane is not None and kept is not None:
                 pane.show_kept(kept)
-            if pane is not None and self.refresher.scheduled:
+            if pane is not None and self.refresher.scheduled_read:
                 # the schedules read before the tab mounted: re-read only every full sync (minutes)
                 pane.ingest([], list(self.refresher.scheduled.values()), self.prices, full=False)
         elif tab in ("training", "metrics"):
@@ -372,9 +372,6 @@ class ConsoleApp(ConsoleBase):
     async def on_fleet_table_tenant_opened(self, message: Any) -> None:
         await self.action_show_tab("jobs")
         self.query_one(JobsPane).set_filter(f"tenant:{message.tenant}")
-
-    def on_ledger_pane_budget_exceeded(self, message: Any) -> None:
-        self.notify(str(message.warning), severity="warning", timeout=10, markup=False)
 
     # -- navigation ------------------------------------------------------------------------
 

@@ -164,6 +164,8 @@ class Refresher:
         """Ids of the jobs last seen SCHEDULING or RUNNING (kept in step with `job_rows`)."""
         self.latest = LatestRuns()
         self.scheduled: dict[str, Any] = {}
+        self.scheduled_read = False
+        """True once a refresh has read the scheduled jobs (`scheduled` is then the whole list)."""
         self.fleet_rows: dict[str, Any] = {}
         self.outcomes: dict[str, Any] = {}
         self.newest_success: dict[str, str] = {}
@@ -573,6 +575,7 @@ class Refresher:
             pane.apply_changes(changed_rows, message.gone, top=self.snapshot_at is not None)
         if message.scheduled is not None:
             self.scheduled = {s.id: s for s in message.scheduled}
+            self.scheduled_read = True
         self._update_fleet(message, touched, now)
         self.last_refresh = message.at
         self.refresh_count += 1

@@ -12,7 +12,9 @@ Self-contained: construct it with a :class:`console.ledger.Ledger` and the confi
 * :meth:`LedgerPane.refresh_from` with an `HfApi` and a namespace (the worker lists them itself).
 
 It posts :class:`LedgerPane.Updated` after every refresh and :class:`LedgerPane.BudgetExceeded`
-when the projection first goes over the budget in a month. `w` opens the what-if explorer.
+when the projection first goes over the budget in a month, once the schedules are known (a
+projection drawn from the ledger file alone, before the schedules were read, lacks their firings
+and says less than `console ledger`). `w` opens the what-if explorer.
 Tenant names come from job labels: untrusted, rendered as plain `Text`.
 """
 
@@ -89,6 +91,8 @@ class LedgerPane(Vertical):
 
         summary: LedgerSummary
         added: int
+        with_schedules: bool = True
+        """The summary counts the schedules' firings (False: drawn before they were read)."""
 
     @dataclass
     class BudgetExceeded(Message):
@@ -115,7 +119,8 @@ class LedgerPane(Vertical):
         self.kept_from: str | None = None
         """Shown while the summary on screen is the one kept from the last run (its age)."""
         self.summary: LedgerSummary | None = None
-        self.scheduled: list[Any] = []
+        self.scheduled: list[Any] | None = None
+        """The scheduled jobs last given (None: not read yet, so no projection is complete)."""
         self.prices: PriceBook | None = None
         self.refreshes = 0
         self._active: dict[str, Any] = {}
@@ -213,12 +218,12 @@ class LedgerPane(Vertical):
     # -- workers
 
     @work(thread=True, group="ledger", exit_on_error=False, description="update the cost ledger")
-    def _ingest(self, jobs: list[Any], scheduled: list[Any], prices: PriceBook | None,
+    def _ingest(self, jobs: list[Any], scheduled: list[Any] | None, prices: PriceBook | None,
                 now: datetime | None, active: list[Any]) -> None:
         started = time.monotonic()
         try:
             added = self.ledger.refresh(jobs, prices, now=now).added if self.records else 0
-            summary = self._summarize(scheduled, active, prices, now)
+            summary = self._summarize(scheduled or [], active, prices, now)
             if self.on_summary is not None:
                 self.on_summary(summary)
         except Exception as exc:
@@ -226,7 +231,7 @@ class LedgerPane(Vertical):
             return
         finally:
             self._took, self._done_at = time.monotonic() - started, time.monotonic()
-        self.post_message(self.Updated(summary, added))
+        self.post_message(self.Updated(summary, added, with_schedules=scheduled is not None))
 
     @work(thread=True, exclusive=True, group="ledger-read", exit_on_error=False,
           description="refresh the cost ledger from the backend")
@@ -272,7 +277,7 @@ class LedgerPane(Vertical):
         self.summary = message.summary
         self._draw(message.summary)
         s = message.summary
-        if s.budget_warning and self._warned_month != s.month:
+        if s.budget_warning and message.with_schedules and self._warned_month != s.month:
             self._warned_month = s.month
             self.post_message(self.BudgetExceeded(s.budget_warning))
 

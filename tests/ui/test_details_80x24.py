@@ -1,0 +1,64 @@
+"""Details a person meets at 80x24, driven with Textual's pilot against the real embedded server."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+from tests.ui.conftest import notes, schedule_python, wait_for
+
+from console import config as config_mod
+from console.backend import connect
+from console.server import LocalServer, ServerOptions
+from console.ui.app import ConsoleApp
+from console.ui.widgets.costs import LedgerPane
+
+NS = "ops"
+
+
+def console(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "console", *args], capture_output=True, text=True,
+                          env=dict(os.environ), timeout=90)
+
+
+@pytest.fixture
+def served(_isolated_dirs):
+    """An embedded server and a config file that points at it (the TUI and the CLI share both)."""
+    with LocalServer(ServerOptions(namespace=NS, port=0, max_running_jobs=2)) as srv:
+        path = _isolated_dirs / "config" / "config.toml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f'namespace = "{NS}"\nbackend = "local"\nendpoint = "{srv.url}"\n'
+                        'plan = "pro"\nseats = 1\nmonthly_budget_usd = 5.0\n')
+        cfg = config_mod.load(path)
+        backend = connect(cfg)
+        try:
+            yield cfg, backend
+        finally:
+            backend.close()
+
+
+async def test_the_budget_toast_at_start_says_the_projection_console_ledger_says(served):
+    """The schedules' firings are part of the projection the toast names, as in `console ledger`."""
+    cfg, backend = served
+    schedule_python(backend, cron="0 * * * *")  # hourly: many firings left this month
+    app = ConsoleApp(cfg, backend, refresh_seconds=0.3, stream_metrics=False, watch_seconds=1.0,
+                     first_watch_seconds=0.3)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: any("projected $" in n for n in notes(app)), timeout=60,
+                       what="the budget toast")
+        await wait_for(pilot, lambda: app.oncall.passes >= 2, timeout=60, what="two on-call passes")
+        toasted = [m.group(1) for n in notes(app) for m in re.finditer(r"projected \$([\d,.]+)", n)]
+        pane = app.query_one(LedgerPane)
+        await wait_for(pilot, lambda: pane.summary is not None and pane.summary.schedules, timeout=30,
+                       what="the costs pane's projection with the schedules")
+        shown = f"{pane.summary.projection_usd:,.2f}"
+    r = console("ledger", "--json", "--summary")
+    assert r.returncode == 0, r.stderr
+    summary = json.loads(r.stdout)
+    assert summary["scheduled_remaining_usd"] > 0
+    assert toasted == [f"{summary['projection_usd']:,.2f}"]  # one toast, the ledger's figure
+    assert shown == toasted[0]
