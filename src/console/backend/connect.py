@@ -6,6 +6,7 @@ running one reads `console.paths` only.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -39,6 +40,28 @@ class Backend:
     """True when `.api` refuses every call that could change anything."""
     policy: ClientPolicy = field(default_factory=ClientPolicy, repr=False)
     _server: LocalServer | None = field(default=None, repr=False)
+    _moving: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def follow_server(self) -> tuple[str, str] | None:
+        """Where the data dir's server is now, if it moved: a shared local server found through
+        ``server.json`` that answers on another URL (the daemon killed and started again). `.api`,
+        `.url` and the request policy move there, and (url, token) is returned; else None.
+
+        The transport asks this when a connection is refused, so every caller of `.api` (the
+        TUI's refresh, `console watch`, a followed log) follows a restarted server at its next
+        request instead of calling the old port forever."""
+        with self._moving:
+            found = find_running_server(timeout=1.0)
+            if found is None:
+                return None
+            url, token = found
+            if url != self.url:
+                old, self.url = self.url, url
+                self.api.endpoint = url
+                self.api.token = token
+                install_policy(url, self.policy)
+                remove_policy(old, self.policy)
+            return url, token
 
     @property
     def artifacts_dir(self) -> Path | None:
@@ -150,7 +173,7 @@ def _connect_local(cfg: Config, *, start: str, policy: ClientPolicy) -> Backend:
     running = find_running_server()
     if running is not None:
         url, token = running
-        return _local_backend(cfg, url, token, shared=True, policy=policy)
+        return _local_backend(cfg, url, token, shared=True, policy=policy, follow=True)
     if start == NEVER:
         raise BackendError(
             "no local Jobs server is running (`console` starts one; `console serve` runs one in the foreground)"
@@ -159,7 +182,7 @@ def _connect_local(cfg: Config, *, start: str, policy: ClientPolicy) -> Backend:
         from console.backend.daemon import ensure_daemon
 
         url, token = ensure_daemon(cfg)
-        return _local_backend(cfg, url, token, shared=True, policy=policy)
+        return _local_backend(cfg, url, token, shared=True, policy=policy, follow=True)
 
     from console.server import LocalServer, ServerBusyError, ServerOptions
 
@@ -192,14 +215,18 @@ def _connect_local(cfg: Config, *, start: str, policy: ClientPolicy) -> Backend:
 
 
 def _local_backend(
-    cfg: Config, url: str, token: str, *, shared: bool, policy: ClientPolicy
+    cfg: Config, url: str, token: str, *, shared: bool, policy: ClientPolicy, follow: bool = False
 ) -> Backend:
+    """`follow`: the server was found through ``server.json``; follow it where it moves."""
     read_only = bool(cfg.read_only)
     api = JobsApi(
         endpoint=url, token=token, default_namespace=cfg.namespace, read_only=read_only,
         policy=policy,
     )
-    return Backend(
+    backend = Backend(
         api=api, url=url, kind=LOCAL, namespace=cfg.namespace, shared=shared,
         read_only=read_only, policy=policy,
     )
+    if follow:
+        policy.relocate = backend.follow_server
+    return backend

@@ -15,6 +15,7 @@ import email.utils
 import random
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -47,6 +48,10 @@ class ClientPolicy:
     """Set when the backend closes: retries stop waiting at once."""
     retries: int = field(default=0, compare=False)
     """Retries made so far (for the status line and tests)."""
+    relocate: Callable[[], tuple[str, str] | None] | None = field(default=None, repr=False, compare=False)
+    """Where the server is now, asked when a connection is refused: (base URL, token) of a server
+    that moved (a local daemon started again on another port), else None. The request is then
+    sent there, and so is every later one (the backend's `.api` is pointed at it too)."""
 
     def backoff(self, attempt: int) -> float:
         return min(self.max_delay, self.base_delay * 2 ** (attempt - 1)) * random.uniform(0.5, 1.0)
@@ -114,6 +119,7 @@ class ResilientTransport(httpx2.BaseTransport):
         repeatable = _repeatable(request)
         started = time.monotonic()
         attempt = 0
+        moved = False  # sent where the server moved to already: once per request
         while True:
             attempt += 1
             delay: float | None
@@ -127,10 +133,13 @@ class ResilientTransport(httpx2.BaseTransport):
                     finally:
                         response.close()
             except (httpx2.ConnectError, httpx2.ConnectTimeout) as exc:
-                # nothing reached the server: always safe to try again
-                if not self._may_retry(policy, attempt, started):
+                # nothing reached the server: always safe to try again, there or where it moved
+                if not moved and _moved(request, policy):
+                    moved, delay = True, 0.0
+                elif not self._may_retry(policy, attempt, started):
                     raise _unreachable(request, exc, attempt, sent=False) from exc
-                delay = policy.backoff(attempt)
+                else:
+                    delay = policy.backoff(attempt)
             except (httpx2.TimeoutException, httpx2.NetworkError, httpx2.RemoteProtocolError) as exc:
                 if not repeatable or not self._may_retry(policy, attempt, started):
                     raise _unreachable(request, exc, attempt, sent=not repeatable) from exc
@@ -171,6 +180,27 @@ class ResilientTransport(httpx2.BaseTransport):
 
     def close(self) -> None:
         self.inner.close()
+
+
+def _moved(request: httpx2.Request, policy: ClientPolicy) -> bool:
+    """Point `request` at where its server is now, if `policy.relocate` says it moved."""
+    if policy.relocate is None:
+        return False
+    try:
+        moved = policy.relocate()
+    except Exception:  # finding the server is a hint: never worse than not asking
+        return False
+    if moved is None:
+        return False
+    base, token = moved
+    new = httpx2.URL(base)
+    if _origin(new) == _origin(request.url):
+        return False
+    request.url = request.url.copy_with(scheme=new.scheme, host=new.host, port=new.port)
+    request.headers["host"] = request.url.netloc.decode("ascii")
+    if "authorization" in request.headers:
+        request.headers["authorization"] = f"Bearer {token}"
+    return True
 
 
 def _unreachable(
