@@ -1,7 +1,9 @@
 """The console's local TOML config: preferences (namespace, plan, backend, defaults), never the fleet.
 
-Read with `tomllib`, written with `tomli-w` atomically (temp file, fsync, rename), so a crash
-mid-save leaves the old file intact. Keys the console does not know survive a save. Any problem is a
+Read with `tomllib`; written by editing the file's own text with `tomlkit`, so a save changes only
+the keys that changed (comments, blank lines, order and keys the console does not know are kept, and
+a key left at its default is not written), atomically (temp file, fsync, rename), so a crash
+mid-save leaves the old file intact. Any problem is a
 :class:`ConfigError` whose one-line message names the file, the line/column or key, and what was
 expected; a file with an error is never rewritten. The config never holds a token: authentication is
 huggingface_hub's own (`HF_TOKEN`, `hf auth login`).
@@ -25,8 +27,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import tomli_w
 
 from console import paths
 from console.inputs import is_label_name
@@ -169,32 +169,70 @@ class Config:
     """The file this config was read from (None for pure defaults)."""
     _raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
-    def to_toml_dict(self) -> dict[str, Any]:
-        """The document to write: the original (unknown keys kept) with known keys updated."""
-        doc = copy.deepcopy(self._raw)
-        for key, value in _known_values(self).items():
+    _text: str | None = field(default=None, compare=False, repr=False)
+    """The text of the file this config was read from (None when there was no file)."""
+    _unset: set[str] = field(default_factory=set, compare=False, repr=False)
+    """Keys put back to their defaults since it was read: their lines go at the next save."""
+
+    def to_toml_text(self) -> str:
+        """The file to write: the text it was read from with only the changed keys edited.
+
+        Comments, blank lines, order and keys the console does not know stay as they are; a key
+        whose value did not change keeps its line as written; a key at its default that the file
+        does not hold is not written; an unset key's line is removed."""
+        import tomlkit
+
+        if self._text is not None:
+            doc = tomlkit.parse(self._text)
+        else:  # read from a dict, or no file yet
+            doc = tomlkit.document()
+            doc.update(copy.deepcopy(self._raw))
+        default = Config()
+        for key, check in SCHEMA.items():
             section, _, name = key.rpartition(".")
-            target = doc
-            if section:
-                target = doc.setdefault(section, {})
-                if not isinstance(target, dict):
-                    target = doc[section] = {}
-            if value is None:
-                target.pop(name, None)
-            else:
-                target[name] = value
-        raw_keys = self._raw.get("keys")
-        try:
-            unchanged = isinstance(raw_keys, dict) and {
-                k: _key_list(v) for k, v in raw_keys.items()
-            } == self.keys
-        except TypeError:
-            unchanged = False
-        if self.keys and not unchanged:
-            doc["keys"] = dict(self.keys)
-        elif not self.keys:
-            doc.pop("keys", None)
-        return doc
+            held = self._raw.get(section, {}) if section else self._raw
+            value = _get_attr(self, key)
+            if key in self._unset or value is None:
+                _toml_remove(doc, section, name)
+            elif name in held:
+                try:
+                    same = check(held[name]) == value
+                except TypeError:
+                    same = False
+                if not same:
+                    _toml_put(doc, section, name, value)
+            elif value != _get_attr(default, key):
+                _toml_put(doc, section, name, value)
+        held_keys = self._raw.get("keys", {})
+        for action in held_keys:
+            if action not in self.keys:
+                _toml_remove(doc, "keys", action)
+        for action, value in self.keys.items():
+            try:
+                same = action in held_keys and _key_list(held_keys[action]) == value
+            except TypeError:
+                same = False
+            if not same:
+                _toml_put(doc, "keys", action, value)
+        return tomlkit.dumps(doc)
+
+
+def _toml_put(doc: Any, section: str, name: str, value: Any) -> None:
+    """Set `name` in the tomlkit document's top level or `[section]` (added at the end if missing)."""
+    import tomlkit
+
+    if not section:
+        doc[name] = value
+        return
+    if section not in doc:
+        doc.add(section, tomlkit.table())
+    doc[section][name] = value
+
+
+def _toml_remove(doc: Any, section: str, name: str) -> None:
+    table = doc.get(section) if section else doc
+    if table is not None and name in table:
+        del table[name]
 
 
 def _default_namespace() -> str:
@@ -494,7 +532,9 @@ def load(path: Path | str | None = None) -> Config:
         raise ConfigError(f"{p}: {_toml_error(exc, text)}") from None
     except RecursionError:  # a hostile file: arrays nested thousands deep
         raise ConfigError(f"{p}: arrays or tables nested too deeply (expected valid TOML)") from None
-    return from_dict(doc, p)
+    cfg = from_dict(doc, p)
+    cfg._text = text
+    return cfg
 
 
 def _toml_error(exc: tomllib.TOMLDecodeError, text: str) -> str:
@@ -516,17 +556,20 @@ def _toml_error(exc: tomllib.TOMLDecodeError, text: str) -> str:
 
 
 def save(cfg: Config, path: Path | str | None = None) -> Path:
-    """Write the config atomically; unknown keys from the file it was read from are kept."""
+    """Write the config atomically, the one writer of the file: the text it was read from with only
+    the changed keys edited (:meth:`Config.to_toml_text`)."""
     p = Path(path).expanduser() if path else (cfg.path or paths.default_config_path())
-    doc = cfg.to_toml_dict()
+    text = cfg.to_toml_text()
+    doc = tomllib.loads(text)
     from_dict(doc, p)  # never write what we would refuse to read
-    payload = tomli_w.dumps(doc).encode("utf-8")
+    payload = text.encode("utf-8")
     # A symlinked config (dotfiles kept in a repo) is written through the link: replacing the link
     # with a file would silently fork the config from the file the user edits.
     target = Path(os.path.realpath(p)) if p.is_symlink() else p
     target.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(target, payload)
-    cfg.path = p
+    cfg.path, cfg._text, cfg._raw = p, text, doc
+    cfg._unset.clear()
     return p
 
 
@@ -589,6 +632,7 @@ def set_value(cfg: Config, key: str, text: str) -> None:
         cfg.keys[key.removeprefix("keys.")] = parse_value(key, text)
         return
     _set_attr(cfg, key, parse_value(key, text))
+    cfg._unset.discard(key)
 
 
 def unset_value(cfg: Config, key: str) -> None:
@@ -599,18 +643,23 @@ def unset_value(cfg: Config, key: str) -> None:
         raise ConfigError(f"unknown key '{key}'; known keys: {', '.join(SCHEMA)}")
     default = Config()
     _set_attr(cfg, key, copy.deepcopy(_get_attr(default, key)))
+    cfg._unset.add(key)
 
 
 def describe_keys() -> list[tuple[str, str, str]]:
     """(key, default, description) for every known key — for `console config keys` and the README."""
-    default = Config(namespace="<your user name>")
+    import json
+
+    default = Config()
     rows = []
     for key in SCHEMA:
         section, _, name = key.rpartition(".")
         owner = getattr(default, section) if section else default
         doc = _attr_doc(type(owner), name)
         value = _get_attr(default, key)
-        rows.append((key, "(unset)" if value is None else repr(value), doc))
+        # as it is written in the file (TOML: "pro", false, 1.3)
+        shown = "(your user name)" if key == "namespace" else "(unset)" if value is None else json.dumps(value)
+        rows.append((key, shown, doc))
     rows.append(("keys.<id>", "(the key table)", _attr_doc(Config, "keys")))
     return rows
 

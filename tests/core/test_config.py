@@ -198,3 +198,106 @@ def test_cli_config_init_and_errors(tmp_path):
     r = run("whatif")
     assert r.returncode == 2 and str(target) in r.stderr and "line 1" in r.stderr
     assert r.stderr.count("\n") == 1
+
+
+def _cli(target: Path):
+    env = {**os.environ, "CONSOLE_CONFIG": str(target)}
+    env.pop("COLUMNS", None)
+    return lambda *a, **extra: subprocess.run(  # noqa: E731
+        [sys.executable, "-m", "console", *a], capture_output=True, text=True, env={**env, **extra}
+    )
+
+
+_COMMENTED = """\
+# my console settings
+plan = "team"   # the company plan
+
+# raised for the spring batch
+seats = 4
+colour = "green"
+
+[defaults]
+# cheap GPUs first
+flavor = "t4-small"
+"""
+
+
+def test_config_set_keeps_comments_blank_lines_and_order(tmp_path):
+    target = write(tmp_path / "config.toml", _COMMENTED)
+    run = _cli(target)
+    r = run("config", "set", "seats", "6")
+    assert r.returncode == 0, r.stderr
+    assert target.read_text() == _COMMENTED.replace("seats = 4", "seats = 6")
+    r = run("config", "set", "defaults.env", "prod")
+    assert r.returncode == 0, r.stderr
+    assert target.read_text() == _COMMENTED.replace("seats = 4", "seats = 6") + 'env = "prod"\n'
+    r = run("config", "set", "read_only", "true")
+    assert r.returncode == 0, r.stderr
+    text = target.read_text()
+    assert text.startswith("# my console settings\n") and "# raised for the spring batch\n" in text
+    # a new top-level key goes above the first table, where TOML needs it
+    assert text.index("read_only = true") < text.index("[defaults]")
+    assert cfgmod.load(target).read_only is True
+
+
+def test_config_set_on_a_fresh_file_writes_only_that_key(tmp_path):
+    target = tmp_path / "cfg" / "config.toml"
+    r = _cli(target)("config", "set", "plan", "team")
+    assert r.returncode == 0, r.stderr
+    import tomllib
+
+    assert tomllib.loads(target.read_text()) == {"plan": "team"}
+    r = _cli(target)("config", "set", "notify.bell", "true")
+    assert r.returncode == 0, r.stderr
+    assert tomllib.loads(target.read_text()) == {"plan": "team", "notify": {"bell": True}}
+
+
+def test_config_unset_removes_the_line_and_keeps_the_rest(tmp_path):
+    target = write(tmp_path / "config.toml", _COMMENTED)
+    r = _cli(target)("config", "unset", "seats")
+    assert r.returncode == 0, r.stderr
+    assert target.read_text() == _COMMENTED.replace("seats = 4\n", "")
+    assert cfgmod.load(target).seats == 1
+
+
+def test_a_refused_config_set_leaves_the_file_byte_identical(tmp_path):
+    target = write(tmp_path / "config.toml", _COMMENTED)
+    before = target.read_bytes()
+    run = _cli(target)
+    for key, value in (("seats", "-5"), ("plan", "gold"), ("defaults.flavor", "quantum-xl"),
+                       ("colour", "red"), ("endpoint", "file:///etc"), ("keys.quit", "a b")):
+        r = run("config", "set", key, value)
+        assert r.returncode == 2 and key in r.stderr and r.stderr.count("\n") == 1, (key, r.stderr)
+        assert target.read_bytes() == before, key
+    r = run("config", "set", "seats", "6")  # and an accepted one changes only its line
+    assert r.returncode == 0, r.stderr
+    assert target.read_bytes() == before.replace(b"seats = 4", b"seats = 6")
+
+
+def test_config_keys_prints_aligned_columns(tmp_path):
+    r = _cli(tmp_path / "config.toml")("config", "keys", COLUMNS="100")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert all(len(line) <= 100 for line in lines), max(lines, key=len)
+    rows = [line for line in lines if not line.startswith(" ")]
+    keys = [row.split()[0] for row in rows]
+    assert "defaults.timeout_overhead_s" in keys and "keys.<id>" in keys
+    assert keys == [k for k, _, _ in cfgmod.describe_keys()]
+    # every default starts in one column, every description in another
+    default_col = {len(row) - len(row[len(k):].lstrip()) for row, k in zip(rows, keys, strict=True)}
+    assert len(default_col) == 1, default_col
+    descs = [row for row in rows if "Seats on the plan" in row or "Hardware flavor" in row]
+    assert len({row.index(word) for row, word in zip(descs, ("Seats", "Hardware"), strict=True)}) == 1
+    doc_col = descs[0].index("Seats") if "Seats" in descs[0] else descs[0].index("Hardware")
+    wrapped = [line for line in lines if line.startswith(" ")]
+    assert wrapped and all(len(line) - len(line.lstrip()) == doc_col for line in wrapped)
+
+
+def test_config_init_writes_only_the_keys_given(tmp_path):
+    target = tmp_path / "config.toml"
+    r = _cli(target)("config", "init", "--plan", "team")
+    assert r.returncode == 0, r.stderr
+    import tomllib
+
+    assert tomllib.loads(target.read_text()) == {"plan": "team"}
+    assert "console config keys" in target.read_text()  # where the rest are described

@@ -10,7 +10,7 @@ def register(sub, add_common) -> None:
     p = sub.add_parser("config", help="create, show or change the local config file")
     add_common(p)
     csub = p.add_subparsers(dest="config_command", metavar="ACTION")
-    init = csub.add_parser("init", help="write a config file with the defaults")
+    init = csub.add_parser("init", help="write a config file (the keys given; the rest keep their defaults)")
     add_common(init)
     init.add_argument("--force", action="store_true", help="overwrite an existing file")
     init.add_argument("--namespace", help="HF user or org the jobs run under")
@@ -47,6 +47,12 @@ def _target(args: argparse.Namespace):
     return Path(args.config).expanduser() if getattr(args, "config", None) else paths.default_config_path()
 
 
+_INIT_HEADER = """\
+# The console's config. Only the keys set here differ from the defaults;
+# `console config keys` lists every key with its default and meaning.
+"""
+
+
 def _init(args: argparse.Namespace) -> int:
     from console import config as cfgmod
     from console.commands._common import CommandError
@@ -54,7 +60,7 @@ def _init(args: argparse.Namespace) -> int:
     target = _target(args)
     if target.exists() and not args.force:
         raise CommandError(f"{target} already exists (use --force to overwrite it)")
-    cfg = cfgmod.Config(path=target)
+    cfg = cfgmod.Config(path=target, _text=_INIT_HEADER)
     try:
         for key in ("namespace", "plan", "backend"):
             value = getattr(args, key)
@@ -92,10 +98,29 @@ def _path(args: argparse.Namespace) -> int:
 
 
 def _keys(args: argparse.Namespace) -> int:
+    """One row per key in three aligned columns; on a terminal (or with COLUMNS set) the meaning
+    wraps under its own column."""
+    import os
+    import shutil
+    import sys
+    import textwrap
+
     from console.config import describe_keys
 
-    for key, default, doc in describe_keys():
-        print(f"{key:<26} {default:<22} {doc}")
+    rows = describe_keys()
+    key_w = max(len(key) for key, _, _ in rows)
+    default_w = max(len(default) for _, default, _ in rows)
+    indent = " " * (key_w + default_w + 4)
+    width = shutil.get_terminal_size().columns if sys.stdout.isatty() or os.environ.get("COLUMNS") else 0
+    for key, default, doc in rows:
+        head = f"{key:<{key_w}}  {default:<{default_w}}  "
+        if width - len(indent) < 30:  # piped, or too narrow to wrap usefully: one line per key
+            print(f"{head}{doc}".rstrip())
+            continue
+        lines = textwrap.wrap(doc, width - len(indent), break_long_words=False, break_on_hyphens=False)
+        print(f"{head}{lines[0] if lines else ''}".rstrip())
+        for line in lines[1:]:
+            print(indent + line)
     return 0
 
 
