@@ -52,6 +52,12 @@ def server_token_path() -> Path:
     return data_dir() / "server" / "token"
 
 
+def server_ssh_key_path() -> Path:
+    """The private key the local Jobs server makes for this machine's user and accepts for ssh into
+    its jobs (mode 0600, with its ``.pub``); the console's ssh passes it with ``-i``."""
+    return data_dir() / "server" / "ssh" / "client_key"
+
+
 def read_server_token() -> str | None:
     """The token for the local Jobs server of this data folder (None when there is none yet)."""
     env = os.environ.get(SERVER_TOKEN_ENV)

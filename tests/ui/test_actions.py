@@ -226,7 +226,8 @@ async def test_x_hands_the_terminal_to_ssh_into_the_job_and_the_app_resumes(back
         await wait_for(pilot, lambda: out.exists() and any("Back from" in n for n in notes(app)))
         url = table.rows_by_id[job.id].ssh_url
         assert url.startswith(f"ssh://{job.id}@127.0.0.1:")
-        assert out.read_text().splitlines() == [url]
+        argv = out.read_text().splitlines()
+        assert argv[-1] == url and argv[argv.index("-i") + 1] == str(paths.server_ssh_key_path())
         assert app.screen is app.screen_stack[0] and app.is_running
         count = app.refresher.refresh_count
         await wait_for(pilot, lambda: app.refresher.refresh_count > count)  # refreshes go on

@@ -4,7 +4,9 @@ A job started with ssh on (`hf jobs run --ssh`) reports ``status.sshUrl =
 ssh://<job_id>@127.0.0.1:<port>``; `hf jobs ssh` runs the system `ssh` client on it, as it does for
 ``ssh.hf.jobs``. The server (asyncssh) listens on 127.0.0.1 only and lets a client in when:
 
-- its public key is authorized: a key in ``<data>/server/ssh/authorized_keys``, in
+- its public key is authorized: the key the server made for this machine's user
+  (``<data>/server/ssh/client_key``, made once with its ``.pub``; the console's ``x`` logs in with
+  it), a key in ``<data>/server/ssh/authorized_keys``, in
   ``~/.ssh/authorized_keys``, or one of the user's own ``~/.ssh/id_*.pub`` (locally, "registered
   on the Hub" means a key that can already log into this account);
 - the user name is a job of this server that runs, with ssh on.
@@ -28,6 +30,7 @@ from typing import Any
 
 import psutil
 
+from console import paths as client_paths
 from console.server import paths, sandbox
 
 log = logging.getLogger("console.server.sshd")
@@ -46,18 +49,30 @@ def host_key_path() -> Path:
     return ssh_dir() / "host_key"
 
 
-def _load_host_key() -> Any:
+def _load_key(path: Path, *, public: bool = False) -> Any:
+    """The ed25519 private key at `path`, made once (mode 0600; with its ``.pub`` when `public`)."""
     import asyncssh
 
-    path = host_key_path()
+    ssh_dir()
     if not path.exists():
-        key = asyncssh.generate_private_key("ssh-ed25519")
+        key = asyncssh.generate_private_key("ssh-ed25519", comment="console local Jobs server")
         tmp = path.with_suffix(".tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "wb") as fh:
             fh.write(key.export_private_key())
+        if public:
+            path.with_name(path.name + ".pub").write_bytes(key.export_public_key())
         os.replace(tmp, path)
     return asyncssh.read_private_key(str(path))
+
+
+def _load_host_key() -> Any:
+    return _load_key(host_key_path())
+
+
+def _public(key: Any) -> list[str]:
+    """A public key as (type, base64): what two keys are compared by."""
+    return key.export_public_key("openssh").decode("ascii", "replace").split()[:2]
 
 
 def authorized_key_files() -> list[Path]:
@@ -69,7 +84,7 @@ def authorized_key_files() -> list[Path]:
 def _authorized(key: Any) -> bool:
     import asyncssh
 
-    wanted = key.export_public_key("openssh").split()[:2]
+    wanted = _public(key)
     for path in authorized_key_files():
         try:
             lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
@@ -84,7 +99,7 @@ def _authorized(key: Any) -> bool:
                                                    else line.split(None, 1)[1])
             except (asyncssh.KeyImportError, IndexError, ValueError):
                 continue
-            if other.export_public_key("openssh").split()[:2] == wanted:
+            if _public(other) == wanted:
                 return True
     return False
 
@@ -132,11 +147,14 @@ class SshService:
         self.lookup = lookup
         self.port: int | None = None
         self._acceptor: Any = None
+        self._own_key: list[str] = []
+        """The public half of the client key as the server made or found it at start."""
 
     async def start(self) -> None:
         import asyncssh
 
         service = self
+        self._own_key = _public(_load_key(client_paths.server_ssh_key_path(), public=True))
 
         class _Server(asyncssh.SSHServer):
             def begin_auth(self, username: str) -> bool:
@@ -149,7 +167,7 @@ class SshService:
                 return True
 
             def validate_public_key(self, username: str, key: Any) -> bool:
-                return _authorized(key)
+                return _public(key) == service._own_key or _authorized(key)
 
         self._acceptor = await asyncssh.create_server(
             _Server, "127.0.0.1", 0, server_host_keys=[_load_host_key()],

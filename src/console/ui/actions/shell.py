@@ -1,8 +1,10 @@
 """`x`: a shell in the selected running job.
 
-A job started with ssh on has an `ssh_url`: on the Hub the system `ssh` client gets the terminal;
-on the embedded server the url is the job's working folder (`file://...`) and a local shell opens
-there with the job's own environment. The app is suspended while the shell runs.
+A job started with ssh on has an `ssh_url`: for an `ssh://` url the system `ssh` client gets the
+terminal, with the argv of `console.sshclient` (the local server's key, known_hosts in the data
+folder); when it fails, its last lines (kept out of the terminal with `-E`) are the toast. Where the
+embedded server's ssh could not start, the url is the job's working folder (`file://...`) and a
+local shell opens there with the job's own environment. The app is suspended while the shell runs.
 """
 
 from __future__ import annotations
@@ -10,11 +12,14 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from textual.app import SuspendNotSupported
 
+from console import sshclient
 from console.jobs import JobRow
 from console.ui.actions import refuse_if_read_only
 from console.ui.base import ConsoleBase
@@ -46,7 +51,14 @@ def open_shell(app: ConsoleBase) -> None:
     if ssh is None:
         app.notify("No `ssh` program on this machine: install OpenSSH to open a shell", severity="error")
         return
-    _hand_terminal(app, [ssh, url], None, None, f"ssh {url}")
+    fd, name = tempfile.mkstemp(dir=sshclient.ssh_dir(), prefix="ssh-", suffix=".log")
+    os.close(fd)
+    log = Path(name)
+    try:
+        argv = sshclient.ssh_argv(ssh, url, local=app.backend_kind == "local", log_file=log)
+        _hand_terminal(app, argv, None, None, f"ssh {url}", why=lambda: sshclient.last_lines(log))
+    finally:
+        log.unlink(missing_ok=True)
 
 
 def _local_shell(app: ConsoleBase, job: JobRow, folder: Path) -> None:
@@ -58,7 +70,11 @@ def _local_shell(app: ConsoleBase, job: JobRow, folder: Path) -> None:
     _hand_terminal(app, [shell], folder, env, f"shell in {folder}")
 
 
-def _hand_terminal(app: ConsoleBase, argv: list[str], cwd: Path | None, env: dict[str, str] | None, what: str) -> None:
+def _hand_terminal(
+    app: ConsoleBase, argv: list[str], cwd: Path | None, env: dict[str, str] | None, what: str,
+    why: Callable[[], list[str]] | None = None,
+) -> None:
+    """Run `argv` on the terminal; then say how it ended (with `why()`'s lines when it failed)."""
     try:
         with app.suspend():
             code = subprocess.call(argv, cwd=cwd, env=env)
@@ -68,7 +84,13 @@ def _hand_terminal(app: ConsoleBase, argv: list[str], cwd: Path | None, env: dic
     except OSError as exc:
         app.notify(f"Could not start {argv[0]}: {exc}", severity="error")
         return
-    app.notify(f"Back from {what} (exit {code})", timeout=4)
+    lines = why() if code and why is not None else []
+    if code == 255 and lines:  # ssh's own failure (a remote shell's status is any other code)
+        app.notify(f"{what} failed (exit 255): " + "; ".join(lines), severity="error", timeout=15)
+    elif lines:
+        app.notify(f"Back from {what} (exit {code}): " + "; ".join(lines), timeout=8)
+    else:
+        app.notify(f"Back from {what} (exit {code})", timeout=4)
     app.refresher.refresh()
 
 
