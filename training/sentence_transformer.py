@@ -86,6 +86,7 @@ try:
         inject_nan_step,
         monitor_callback,
         now_iso,
+        open_run_branch,
         pick_precision,
         quiet_libraries,
         resolve_destination,
@@ -573,6 +574,7 @@ def train(plan: Plan, started: float) -> tuple[bool, str]:
     if plan.eval_rows is not None and args.eval_strategy == "steps":
         evaluator = make_evaluator(plan, plan.rows, plan.eval_rows)
         eval_dataset = Dataset.from_list(trainer_rows(plan, plan.eval_rows))
+    open_run_branch(plan.dest, private=not args.hub_public)
     trainer = trainer_class(
         model=model,
         args=args_class(**kwargs),

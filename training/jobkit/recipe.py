@@ -56,6 +56,7 @@ from jobkit.run import (
     inject_nan_step,
     monitor_callback,
     now_iso,
+    open_run_branch,
     pick_precision,
     quiet_libraries,
     resolve_destination,
@@ -490,6 +491,7 @@ def train(
     monitor = LossMonitor.from_args(args)
     monitor.vocab_size = len(tokenizer)  # a dead run's loss sits at ln(vocab)
     callback = monitor_callback(monitor, steps_total=plan.steps_total, inject_nan_at=plan.inject_nan_at)
+    open_run_branch(plan.dest, private=not args.hub_public)
     trainer = make_trainer(plan, model, tokenizer, peft_config, config_kwargs, [callback])
     trainer.remove_callback(PrinterCallback)  # the progress lines replace its dict dumps
     trainable = sum(p.numel() for p in trainer.model.parameters() if p.requires_grad)

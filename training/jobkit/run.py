@@ -11,7 +11,10 @@
 * Where the weights go is decided before anything heavy happens (:func:`resolve_destination`).
   The container of a job is thrown away when the job ends, so with `--hub-model-id` the run pushes
   to the Hub (`push_to_hub=True`, `hub_strategy="every_save"`, `save_strategy="steps"`,
-  `save_steps=0.1`: a timeout keeps what was pushed) and refuses to start without `HF_TOKEN`;
+  `save_steps=0.1`: a timeout keeps what was pushed) and refuses to start without `HF_TOKEN`.
+  Each run pushes to a branch of its own, `runs/<run-name>` (:func:`open_run_branch`), and only a
+  passing run's final weights land on `main`, where serving reads: a failed run's checkpoints never
+  overwrite a tenant's adapter, and stay on its branch (with its manifest) for a look or a resume;
   without it the adapter goes to `$CONSOLE_ARTIFACTS_DIR/<run-name>/`; with neither the run
   refuses to start. A Trackio Space needs `HF_TOKEN` too.
 * Metrics go to Trackio (`report_to="trackio"`). A loss monitor (:class:`LossMonitor`) raises an
@@ -58,6 +61,7 @@ from validate_dataset import REPO_ID_RE
 EXIT_PASS, EXIT_FAILED, EXIT_REFUSED = 0, 1, 2
 ARTIFACTS_ENV = "CONSOLE_ARTIFACTS_DIR"
 INJECT_NAN_ENV = "CONSOLE_INJECT_NAN_AT_STEP"
+RUN_BRANCH_PREFIX = "runs/"  # each run's own branch of the Hub repo: runs/<run-name>
 DEFAULT_TRACKIO_PROJECT = "console"
 RUN_NAME_RE = re.compile(r"^[A-Za-z0-9][\w.-]{0,95}$")
 # The end-of-run verdict (LossMonitor.verdict; the thresholds and why: training/README.md).
@@ -208,6 +212,12 @@ class Destination:
     output_dir: Path
     artifacts_dir: Path | None  # $CONSOLE_ARTIFACTS_DIR, when set
     hub_model_id: str | None
+    run_name: str = ""
+
+    @property
+    def hub_branch(self) -> str | None:
+        """The run's own branch of the Hub repo: its checkpoints, its final weights, its manifest."""
+        return f"{RUN_BRANCH_PREFIX}{self.run_name}" if self.hub_model_id else None
 
     @property
     def where(self) -> str:
@@ -256,7 +266,52 @@ def resolve_destination(args: argparse.Namespace, run_name: str) -> Destination:
             "run_exists",
             f"{output_dir} already holds files; pick another --run-name",
         )
-    return Destination(output_dir=output_dir, artifacts_dir=artifacts_dir, hub_model_id=hub_model_id)
+    return Destination(output_dir=output_dir, artifacts_dir=artifacts_dir, hub_model_id=hub_model_id, run_name=run_name)
+
+
+def open_run_branch(dest: Destination, *, private: bool) -> None:
+    """Create the Hub repo (if new) and the run's branch from `main`'s head, before the trainer
+    pushes its first checkpoint there (nothing to do without a Hub repo). A token without write
+    access fails here, before training."""
+    if dest.hub_model_id is None:
+        return
+    from huggingface_hub import HfApi
+
+    api = HfApi()
+    api.create_repo(dest.hub_model_id, private=private, exist_ok=True)
+    api.create_branch(dest.hub_model_id, branch=dest.hub_branch, exist_ok=True)
+
+
+def land_on_main(dest: Destination, commit_message: str) -> str:
+    """A passing run's final weights (the output folder, as the trainer pushed it to the run's
+    branch) committed to `main`, where serving reads. Returns the commit id."""
+    from huggingface_hub import HfApi
+
+    info = HfApi().upload_folder(
+        repo_id=dest.hub_model_id,
+        folder_path=str(dest.output_dir),
+        revision="main",
+        commit_message=commit_message,
+        ignore_patterns=["_*", "checkpoint-*", "*.tmp"],
+    )
+    return info.oid
+
+
+def record_failed_run(dest: Destination) -> None:
+    """The failed run's manifest on its own branch, beside the checkpoints it pushed: the branch
+    says it failed and why. Best effort: the verdict stands whatever happens here."""
+    from huggingface_hub import HfApi
+
+    try:
+        HfApi().upload_file(
+            repo_id=dest.hub_model_id,
+            path_or_fileobj=str(dest.output_dir / "manifest.json"),
+            path_in_repo="manifest.json",
+            revision=dest.hub_branch,
+            commit_message=f"{dest.run_name}: FAIL (manifest)",
+        )
+    except Exception as e:  # noqa: BLE001 - the run already failed; say why the record is missing
+        say(f"could not record the failed run on {dest.hub_branch}: {type(e).__name__}: {e}")
 
 
 def trainer_rules(
@@ -282,9 +337,12 @@ def trainer_rules(
     if dest.hub_model_id is not None:
         # HF Jobs rules: the container is ephemeral, so every checkpoint goes to the Hub, and a
         # checkpoint is written every 10% of the run (a timeout keeps what was pushed).
+        # Each run pushes to its own branch (opened by `open_run_branch` before the trainer is
+        # built): only a passing run lands on main (`finish`).
         kwargs.update(
             push_to_hub=True,
             hub_model_id=dest.hub_model_id,
+            hub_revision=dest.hub_branch,
             hub_strategy="every_save",
             save_strategy="steps",
             save_steps=0.1,
@@ -339,14 +397,18 @@ def finish(
         )
     info = {**info, artifact: dest.where, "verdict": "PASS" if passed else "FAIL", "failure": reason or None}
     if not passed:
-        if dest.artifacts_dir is not None:
+        if dest.artifacts_dir is not None or dest.hub_model_id is not None:
             write_manifest(dest, info)  # a record of the failed run, without weights
+        if dest.hub_model_id is not None:
+            record_failed_run(dest)
         return False, f"{reason} {summary}"
     write_manifest(dest, info)
     if dest.hub_model_id is not None:
-        say(f"pushing {artifact} to {dest.where}")
+        say(f"pushing {artifact} to {dest.where} (branch {dest.hub_branch}, then main)")
         try:
-            trainer.push_to_hub(commit_message=f"{run_name}: final adapter")
+            trainer.push_to_hub(commit_message=f"{run_name}: final {artifact}", revision=dest.hub_branch)
+            commit = land_on_main(dest, f"{run_name}: PASS {summary}")
+            say(f"landed {artifact} on main commit={commit}")
         except Exception as e:
             first = str(e).splitlines()[0] if str(e) else ""
             return False, f"push_failed: {type(e).__name__}: {first} {summary}"

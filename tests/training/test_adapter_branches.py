@@ -1,0 +1,91 @@
+"""Where a run's weights land on the Hub: each run pushes its checkpoints to a branch of its own
+(`runs/<run name>`), and only a passing run's final adapter lands on `main`, where serving reads.
+
+Real CPU runs of training/sft_lora.py pushing to a model repo on the embedded server through
+`HF_ENDPOINT`: one that passes, then one that fails (a dead learning rate) after pushing
+checkpoints. The failed run's checkpoints are kept on its branch (a timeout keeps what was
+pushed) and `main` still holds the passing adapter.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from huggingface_hub import HfApi, hf_hub_download
+from training_helpers import DATA, SFT, parse_fields, run, script_env
+
+from console.server import LocalServer, ServerOptions
+
+REPO = "ops/adapter-acme"
+
+
+def _args(run_name: str, learning_rate: str, max_steps: int) -> list[str]:
+    return [
+        "--base-model", "tiny-random",
+        "--dataset", str(DATA / "acme.jsonl"),
+        "--max-steps", str(max_steps),
+        "--learning-rate", learning_rate,
+        "--lora-r", "8",
+        "--lora-alpha", "16",
+        "--batch-size", "8",
+        "--max-length", "256",
+        "--run-name", run_name,
+        "--trackio-project", "tenants",
+        "--hub-model-id", REPO,
+    ]  # fmt: skip
+
+
+@pytest.fixture
+def hub():
+    srv = LocalServer(ServerOptions(namespace="ops", port=0))
+    srv.start()
+    try:
+        yield srv
+    finally:
+        srv.stop()
+
+
+def _file(hub: LocalServer, name: str, tmp_path, revision: str = "main") -> bytes:
+    path = hf_hub_download(REPO, name, revision=revision, endpoint=hub.url, token=hub.token,
+                           cache_dir=tmp_path / "dl" / revision.replace("/", "_"))
+    with open(path, "rb") as fh:
+        return fh.read()
+
+
+def test_a_failed_run_leaves_main_on_the_last_passing_adapter(hub, tmp_path):
+    env = script_env(tmp_path, HF_HUB_OFFLINE=None, HF_ENDPOINT=hub.url, HF_TOKEN=hub.token,
+                     HF_HUB_DISABLE_TELEMETRY="1", HF_HOME=str(tmp_path / "hf"))
+    api = HfApi(endpoint=hub.url, token=hub.token)
+
+    good = run(SFT, _args("acme-good", "5e-3", 20), env)
+    assert good.returncode == 0, good.stdout[-3000:] + good.stderr[-3000:]
+    assert good.last_line.startswith("VERDICT: PASS "), good.last_line
+    assert parse_fields(good.last_line)["adapter"] == f"hf://{REPO}"
+
+    passing_adapter = _file(hub, "adapter_model.safetensors", tmp_path)
+    manifest = json.loads(_file(hub, "manifest.json", tmp_path))
+    assert manifest["run_name"] == "acme-good" and manifest["verdict"] == "PASS"
+    branches = {b.name for b in api.list_repo_refs(REPO).branches}
+    assert {"main", "runs/acme-good"} <= branches
+    # the passing run's own branch holds what it pushed, checkpoints included
+    good_commits = [c.title for c in api.list_repo_commits(REPO, revision="runs/acme-good")]
+    assert any("checkpoint" in t.lower() or "training in progress" in t.lower() for t in good_commits), good_commits
+
+    bad = run(SFT, _args("acme-dead", "1e3", 12), env)
+    assert bad.returncode == 1, bad.stdout[-3000:] + bad.stderr[-3000:]
+    assert bad.last_line.startswith("VERDICT: FAIL zero_grad: "), bad.last_line
+
+    # main: still the passing run's adapter and manifest
+    assert _file(hub, "adapter_model.safetensors", tmp_path / "after") == passing_adapter
+    assert json.loads(_file(hub, "manifest.json", tmp_path / "after"))["run_name"] == "acme-good"
+    main_titles = [c.title for c in api.list_repo_commits(REPO)]
+    assert not any("acme-dead" in t for t in main_titles), main_titles
+    # the failed run's checkpoints were pushed (kept for a look or a resume), on its branch only,
+    # with its manifest saying it failed
+    assert "runs/acme-dead" in {b.name for b in api.list_repo_refs(REPO).branches}
+    dead = json.loads(_file(hub, "manifest.json", tmp_path, revision="runs/acme-dead"))
+    assert dead["run_name"] == "acme-dead" and dead["verdict"] == "FAIL" and dead["failure"].startswith("zero_grad: ")
+    dead_files = api.list_repo_files(REPO, revision="runs/acme-dead")
+    assert "adapter_model.safetensors" in dead_files
+    assert _file(hub, "adapter_model.safetensors", tmp_path, revision="runs/acme-dead") != passing_adapter
