@@ -1,7 +1,7 @@
 """`console server`: the data dir's local Jobs server, as the consoles here share it.
 
     console server start         start it in the background now (if it is not running)
-    console server status        where it listens, since when, its running jobs
+    console server status        where it listens, since when, its Trackio store, its running jobs
     console server stop [--yes]  stop it (asks first when jobs are running, and names them)
     console server logs [-n N] [-f]  the daemon's own log
 
@@ -31,7 +31,7 @@ def register(subparsers, add_common) -> None:
     start = sub.add_parser("start", help="start it in the background now, as a console would (if none runs)")
     add_common(start)
     start.set_defaults(handler=run_start)
-    status = sub.add_parser("status", help="where it listens, since when, and its running jobs")
+    status = sub.add_parser("status", help="where it listens, since when, its Trackio store and its running jobs")
     add_common(status)
     status.set_defaults(handler=run_status)
     stop = sub.add_parser("stop", help="stop it (running jobs are killed: it asks first)")
@@ -101,9 +101,17 @@ def run_start(args: argparse.Namespace) -> int:
     return run_status(args)
 
 
+def trackio_cli_line(store) -> str:
+    """The Trackio CLI reading the local jobs' store: what to paste into a shell to gate on a run."""
+    import shlex
+
+    return f"TRACKIO_DIR={shlex.quote(str(store))} trackio list projects --json"
+
+
 def run_status(args: argparse.Namespace) -> int:
     from console.backend.daemon import log_path
     from console.commands.serve import hf_cli_line, token_place
+    from console.server import paths as server_paths
 
     running = _running()
     if running is None:
@@ -116,6 +124,9 @@ def run_status(args: argparse.Namespace) -> int:
     print(f"  log: {log_path()}")
     print(f"  bearer token in {token_place()}")
     print(f"  hf CLI: {hf_cli_line(url)}")
+    store = server_paths.trackio_dir()  # the $TRACKIO_DIR the server gives every job
+    print(f"  Trackio store (local jobs' metrics): {store}")
+    print(f"  trackio CLI: {trackio_cli_line(store)}")
     if info.get("sandbox"):
         print(f"  {info['sandbox']}")
     jobs = _active_jobs(args, url, token)
