@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from console import paths
-from console.inputs import is_label_name
+from console.inputs import MIB, is_label_name, read_user_file
 from console.prices import (
     BILLING_GRANULARITIES,
     DEFAULT_TIMEOUT_BUFFER,
@@ -41,6 +41,8 @@ from console.prices import (
 )
 
 BACKENDS = ("local", "hub")
+CONFIG_MAX_BYTES = 1 * MIB
+"""The config is a few KiB; a file (or device, or FIFO) named as one beyond this is not read."""
 SERVER_PYTHON_MODES = ("self", "uv", "auto")
 _FLAVOR_NAMES = tuple(f.name for f in SHIPPED_FLAVORS)
 # Keys that look like they hold a credential are refused: auth is huggingface_hub's own.
@@ -517,7 +519,7 @@ def load(path: Path | str | None = None) -> Config:
     """Read the config at `path` (or the default location). A missing file means defaults."""
     p = Path(path).expanduser() if path else paths.default_config_path()
     try:
-        data = p.read_bytes()
+        data = read_user_file(p, max_bytes=CONFIG_MAX_BYTES)
     except FileNotFoundError:
         return Config(path=p)
     except OSError as exc:

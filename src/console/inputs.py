@@ -1,15 +1,20 @@
 """Checked inputs of the cost model: the error it raises, the ranges beyond which a number is a
 typo rather than a plan, and HF Jobs timeouts and durations as people write them (7200, 90m, 2h);
-and the one rule for a tenant id or an env (a label value HF accepts).
+and the one rule for a tenant id or an env (a label value HF accepts); and the one way a file a
+person names (a config, a fleet file, a model's config.json) is read: bounded, regular files only.
 
 Imports nothing of the console: the cost model, the cron counts and every form read these.
 """
 
 from __future__ import annotations
 
+import errno
 import math
+import os
 import re
+import stat
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 # Limits on what-if and submission inputs: beyond them a number is a typo, not a plan.
 LIMITS = {
@@ -36,6 +41,79 @@ MAX_TIMEOUT_SECONDS = 7 * 86400  # a week; longer is certainly a mistake for a t
 
 class CostInputError(ValueError):
     """An input the cost model refuses; the message says which and what is expected."""
+
+
+def parse_count(name: str, text: str) -> int:
+    """A whole number typed for `name` (a flag's text), in its LIMITS range. A sign is part of
+    what was typed: "-0" is refused as "-1" is, not read as 0."""
+    lo, hi = LIMITS[name]
+    typed = text.strip()
+    if not re.fullmatch(r"[+-]?[0-9]+", typed):
+        raise CostInputError(f"{name} must be a whole number from {lo:g} to {hi:g}, got {show_number(text)}")
+    if typed.startswith("-"):
+        raise CostInputError(f"{name} must be from {lo:g} to {hi:g}, got {typed if len(typed) <= 40 else 'a negative'}")
+    return int(check_range(name, int(typed)))
+
+
+KIB = 1024
+MIB = 1024 * KIB
+
+
+class UnreadableFile(OSError):
+    """A file a person named that is not read: not a regular file, or larger than its use allows.
+    An OSError with `strerror` saying why, so every caller's "cannot read PATH: ..." says it."""
+
+
+def read_user_file(path: str | Path, *, max_bytes: int) -> bytes:
+    """The bytes of a file a person named (a config, a fleet file, a model's config.json).
+
+    Only a regular file of at most `max_bytes` is read: a device (/dev/zero), a FIFO (a read that
+    would wait forever), a socket or a folder raises :class:`UnreadableFile` at once, and so does
+    a file larger than the cap (checked before reading, and while reading, for one that grows).
+    A missing or forbidden file raises the OSError `open` raises (FileNotFoundError...).
+    """
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(Path(path), flags)  # O_NONBLOCK: opening a FIFO with no writer returns at once
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise UnreadableFile(errno.EINVAL, f"not a regular file ({_file_kind(info.st_mode)}), not read", str(path))
+        if info.st_size > max_bytes:
+            raise UnreadableFile(errno.EFBIG, f"{_size(info.st_size)}, more than the {_size(max_bytes)} allowed",
+                                 str(path))
+        chunks: list[bytes] = []
+        total = 0
+        while True:
+            chunk = os.read(fd, min(1 * MIB, max_bytes + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+            if total > max_bytes:
+                raise UnreadableFile(errno.EFBIG, f"more than the {_size(max_bytes)} allowed", str(path))
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _file_kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a plain file"
+
+
+def _size(n: int) -> str:
+    if n >= MIB:
+        return f"{n / MIB:.3g} MiB"
+    if n >= KIB:
+        return f"{n / KIB:.3g} KiB"
+    return f"{n} bytes"
 
 
 def show_number(value: object) -> str:

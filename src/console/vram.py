@@ -34,8 +34,11 @@ from types import ModuleType
 from typing import Any
 
 from console import paths
+from console.inputs import MIB, read_user_file
 from console.prices import Flavor, PriceBook, shipped_price_book
 
+MODEL_CONFIG_MAX_BYTES = 4 * MIB
+"""A model's config.json is a few KiB; a bigger file named as one is a mistake, not read."""
 DEFAULT_BATCH_SIZE = 4  # the TRL recipes' --batch-size default
 DEFAULT_SEQ_LEN = 1024  # and their --max-length
 METHODS = ("lora", "full")
@@ -84,7 +87,7 @@ def read_config(source: str | Path) -> dict[str, Any]:
     if path.is_dir():
         path = path / "config.json"
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_user_file(path, max_bytes=MODEL_CONFIG_MAX_BYTES).decode("utf-8"))
     except OSError as exc:
         raise FitError(f"cannot read {path}: {exc.strerror or exc}") from None
     except ValueError as exc:

@@ -31,7 +31,7 @@ def register(sub, add_common) -> None:
     p.add_argument("--examples", type=int, default=1000, help="training examples per run (default 1000)")
     p.add_argument("--epochs", type=float, default=3.0, help="epochs per run (default 3)")
     p.add_argument("--flavor", help="hardware flavor (default: the config's defaults.flavor)")
-    p.add_argument("--tenants", type=int, default=1, help="number of tenants (default 1)")
+    p.add_argument("--tenants", default="1", help="number of tenants (default 1)")
     p.add_argument(
         "--cadence", default="weekly", help="cron expression, or weekly / monthly / daily (default weekly)"
     )
@@ -79,6 +79,7 @@ def run(args: argparse.Namespace) -> int:
         project,
         timeout_rule,
     )
+    from console.inputs import parse_count
 
     if args.reference:
         return _print_reference(args.json)
@@ -89,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
         if args.builder_model_b is not None:
             builder = RunSpec(args.builder_model_b, args.builder_examples, args.epochs, args.builder_flavor)
         scenario = Scenario(
-            tenants=args.tenants,
+            tenants=parse_count("tenants", str(args.tenants)),
             cadence=args.cadence,
             run=RunSpec(args.model_b, args.examples, args.epochs, flavor, args.unsloth),
             plan=args.plan or cfg.plan,

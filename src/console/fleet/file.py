@@ -28,8 +28,12 @@ from typing import Any
 
 from console import jobspec
 from console.costs import CostInputError, normalize_cron
+from console.inputs import MIB, read_user_file
 from console.jobspec import NAME_RULE, TrainingRequest, is_label_name
 from console.prices import PriceBook, shipped_price_book
+
+FLEET_FILE_MAX_BYTES = 16 * MIB
+"""A fleet file of 100,000 tenants is about 10 MiB; a bigger file is not read."""
 
 _TENANT_KEYS = {
     "id",
@@ -177,7 +181,7 @@ def load_fleet_file(
     """Read and check a fleet file; raise FleetFileError listing every problem found."""
     p = Path(path).expanduser()
     try:
-        text = p.read_text(encoding="utf-8")
+        text = read_user_file(p, max_bytes=FLEET_FILE_MAX_BYTES).decode("utf-8")
     except OSError as exc:
         raise FleetFileError(p, [f"cannot be read: {exc.strerror or exc}"]) from None
     except UnicodeDecodeError as exc:
