@@ -43,4 +43,4 @@ def test_console_incident_prints_where_the_bundle_is(server, backend, capsys, tm
     path = Path(printed)
     assert path.parent == tmp_path / "out" and "hello" in path.read_text(encoding="utf-8")
     assert main(["incident", "nosuchjob"]) == 2
-    assert "cannot read job nosuchjob" in capsys.readouterr().err
+    assert "no job 'nosuchjob' in namespace 'pager'" in capsys.readouterr().err

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from typing import Any
+from urllib.parse import quote
 
 import httpcore2
 import httpx2
 from huggingface_hub import HfApi
 
 from console.backend.errors import ReadOnlyError
+from console.backend.job_ids import check_job_id
 from console.backend.transport import RETRY_STATUSES, ClientPolicy
 
 # What a read-only console may call: reads only. Everything else public is refused, so a method
@@ -157,7 +159,8 @@ class JobsApi(HfApi):
         from huggingface_hub.utils import get_session, hf_raise_for_status
 
         ns = namespace or self.default_namespace
-        url = f"{self.endpoint}/api/jobs/{ns}/{job_id}/logs"
+        check_job_id(job_id)  # not `..` or a path: refused before any request
+        url = f"{self.endpoint}/api/jobs/{quote(ns, safe='')}/{quote(job_id, safe='')}/logs"
         given = 0
         failures = 0
         quiet = 0

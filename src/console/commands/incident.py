@@ -1,5 +1,8 @@
 """`console incident JOB_ID`: write a job's incident bundle (Markdown) and print where it is.
 
+JOB_ID is the full id or any unique start or end of it, such as the last 8 characters the jobs
+table shows; an ambiguous one lists the jobs it could be.
+
 The bundle holds the job as the Jobs API says it is, its stage history, labels, cost so far,
 CPU and memory (while it runs), its Trackio progress and alerts, the command that reproduces it
 and the last 200 log lines as plain text (`--since WHEN`: the lines from then on, each with
@@ -22,7 +25,7 @@ def register(sub, add_common) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_common(p)
-    p.add_argument("job_id", metavar="JOB_ID", help="the job")
+    p.add_argument("job_id", metavar="JOB_ID", help="the job: its id, or a unique start or end of it (the 8 shown)")
     p.add_argument("--out", metavar="DIR", help="folder to write to (default: <data dir>/incidents)")
     p.add_argument("--copy", action="store_true", help="put the path on the clipboard (OSC 52)")
     p.add_argument("--since", metavar="WHEN",
@@ -32,6 +35,7 @@ def register(sub, add_common) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from console.backend import NEVER, BackendError, connect
+    from console.backend.job_ids import JobIdError, check_job_id, resolve_job_id
     from console.commands._common import CommandError, load_config
     from console.commands.ledger import plain
     from console.ledger import live_prices
@@ -50,6 +54,10 @@ def run(args: argparse.Namespace) -> int:
             since = parse_since(args.since, datetime.now(UTC))
         except ValueError as exc:
             raise CommandError(f"incident: {exc}") from None
+    try:
+        check_job_id(args.job_id)  # before anything is asked of anyone
+    except JobIdError as exc:
+        raise CommandError(f"incident: {exc}") from None
     cfg = load_config(args)
     try:
         backend = connect(cfg, start=NEVER)
@@ -59,8 +67,11 @@ def run(args: argparse.Namespace) -> int:
         trackio_dir = backend.trackio_dir
         reader = LocalTrackioReader(trackio_dir) if trackio_dir is not None else reader_for(cfg, backend.kind)
         try:
-            facts = gather(backend.api, args.job_id, namespace=backend.namespace, reader=reader,
+            job_id = resolve_job_id(backend.api, args.job_id, namespace=backend.namespace)
+            facts = gather(backend.api, job_id, namespace=backend.namespace, reader=reader,
                            project=cfg.trackio.project, since=since)
+        except JobIdError as exc:
+            raise CommandError(f"incident: {exc}") from None
         except Exception as exc:
             raise CommandError(f"incident: cannot read job {plain(args.job_id)}: {plain(exc, 300)}") from None
         text = render(facts, prices=live_prices(backend.api, cfg.billing.granularity))

@@ -19,7 +19,8 @@ Routes (all under a bearer token; anything else is 401):
   (:mod:`console.server.xetcas`, under its own short-lived tokens)
 
 Bad input (a wrong JSON type, NaN, a name with a trailing newline, a cron that never fires, an
-out-of-range cursor, too many label filters, JSON nested too deeply, ...) is a 400 whose JSON
+out-of-range cursor, too many label filters, JSON nested too deeply, a job id that is not letters
+and digits such as `..` or `a%2Fb`, ...) is a 400 whose JSON
 ``{"error": ...}`` names the field, with nothing written. Anything unforeseen is a JSON 500, logged,
 with the connection kept.
 
@@ -39,7 +40,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from email.utils import formatdate
 from pathlib import Path
 from typing import Any, BinaryIO
-from urllib.parse import urlencode
+from urllib.parse import unquote, urlencode
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -79,6 +80,22 @@ MAX_CURSOR = 2**63 - 1
 """A cursor is a row number: SQLite's integers end here."""
 log = logging.getLogger("console.server.app")
 _WHOLE_NUMBER = re.compile(r"-?[0-9]{1,24}")
+_PATH_ID = re.compile(r"[A-Za-z0-9]+")
+_ID_FIELDS = {"jobs": ("job_id", "job"), "scheduled-jobs": ("sj_id", "scheduled job")}
+
+
+def check_path_id(raw_path: str) -> None:
+    """The id in `/api/jobs/{ns}/{id}...` or `/api/scheduled-jobs/{ns}/{id}...` (the path as
+    sent, before `%2F` becomes a separator) is letters and digits, else a 400 naming the field:
+    `..`, `%2E%2E`, `a%2Fb` or a space never reach a route or a file name."""
+    parts = raw_path.split("/", 5)
+    if len(parts) < 5 or parts[1] != "api" or parts[2] not in _ID_FIELDS or not parts[4]:
+        return
+    value = unquote(parts[4])
+    if not _PATH_ID.fullmatch(value):
+        field, what = _ID_FIELDS[parts[2]]
+        shown = value if len(value) <= 100 else value[:100] + "..."
+        raise ApiError(400, f"{field} {shown!r} is not a {what} id: letters and digits only")
 
 
 def _error(status: int, message: str) -> JSONResponse:
@@ -111,6 +128,8 @@ def guard(service: JobsService, token: str) -> Callable[[Handler], Handler]:
             if not hmac.compare_digest(given, expected):
                 return _error(401, "Invalid credentials in Authorization header")
             try:
+                raw = request.scope.get("raw_path")
+                check_path_id(raw.decode("latin-1") if raw else request.url.path)
                 ns = request.path_params.get("namespace")
                 if ns is not None:
                     service.check_namespace(ns)
