@@ -301,3 +301,12 @@ def test_config_init_writes_only_the_keys_given(tmp_path):
 
     assert tomllib.loads(target.read_text()) == {"plan": "team"}
     assert "console config keys" in target.read_text()  # where the rest are described
+
+
+def test_config_keys_fits_a_narrow_terminal_and_pipes_one_line_per_key(tmp_path):
+    run = _cli(tmp_path / "config.toml")
+    narrow = run("config", "keys", COLUMNS="60").stdout.splitlines()
+    assert all(len(line) <= 60 for line in narrow), max(narrow, key=len)
+    assert any(line.startswith("    The HF user or org") for line in narrow)  # the meaning below its row
+    piped = run("config", "keys").stdout.splitlines()
+    assert [line.split()[0] for line in piped] == [k for k, _, _ in cfgmod.describe_keys()]

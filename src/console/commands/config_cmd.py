@@ -99,7 +99,7 @@ def _path(args: argparse.Namespace) -> int:
 
 def _keys(args: argparse.Namespace) -> int:
     """One row per key in three aligned columns; on a terminal (or with COLUMNS set) the meaning
-    wraps under its own column."""
+    wraps under its own column, or below the row, indented, when that column would be too narrow."""
     import os
     import shutil
     import sys
@@ -112,14 +112,17 @@ def _keys(args: argparse.Namespace) -> int:
     default_w = max(len(default) for _, default, _ in rows)
     indent = " " * (key_w + default_w + 4)
     width = shutil.get_terminal_size().columns if sys.stdout.isatty() or os.environ.get("COLUMNS") else 0
+    if 0 < width - len(indent) < 30:  # a narrow terminal: the meaning goes below its row
+        indent = "    "
     for key, default, doc in rows:
         head = f"{key:<{key_w}}  {default:<{default_w}}  "
-        if width - len(indent) < 30:  # piped, or too narrow to wrap usefully: one line per key
+        if not width:  # piped: one line per key, for grep
             print(f"{head}{doc}".rstrip())
             continue
-        lines = textwrap.wrap(doc, width - len(indent), break_long_words=False, break_on_hyphens=False)
-        print(f"{head}{lines[0] if lines else ''}".rstrip())
-        for line in lines[1:]:
+        lines = textwrap.wrap(doc, max(20, width - len(indent)), break_long_words=False, break_on_hyphens=False)
+        below = len(indent) < len(head)
+        print(head.rstrip() if below else f"{head}{lines[0] if lines else ''}".rstrip())
+        for line in lines if below else lines[1:]:
             print(indent + line)
     return 0
 
