@@ -94,10 +94,10 @@ def test_monitor_stop_on_divergence(run_rules):
 
 def test_monitor_stall(run_rules):
     m = run_rules.LossMonitor(stall_patience=3, stall_min_delta=0.01)
-    kinds = [[a.kind for a in m.observe(i, v)] for i, v in enumerate([2.0, 1.995, 1.99, 2.0])]
-    assert kinds == [[], [], [], ["stall"]]
-    assert m.observe(5, 2.0) == []  # alerted once per stall
-    assert m.observe(6, 1.5) == []  # new best re-arms
+    kinds = [[a.kind for a in m.observe(i, v)] for i, v in enumerate([2.0, 1.995, 1.99, 2.0, 1.99, 1.995])]
+    assert kinds == [[], [], [], [], [], ["stall"]]  # steps 3-5 no lower than steps 0-2
+    assert m.observe(6, 2.0) == []  # alerted once per stall
+    assert m.observe(7, 1.5) == []  # a fall re-arms
     assert m.verdict() == (True, "")
 
 

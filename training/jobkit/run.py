@@ -19,7 +19,7 @@
   refuses to start. A Trackio Space needs `HF_TOKEN` too.
 * Metrics go to Trackio (`report_to="trackio"`). A loss monitor (:class:`LossMonitor`) raises an
   alert on NaN/inf loss (and stops training), on divergence (loss well above its running best) and
-  on a stall (no new best for N logged steps). At the end it judges the run
+  on a stall (the mean loss of N logged steps no lower than of the N before). At the end it judges the run
   (:meth:`LossMonitor.verdict`): NaN, zero gradients, divergence, or a loss that did not
   meaningfully fall fail it, and a failed run gets an ERROR alert named after its reason.
   :func:`monitor_callback` prints `progress` and `ALERT` lines and sends the alerts to Trackio with
@@ -444,13 +444,14 @@ def add_monitor_arguments(p: argparse.ArgumentParser) -> None:
         "--stall-patience",
         type=int,
         default=20,
-        help="alert when the loss sets no new best for this many logged steps (default 20)",
+        help="alert when the mean loss of this many logged steps is no lower than that of the "
+        "as many before them (default 20)",
     )
     p.add_argument(
         "--stall-min-delta",
         type=float,
         default=0.001,
-        help="relative improvement that counts as a new best (default 0.001 = 0.1%%)",
+        help="relative fall of that mean that counts as falling (default 0.001 = 0.1%%)",
     )
     p.add_argument(
         "--min-loss-drop",
@@ -514,8 +515,10 @@ class LossMonitor:
     * Divergence: the loss stays above `divergence_factor` x its running best, having given back
       at least DIVERGED_GIVEBACK of its fall from the first loss, for `divergence_patience`
       consecutive observations (WARN, re-armed once it comes back down).
-    * Stall: no new best (better by `stall_min_delta`, relative) for `stall_patience`
-      observations (WARN, re-armed by the next new best).
+    * Stall: the loss did not fall over the last `stall_patience` observations: their mean is
+      not `stall_min_delta` (relative) below the mean of the `stall_patience` before them (WARN,
+      re-armed once the loss falls again). Means of windows, not a best to beat: a noisy loss
+      that still falls is not stalled, and a loss at a new low never reads as stalled.
 
     At the end, :meth:`verdict` judges the run and :meth:`conclude` gives a failed run its ERROR
     alert (see :meth:`verdict` for the rules).
@@ -536,7 +539,6 @@ class LossMonitor:
     alerts: list[Alert] = field(default_factory=list)
     best: float | None = None
     best_step: int = 0
-    since_best: int = 0
     above: int = 0
     diverging: bool = False
     stalled: bool = False
@@ -594,11 +596,8 @@ class LossMonitor:
             self.alerts.extend(new)
             return new
         self.losses.append((step, loss))
-        if self.best is None or loss < self.best * (1.0 - self.stall_min_delta):
-            self.best, self.best_step, self.since_best = loss, step, 0
-            self.stalled = False
-        else:
-            self.since_best += 1
+        if self.best is None or loss < self.best:
+            self.best, self.best_step = loss, step
         threshold = self.best * self.divergence_factor
         gained = self.losses[0][1] - self.best
         if self.best > 0 and loss > threshold and loss - self.best >= DIVERGED_GIVEBACK * gained:
@@ -620,20 +619,33 @@ class LossMonitor:
         else:
             self.above = 0
             self.diverging = False
-        if self.since_best >= self.stall_patience and not self.stalled:
-            self.stalled = True
-            new.append(
-                Alert(
-                    "stall",
-                    "WARN",
-                    "Loss stalled",
-                    f"no new best for {self.since_best} logged steps (best {fmt_loss(self.best)} "
-                    f"at step {self.best_step}, now {fmt_loss(loss)} at step {step})",
-                    step,
-                )
-            )
+        stall = self._stall(step)
+        if stall is not None and not self.stalled:
+            new.append(stall)
+        self.stalled = stall is not None
         self.alerts.extend(new)
         return new
+
+    def _stall(self, step: int) -> Alert | None:
+        """The stall alert when the last `stall_patience` losses' mean is not `stall_min_delta`
+        below the mean of the `stall_patience` before them (None: falling, or too few yet)."""
+        n = self.stall_patience
+        if len(self.losses) < 2 * n:
+            return None
+        before, last = self.losses[-2 * n:-n], self.losses[-n:]
+        mean_before = sum(v for _, v in before) / n
+        mean_last = sum(v for _, v in last) / n
+        if mean_last < mean_before * (1.0 - self.stall_min_delta):
+            return None
+        means = (f"mean {fmt_loss(mean_last)} over steps {last[0][0]}-{last[-1][0]}, "
+                 f"{fmt_loss(mean_before)} over steps {before[0][0]}-{before[-1][0]}")
+        if mean_last >= mean_before or mean_before <= 0:
+            text = f"the loss did not fall in {n} logged steps ({means})"
+        else:
+            fell = 1.0 - mean_last / mean_before
+            text = (f"the loss fell only {fell:.2%} in {n} logged steps, under {self.stall_min_delta:.1%} "
+                    f"({means})")
+        return Alert("stall", "WARN", "Loss stalled", text, step)
 
     @property
     def first_loss(self) -> float | None:
