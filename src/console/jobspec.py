@@ -570,6 +570,11 @@ def build_submission(
         ships, bundle_id = (), ""
         command = ["uv", "run", str(source), *args]
         image = LOCAL_IMAGE
+        if training and req.hub_model_id and token:
+            # the run pushes to the local server's Hub ($HF_ENDPOINT, set by the server), as it
+            # would to huggingface.co: with a token, and online (jobs run offline otherwise)
+            secrets["HF_TOKEN"] = token
+            env.setdefault("HF_HUB_OFFLINE", "0")
     return Submission(
         image=image,
         command=command,

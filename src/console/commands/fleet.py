@@ -69,6 +69,8 @@ def run_apply(args: argparse.Namespace) -> int:
 
         token = get_token()
     backend = _connect(cfg, acting=not args.dry_run)
+    if backend.kind != "hub":  # a tenant pushing to a repo pushes to the local server's Hub
+        token = getattr(backend.api, "token", None) or None
     try:
         try:
             scheduled = list(backend.api.list_scheduled_jobs(namespace=backend.namespace))

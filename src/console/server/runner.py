@@ -77,7 +77,7 @@ def format_seconds(seconds: float) -> str:
     return f"{h}h {m}m" if m else f"{h}h"
 
 
-def job_environment(job: JobRecord, *, sandboxed: bool = False) -> dict[str, str]:
+def job_environment(job: JobRecord, *, sandboxed: bool = False, hub_endpoint: str | None = None) -> dict[str, str]:
     """The environment a job's process starts with.
 
     A clean base (PATH, HOME, locale, caches; never the server's own tokens), the server's Python
@@ -86,6 +86,9 @@ def job_environment(job: JobRecord, *, sandboxed: bool = False) -> dict[str, str
     shared Trackio store), PYTHONUNBUFFERED=1 so logs stream, and HF_HUB_OFFLINE=1 unless the job
     sets it. $CONSOLE_ARTIFACTS_DIR is the job's tenant's folder of the store (its `tenant` label).
     `sandboxed`: $HOME, the XDG folders and the caches are the sandbox's (:func:`sandbox.job_environment`).
+    `hub_endpoint`: this server's URL, the job's $HF_ENDPOINT unless it sets one: the local Hub
+    its repos and downloads go to, as a job on HF Jobs reaches huggingface.co (with the token it
+    is given as a secret, if any; none is given otherwise).
     """
     env = {
         k: v for k, v in os.environ.items() if k in _PASS_ENV or k.startswith(_PASS_PREFIXES)
@@ -98,6 +101,8 @@ def job_environment(job: JobRecord, *, sandboxed: bool = False) -> dict[str, str
     env["CONSOLE_ARTIFACTS_DIR"] = str(paths.tenant_artifacts_dir((job.labels or {}).get("tenant")))
     env["TMPDIR"] = str(paths.job_workdir(job.id) / ".tmp")
     env["TRACKIO_DIR"] = str(paths.trackio_dir())
+    if hub_endpoint:
+        env["HF_ENDPOINT"] = hub_endpoint
     if sandboxed:
         env.update(sandbox.job_environment(paths.job_workdir(job.id)))
     user_env = dict(job.spec.get("environment") or {})
@@ -173,6 +178,8 @@ class Runner:
         self.on_finish: list[Callable[[JobRecord], Any]] = []
         """Called (in the runner thread) once a job's run has ended and its process group is gone."""
         self.log_cap_bytes = log_cap_bytes
+        self.hub_endpoint: str | None = None
+        """This server's URL once it listens: each job's $HF_ENDPOINT (:func:`job_environment`)."""
         self.max_running = max(1, max_running)
         self.python_mode = python_mode
         self.poll_interval = poll_interval
@@ -346,7 +353,7 @@ class Runner:
             return
         started = time.time()
         isolation = sandbox.detect()
-        env = job_environment(job, sandboxed=isolation.available)
+        env = job_environment(job, sandboxed=isolation.available, hub_endpoint=self.hub_endpoint)
         Path(env["TMPDIR"]).mkdir(parents=True, exist_ok=True)
         writable = [Path(env["CONSOLE_ARTIFACTS_DIR"]), paths.trackio_dir(), *sandbox.shared_caches()]
         try:

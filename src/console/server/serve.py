@@ -142,6 +142,7 @@ class LocalServer:
             self.service.store.close()
             raise
         self.port = self._sock.getsockname()[1]
+        self.service.runner.hub_endpoint = self.url  # each job's $HF_ENDPOINT: the local Hub
         config = uvicorn.Config(
             self.app,
             log_level="warning",

@@ -81,9 +81,10 @@ class Session:
         return getattr(self.backend, "kind", self.cfg.backend)
 
     def hub_token(self) -> str | None:
-        """The token a Hub submission passes as its HF_TOKEN secret (None on the local backend)."""
+        """The token a run that pushes to a Hub repo passes as its HF_TOKEN secret: the user's on
+        the Hub, the local server's on the local backend (its repos are the local Hub)."""
         if self.backend_kind != "hub":
-            return None
+            return getattr(self.api, "token", None) or None
         from huggingface_hub import get_token
 
         return get_token()

@@ -1,0 +1,51 @@
+"""A local run that names a Hub repo pushes to the embedded server's Hub, as a run on HF Jobs
+pushes to huggingface.co: the job gets the server as $HF_ENDPOINT and the token as its HF_TOKEN
+secret, trains for real, pushes its checkpoints to its own branch and lands on `main` when it
+passes, and `hf download` gets the adapter. Without a repo nothing changes: the run is offline and
+gets no token.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from huggingface_hub import HfApi, hf_hub_download
+from jobs_helpers import NAMESPACE
+
+from console import jobspec
+from console.jobspec import TrainingRequest
+
+DATA = Path(__file__).resolve().parents[2] / "training" / "data"
+REPO = f"{NAMESPACE}/adapter-acme"
+
+
+def _request(**kw) -> TrainingRequest:
+    return TrainingRequest(tenant="acme", dataset=str(DATA / "acme.jsonl"), max_steps=20, learning_rate=5e-3,
+                           lora_r=8, lora_alpha=16, **kw)
+
+
+def test_a_local_run_with_a_repo_pushes_to_the_local_hub(server, api: HfApi, tmp_path):
+    sub = jobspec.build_submission(_request(hub_model_id=REPO, run_name="acme-hub"), backend_kind="local",
+                                   token=server.token)
+    assert sub.secrets == {"HF_TOKEN": server.token}
+    job = api.run_job(**sub.run_kwargs(), namespace=NAMESPACE)
+    done = api.wait_for_job(job.id, timeout=240, poll_interval=0.5, namespace=NAMESPACE)
+    logs = "\n".join(api.fetch_job_logs(job_id=job.id, namespace=NAMESPACE))
+    assert done.status.stage == "COMPLETED", logs[-3000:]
+    verdict = [line for line in logs.splitlines() if line.startswith("VERDICT:")]
+    assert verdict and verdict[-1].startswith("VERDICT: PASS ") and f"adapter=hf://{REPO}" in verdict[-1], logs[-2000:]
+    assert server.token not in logs  # the secret is never echoed
+
+    assert {"main", "runs/acme-hub"} <= {b.name for b in api.list_repo_refs(REPO).branches}
+    path = hf_hub_download(REPO, "adapter_model.safetensors", endpoint=server.url, token=server.token,
+                           cache_dir=tmp_path / "dl")
+    assert Path(path).stat().st_size > 1000
+    manifest = json.loads(Path(hf_hub_download(REPO, "manifest.json", endpoint=server.url, token=server.token,
+                                               cache_dir=tmp_path / "dl")).read_text())
+    assert manifest["run_name"] == "acme-hub" and manifest["verdict"] == "PASS"
+
+
+def test_a_run_without_a_repo_stays_offline_and_gets_no_token(server):
+    sub = jobspec.build_submission(_request(run_name="acme-local"), backend_kind="local", token=server.token)
+    assert sub.secrets == {} and "HF_HUB_OFFLINE" not in sub.env
