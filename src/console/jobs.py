@@ -40,12 +40,18 @@ _ESCAPES = re.compile(
 _CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 # Bidirectional controls (LRE RLE PDF LRO RLO, LRI RLI FSI PDI, LRM RLM ALM): a terminal that
 # honours them would show a job's text reversed ("exe.txt" as "txt.exe") and move table borders.
-# Shown as U+FFFD, one visible cell, like a byte that is not UTF-8.
-_BIDI = re.compile("[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]")
+# Invisible characters (zero-width space, non-joiner, joiner, word joiner and the invisible
+# operators, the byte-order mark / zero-width no-break space, the Mongolian vowel separator): they
+# make two different texts look the same ("acme" and "ac\u200bme", a hidden marker in a line that
+# matches a search) and are there without a trace. Each is shown as U+FFFD, one visible cell, like
+# a byte that is not UTF-8.
+_BIDI = re.compile("[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c"
+                   "\u200b-\u200d\u2060-\u2064\ufeff\u180e]")
 
 
 def clean_log_line(text: str) -> str:
-    """Plain text for display: no escape sequences, no control characters, tabs expanded."""
+    """Plain text for display: no escape sequences, no control characters, tabs expanded; bidi
+    controls and invisible characters shown as U+FFFD."""
     if "\r" in text:
         # a progress bar redraws with \r: what a terminal would show is the last segment
         parts = [p for p in text.split("\r") if p]
