@@ -10,11 +10,14 @@ import sys
 
 import pytest
 from tests.ui.conftest import notes, schedule_python, wait_for
+from textual.widgets import Input
 
 from console import config as config_mod
+from console import paths
 from console.backend import connect
 from console.server import LocalServer, ServerOptions
 from console.ui.app import ConsoleApp
+from console.ui.screens.submit import SubmitScreen
 from console.ui.widgets.costs import LedgerPane
 
 NS = "ops"
@@ -62,3 +65,50 @@ async def test_the_budget_toast_at_start_says_the_projection_console_ledger_says
     assert summary["scheduled_remaining_usd"] > 0
     assert toasted == [f"{summary['projection_usd']:,.2f}"]  # one toast, the ledger's figure
     assert shown == toasted[0]
+
+
+def _submit_form(app) -> SubmitScreen:
+    assert isinstance(app.screen, SubmitScreen)
+    return app.screen
+
+
+async def _open_submit(pilot, app) -> SubmitScreen:
+    await wait_for(pilot, lambda: app.refresher.refresh_count > 0, what="the first refresh")
+    await pilot.press("s")
+    await wait_for(pilot, lambda: isinstance(app.screen, SubmitScreen) and bool(app.screen.query("#f-tenant")),
+                   what="the submit form")
+    form = app.screen
+    form.query_one("#f-tenant", Input).value = "acme"
+    form.query_one("#f-dataset", Input).value = str(paths.training_dir() / "data" / "acme.jsonl")
+    await pilot.pause(0.1)
+    return form
+
+
+async def test_erasing_the_timeout_is_not_undone_while_the_field_is_edited(backend, cfg):
+    """Backspacing the padded timeout away and typing another leaves what was typed (the form
+    used to refill the padded value the moment the field was empty: `99999h19m`)."""
+    app = ConsoleApp(cfg, backend, refresh_seconds=0.3, stream_metrics=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        form = await _open_submit(pilot, app)
+        box = form.query_one("#f-timeout", Input)
+        padded = box.value
+        assert padded
+        box.focus()
+        box.cursor_position = len(box.value)
+        await pilot.pause()
+        for _ in range(len(padded) + 2):
+            await pilot.press("backspace")
+        await pilot.pause(0.1)
+        assert box.value == ""  # erased stays erased while the field has the focus
+        assert f"timeout {padded}" in str(form.query_one("#submit-estimate").render())  # empty: padded
+        for ch in "3h":
+            await pilot.press(ch)
+        await pilot.pause(0.1)
+        assert box.value == "3h"
+        assert "timeout 3h" in str(form.query_one("#submit-estimate").render())
+        # emptied and left: the padded value comes back, and is kept in step again
+        for _ in range(2):
+            await pilot.press("backspace")
+        await pilot.press("tab")
+        await pilot.pause(0.1)
+        assert box.value == padded

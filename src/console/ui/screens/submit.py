@@ -1,14 +1,14 @@
 """The submit form: one tenant's training job, with its cost and padded timeout before confirming.
 
-Fields: tenant, kind (`jobspec.TRAINING_KINDS`: an SFT, DPO or KTO LoRA adapter, an embedding
-model with its encoder bi | cross | sparse, or the builder model, LoRA or in full), dataset, Hub
-repo (where the weights are pushed), base model, model size, examples, epochs, flavor (with its
-price), timeout (pre-filled with the padding rule's value and kept in step until edited), max
-steps, a CPU dataset preflight first (on by default; it checks the dataset for the kind's method),
-ssh on/off and an optional cron that makes it a scheduled job. The encoder row shows for an
-embedding run only, the full fine-tune box for the builder only, the Unsloth box (about 2x faster,
-less memory) for the LoRA kinds. The form refuses invalid input
-with the reason and only dismisses with a request that `jobspec` accepts.
+Fields: tenant, kind (`jobspec.TRAINING_KINDS`: an SFT, DPO or KTO LoRA adapter, an embedding model
+with its encoder bi | cross | sparse, or the builder model, LoRA or in full), dataset, Hub repo
+(where the weights are pushed), base model, model size, examples, epochs, flavor (with its price),
+timeout (pre-filled with the padding rule's value and kept in step until edited, never rewritten
+while the cursor is in it: emptied, it means the padded value), max steps, a CPU dataset preflight
+first (on by default; it checks the dataset for the kind's method), ssh on/off and an optional cron
+that makes it a scheduled job. The encoder row shows for an embedding run only, the full fine-tune
+box for the builder only, the Unsloth box (about 2x faster, less memory) for the LoRA kinds. The
+form refuses invalid input with the reason and only dismisses with a request that `jobspec` accepts.
 
 GPU memory: the run's estimate on the flavor (`jobspec.fit_problem`, `console.vram`) is shown under
 the cost; a run that does not fit the flavor is refused with the estimate and the cheapest flavor
@@ -279,7 +279,9 @@ class SubmitScreen(ModalScreen[SubmitResult | None]):
         sub = result.submission
         if not self._timeout_edited:
             self._auto_timeout = format_duration(sub.timeout_seconds)
-            self.query_one("#f-timeout", Input).value = self._auto_timeout
+            box = self.query_one("#f-timeout", Input)
+            if not box.has_focus:  # never rewrite the field under the user's cursor (an erased one
+                box.value = self._auto_timeout  # stays empty, meaning the padded value, until left)
         text = Text()
         text.append(f"est {format_duration(sub.estimate_hours * 3600)} ", style="bold")
         text.append(f"${sub.estimate_usd:.2f}", style="bold green")
@@ -334,6 +336,10 @@ class SubmitScreen(ModalScreen[SubmitResult | None]):
             else:
                 value = ""
             box.value = self._filled[field_id] = value
+
+    def on_input_blurred(self, event: Input.Blurred) -> None:
+        if event.input.id == "f-timeout" and not self._timeout_edited:
+            self._recompute()  # left empty (or as padded): show the padded value again
 
     def on_select_changed(self, event: Select.Changed) -> None:
         if event.select.id == "f-kind":
