@@ -394,7 +394,7 @@ def chromium(tmp_path) -> Iterator[str]:
             proc.wait()
 
 
-async def test_chromium_shows_the_jobs_tab_and_a_key_changes_the_tab(web, job, chromium, tmp_path):
+async def test_chromium_shows_the_jobs_tab_and_a_key_changes_the_tab(chromium, web, job, tmp_path):
     port = re.match(r"ws://[^:/]+:(\d+)/", chromium).group(1)
     async with aiohttp.ClientSession() as http:
         async with http.get(f"http://127.0.0.1:{port}/json/list") as listing:

@@ -72,11 +72,12 @@ def run(args: argparse.Namespace) -> int:
 
 def app_command(config: str | None, *, read_only: bool) -> str:
     """The shell command each browser session runs: this console's TUI, with the same config."""
+    import os
     import shlex
 
     argv = [sys.executable, "-m", "console"]
     if config:
-        argv += ["--config", config]
+        argv += ["--config", os.path.abspath(os.path.expanduser(config))]
     if read_only:
         argv.append("--read-only")
     return shlex.join(argv)
