@@ -39,6 +39,7 @@ from console.prices import (
     BASE_HOURS_PER_B_PER_1K_EXAMPLES,
     DEFAULT_TIMEOUT_BUFFER,
     DEFAULT_TIMEOUT_OVERHEAD_S,
+    EXPOSED_PORT_PRICE_PER_HOUR,
     PLANS,
     UNSLOTH_SPEEDUP,
     PriceBook,
@@ -245,23 +246,41 @@ def timeout_rule(est: Estimate, buffer: float) -> str:
     )
 
 
-def billed_seconds(running_seconds: float, granularity: str = "minute") -> float:
-    """The running time a bill counts: rounded up to whole minutes ("minute", reference §1: "per
-    minute while Starting/Running"), or exact ("second"). Nothing run, nothing billed."""
+def billed_seconds(running_seconds: float, granularity: str = "minute", *, timeout_s: float | None = None) -> float:
+    """The running time a bill counts: rounded up to whole minutes ("minute", reference §3: "Billed
+    per minute, only while Starting/Running"), or exact ("second"). Nothing run, nothing billed.
+
+    `timeout_s` (the most the job may run: its timeout x its attempts): a job never runs past its
+    timeout, the Jobs API kills it there (reference §1: "Reaching timeout kills the job"), so a
+    running time measured past it (a kill seen a second late: 2m01s on a 2m timeout) is billed as
+    the timeout, and only then rounded up: 2 minutes, not 3."""
     seconds = max(0.0, running_seconds) if math.isfinite(running_seconds) else 0.0
+    if timeout_s is not None and math.isfinite(timeout_s) and timeout_s > 0:
+        seconds = min(seconds, float(timeout_s))
     if granularity == "second":
         return seconds
     return math.ceil(seconds / 60 - 1e-9) * 60.0  # 1080.0000000000002 s is 18 minutes, not 19
 
 
-def job_cost(running_seconds: float, flavor: str, prices: PriceBook | None = None) -> float:
+def job_cost(
+    running_seconds: float,
+    flavor: str,
+    prices: PriceBook | None = None,
+    *,
+    timeout_s: float | None = None,
+    exposed_ports: int = 0,
+) -> float:
     """What a job that ran this long on `flavor` costs: the one function every cost of a real job
     comes from (jobs table, job details, cancel confirmation, ledger entries, money in flight,
     `console ledger`, the Costs tab). The price book says the flavor's price and how running time
-    is billed (`billing.granularity`). Estimates of runs not yet made are `estimate_run`'s hours x
-    the same price, unrounded, as the reference's §4 tables compute them."""
+    is billed (`billing.granularity`); the running time billed is at most `timeout_s`
+    (:func:`billed_seconds`). Each of the job's `exposed_ports` adds a flat
+    `EXPOSED_PORT_PRICE_PER_HOUR` for the same billed time (reference §3: "Exposed ports add a flat
+    $0.01/hr"). Estimates of runs not yet made are `estimate_run`'s hours x the same price,
+    unrounded, as the reference's §4 tables compute them."""
     prices = prices or shipped_price_book()
-    return billed_seconds(running_seconds, prices.granularity) / 3600.0 * prices.price_per_hour(flavor)
+    per_hour = prices.price_per_hour(flavor) + max(0, int(exposed_ports)) * EXPOSED_PORT_PRICE_PER_HOUR
+    return billed_seconds(running_seconds, prices.granularity, timeout_s=timeout_s) / 3600.0 * per_hour
 
 
 def cheaper_flavors_that_fit(

@@ -160,7 +160,8 @@ def job_row(info: Any, *, now: datetime | None = None, prices: PriceBook | None 
     flavor = str(info.flavor or "")
     cost = None
     if running is not None and flavor in prices:
-        cost = job_cost(running, flavor, prices)
+        cost = job_cost(running, flavor, prices, timeout_s=jobspec.run_limit_seconds(info),
+                        exposed_ports=jobspec.exposed_ports_of(info))
     initiator = getattr(info, "initiator", None)
     scheduled = (
         initiator.id if initiator is not None and initiator.type == "scheduled-job" else None

@@ -671,6 +671,38 @@ def is_console_job(info: Any) -> bool:
     return labels_of(info).get("app") == "console"
 
 
+_TIMED_OUT_AFTER = re.compile(r"timed out after ((?:\d+\s*[hms]\s*)+)", re.IGNORECASE)
+_DURATION_PART = re.compile(r"(\d+)\s*([hms])", re.IGNORECASE)
+
+
+def run_limit_seconds(info: Any) -> float | None:
+    """The most a job can run, in seconds: its timeout x its attempts (each attempt has the whole
+    timeout), or None when the job does not say. JobInfo carries no timeout, so it is the `timeout`
+    label the console puts on its jobs, else what a timed-out job's message says ("Job timed out
+    after 2m 5s", as the embedded server writes it). What `costs.job_cost` caps billing at."""
+    timeout = label_number(labels_of(info).get("timeout"))
+    if timeout is None:
+        message = str(getattr(getattr(info, "status", None), "message", None) or "")
+        found = _TIMED_OUT_AFTER.search(message)
+        if found:
+            unit = {"h": 3600, "m": 60, "s": 1}
+            timeout = float(sum(int(n) * unit[u.lower()] for n, u in _DURATION_PART.findall(found.group(1))))
+    if timeout is None or not timeout > 0 or timeout == float("inf"):
+        return None
+    retry = getattr(info, "retry", None)
+    attempts = 1 + (retry if isinstance(retry, int) and not isinstance(retry, bool) and retry > 0 else 0)
+    return timeout * attempts
+
+
+def exposed_ports_of(info: Any) -> int:
+    """How many ports a job exposes through the Jobs proxy (public ones included, each counted once):
+    each is billed a flat $0.01/h (`costs.job_cost`). The Jobs API says the job's ports, not since
+    when, so each is billed for the job's whole running time."""
+    ports = {str(p) for p in (getattr(info, "expose", None) or [])}
+    ports |= {str(p) for p in (getattr(info, "expose_public", None) or [])}
+    return len(ports)
+
+
 def compact_job(info: Any) -> Any:
     """The same JobInfo / ScheduledJobInfo, lighter to keep: its shipped script bundle
     (``CONSOLE_SCRIPT_B64``) dropped and its repeated strings shared.

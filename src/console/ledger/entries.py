@@ -2,7 +2,10 @@
 
 HF bills a job per minute while it is Starting/Running, at its flavor's price, and a job killed on
 its timeout still costs those minutes (reference §1, §3). An entry is a terminal job's running
-seconds x the price per hour in effect when it was recorded.
+seconds x the price per hour in effect when it was recorded, plus a flat $0.01/h for each port the
+job exposes (reference §3), all from `costs.job_cost`. A job never runs past its timeout (the Jobs
+API kills it there, reference §1): a running time measured past it is billed as the timeout
+(`jobspec.run_limit_seconds`), so a kill seen a second late is not a minute more.
 
 Running time comes from what the Jobs API returns — evidence only, never a guess:
 
@@ -31,7 +34,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from console.costs import job_cost
-from console.jobspec import label_number
+from console.jobspec import exposed_ports_of, label_number, run_limit_seconds
 from console.prices import PriceBook, shipped_price_book
 
 TERMINAL_STAGES = frozenset({"COMPLETED", "ERROR", "CANCELED", "DELETED"})
@@ -83,6 +86,10 @@ class LedgerEntry:
     endpoint: str = ""
     """The Jobs API the job ran on (huggingface.co, or the embedded server on loopback)."""
     recorded_at: str = ""
+    exposed_ports: int = 0
+    """Ports the job exposed through the Jobs proxy, each billed a flat $0.01/h (reference §3)."""
+    ports_usd: float = 0.0
+    """The part of `cost_usd` its exposed ports cost."""
 
     @property
     def known(self) -> bool:
@@ -194,7 +201,13 @@ def entry_from_job(
         price, price_source = 0.0, "unknown flavor"
     measured, source = running_seconds_of(job, now)
     seconds = 0.0 if measured is None else measured
+    limit = run_limit_seconds(job)
+    if limit is not None:
+        seconds = min(seconds, limit)  # billed up to the kill at the timeout, never past it
+    ports = exposed_ports_of(job)
     costed = measured is not None and price_source != "unknown flavor"
+    cost = job_cost(seconds, flavor, prices, timeout_s=limit, exposed_ports=ports) if costed else 0.0
+    ports_usd = cost - job_cost(seconds, flavor, prices, timeout_s=limit) if costed and ports else 0.0
     started = getattr(job, "started_at", None)
     created = getattr(job, "created_at", None)
     billed_at = started or created or now or datetime.now(UTC)
@@ -214,7 +227,7 @@ def entry_from_job(
         price_source=price_source,
         running_seconds=seconds,
         running_source=source,
-        cost_usd=job_cost(seconds, flavor, prices) if costed else 0.0,
+        cost_usd=cost,
         stage=_stage(job),
         message=message,
         wasted=timed_out(job),
@@ -231,4 +244,6 @@ def entry_from_job(
         labels=labels,
         endpoint=str(getattr(job, "endpoint", "") or ""),
         recorded_at=_iso(now or datetime.now(UTC)) or "",
+        exposed_ports=ports,
+        ports_usd=ports_usd,
     )

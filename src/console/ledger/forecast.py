@@ -24,6 +24,7 @@ from console.costs import (
     estimate_run,
     job_cost,
 )
+from console.jobspec import exposed_ports_of, run_limit_seconds
 from console.ledger.calibration import estimate_calibration
 from console.ledger.entries import (
     NO_TENANT,
@@ -301,7 +302,8 @@ def summarize(
         secs, _ = running_seconds_of(job, now)
         flavor = flavor_of(job)
         if secs is not None and flavor in prices:
-            in_flight += job_cost(secs, flavor, prices)
+            in_flight += job_cost(secs, flavor, prices, timeout_s=run_limit_seconds(job),
+                                  exposed_ports=exposed_ports_of(job))
     observed = ObservedCosts(history)
     forecasts = [
         f

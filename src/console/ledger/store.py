@@ -29,7 +29,8 @@ from console.sqlbatch import in_batches
 from console.strings import shared
 
 LEDGER_FILENAME = "ledger.sqlite"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""1: the first; 2: adds exposed_ports and ports_usd (a file of schema 1 gets them, as 0)."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (
@@ -58,7 +59,9 @@ CREATE TABLE IF NOT EXISTS entries (
     scheduled_job_id TEXT,
     labels TEXT NOT NULL,
     endpoint TEXT NOT NULL DEFAULT '',
-    recorded_at TEXT NOT NULL
+    recorded_at TEXT NOT NULL,
+    exposed_ports INTEGER NOT NULL DEFAULT 0,
+    ports_usd REAL NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS entries_month ON entries (month);
 CREATE INDEX IF NOT EXISTS entries_tenant ON entries (tenant);
@@ -68,8 +71,13 @@ _COLUMNS = (
     "job_id", "tenant", "kind", "env", "flavor", "price_per_hour", "price_source",
     "running_seconds", "running_source", "cost_usd", "stage", "message", "wasted", "created_at",
     "started_at", "finished_at", "month", "model_b", "examples", "epochs", "unsloth", "run_name",
-    "scheduled_job_id", "labels", "endpoint", "recorded_at",
+    "scheduled_job_id", "labels", "endpoint", "recorded_at", "exposed_ports", "ports_usd",
 )
+_ADDED_COLUMNS = {
+    "exposed_ports": "INTEGER NOT NULL DEFAULT 0",
+    "ports_usd": "REAL NOT NULL DEFAULT 0",
+}
+"""Columns added since schema 1, added to an older file when it is opened."""
 
 
 _REPAIR_UNTIL_NOW = f"""
@@ -83,7 +91,7 @@ Jobs API later says how long they ran."""
 
 _UPSERT_SET = ", ".join(f"{c} = excluded.{c}" for c in (
     "price_per_hour", "price_source", "running_seconds", "running_source", "cost_usd", "stage",
-    "message", "wasted", "started_at", "finished_at", "month", "recorded_at",
+    "message", "wasted", "started_at", "finished_at", "month", "recorded_at", "exposed_ports", "ports_usd",
 ))
 
 
@@ -158,6 +166,10 @@ class Ledger:
                     f"{SCHEMA_VERSION}); upgrade the console"
                 )
             conn.executescript(_SCHEMA)
+            have = {row[1] for row in conn.execute("PRAGMA table_info(entries)")}
+            for name, decl in _ADDED_COLUMNS.items():
+                if name not in have:
+                    conn.execute(f"ALTER TABLE entries ADD COLUMN {name} {decl}")
             conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             conn.execute(_REPAIR_UNTIL_NOW)
 

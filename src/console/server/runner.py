@@ -1,7 +1,10 @@
 """Run jobs for real: one process group per job, in a throwaway working folder.
 
 The runner thread starts queued (SCHEDULING) jobs oldest first while fewer than
-`max_running` run, watches the running ones, enforces `timeoutSeconds`, and carries out cancels.
+`max_running` run, watches the running ones, and carries out cancels. A job's `timeoutSeconds` is
+kept by a timer of its own, started with the job's clock: when it runs out the job's whole process
+group is killed at once, however busy the runner thread is, and the job's run ends there (reference
+§1: "Reaching timeout kills the job and loses unsaved progress"; it is billed up to that moment).
 Each job's stdout and stderr go through one pipe to a pump thread that writes one JSON event per
 line (``{"data", "timestamp"}``, secret values masked) to the job's log file, which is exactly what
 the logs SSE stream replays. When a job's main process exits, whatever is left of its process group
@@ -124,6 +127,11 @@ class _Running:
     redact: list[str] = field(default_factory=list)
     reason: str | None = None  # "cancel" | "timeout" | "stop"
     term_sent_at: float | None = None
+    ended_at: float | None = None
+    """When the job's run ended (epoch seconds): its kill at the timeout, or its exit as first seen;
+    its finishedAt (its billed running time ends there, not once its folder is cleaned up)."""
+    timer: threading.Timer | None = None
+    """Kills the job at its deadline (:meth:`Runner._time_out`)."""
 
 
 def _signal_group(pgid: int, sig: int) -> bool:
@@ -282,12 +290,13 @@ class Runner:
             except sqlite3.OperationalError as exc:  # a full disk: the jobs are still watched
                 log.warning("heartbeat not recorded: %s", exc)
         for running in items:
-            rc = running.popen.poll()
+            with self._lock:
+                rc = running.popen.poll()
+                if rc is not None and running.ended_at is None:
+                    running.ended_at = time.time()
             if rc is None:
                 if running.reason is None and now >= running.deadline:
-                    running.reason = "timeout"
-                    running.term_sent_at = now
-                    _terminate(running.popen.pid)
+                    self._time_out(running)  # its timer is late (it never is by more than a tick)
                 elif (
                     running.reason is not None
                     and running.term_sent_at is not None
@@ -352,6 +361,7 @@ class Runner:
                 log.warning("job %s could not start and could not be recorded: %s", job.id, exc)
             return
         started = time.time()
+        clock = time.monotonic()  # the job's timeout counts from here, as its running time does
         isolation = sandbox.detect()
         env = job_environment(job, sandboxed=isolation.available, hub_endpoint=self.hub_endpoint)
         Path(env["TMPDIR"]).mkdir(parents=True, exist_ok=True)
@@ -393,10 +403,13 @@ class Runner:
         timeout = float(job.spec.get("timeoutSeconds") or 1800)
         running = _Running(
             job=job, popen=popen, workdir=workdir, log_fh=log_fh,
-            deadline=time.monotonic() + timeout, pump=pump_thread, redact=redact,
+            deadline=clock + timeout, pump=pump_thread, redact=redact,
         )
+        running.timer = threading.Timer(max(0.0, running.deadline - time.monotonic()), self._time_out, (running,))
+        running.timer.daemon = True
         with self._lock:
             self._active[job.id] = running
+        running.timer.start()
         pump_thread.start()
         if job.started_at is None:
             job.started_at = started
@@ -425,9 +438,25 @@ class Runner:
         write_whole(log_fh, "".join(log_event(line) + "\n" for line in lines))
         return mounts
 
+    def _time_out(self, running: _Running) -> None:
+        """The job reached its timeout: kill its whole process group now (no grace: the timeout is
+        the job's limit, and a job asked to stop could run on past it), and end its run here."""
+        with self._lock:
+            if running.reason is not None or running.ended_at is not None or running.popen.poll() is not None:
+                return
+            running.reason = "timeout"
+            running.ended_at = time.time()
+            running.term_sent_at = time.monotonic()
+            _signal_group(running.popen.pid, signal.SIGKILL)
+        self._wake.set()
+
     def _finish(self, running: _Running, rc: int) -> None:
         job = running.job
         pgid = running.popen.pid
+        if running.timer is not None:
+            running.timer.cancel()
+        if running.ended_at is None:
+            running.ended_at = time.time()
         # The container is gone when its main process is: nothing of the group outlives it.
         _signal_group(pgid, signal.SIGKILL)
         running.pump.join(timeout=5)
@@ -455,13 +484,13 @@ class Runner:
         # The job leaves the active set only once its end is recorded: if the database cannot take
         # the write (a full disk), it stays, and the next tick tries again.
         try:
-            self._record_end(job, stage, message)
+            self._record_end(job, stage, message, running.ended_at)
         except (sqlite3.Error, OSError) as exc:
             if not (is_disk_full(exc) and self.reserve.release()):
                 log.warning("job %s ended %s but could not be recorded yet: %s", job.id, stage, exc)
                 return
             try:  # the space held back for this
-                self._record_end(job, stage, message)
+                self._record_end(job, stage, message, running.ended_at)
             except (sqlite3.Error, OSError) as again:
                 log.warning("job %s ended %s but could not be recorded yet: %s", job.id, stage, again)
                 return
@@ -470,9 +499,9 @@ class Runner:
         self.fetcher.forget(job.id)
         self._call_hooks(self.on_finish, job)
 
-    def _record_end(self, job: JobRecord, stage: str, message: str | None) -> None:
+    def _record_end(self, job: JobRecord, stage: str, message: str | None, ended_at: float | None) -> None:
         # (A job canceled while it was being launched is CANCELED already: this is a no-op.)
-        self.store.finish_job_if_active(job.id, stage, message, time.time())
+        self.store.finish_job_if_active(job.id, stage, message, ended_at or time.time())
         self.store.update_job(job.id, pid=None, pgid=None)
 
     @staticmethod
