@@ -600,6 +600,7 @@ def train(plan: Plan, started: float) -> tuple[bool, str]:
     train_loss = float(result.training_loss)
     info: dict[str, Any] = {
         "run_name": plan.run_name,
+        "job_id": os.environ.get("JOB_ID") or None,
         "method": METHOD,
         "kind": args.kind,
         "loss": plan.loss,
@@ -627,7 +628,8 @@ def train(plan: Plan, started: float) -> tuple[bool, str]:
         "duration_s": round(time.time() - started, 2),
         "train_seconds": round(train_seconds, 2),
     }
-    return finish(trainer, plan.dest, plan.run_name, steps, monitor, info, artifact="model")
+    return finish(trainer, plan.dest, plan.run_name, steps, monitor, info, artifact="model",
+                  live_policy=(args.live_tag, args.promote))
 
 
 def _trainer_classes(kind: str) -> tuple[Any, Any]:

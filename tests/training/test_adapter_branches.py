@@ -20,7 +20,7 @@ from console.server import LocalServer, ServerOptions
 REPO = "ops/adapter-acme"
 
 
-def _args(run_name: str, learning_rate: str, max_steps: int) -> list[str]:
+def _args(run_name: str, learning_rate: str, max_steps: int, *extra: str) -> list[str]:
     return [
         "--base-model", "tiny-random",
         "--dataset", str(DATA / "acme.jsonl"),
@@ -33,6 +33,7 @@ def _args(run_name: str, learning_rate: str, max_steps: int) -> list[str]:
         "--run-name", run_name,
         "--trackio-project", "tenants",
         "--hub-model-id", REPO,
+        *extra,
     ]  # fmt: skip
 
 
@@ -89,3 +90,36 @@ def test_a_failed_run_leaves_main_on_the_last_passing_adapter(hub, tmp_path):
     dead_files = api.list_repo_files(REPO, revision="runs/acme-dead")
     assert "adapter_model.safetensors" in dead_files
     assert _file(hub, "adapter_model.safetensors", tmp_path, revision="runs/acme-dead") != passing_adapter
+
+
+def _live(api: HfApi) -> str | None:
+    return {t.name: t.target_commit for t in api.list_repo_refs(REPO).tags}.get("live")
+
+
+def _main(api: HfApi) -> str:
+    return {b.name: b.target_commit for b in api.list_repo_refs(REPO).branches}["main"]
+
+
+def test_the_live_tag_follows_a_passing_run_only_when_the_policy_says_so(hub, tmp_path):
+    env = script_env(tmp_path, HF_HUB_OFFLINE=None, HF_ENDPOINT=hub.url, HF_TOKEN=hub.token,
+                     HF_HUB_DISABLE_TELEMETRY="1", HF_HOME=str(tmp_path / "hf"))
+    api = HfApi(endpoint=hub.url, token=hub.token)
+
+    first = run(SFT, _args("acme-1", "5e-3", 12), env)
+    assert first.returncode == 0, first.stdout[-3000:]
+    assert _live(api) == _main(api)  # nothing was live: the first passing run is
+    live = _live(api)
+
+    dead = run(SFT, _args("acme-2", "1e3", 12, "--promote", "on_pass"), env)
+    assert dead.returncode == 1 and _live(api) == live == _main(api)  # a failed run never becomes live
+
+    manual = run(SFT, _args("acme-3", "5e-3", 12), env)
+    assert manual.returncode == 0, manual.stdout[-3000:]
+    assert _main(api) != live and _live(api) == live  # main moved on, live stays where it was
+    assert "live tag live left where it is (promote=manual)" in manual.stdout
+
+    on_pass = run(SFT, _args("acme-4", "5e-3", 12, "--promote", "on_pass"), env)
+    assert on_pass.returncode == 0, on_pass.stdout[-3000:]
+    assert _live(api) == _main(api) != live
+    live_manifest = json.loads(_file(hub, "manifest.json", tmp_path, revision="live"))
+    assert live_manifest["run_name"] == "acme-4" and live_manifest["verdict"] == "PASS"

@@ -507,6 +507,7 @@ def train(
     train_loss = float(result.training_loss)
     info: dict[str, Any] = {
         "run_name": plan.run_name,
+        "job_id": os.environ.get("JOB_ID") or None,
         "base_model": args.base_model,
         "dataset": args.dataset,
         "dataset_format": plan.fmt,
@@ -536,5 +537,6 @@ def train(
         "duration_s": round(time.time() - started, 2),
         "train_seconds": round(train_seconds, 2),
     }
-    return finish(trainer, plan.dest, plan.run_name, steps, monitor, info, artifact=plan.artifact)
+    return finish(trainer, plan.dest, plan.run_name, steps, monitor, info, artifact=plan.artifact,
+                  live_policy=(args.live_tag, args.promote))
 

@@ -62,6 +62,8 @@ EXIT_PASS, EXIT_FAILED, EXIT_REFUSED = 0, 1, 2
 ARTIFACTS_ENV = "CONSOLE_ARTIFACTS_DIR"
 INJECT_NAN_ENV = "CONSOLE_INJECT_NAN_AT_STEP"
 RUN_BRANCH_PREFIX = "runs/"  # each run's own branch of the Hub repo: runs/<run-name>
+LIVE_TAG = "live"  # the tag of the Hub repo serving loads: moved only to a passing run's commit
+PROMOTE_POLICIES = ("manual", "on_pass")
 DEFAULT_TRACKIO_PROJECT = "console"
 RUN_NAME_RE = re.compile(r"^[A-Za-z0-9][\w.-]{0,95}$")
 # The end-of-run verdict (LossMonitor.verdict; the thresholds and why: training/README.md).
@@ -163,6 +165,16 @@ def add_destination_arguments(p: argparse.ArgumentParser) -> None:
         "--hub-model-id",
         default=None,
         help="push the adapter to this Hub repo (needs HF_TOKEN); checkpoints every 10%% of steps",
+    )
+    p.add_argument(
+        "--promote",
+        choices=PROMOTE_POLICIES,
+        default="manual",
+        help="a passing run moves the live tag to itself (on_pass) or leaves it where it is (manual, "
+        "the default; the first passing run of a repo with no live tag is made live either way)",
+    )
+    p.add_argument(
+        "--live-tag", default=LIVE_TAG, help=f"the tag serving loads (default {LIVE_TAG})"
     )
     p.add_argument(
         "--hub-public",
@@ -297,6 +309,22 @@ def land_on_main(dest: Destination, commit_message: str) -> str:
     return info.oid
 
 
+def move_live_tag(dest: Destination, commit: str, *, tag: str, policy: str) -> str | None:
+    """After a passing run landed `commit` on main: the live tag moved there when the policy is
+    on_pass, or when the repo has no live tag yet (something must be live). Returns where the tag
+    now points when it moved, else None (it stays on the version an engineer promoted)."""
+    from huggingface_hub import HfApi
+
+    api = HfApi()
+    tags = {t.name for t in api.list_repo_refs(dest.hub_model_id).tags}
+    if tag in tags and policy != "on_pass":
+        return None
+    if tag in tags:
+        api.delete_tag(dest.hub_model_id, tag=tag)
+    api.create_tag(dest.hub_model_id, tag=tag, revision=commit, tag_message=f"{dest.run_name}: PASS")
+    return commit
+
+
 def record_failed_run(dest: Destination) -> None:
     """The failed run's manifest on its own branch, beside the checkpoints it pushed: the branch
     says it failed and why. Best effort: the verdict stands whatever happens here."""
@@ -375,13 +403,15 @@ def finish(
     info: dict[str, Any],
     *,
     artifact: str = "adapter",
+    live_policy: tuple[str, str] = (LIVE_TAG, "manual"),
 ) -> tuple[bool, str]:
     """The end of a run: the monitor's verdict, the manifest, then the weights to their destination.
 
     `artifact` names what the run trained: "adapter" (LoRA) or "model" (a full fine-tune, a
     sentence-transformers model); it is the key of the `saved` line and of the VERDICT line. A
     failed run leaves no weights, only its manifest (in the artifact folder). Returns (passed, the
-    rest of the VERDICT line) for :func:`run_job`.
+    rest of the VERDICT line) for :func:`run_job`. On the Hub a passing run lands on main and
+    `live_policy` (tag, manual | on_pass) says whether the live tag follows it (:func:`move_live_tag`).
     """
     for alert in monitor.conclude():  # already sent by monitor_callback when training ended
         send_alert(alert)
@@ -409,6 +439,11 @@ def finish(
             trainer.push_to_hub(commit_message=f"{run_name}: final {artifact}", revision=dest.hub_branch)
             commit = land_on_main(dest, f"{run_name}: PASS {summary}")
             say(f"landed {artifact} on main commit={commit}")
+            tag, policy = live_policy
+            if move_live_tag(dest, commit, tag=tag, policy=policy):
+                say(f"live tag {tag} -> {commit}")
+            else:
+                say(f"live tag {tag} left where it is (promote={policy})")
         except Exception as e:
             first = str(e).splitlines()[0] if str(e) else ""
             return False, f"push_failed: {type(e).__name__}: {first} {summary}"
