@@ -260,7 +260,8 @@ def test_web_without_textual_serve_names_the_install_command(cfg):
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 2
     assert done.stdout == ""
-    assert done.stderr.strip() == "console: console web needs textual-serve: pip install 'console[web]'"
+    assert done.stderr.strip() == ("console: console web needs textual-serve (the web extra): "
+                                   "pip install 'textual-serve>=1.1,<2'")
 
 
 def test_web_warns_about_an_address_that_is_not_loopback():

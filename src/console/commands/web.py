@@ -17,8 +17,8 @@ from typing import Any
 
 TOKEN_PARAM = "token"
 """The URL's query parameter that carries the token."""
-INSTALL_HINT = "pip install 'console[web]'"
-"""What installs textual-serve alongside the console."""
+INSTALL_HINT = "pip install 'textual-serve>=1.1,<2'"
+"""What installs textual-serve, as the console's `web` extra pins it (pyproject.toml)."""
 
 
 def register(subparsers, add_common) -> None:
@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
         from aiohttp import web
         from textual_serve.server import Server
     except ImportError:
-        raise CommandError(f"console web needs textual-serve: {INSTALL_HINT}") from None
+        raise CommandError(f"console web needs textual-serve (the web extra): {INSTALL_HINT}") from None
     _check_backend(cfg, read_only)
 
     sock = _listen(args.host, args.port)
