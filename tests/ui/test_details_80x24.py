@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 import pytest
-from tests.ui.conftest import notes, schedule_python, wait_for
+from tests.ui.conftest import notes, schedule_python, type_into, wait_for
 from textual.widgets import Input
 
 from console import config as config_mod
@@ -17,6 +17,7 @@ from console import paths
 from console.backend import connect
 from console.server import LocalServer, ServerOptions
 from console.ui.app import ConsoleApp
+from console.ui.screens.reschedule import RescheduleScreen
 from console.ui.screens.submit import SubmitScreen
 from console.ui.widgets.costs import LedgerPane
 
@@ -112,3 +113,38 @@ async def test_erasing_the_timeout_is_not_undone_while_the_field_is_edited(backe
         await pilot.press("tab")
         await pilot.pause(0.1)
         assert box.value == padded
+
+
+async def test_a_refused_submit_says_why_in_the_form_only(backend, cfg):
+    """The form's own error line says why; no toast repeats it over the form."""
+    app = ConsoleApp(cfg, backend, refresh_seconds=0.3, stream_metrics=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        form = await _open_submit(pilot, app)
+        await type_into(pilot, form.query_one("#f-epochs", Input), "many")
+        error = str(form.query_one("#submit-error").render())
+        assert error == "epochs: 'many' is not a number"
+        before = len(app._notifications)
+        await pilot.press("ctrl+s")
+        await pilot.pause(0.2)
+        assert isinstance(app.screen, SubmitScreen)  # refused: the form stays, with its reason
+        assert str(form.query_one("#submit-error").render()) == error
+        assert len(app._notifications) == before, notes(app)
+    assert list(backend.api.list_jobs(namespace=backend.namespace)) == []
+
+
+async def test_a_refused_cron_says_why_in_the_dialog_only(backend, cfg):
+    sj = schedule_python(backend)
+    app = ConsoleApp(cfg, backend, refresh_seconds=0.3, start_tab="fleet", stream_metrics=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: "acme" in app.fleet_table.rows_by_tenant, what="the fleet row")
+        await pilot.press("r")
+        await wait_for(pilot, lambda: isinstance(app.screen, RescheduleScreen), what="the cron dialog")
+        await type_into(pilot, app.screen.query_one("#cron-input", Input), "0 3 * * 9")
+        before = len(app._notifications)
+        await pilot.press("enter")
+        await pilot.pause(0.2)
+        assert isinstance(app.screen, RescheduleScreen)
+        assert "is not a valid cron expression" in str(app.screen.query_one("#cron-preview").render())
+        assert len(app._notifications) == before, notes(app)
+    info = backend.api.inspect_scheduled_job(scheduled_job_id=sj.id, namespace=backend.namespace)
+    assert info.schedule == "0 3 * * 1"

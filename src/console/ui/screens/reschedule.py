@@ -106,7 +106,7 @@ class RescheduleScreen(ModalScreen[str | None]):
     def _save(self) -> None:
         cron = self._update(self.query_one("#cron-input", Input).value)
         if cron is None:
-            self.app.notify("Not saved: fix the cron expression", severity="error")
+            self.app.bell()  # refused: the preview line under the cron says why
             return
         self.dismiss(cron)
 

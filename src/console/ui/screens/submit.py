@@ -362,10 +362,7 @@ class SubmitScreen(ModalScreen[SubmitResult | None]):
     def action_submit(self) -> None:
         result = self._recompute()
         if result is None:
-            self.app.notify(
-                "Not submitted: " + str(self.query_one("#submit-error", Static).render()),
-                severity="error",
-            )
+            self.app.bell()  # refused: the form's error line says why (no toast over the form)
             return
         self.dismiss(result)
 
