@@ -36,20 +36,56 @@ def finished_when(job: Any) -> datetime:
 
 
 class LatestRuns:
-    """tenant -> its newest training run and its newest completed one (`JobInfo`s)."""
+    """tenant -> its newest training run and its newest completed one (`JobInfo`s).
+
+    Every change is per job: `observe` and `forget` touch one tenant each, and what stops being
+    kept is noted (`take_displaced`), so the refresher drops it from memory without rescanning
+    every tenant's runs."""
 
     def __init__(self) -> None:
         self.newest: dict[str, Any] = {}
         self.completed: dict[str, Any] = {}
+        self._kept: dict[str, list[Any]] = {}
+        """job id -> [its tenant, how many of newest / completed hold it (1 or 2)]."""
+        self._displaced: set[str] = set()
+        """Ids no longer kept since the last `take_displaced`."""
         self._ids: frozenset[str] | None = None
-        """`ids()`, kept until a run is observed or forgotten (read on every refresh: 10,000
-        tenants' runs)."""
+        """`ids()`, kept until a run is observed or forgotten."""
 
     def copy(self) -> LatestRuns:
         """A copy a worker thread can change (the dicts are copied whole, under the GIL)."""
         other = LatestRuns()
         other.newest, other.completed = dict(self.newest), dict(self.completed)
+        other._kept = {job_id: list(entry) for job_id, entry in self._kept.items()}
         return other
+
+    def _hold(self, kept: dict[str, Any], tenant: str, job: Any) -> None:
+        old = kept.get(tenant)
+        kept[tenant] = job
+        if old is not None and old.id == job.id:
+            return
+        if old is not None:
+            self._release(old.id)
+        entry = self._kept.get(job.id)
+        if entry is None:
+            self._kept[job.id] = [tenant, 1]
+            self._displaced.discard(job.id)
+        else:
+            entry[1] += 1
+        self._ids = None
+
+    def _drop(self, kept: dict[str, Any], tenant: str) -> None:
+        self._release(kept.pop(tenant).id)
+        self._ids = None
+
+    def _release(self, job_id: str) -> None:
+        entry = self._kept.get(job_id)
+        if entry is None:
+            return
+        entry[1] -= 1
+        if entry[1] <= 0:
+            del self._kept[job_id]
+            self._displaced.add(job_id)
 
     def observe(self, job: Any) -> str | None:
         """Take `job` into account; returns its tenant when it changed what is kept."""
@@ -61,18 +97,16 @@ class LatestRuns:
         newest = self.newest.get(tenant)
         created = job.created_at or _EPOCH
         if newest is None or newest.id == job.id or created > (newest.created_at or _EPOCH):
-            self.newest[tenant] = job
+            self._hold(self.newest, tenant, job)
             changed = True
         best = self.completed.get(tenant)
         if job.status.stage == "COMPLETED":
             if best is None or best.id == job.id or finished_when(job) > finished_when(best):
-                self.completed[tenant] = job
+                self._hold(self.completed, tenant, job)
                 changed = True
         elif best is not None and best.id == job.id:
-            del self.completed[tenant]  # no longer completed (not something HF does; stay exact)
+            self._drop(self.completed, tenant)  # no longer completed (not something HF does; stay exact)
             changed = True
-        if changed:
-            self._ids = None
         return tenant if changed else None
 
     def observe_all(self, jobs: Iterable[Any]) -> set[str]:
@@ -81,16 +115,27 @@ class LatestRuns:
     def forget(self, job_ids: Iterable[str]) -> set[str]:
         """Drop these jobs; returns the tenants that lost their newest or completed run (their
         next ones are in the cache: `JobCache.latest_runs`)."""
-        ids = set(job_ids)
         hit: set[str] = set()
-        for kept in (self.newest, self.completed):
-            for tenant, job in list(kept.items()):
-                if job.id in ids:
-                    del kept[tenant]
+        for job_id in set(job_ids):
+            entry = self._kept.get(job_id)
+            if entry is None:
+                continue
+            tenant = entry[0]
+            for kept in (self.newest, self.completed):
+                job = kept.get(tenant)
+                if job is not None and job.id == job_id:
+                    self._drop(kept, tenant)
                     hit.add(tenant)
-        if hit:
-            self._ids = None
         return hit
+
+    def keeps(self, job_id: str) -> bool:
+        """Whether this job is a tenant's newest or newest completed run."""
+        return job_id in self._kept
+
+    def take_displaced(self) -> set[str]:
+        """The ids that stopped being kept since the last call (and are not kept again since)."""
+        out, self._displaced = self._displaced, set()
+        return out
 
     def jobs(self) -> list[Any]:
         """Every kept job once (a tenant's newest run is often its newest completed one)."""
@@ -102,9 +147,13 @@ class LatestRuns:
     def ids(self) -> frozenset[str]:
         """The ids of every kept job."""
         if self._ids is None:
-            self._ids = frozenset(job.id for job in self.newest.values()).union(
-                job.id for job in self.completed.values())
+            self._ids = frozenset(self._kept)
         return self._ids
+
+    def newest_success(self, tenant: str) -> str | None:
+        """The id of the tenant's newest completed training run (None: it has none)."""
+        job = self.completed.get(tenant)
+        return job.id if job is not None else None
 
     def newest_successes(self) -> dict[str, str]:
         """tenant -> id of its newest completed training run (whose outcome the fleet shows)."""

@@ -6,6 +6,11 @@ After each refresh the app asks for the reasons it lacks: the failed jobs in the
 one's log tail (for the `VERDICT: FAIL` line or the exception) and judges it with the job's
 status (its timeout, its exit message); a tail that cannot be read still leaves the status's
 reason. A finished job's reason never changes: each job is read once.
+
+What is missing is kept as jobs change, not rescanned: the refresher says which tenants' fleet
+rows changed and which failed rows a refresh brought (`Refresher.news`), and only those are looked
+at; the jobs table is looked at whole only when it was reloaded, filtered or paged. A quiet
+refresh looks at nothing (`checked`, the count of rows looked at, does not move).
 """
 
 from __future__ import annotations
@@ -43,22 +48,60 @@ class FailureReasons:
         """Failed job id -> (tag, text)."""
         self._tried: set[str] = set()
         self._reading = False
+        self._fleet_missing: dict[str, str] = {}
+        """Failed last run's job id -> its tenant, for the fleet rows whose reason is missing."""
+        self._fleet_job: dict[str, str] = {}
+        """tenant -> the failed last run in `_fleet_missing`."""
+        self._table_missing: dict[str, float] = {}
+        """ERROR rows of the jobs table whose reason is missing: job id -> when it was created."""
+        self._table_seen: tuple[Any, int] | None = None
+        """The table's filter and size when it was last looked at whole."""
+        self.checked = 0
+        """Diagnostics: fleet and table rows looked at for a missing reason (grows with what changed)."""
 
-    def wanted(self) -> list[str]:
-        """The failed jobs on screen whose reason is not known yet, the fleet's first."""
-        ids: list[str] = [
-            row.last_job_id for row in self.app.refresher.fleet_rows.values()
-            if row.failed and row.last_job_id
-        ]
+    def _missing(self, job_id: str) -> bool:
+        return job_id not in self.known and job_id not in self._tried
+
+    def _fleet_row(self, tenant: str, row: Any) -> None:
+        old = self._fleet_job.pop(tenant, None)
+        if old is not None:
+            self._fleet_missing.pop(old, None)
+        if row is not None and row.failed and row.last_job_id and self._missing(row.last_job_id):
+            self._fleet_job[tenant] = row.last_job_id
+            self._fleet_missing[row.last_job_id] = tenant
+
+    def _take_news(self) -> None:
+        """Bring what is missing up to date with what changed since the last look."""
+        news, failed_rows, reloaded = self.app.refresher.news.take()
+        fleet = self.app.refresher.fleet_rows
+        tenants: Any = news
+        if news is None:  # the whole fleet is new: in its order
+            self._fleet_missing, self._fleet_job = {}, {}
+            tenants = list(fleet)
+        for tenant in tenants:
+            self._fleet_row(tenant, fleet.get(tenant))
+        self.checked += len(tenants)
         try:
             table = self.app.jobs_table
         except NoMatches:
-            table = None
-        if table is not None:
-            failed = [r for r in table.rows_by_id.values() if r.stage == "ERROR"]
-            failed.sort(key=lambda r: r.created_at.timestamp() if r.created_at else 0.0, reverse=True)
-            ids.extend(r.id for r in failed)
-        return [i for i in dict.fromkeys(ids) if i not in self.known and i not in self._tried]
+            return
+        seen = self._table_seen
+        if reloaded or seen is None or seen[0] is not table.job_filter or seen[1] != table.max_rows:
+            self._table_seen = (table.job_filter, table.max_rows)
+            rows = table.rows_by_id.values()
+            self._table_missing = {}
+        else:
+            rows = [r for r in failed_rows.values() if r.id in table.rows_by_id]
+        for r in rows:
+            if r.stage == "ERROR" and self._missing(r.id):
+                self._table_missing[r.id] = r.created_at.timestamp() if r.created_at else 0.0
+        self.checked += len(rows)
+
+    def wanted(self) -> list[str]:
+        """The failed jobs on screen whose reason is not known yet, the fleet's first."""
+        self._take_news()
+        table = sorted(self._table_missing, key=self._table_missing.__getitem__, reverse=True)
+        return [i for i in dict.fromkeys([*self._fleet_missing, *table]) if self._missing(i)]
 
     def want(self) -> None:
         """Read the next few missing reasons in a thread worker (none while one is reading)."""
@@ -98,6 +141,11 @@ class FailureReasons:
         self._reading = False
         self._tried.update(message.tried)
         self.known.update(message.reasons)
+        for job_id in [*message.tried, *message.reasons]:
+            self._table_missing.pop(job_id, None)
+            tenant = self._fleet_missing.pop(job_id, None)
+            if tenant is not None and self._fleet_job.get(tenant) == job_id:
+                del self._fleet_job[tenant]
         self.show()
 
     def show(self) -> None:

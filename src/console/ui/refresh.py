@@ -119,6 +119,31 @@ class OutcomesFetched(Message):
     outcomes: dict[str, Any]
 
 
+class News:
+    """What changed since its reader last took it (`take`): the tenants whose fleet rows changed
+    (None: the whole fleet), the failed jobs' rows a refresh brought, and whether the jobs table
+    was reloaded whole. Filled as refreshes apply; the reader's work follows it, not the fleet."""
+
+    def __init__(self) -> None:
+        self.tenants: set[str] | None = set()
+        self.failed_rows: dict[str, JobRow] = {}
+        self.reloaded = False
+
+    def fleet(self, tenants: set[str] | None) -> None:
+        if tenants is None:
+            self.tenants = None
+        elif self.tenants is not None:
+            self.tenants |= tenants
+
+    def rows(self, rows: list[JobRow]) -> None:
+        self.failed_rows.update((r.id, r) for r in rows if r.stage == "ERROR")
+
+    def take(self) -> tuple[set[str] | None, dict[str, JobRow], bool]:
+        out = (self.tenants, self.failed_rows, self.reloaded)
+        self.tenants, self.failed_rows, self.reloaded = set(), {}, False
+        return out
+
+
 class _Stopped(Exception):
     """The refresh worker was cancelled (the app is closing) in the middle of a read."""
 
@@ -169,7 +194,19 @@ class Refresher:
         self.fleet_rows: dict[str, Any] = {}
         self.outcomes: dict[str, Any] = {}
         self.newest_success: dict[str, str] = {}
-        """tenant -> id of its newest completed training run (whose outcome the fleet shows)"""
+        """tenant -> id of its newest completed training run (whose outcome the fleet shows), kept
+        in step with `latest` tenant by tenant as runs change."""
+        self.outcomes_missing: dict[str, str] = {}
+        """job id -> tenant: the newest successes whose outcome is not read yet (what
+        `_want_outcomes` picks from), kept in step with `newest_success` and `outcomes`."""
+        self._passing: set[str] = set()
+        """Ids held in `job_infos` / `job_rows` only because the last refresh brought them (not
+        active, not a tenant's newest runs): dropped at the next refresh unless kept again."""
+        self.news = News()
+        """What changed since the reasons for failed runs were last looked for (`ui/reasons.py`)."""
+        self.work = {"jobs_checked": 0, "tenants_checked": 0}
+        """Diagnostics: jobs whose keeping in memory was decided, tenants whose newest success
+        was re-checked. Both grow with what changed, not with the fleet: a quiet refresh adds 0."""
         self.last_refresh: datetime | None = None
         self.refresh_count = 0
         self.synced = False
@@ -216,6 +253,7 @@ class Refresher:
         fleet = snapshot.load_fleet(self.cache)
         if fleet is not None:
             self.fleet_rows = {r.tenant: r for r in fleet}
+            self.news.fleet(None)
             self.on_fleet(fleet)
 
     # -- reading (worker threads) -------------------------------------------------------------
@@ -526,53 +564,22 @@ class Refresher:
                 self.latest = message.latest
             else:
                 self.latest.observe_all(message.jobs)
+            self.latest.take_displaced()
             self.job_infos = {j.id: j for j in message.jobs}
             self.job_rows = dict(rows)
             self.active_ids = {i for i, r in rows.items() if r.stage not in TERMINAL}
+            self._passing = {i for i in rows if i not in self.active_ids and not self.latest.keeps(i)}
+            self.work["jobs_checked"] += len(rows)
             changed_rows: list[JobRow] = []
         else:
-            infos, job_rows = dict(self.job_infos), dict(self.job_rows)
-            for job_id in message.gone:
-                infos.pop(job_id, None)
-                job_rows.pop(job_id, None)
-            fresh = {j.id for j in message.jobs}
-            for j in message.jobs:
-                old = job_rows.get(j.id)
-                if old is None or old.stage != j.status.stage:
-                    tenant = self.latest.observe(j)
-                    if tenant is not None:
-                        touched.add(tenant)
-                infos[j.id] = j
-                job_rows[j.id] = rows[j.id]
-            # active jobs' running time and cost tick between refreshes
-            for job_id in self.active_ids - fresh:
-                if job_id in infos:
-                    job_rows[job_id] = job_row(infos[job_id], now=now, prices=prices)
-                    fresh.add(job_id)
-            if message.gone:
-                lost = self.latest.forget(message.gone)
-                if lost:
-                    endpoint = getattr(self.session.api, "endpoint", None)
-                    self.latest.observe_all(job_info(d, endpoint) for d in self.cache.latest_runs(lost))
-                    touched |= lost
-            active = set(self.active_ids)  # a new set: the refresh worker may be reading the old one
-            for job_id in fresh:
-                row = job_rows.get(job_id)
-                if row is not None and row.stage not in TERMINAL:
-                    active.add(job_id)
-                else:
-                    active.discard(job_id)
-            active -= set(message.gone)
-            self.active_ids = active
-            keep = active | self.latest.ids() | {j.id for j in message.jobs}
-            self.job_infos = {i: j for i, j in infos.items() if i in keep}
-            self.job_rows = {i: r for i, r in job_rows.items() if i in keep}
-            changed_rows = [job_rows[i] for i in fresh if i in job_rows]
+            changed_rows = self._apply_changes(message, rows, touched, now)
         pane = app.query_one(JobsPane)
         if message.full:
             pane.reload()
+            self.news.reloaded = True
         else:
             pane.apply_changes(changed_rows, message.gone, top=self.snapshot_at is not None)
+            self.news.rows(changed_rows)
         if message.scheduled is not None:
             self.scheduled = {s.id: s for s in message.scheduled}
             self.scheduled_read = True
@@ -595,12 +602,65 @@ class Refresher:
             self._want_outcomes()
             self.arm(self.interval)
 
+    def _apply_changes(self, message: DataRefreshed, rows: dict[str, JobRow], touched: set[str],
+                       now: datetime) -> list[JobRow]:
+        """Merge a refresh that brought only what changed; returns the rows to show again.
+
+        Work follows the change: the jobs it brought, the active ones (their time and cost tick)
+        and the ids that may have stopped being kept (no longer active, no longer a tenant's
+        newest runs, or kept only because the last refresh brought them). `job_infos` and
+        `job_rows` change in place (the refresh worker only looks ids up in them)."""
+        infos, job_rows, prices = self.job_infos, self.job_rows, self.session.prices
+        for job_id in message.gone:
+            infos.pop(job_id, None)
+            job_rows.pop(job_id, None)
+        brought = {j.id for j in message.jobs}
+        fresh = set(brought)
+        for j in message.jobs:
+            old = job_rows.get(j.id)
+            if old is None or old.stage != j.status.stage:
+                tenant = self.latest.observe(j)
+                if tenant is not None:
+                    touched.add(tenant)
+            infos[j.id] = j
+            job_rows[j.id] = rows[j.id]
+        # active jobs' running time and cost tick between refreshes
+        for job_id in self.active_ids - fresh:
+            if job_id in infos:
+                job_rows[job_id] = job_row(infos[job_id], now=now, prices=prices)
+                fresh.add(job_id)
+        if message.gone:
+            lost = self.latest.forget(message.gone)
+            if lost:
+                endpoint = getattr(self.session.api, "endpoint", None)
+                self.latest.observe_all(job_info(d, endpoint) for d in self.cache.latest_runs(lost))
+                touched |= lost
+        active = set(self.active_ids)  # a new set: the refresh worker may be reading the old one
+        for job_id in fresh:
+            row = job_rows.get(job_id)
+            if row is not None and row.stage not in TERMINAL:
+                active.add(job_id)
+            else:
+                active.discard(job_id)
+        active -= set(message.gone)
+        recheck = (self._passing | (self.active_ids - active) | self.latest.take_displaced()) - brought
+        self.active_ids = active
+        latest = self.latest
+        for job_id in recheck:
+            if job_id not in active and not latest.keeps(job_id):
+                infos.pop(job_id, None)
+                job_rows.pop(job_id, None)
+        self._passing = {i for i in brought if i not in active and not latest.keeps(i)}
+        self.work["jobs_checked"] += len(recheck) + len(brought)
+        return [job_rows[i] for i in fresh if i in job_rows]
+
     def _update_fleet(self, message: DataRefreshed, touched: set[str], now: datetime) -> None:
         """The fleet rows after a refresh: as the worker derived them, or re-derived here for the
         tenants whose runs changed (a refresh touches a few tenants, not the fleet)."""
         fleet = message.fleet
         if fleet is not None:
             self.fleet_rows = {r.tenant: r for r in fleet}
+            self.news.fleet(None)
         elif touched and self.synced:
             from console.fleet import derive_fleet
 
@@ -617,22 +677,50 @@ class Refresher:
             merged.update((r.tenant, r) for r in rows)
             fleet = [merged[t] for t in sorted(merged)]
             self.fleet_rows = dict(zip(sorted(merged), fleet, strict=True))
+            self.news.fleet(touched)
             if time.monotonic() - self._fleet_saved >= SNAPSHOT_SAVE_SECONDS:
                 self._fleet_saved = time.monotonic()
                 self.app.run_worker(partial(snapshot.save_fleet, self.cache, fleet), thread=True,
                                     group="snapshot", exit_on_error=False, description="keep the fleet rows")
         else:
             return
-        self.newest_success = self.latest.newest_successes()
+        if message.full or message.latest is not None:
+            self._all_successes()
+        else:
+            self._successes_of(touched)
         self.on_fleet(fleet)
+
+    def _all_successes(self) -> None:
+        """Every tenant's newest success, and which lack their outcome (after a whole read)."""
+        self.newest_success = self.latest.newest_successes()
+        self.outcomes_missing = {j: t for t, j in self.newest_success.items() if j not in self.outcomes}
+        self.work["tenants_checked"] += len(self.newest_success)
+
+    def _successes_of(self, tenants: set[str]) -> None:
+        """The newest success of these tenants, whose runs changed."""
+        for tenant in tenants:
+            old = self.newest_success.get(tenant)
+            new = self.latest.newest_success(tenant)
+            if old == new:
+                continue
+            if old is not None:
+                self.newest_success.pop(tenant, None)
+                self.outcomes_missing.pop(old, None)
+            if new is not None:
+                self.newest_success[tenant] = new
+                if new not in self.outcomes:
+                    self.outcomes_missing[new] = tenant
+        self.work["tenants_checked"] += len(tenants)
 
     def apply_outcomes(self, message: OutcomesFetched) -> None:
         self.outcomes.update(message.outcomes)
         touched = []
-        for tenant, job_id in self.newest_success.items():
-            outcome = message.outcomes.get(job_id)
+        for job_id, outcome in message.outcomes.items():
+            tenant = self.outcomes_missing.pop(job_id, None)
+            if tenant is None or self.newest_success.get(tenant) != job_id:
+                continue
             row = self.fleet_rows.get(tenant)
-            if outcome is not None and row is not None:
+            if row is not None:
                 row.last_loss, row.adapter = outcome.last_loss, outcome.adapter
                 row.loss_trend = outcome.loss_trend
                 touched.append(row)
@@ -656,10 +744,12 @@ class Refresher:
 
     def _want_outcomes(self) -> None:
         """Ask for a few missing outcomes, the tenants on screen in the fleet table first."""
-        missing = {t: j for t, j in self.newest_success.items() if j not in self.outcomes}
+        missing = self.outcomes_missing
         if not missing:
             return
-        picked = [missing[t] for t in self.tenants_in_view() if t in missing][:OUTCOME_FETCHES_PER_REFRESH]
+        success = self.newest_success
+        picked = [j for t in self.tenants_in_view() if (j := success.get(t)) in missing]
+        picked = picked[:OUTCOME_FETCHES_PER_REFRESH]
         if picked:
             self.fetch_outcomes(picked)
 
