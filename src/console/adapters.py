@@ -1,0 +1,225 @@
+"""A tenant's adapter versions, read from its Hub repo, and the live tag serving loads.
+
+The training recipes (training/jobkit/run.py) push each run to a branch of its own,
+`runs/<run name>`, with a `manifest.json` beside the weights, and commit a passing run's final
+weights to `main` with the title `<run name>: PASS ...`; the `live` tag (configurable) marks the
+version serving loads. From those facts alone (refs, commits, manifests, through `HfApi`):
+
+* a **version** is a passing run landed on `main` (its commit there), a failed run (its branch,
+  whose manifest says why), or a partial one (a branch with checkpoints and no manifest: killed
+  by its timeout, still running, or its final push failed). Only a passing version on `main`
+  can be live (:func:`promote` refuses the others);
+* **promote** moves the live tag to a version; **roll back** moves it to the passing version
+  before the live one.
+
+No Textual, no training stack: the TUI, `console adapters` and on-call read the same functions.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+LIVE_TAG = "live"
+RUN_BRANCH_PREFIX = "runs/"
+MAX_VERSIONS = 30
+"""The newest versions read (one manifest download each)."""
+
+_LANDED = re.compile(r"^(?P<run>[A-Za-z0-9._-]+): PASS\b")
+
+
+class AdapterError(Exception):
+    """A repo that cannot be read, or a promotion the rules refuse; the message says which."""
+
+
+@dataclass(frozen=True)
+class AdapterVersion:
+    run: str
+    verdict: str
+    """PASS, FAIL, or partial (checkpoints pushed, no final record)."""
+    commit: str
+    """The commit serving would load: on main for a passing run, the branch head otherwise."""
+    where: str
+    """`main` or the run's branch."""
+    time: str
+    """When the commit was made (ISO 8601, UTC)."""
+    job_id: str | None = None
+    failure: str | None = None
+    first_loss: float | None = None
+    last_loss: float | None = None
+    metric: str | None = None
+    metric_last: float | None = None
+    steps: int | None = None
+    live: bool = False
+
+    @property
+    def short(self) -> str:
+        return self.commit[:8]
+
+    def figures(self) -> str:
+        """`loss 2.31 -> 1.05, ndcg 0.41` (what a confirmation names)."""
+        parts = []
+        if self.first_loss is not None and self.last_loss is not None:
+            parts.append(f"loss {self.first_loss:.4g} -> {self.last_loss:.4g}")
+        if self.metric and self.metric_last is not None:
+            parts.append(f"{self.metric} {self.metric_last:.4g}")
+        return ", ".join(parts) or "no figures"
+
+    def describe(self) -> str:
+        return f"{self.short} {self.run} {self.verdict} ({self.figures()})"
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Versions:
+    repo_id: str
+    live_tag: str
+    live_commit: str | None
+    versions: list[AdapterVersion] = field(default_factory=list)
+    """Newest first."""
+
+    @property
+    def live(self) -> AdapterVersion | None:
+        return next((v for v in self.versions if v.live), None)
+
+    def find(self, ref: str) -> AdapterVersion | None:
+        """A version by commit (a unique start of it) or run name."""
+        ref = ref.strip()
+        by_run = [v for v in self.versions if v.run == ref]
+        if by_run:
+            return by_run[0]
+        hits = [v for v in self.versions if ref and v.commit.startswith(ref.lower())]
+        return hits[0] if len(hits) == 1 else None
+
+    def previous_pass(self) -> AdapterVersion | None:
+        """The passing version before the live one (what a roll back goes to), or None."""
+        passing = [v for v in self.versions if v.verdict == "PASS" and v.where == "main"]
+        live = self.live
+        if live is None or live not in passing:
+            return None
+        at = passing.index(live)
+        return passing[at + 1] if at + 1 < len(passing) else None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "repo_id": self.repo_id,
+            "live_tag": self.live_tag,
+            "live_commit": self.live_commit,
+            "versions": [v.as_dict() for v in self.versions],
+        }
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _manifest(api: Any, repo_id: str, revision: str) -> dict[str, Any] | None:
+    """The manifest.json at a revision, or None when there is none."""
+    from huggingface_hub.errors import EntryNotFoundError, RevisionNotFoundError
+
+    try:
+        path = api.hf_hub_download(repo_id, "manifest.json", revision=revision)
+    except (EntryNotFoundError, RevisionNotFoundError):
+        return None
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.loads(fh.read(1_000_000))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _version(run: str, verdict: str, commit: str, where: str, when: Any, manifest: dict | None,
+             live_commit: str | None) -> AdapterVersion:
+    m = manifest or {}
+    failure = m.get("failure") if isinstance(m.get("failure"), str) else None
+    steps = m.get("steps")
+    return AdapterVersion(
+        run=run, verdict=verdict, commit=commit, where=where,
+        time=when.isoformat() if hasattr(when, "isoformat") else str(when or ""),
+        job_id=m.get("job_id") if isinstance(m.get("job_id"), str) else None,
+        failure=failure.split(":", 1)[0] if failure else None,
+        first_loss=_number(m.get("first_loss")), last_loss=_number(m.get("last_loss")),
+        metric=m.get("metric") if isinstance(m.get("metric"), str) else None,
+        metric_last=_number(m.get("metric_last")),
+        steps=steps if isinstance(steps, int) and not isinstance(steps, bool) else None,
+        live=commit == live_commit,
+    )  # fmt: skip
+
+
+def list_versions(api: Any, repo_id: str, *, live_tag: str = LIVE_TAG, limit: int = MAX_VERSIONS) -> Versions:
+    """The repo's versions, newest first, with the live one marked. Raises AdapterError."""
+    from huggingface_hub.errors import HfHubHTTPError, RepositoryNotFoundError
+
+    try:
+        refs = api.list_repo_refs(repo_id)
+        live_commit = next((t.target_commit for t in refs.tags if t.name == live_tag), None)
+        versions: list[AdapterVersion] = []
+        landed: set[str] = set()
+        for commit in api.list_repo_commits(repo_id, revision="main"):
+            found = _LANDED.match(commit.title or "")
+            if not found or len(versions) >= limit:
+                continue
+            run = found.group("run")
+            landed.add(run)
+            versions.append(_version(run, "PASS", commit.commit_id, "main", commit.created_at,
+                                     _manifest(api, repo_id, commit.commit_id), live_commit))
+        for branch in refs.branches:
+            if not branch.name.startswith(RUN_BRANCH_PREFIX):
+                continue
+            run = branch.name[len(RUN_BRANCH_PREFIX):]
+            if run in landed:
+                continue
+            manifest = _manifest(api, repo_id, branch.target_commit)
+            verdict = str((manifest or {}).get("verdict") or "partial")
+            if verdict not in ("PASS", "FAIL"):
+                verdict = "partial"
+            if verdict == "PASS":  # passed but never landed on main: its final push failed
+                verdict = "partial"
+            head = next(iter(api.list_repo_commits(repo_id, revision=branch.target_commit)), None)
+            versions.append(_version(run, verdict, branch.target_commit, branch.name,
+                                     head.created_at if head else "", manifest, live_commit))
+    except RepositoryNotFoundError:
+        raise AdapterError(f"no adapter repo {repo_id} (no run pushed to it yet?)") from None
+    except HfHubHTTPError as exc:
+        raise AdapterError(f"cannot read {repo_id}: {str(exc).splitlines()[0]}") from None
+    versions.sort(key=lambda v: v.time, reverse=True)
+    return Versions(repo_id=repo_id, live_tag=live_tag, live_commit=live_commit, versions=versions[:limit])
+
+
+def check_promotable(versions: Versions, target: AdapterVersion) -> None:
+    """Raises AdapterError unless `target` may become live: a passing run landed on main."""
+    if target.verdict != "PASS" or target.where != "main":
+        why = target.failure or ("no final record" if target.verdict == "partial" else target.verdict)
+        raise AdapterError(
+            f"{target.run} ({target.short}) cannot be live: it is {target.verdict} ({why}); "
+            "only a passing run landed on main can be"
+        )
+    if target.live:
+        raise AdapterError(f"{target.run} ({target.short}) is already live")
+
+
+def promote(api: Any, versions: Versions, target: AdapterVersion) -> None:
+    """Move the live tag to `target` (checked first). Raises AdapterError."""
+    from huggingface_hub.errors import HfHubHTTPError
+
+    check_promotable(versions, target)
+    try:
+        if versions.live_commit is not None:
+            api.delete_tag(versions.repo_id, tag=versions.live_tag)
+        api.create_tag(versions.repo_id, tag=versions.live_tag, revision=target.commit,
+                       tag_message=f"{target.run}: promoted")
+    except HfHubHTTPError as exc:
+        first = str(exc).splitlines()[0]
+        raise AdapterError(f"cannot move {versions.live_tag} on {versions.repo_id}: {first}") from None
+
+
+def confirmation(versions: Versions, target: AdapterVersion) -> str:
+    """What the engineer confirms: both versions and their figures."""
+    current = versions.live
+    before = current.describe() if current else "nothing"
+    return f"{versions.repo_id}: move {versions.live_tag} from {before} to {target.describe()}?"
