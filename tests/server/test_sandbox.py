@@ -3,7 +3,17 @@ sees neither the server's state nor another job's folder, secrets or tenant's ar
 
 from __future__ import annotations
 
+import json
+import os
+import secrets
+import shutil
+import signal
+import subprocess
 import sys
+import sysconfig
+import tempfile
+import time
+from pathlib import Path
 
 import pytest
 from huggingface_hub import HfApi
@@ -116,3 +126,143 @@ def test_a_job_under_a_root_server_holds_no_capability_and_cannot_escape(api: Hf
     text = "\n".join(logs)
     for leaked in ("UNMOUNTED", "REMOUNTED", "PRIVATE-KEY-7f3a", "SECRET-91c2", "OTHER-SERVER-TOKEN-55e1", "root:"):
         assert leaked not in text, logs
+
+
+USER = "console-sbx"
+"""The unprivileged user a server is run as below (created when missing)."""
+
+
+def _unprivileged_user() -> tuple[int, int, Path]:
+    import pwd
+
+    if os.geteuid() != 0:
+        pytest.skip("running a server as another, unprivileged user needs root; run as a user, every server "
+                    "in these tests is already unprivileged")
+    if shutil.which("setpriv") is None:
+        pytest.skip("setpriv (util-linux) is not installed: no way to run the server as another user")
+    try:
+        entry = pwd.getpwnam(USER)
+    except KeyError:
+        subprocess.run(["useradd", "--create-home", "--user-group", "--shell", "/usr/sbin/nologin",
+                        "--comment", "console sandbox tests", USER], capture_output=True, timeout=60)
+        entry = pwd.getpwnam(USER)  # made here, or by a test running beside this one
+    home_root = Path(entry.pw_dir)
+    home_root.mkdir(parents=True, exist_ok=True)
+    os.chown(home_root, entry.pw_uid, entry.pw_gid)
+    return entry.pw_uid, entry.pw_gid, home_root
+
+
+def _as_user(uid: int, gid: int) -> list[str]:
+    return ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups", "--"]
+
+
+def _python_for_user(uid: int, gid: int, env: dict[str, str]) -> tuple[str, dict[str, str]]:
+    """A Python the user can run that imports this checkout's console: the tests' own, else the
+    system's of the same version with the tests' packages on its path (the tests' interpreter may
+    live where only root can read, as under /root/.pyenv)."""
+    src = str(Path(__import__("console").__file__).resolve().parents[1])
+    candidates = [(sys.executable, {"PYTHONPATH": src}),
+                  (f"/usr/bin/python{sys.version_info[0]}.{sys.version_info[1]}",
+                   {"PYTHONPATH": f"{src}:{sysconfig.get_paths()['purelib']}"})]
+    tried = []
+    for python, extra in candidates:
+        run_env = {**env, **extra}
+        try:
+            done = subprocess.run([*_as_user(uid, gid), python, "-c", "import console.server, console.cli"],
+                                  env=run_env, capture_output=True, text=True, timeout=120, cwd="/")
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            tried.append(f"{python}: {exc}")
+            continue
+        if done.returncode == 0:
+            return python, run_env
+        tried.append(f"{python}: {(done.stderr.strip().splitlines() or ['?'])[-1]}")
+    pytest.skip(f"no Python that {USER} can run imports the console: {'; '.join(tried)}")
+
+
+def test_a_job_under_a_users_server_cannot_escape_or_read_the_users_files() -> None:
+    """The counterpart of the root test: a server run by an unprivileged user (its jobs run as that
+    user, in a user namespace of their own). The job's uid owns every file of the user's, so only
+    the sandbox's file system keeps them out: it cannot unmount, remount or get round them with a
+    nested user namespace, and reads neither the server's token, nor a key in the user's ~/.ssh,
+    nor the console config, nor another data folder's token, nor the XDG login token."""
+    uid, gid, home_root = _unprivileged_user()
+    home = Path(tempfile.mkdtemp(prefix="home-", dir=home_root))
+    mark = secrets.token_hex(4)
+    data = home / ".local" / "share" / "console"  # the default data folder of this HOME
+    planted = {
+        home / ".ssh" / "id_probe": f"PRIVATE-KEY-{mark}",
+        home / ".config" / "console" / "config.toml":
+            f'namespace = "{NAMESPACE}"\n[notify]\nwebhook_url = "https://hooks.example/SECRET-{mark}"\n',
+        home / "other-data" / "server" / "token": f"OTHER-SERVER-TOKEN-{mark}",
+        home / ".cache" / "huggingface" / "token": f"hf_XDG_LOGIN_{mark}",
+    }
+    for path, text in planted.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    for root, dirs, files in os.walk(home):
+        for name in [".", *dirs, *files]:
+            os.chown(os.path.join(root, name), uid, gid)
+    os.chmod(home, 0o700)
+    os.chmod(home / ".ssh", 0o700)
+    env = {"HOME": str(home), "USER": USER, "LOGNAME": USER, "PATH": "/usr/local/bin:/usr/bin:/bin",
+           "XDG_CACHE_HOME": str(home / ".cache"), "XDG_CONFIG_HOME": str(home / ".config"),
+           "XDG_DATA_HOME": str(home / ".local" / "share"), "HF_HUB_DISABLE_TELEMETRY": "1", "LANG": "C.UTF-8"}
+    python, env = _python_for_user(uid, gid, env)
+    log = open(home / "serve.log", "wb")  # noqa: SIM115 (closed below)
+    server = subprocess.Popen([*_as_user(uid, gid), python, "-m", "console", "serve", "--port", "0"],
+                              env=env, cwd=home, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        info: dict = {}
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and server.poll() is None:
+            try:
+                info = json.loads((data / "server.json").read_text())
+                break
+            except (OSError, ValueError):
+                time.sleep(0.1)
+        assert info.get("pid") == server.pid, (home / "serve.log").read_text(errors="replace")
+        if str(info.get("sandbox", "")).startswith("NO SANDBOX"):
+            pytest.skip(f"a server run as {USER} has no sandbox on this machine: {info['sandbox']}")
+        token_file = data / "server" / "token"
+        api = HfApi(endpoint=info["url"], token=token_file.read_text().strip())
+        probe = f"""
+            grep -E '^(Uid|CapEff|CapPrm|NoNewPrivs)' /proc/self/status
+            echo "uid=$(id -u) home=$HOME"
+            umount -l "{data}" 2>/dev/null && echo UNMOUNTED
+            umount -l /usr 2>/dev/null && echo UNMOUNTED
+            mount -o remount,rw / 2>/dev/null && echo REMOUNTED
+            mount -t tmpfs none /usr 2>/dev/null && echo MOUNTED
+            unshare -rm sh -c 'umount -l /usr && echo NESTED-UNMOUNTED; mount -o remount,rw / && echo NESTED-REMOUNTED;
+                               mount --bind "{home}" /tmp && ls -a /tmp' 2>/dev/null
+            for f in "{token_file}" {" ".join(f'"{p}"' for p in planted)} /etc/shadow; do
+                cat "$f" 2>/dev/null && echo
+            done
+            ls -a "{home}" 2>/dev/null | sed 's/^/in home: /'
+            echo done
+        """
+        job = _bash(api, probe)
+        assert wait_stage(api, job.id, timeout=60).status.stage == "COMPLETED"
+        logs = list(api.fetch_job_logs(job_id=job.id, namespace=NAMESPACE))
+        print("PROBE", logs)  # DEBUG
+        assert logs[-1] == "done", logs
+        status = dict(line.split(":\t", 1) for line in logs if ":\t" in line)
+        assert status["CapEff"].strip() == "0000000000000000" and status["CapPrm"].strip() == "0000000000000000"
+        assert status["NoNewPrivs"].strip() == "1"
+        assert status["Uid"].split()[0] == str(uid)  # the server's user, not root
+        assert f"uid={uid} home=" in "\n".join(logs)
+        # the user's home holds only the way down to the job's own folder (in the data folder)
+        assert {line for line in logs if line.startswith("in home: ")} <= {"in home: .", "in home: ..",
+                                                                            "in home: .local"}, logs
+        text = "\n".join(logs)
+        leaked = ["UNMOUNTED", "REMOUNTED", "MOUNTED", "id_probe", f"-{mark}", f"_{mark}", "root:",
+                  token_file.read_text().strip()]
+        assert not [word for word in leaked if word in text], logs
+    finally:
+        server.send_signal(signal.SIGTERM)  # unwinds: jobs stopped, server.json removed
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+        log.close()
+        shutil.rmtree(home, ignore_errors=True)
