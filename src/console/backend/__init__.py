@@ -10,6 +10,9 @@
   started in the background (the commands that act: jobs outlive the console), one started in
   this process and stopped by :meth:`Backend.close` (tests), or nothing (read-only, reports).
   The token is the local server's (``$CONSOLE_SERVER_TOKEN`` or ``<data dir>/server/token``).
+  A server found through ``server.json`` is followed where it moves: a refused connection reads
+  ``server.json`` again, and a server of this data dir answering on another port (the daemon
+  killed and started again) gets that request and every later one (:meth:`Backend.follow_server`).
 
 Pass ``namespace=backend.namespace`` to every jobs call: `HfApi.list_jobs` without a namespace asks
 huggingface.co's whoami even when the endpoint is local (the `.api` here fills it in for
