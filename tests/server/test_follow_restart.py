@@ -113,3 +113,30 @@ def test_console_watch_recovers_within_a_minute_after_the_daemon_comes_back_on_a
         except subprocess.TimeoutExpired:
             watch.kill()
             watch.wait()
+
+
+async def test_an_open_tui_shows_a_job_of_the_daemon_started_again_on_another_port():
+    import asyncio
+
+    from console.ui.app import ConsoleApp
+
+    cfg = _config()
+    old = _start_daemon()
+    b = backend.connect(cfg, start=backend.NEVER)
+    app = ConsoleApp(cfg, b, refresh_seconds=0.5, stream_metrics=False, watch_seconds=None)
+    try:
+        async with app.run_test(size=(120, 30)) as pilot:
+            first = await asyncio.to_thread(_failing_job, old["url"])
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and first not in app.jobs_table.rows_by_id:
+                await pilot.pause(0.2)
+            assert first in app.jobs_table.rows_by_id
+            new = await asyncio.to_thread(_kill_and_restart, old)
+            second = await asyncio.to_thread(_failing_job, new["url"])
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and second not in app.jobs_table.rows_by_id:
+                await pilot.pause(0.2)
+            assert second in app.jobs_table.rows_by_id  # the new server's job, within a minute
+            assert app.is_running
+    finally:
+        b.close()
