@@ -62,6 +62,9 @@ PREFLIGHT_FLAVOR = "cpu-basic"
 # A dataset check reads the file once: minutes on a CPU flavor (~$0.01), whatever the model size.
 PREFLIGHT_TIMEOUT_SECONDS = 15 * 60
 TRAINING_KINDS = ("sft", "dpo", "kto", "embedding", "builder")
+PROMOTE_POLICIES = ("manual", "on_pass")
+"""When a passing run moves its repo's live tag (what serving loads): an engineer does (manual,
+the default), or the run itself (on_pass). The recipes' `--promote`."""
 """Kinds that train (a fleet row each, costed by the heuristic); `validate` is a dataset check."""
 KINDS = (*TRAINING_KINDS, "validate")
 SCRIPTS = {
@@ -105,6 +108,7 @@ _ARG_FIELDS: tuple[tuple[str, str], ...] = (
     ("--lora-r", "lora_r"),
     ("--lora-alpha", "lora_alpha"),
     ("--hub-model-id", "hub_model_id"),
+    ("--promote", "promote"),
     ("--run-name", "run_name"),
     ("--trackio-project", "trackio_project"),
     ("--trackio-space-id", "trackio_space_id"),
@@ -173,6 +177,9 @@ class TrainingRequest:
     validates: str | None = None
     """A dataset check's method (`KIND_METHOD` of the run it precedes; None: sft)."""
     hub_model_id: str | None = None
+    promote: str | None = None
+    """The live-tag policy of a run that pushes: on_pass moves it; None leaves it to an engineer
+    (the recipes' `--promote`, default manual)."""
     run_name: str | None = None
     trackio_project: str | None = None
     trackio_space_id: str | None = None
@@ -806,6 +813,7 @@ def read_request(info: Any) -> TrainingRequest | None:
         learning_rate=_parse_float(values.get("learning_rate")),
         lora_r=_int("lora_r"),
         lora_alpha=_int("lora_alpha"),
+        promote=values.get("promote") if values.get("promote") in PROMOTE_POLICIES else None,
         hub_model_id=values.get("hub_model_id"),
         run_name=values.get("run_name") or labels.get("run"),
         scheduled=getattr(info, "job_spec", None) is not None and "run_name" not in values,

@@ -89,6 +89,7 @@ _COMPARED = (
     ("lora_alpha", "lora_alpha"),
     ("unsloth", "unsloth"),
     ("hub_model_id", "destination"),
+    ("promote", "promote"),
     ("trackio_project", "trackio project"),
     ("trackio_space_id", "trackio space"),
 )
@@ -284,6 +285,7 @@ def _differences(current: Any, tenant: TenantSpec, sub: Submission, req: Trainin
         "lora_alpha": tenant.lora_alpha,
         "unsloth": tenant.unsloth,
         "hub_model_id": req.hub_model_id,
+        "promote": req.promote,
         "trackio_project": req.trackio_project,
         "trackio_space_id": req.trackio_space_id,
     }

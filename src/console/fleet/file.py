@@ -50,6 +50,7 @@ _TENANT_KEYS = {
     "lora_alpha",
     "unsloth",
     "hub_model_id",
+    "promote",
     "suspend",
     "method",
     "encoder",
@@ -78,6 +79,7 @@ _TOP_KEYS = {
     "trackio_project",
     "trackio_space_id",
     "hub_model_id",
+    "promote",
     "builder",
 }
 
@@ -109,6 +111,8 @@ class TenantSpec:
     lora_alpha: int | None = None
     unsloth: bool = False
     hub_model_id: str | None = None
+    promote: str | None = None
+    """on_pass: a passing run moves the repo's live tag; None (manual): an engineer promotes."""
     suspend: bool = False
     kind: str = "sft"
     """sft | dpo | kto | embedding (the tenant's `method`), or builder."""
@@ -137,6 +141,7 @@ class TenantSpec:
             lora_r=self.lora_r,
             lora_alpha=self.lora_alpha,
             hub_model_id=self.hub_model_id,
+            promote=self.promote,
             kind=self.kind,
             encoder=self.encoder,
             full=self.full,
@@ -330,6 +335,13 @@ def _tenant(
         hub_model_id = jobspec.hub_model_id_for(tid, hub_model_id)  # org/adapter-{tenant}
         if "hub_model_id" in raw and (why := jobspec.hub_model_id_problem(hub_model_id)):
             errors.append(f"{where}: hub_model_id {why}")
+    promote = get("promote", str, required=False)
+    if promote is not None and promote not in jobspec.PROMOTE_POLICIES:
+        errors.append(f"{where}: promote {promote!r} must be one of {', '.join(jobspec.PROMOTE_POLICIES)}")
+        promote = None
+    if promote is not None and hub_model_id is None:
+        errors.append(f"{where}: promote is for a tenant with a hub_model_id (the repo whose live tag it moves)")
+    promote = None if promote == "manual" else promote  # manual is the default: nothing to pass
     suspend = get("suspend", bool, required=False) or False
     full = bool(get("full", bool, required=False)) if builder else False
     kind, encoder = "builder", None
@@ -399,6 +411,7 @@ def _tenant(
             lora_alpha=lora_alpha,
             unsloth=bool(unsloth),
             hub_model_id=hub_model_id,
+            promote=promote,
             suspend=bool(suspend),
             kind=kind,
             encoder=encoder,
