@@ -11,11 +11,13 @@ import sys
 import pytest
 from tests.ui.conftest import notes, schedule_python, type_into, wait_for
 from textual.widgets import Input
+from textual.widgets._footer import FooterKey
 
 from console import config as config_mod
 from console import paths
 from console.backend import connect
 from console.server import LocalServer, ServerOptions
+from console.ui import keys
 from console.ui.app import ConsoleApp
 from console.ui.screens.reschedule import RescheduleScreen
 from console.ui.screens.submit import SubmitScreen
@@ -148,3 +150,38 @@ async def test_a_refused_cron_says_why_in_the_dialog_only(backend, cfg):
         assert len(app._notifications) == before, notes(app)
     info = backend.api.inspect_scheduled_job(scheduled_job_id=sj.id, namespace=backend.namespace)
     assert info.schedule == "0 3 * * 1"
+
+
+def _bottom_line(app) -> str:
+    """The screen's last row as a person sees it."""
+    strips = app.screen._compositor.render_strips()
+    return "".join(segment.text for segment in strips[-1]._segments)
+
+
+@pytest.mark.parametrize("where", ["jobs", "log", "fleet"])
+async def test_the_footer_at_80_columns_shows_the_job_and_schedule_keys_whole(backend, cfg, where):
+    app = ConsoleApp(cfg, backend, refresh_seconds=0.3, stream_metrics=False,
+                     start_tab="fleet" if where == "fleet" else "jobs")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.refresher.refresh_count > 0, what="the first refresh")
+        if where == "log":
+            app.log_pane.log_widget.focus()
+        expected = "? Help q Quit s Submit c Cancel x Shell R Rerun r Resched p Pause t Trigger"
+        await wait_for(pilot, lambda: _bottom_line(app).rstrip() == expected, timeout=10,
+                       what=f"the footer to read {expected!r}, not {_bottom_line(app)!r}")
+        # each entry is the key table's, whole (nothing after them: no letter of a cut-off key)
+        entries = [(k.key_display, k.description) for k in app.screen.query(FooterKey)]
+        table = {(keys.key_name(b.key), b.description) for bindings, _ in keys.SECTIONS for b in bindings}
+        assert set(entries) <= table
+        assert all(k.region.right <= 80 for k in app.screen.query(FooterKey))
+        await pilot.resize_terminal(160, 24)  # room for everything, and the palette's key
+        await wait_for(pilot, lambda: "^p palette" in _bottom_line(app), timeout=10, what="the palette's key")
+        assert "1 Fleet" in _bottom_line(app)
+
+
+def test_the_footer_leaves_out_whole_keys_in_table_order():
+    entries = [("tab-fleet", "1", "Fleet"), ("quit", "q", "Quit"), ("help", "?", "Help"), ("trigger", "t", "Trigger")]
+    assert keys.footer_fit(entries, 42) == ([2, 1, 3, 0], True)  # everything, and the palette's 11
+    assert keys.footer_fit(entries, 41) == ([2, 1, 3, 0], False)
+    assert keys.footer_fit(entries, 23) == ([2, 1, 3], False)  # "? Help q Quit t Trigger"
+    assert keys.footer_fit(entries, 22) == ([2, 1], False)  # no half of "t Trigger"

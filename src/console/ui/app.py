@@ -47,7 +47,7 @@ from textual.containers import Container, Horizontal, Vertical
 from textual.css.query import NoMatches
 from textual.reactive import reactive
 from textual.screen import Screen
-from textual.widgets import Footer, TabbedContent, TabPane
+from textual.widgets import TabbedContent, TabPane
 from textual.worker import Worker, WorkerState
 
 from console import firstframe
@@ -62,6 +62,7 @@ from console.ui.job_view import MetricsSample
 from console.ui.reasons import FailureReasons, ReasonsRead
 from console.ui.refresh import REFRESH_SECONDS, DataRefreshed, OutcomesFetched
 from console.ui.watch import WATCH_SECONDS, OnCallChecked, OnCallWatch
+from console.ui.widgets.footer import KeyFooter
 from console.ui.widgets.job_details import JobDetails
 from console.ui.widgets.jobs_pane import JobsPane
 from console.ui.widgets.jobs_table import JobsTable
@@ -170,7 +171,7 @@ class ConsoleApp(ConsoleBase):
             with TabPane("4 Training", id="training"):
                 if "training" in self._mounted_tabs:
                     yield from self._tab_content("training")
-        yield Footer(compact=True)
+        yield KeyFooter(compact=True)
 
     def _tab_content(self, tab: str) -> list[Any]:
         """What a tab other than the jobs tab holds (mounted when needed: `_mount_tab`)."""

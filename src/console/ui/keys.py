@@ -147,6 +147,40 @@ HELP: list[Binding] = [
     Binding("escape,q,question_mark", "close", "Close", tooltip="Close help", id="help-close"),
 ]
 
+FOOTER: list[str] = [
+    "help", "quit",
+    "submit", "cancel", "ssh", "rerun",  # the selected job
+    "reschedule", "suspend", "trigger",  # its tenant's schedule
+    "filter", "follow", "wrap", "log-search", "ledger-whatif",
+    "tab-fleet", "tab-jobs",  # the tab bar names its keys already
+]
+"""The footer's order (binding ids, most important first): the footer shows the keys on screen in
+this order (the others after, in table order), as many as fit whole (:func:`footer_fit`), so at 80
+columns it shows help, quit, the job's and the tenant's actions, and never half a key."""
+
+PALETTE_WIDTH = 11
+"""Columns of the footer's `^p palette` entry (its border, the key, a space, the word)."""
+
+
+def footer_fit(entries: list[tuple[str, str, str]], width: int) -> tuple[list[int], bool]:
+    """Which of the footer's `entries` (binding id, key shown, description) show in `width`
+    columns, and whether the command palette's entry does: the entries in :data:`FOOTER` order,
+    as many as fit whole (each takes its key, a space, its description and a gap), the palette's
+    only when every entry fits beside it."""
+    rank = {ident: i for i, ident in enumerate(FOOTER)}
+    order = sorted(range(len(entries)), key=lambda i: (rank.get(entries[i][0], len(rank)), i))
+    widths = [len(entries[i][1]) + (1 + len(entries[i][2]) if entries[i][2] else 0) + 1 for i in order]
+    if sum(widths) <= width + 1 - PALETTE_WIDTH:
+        return order, True
+    used, shown = 0, []
+    for i, w in zip(order, widths, strict=True):
+        if used + w > width + 1:  # the last entry's gap may fall past the edge
+            break
+        used += w
+        shown.append(i)
+    return shown, False
+
+
 SECTIONS: list[tuple[list[Binding], str]] = [
     (APP, "everywhere"),
     (LOG_PANE, "log pane (tab to focus it)"),
