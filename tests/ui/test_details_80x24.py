@@ -185,3 +185,19 @@ def test_the_footer_leaves_out_whole_keys_in_table_order():
     assert keys.footer_fit(entries, 41) == ([2, 1, 3, 0], False)
     assert keys.footer_fit(entries, 23) == ([2, 1, 3], False)  # "? Help q Quit t Trigger"
     assert keys.footer_fit(entries, 22) == ([2, 1], False)  # no half of "t Trigger"
+
+
+async def test_read_only_refusals_read_as_whole_sentences(backend, cfg):
+    """Each key that would change something says what it refused, its object included."""
+    cfg.read_only = True
+    app = ConsoleApp(cfg, backend, refresh_seconds=0.3, stream_metrics=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.refresher.refresh_count > 0, what="the first refresh")
+        for key in ("s", "c", "x", "R", "r", "p", "t", "b"):
+            await pilot.press(key)
+        await wait_for(pilot, lambda: len([n for n in notes(app) if n.startswith("Read-only:")]) == 8,
+                       what="eight refusals")
+        said = [n.removeprefix("Read-only: ").split(" refused (")[0] for n in notes(app) if n.startswith("Read-only:")]
+        assert said == ["submit", "cancel", "open a shell", "rerun", "reschedule", "suspend/resume", "trigger",
+                        "bulk action"]
+        assert app.screen is app.screen_stack[0]

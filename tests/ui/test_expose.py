@@ -95,7 +95,7 @@ async def test_e_is_refused_read_only_and_exposes_nothing(backend, cfg):
     async with app.run_test(size=(100, 30)) as pilot:
         await _running(pilot, app, job.id)
         await pilot.press("e")
-        await wait_for(pilot, lambda: any("Read-only: expose a port of refused" in n for n in notes(app)))
+        await wait_for(pilot, lambda: any("Read-only: expose a port refused" in n for n in notes(app)))
         assert any(f"Job {job.id}: no port exposed" in n for n in notes(app))
         assert app.screen is app.screen_stack[0]
     assert backend.api.inspect_job(job_id=job.id, namespace=backend.namespace).expose is None

@@ -84,11 +84,12 @@ MUTATING: dict[str, str] = {
     "toggle_suspend": "suspend/resume",
     "trigger": "trigger",
     "rerun": "rerun",
-    "ssh": "open a shell in",
-    "expose_port": "expose a port of",
+    "ssh": "open a shell",
+    "expose_port": "expose a port",
     "bulk": "bulk action",
 }
-"""App actions that change something (refused in read-only mode), and how a message names them."""
+"""App actions that change something (refused in read-only mode), and how a message names them:
+`Read-only: <name> refused`, so each name is a whole phrase (no object left dangling)."""
 
 LOG_PANE: list[Binding] = [
     # the same ids as the app's f / w / G: one `[keys]` entry moves both
