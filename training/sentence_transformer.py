@@ -82,6 +82,7 @@ try:
         check_monitor_arguments,
         check_run_name,
         default_run_name,
+        fetch_checkpoint,
         finish,
         inject_nan_step,
         monitor_callback,
@@ -548,6 +549,7 @@ def train(plan: Plan, started: float) -> tuple[bool, str]:
         say(plan_line(plan))
         say(f"steps_total={plan.steps_total}")
     assert plan.rows is not None and plan.steps_total is not None
+    resume = fetch_checkpoint(plan.dest, args.resume_from)  # a missing checkpoint is refused before torch
 
     import dataclasses
 
@@ -592,7 +594,7 @@ def train(plan: Plan, started: float) -> tuple[bool, str]:
         monitor.observe_metric(0, float(before[f"eval_{name}"]))
         say(f"held-out metric {name} on {len(plan.eval_rows or [])} rows")
         say(f"eval step=0 {name}={before[f'eval_{name}']:.4f}")
-    result = trainer.train()
+    result = trainer.train(resume_from_checkpoint=resume[0] if resume else None)
     steps = int(trainer.state.global_step)
     train_seconds = time.monotonic() - callback.started
     say(f"train done steps={steps} train_runtime={train_seconds:.1f}s")
@@ -601,6 +603,8 @@ def train(plan: Plan, started: float) -> tuple[bool, str]:
     info: dict[str, Any] = {
         "run_name": plan.run_name,
         "job_id": os.environ.get("JOB_ID") or None,
+        "resumed_from": args.resume_from,
+        "resumed_at_step": resume[1] if resume else None,
         "method": METHOD,
         "kind": args.kind,
         "loss": plan.loss,

@@ -79,7 +79,7 @@ def test_step_evaluation_without_a_split_is_fine_once_evaluation_is_off(embed_mo
     assert kw["eval_strategy"] == "no" and "eval_steps" not in kw
 
 
-def test_embedding_hub_runs_push_every_save_every_tenth(embed_module, tmp_path, monkeypatch):
+def test_embedding_hub_runs_push_each_save_and_the_checkpoint_every_tenth_to_their_branch(embed_module, tmp_path, monkeypatch):
     monkeypatch.setenv("CONSOLE_ARTIFACTS_DIR", str(tmp_path))
     monkeypatch.setenv("HF_TOKEN", "hf_test_not_a_real_token")
     plan = embed_module.preflight(["--kind", "cross", "--base-model", "tiny-random", "--dataset",
@@ -87,7 +87,8 @@ def test_embedding_hub_runs_push_every_save_every_tenth(embed_module, tmp_path, 
                                    "--trackio-space-id", "acme/trackio"])
     assert plan.loss == "bce" and plan.fmt == "scored_pair" and len(plan.eval_rows) == 16
     kw = embed_module.training_arguments(plan, set(), bf16=False, fp16=False, cuda=False)
-    assert (kw["push_to_hub"], kw["hub_model_id"], kw["hub_strategy"]) == (True, "acme/reranker", "every_save")
+    assert (kw["push_to_hub"], kw["hub_model_id"], kw["hub_strategy"]) == (True, "acme/reranker", "checkpoint")
+    assert kw["hub_revision"] == f"runs/{plan.run_name}"
     assert (kw["save_strategy"], kw["save_steps"]) == ("steps", 0.1)
     assert (kw["report_to"], kw["trackio_space_id"], kw["eval_strategy"]) == (["trackio"], "acme/trackio", "steps")
 

@@ -145,12 +145,13 @@ def test_preflight_imports_nothing_heavy(sft_module, tmp_path, monkeypatch):
     assert plan.dest.output_dir == (tmp_path / "artifacts" / plan.run_name).resolve()
 
 
-def test_hub_runs_push_every_save_every_tenth(sft_module, tmp_path, monkeypatch):
+def test_hub_runs_push_each_save_and_the_checkpoint_every_tenth_to_their_branch(sft_module, tmp_path, monkeypatch):
     plan = make_plan(sft_module, tmp_path, monkeypatch, "--max-steps", "50")
     kw = sft_module.trainer_settings(plan, set(), bf16=False, fp16=False, cuda=False)
     assert kw["push_to_hub"] is True
     assert kw["hub_model_id"] == "acme-corp/globex-adapter"
-    assert kw["hub_strategy"] == "every_save"
+    assert kw["hub_strategy"] == "checkpoint"  # every_save's pushes plus last-checkpoint/ (resumable)
+    assert kw["hub_revision"] == f"runs/{plan.run_name}"
     assert kw["save_strategy"] == "steps"
     assert kw["save_steps"] == 0.1
     assert kw["hub_private_repo"] is True

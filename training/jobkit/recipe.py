@@ -52,6 +52,7 @@ from jobkit.run import (
     check_monitor_arguments,
     check_run_name,
     default_run_name,
+    fetch_checkpoint,
     finish,
     inject_nan_step,
     monitor_callback,
@@ -452,6 +453,7 @@ def train(
         say(f"steps_total={plan.steps_total}")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
+    resume = fetch_checkpoint(plan.dest, args.resume_from)  # a missing checkpoint is refused before torch
     import torch  # heavy imports start here, after every check passed
 
     if args.unsloth:
@@ -499,7 +501,7 @@ def train(
         say(f"full fine-tune trainable_params={trainable}")
     else:
         say(f"lora r={args.lora_r} alpha={args.lora_alpha} trainable_params={trainable}")
-    result = trainer.train()
+    result = trainer.train(resume_from_checkpoint=resume[0] if resume else None)
     steps = int(trainer.state.global_step)
     train_seconds = time.monotonic() - callback.started
     say(f"train done steps={steps} train_runtime={train_seconds:.1f}s")
@@ -508,6 +510,8 @@ def train(
     info: dict[str, Any] = {
         "run_name": plan.run_name,
         "job_id": os.environ.get("JOB_ID") or None,
+        "resumed_from": args.resume_from,
+        "resumed_at_step": resume[1] if resume else None,
         "base_model": args.base_model,
         "dataset": args.dataset,
         "dataset_format": plan.fmt,

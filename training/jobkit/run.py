@@ -61,6 +61,8 @@ from validate_dataset import REPO_ID_RE
 EXIT_PASS, EXIT_FAILED, EXIT_REFUSED = 0, 1, 2
 ARTIFACTS_ENV = "CONSOLE_ARTIFACTS_DIR"
 INJECT_NAN_ENV = "CONSOLE_INJECT_NAN_AT_STEP"
+STEP_DELAY_ENV = "CONSOLE_STEP_DELAY_S"  # testing: seconds slept after each step (a slow GPU)
+CHECKPOINT_DIR = "last-checkpoint"  # where the latest full checkpoint is pushed on the run's branch
 RUN_BRANCH_PREFIX = "runs/"  # each run's own branch of the Hub repo: runs/<run-name>
 LIVE_TAG = "live"  # the tag of the Hub repo serving loads: moved only to a passing run's commit
 PROMOTE_POLICIES = ("manual", "on_pass")
@@ -175,6 +177,13 @@ def add_destination_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--live-tag", default=LIVE_TAG, help=f"the tag serving loads (default {LIVE_TAG})"
+    )
+    p.add_argument(
+        "--resume-from",
+        metavar="RUN",
+        default=None,
+        help=f"continue from the {CHECKPOINT_DIR}/ a run (killed by its timeout, say) pushed to its branch "
+        "runs/RUN of --hub-model-id: weights, optimizer, scheduler and step count",
     )
     p.add_argument(
         "--hub-public",
@@ -309,6 +318,34 @@ def land_on_main(dest: Destination, commit_message: str) -> str:
     return info.oid
 
 
+def fetch_checkpoint(dest: Destination, run: str | None) -> tuple[str, int] | None:
+    """`--resume-from RUN`: the last checkpoint RUN pushed to its branch, downloaded beside this
+    run's output folder; returns (its folder, its step), None without --resume-from. Raises
+    Refusal (`no_checkpoint`) when there is none to resume from."""
+    if not run:
+        return None
+    if dest.hub_model_id is None:
+        raise Refusal("bad_arguments", "--resume-from needs --hub-model-id (the repo whose runs/RUN branch holds it)")
+    check_run_name(run)
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import RepositoryNotFoundError, RevisionNotFoundError
+
+    branch = f"{RUN_BRANCH_PREFIX}{run}"
+    target = dest.output_dir.parent / f".resume-{run}"
+    try:
+        folder = snapshot_download(dest.hub_model_id, revision=branch, allow_patterns=[f"{CHECKPOINT_DIR}/*"],
+                                   local_dir=str(target))
+    except (RepositoryNotFoundError, RevisionNotFoundError):
+        raise Refusal("no_checkpoint", f"{dest.hub_model_id} has no branch {branch} to resume from") from None
+    path = Path(folder) / CHECKPOINT_DIR
+    state = path / "trainer_state.json"
+    if not state.is_file():
+        raise Refusal("no_checkpoint", f"{branch} of {dest.hub_model_id} holds no {CHECKPOINT_DIR}/ (no save reached)")
+    step = int(json.loads(state.read_text(encoding="utf-8")).get("global_step") or 0)
+    say(f"resuming from {run} step={step} ({dest.hub_model_id}@{branch}/{CHECKPOINT_DIR})")
+    return str(path), step
+
+
 def move_live_tag(dest: Destination, commit: str, *, tag: str, policy: str) -> str | None:
     """After a passing run landed `commit` on main: the live tag moved there when the policy is
     on_pass, or when the repo has no live tag yet (something must be live). Returns where the tag
@@ -366,12 +403,14 @@ def trainer_rules(
         # HF Jobs rules: the container is ephemeral, so every checkpoint goes to the Hub, and a
         # checkpoint is written every 10% of the run (a timeout keeps what was pushed).
         # Each run pushes to its own branch (opened by `open_run_branch` before the trainer is
-        # built): only a passing run lands on main (`finish`).
+        # built): only a passing run lands on main (`finish`). "checkpoint" is "every_save" (the
+        # weights pushed at each save) plus the full checkpoint (optimizer, scheduler, step) in
+        # last-checkpoint/, so a run killed by its timeout can be resumed (`--resume-from`).
         kwargs.update(
             push_to_hub=True,
             hub_model_id=dest.hub_model_id,
             hub_revision=dest.hub_branch,
-            hub_strategy="every_save",
+            hub_strategy="checkpoint",
             save_strategy="steps",
             save_steps=0.1,
             save_total_limit=2,
@@ -850,6 +889,11 @@ def monitor_callback(monitor: LossMonitor, *, steps_total: int | None, inject_na
     import torch
     from transformers import TrainerCallback
 
+    try:
+        step_delay = max(0.0, float(os.environ.get(STEP_DELAY_ENV, "") or 0))
+    except ValueError:
+        step_delay = 0.0
+
     class MonitorCallback(TrainerCallback):
         def __init__(self) -> None:
             self.steps_total = steps_total
@@ -869,6 +913,10 @@ def monitor_callback(monitor: LossMonitor, *, steps_total: int | None, inject_na
                 with torch.no_grad():
                     for _, p in lora or trained:
                         p.fill_(float("nan"))
+
+        def on_step_end(self, targs, state, control, **kwargs):  # type: ignore[no-untyped-def]
+            if step_delay > 0:
+                time.sleep(step_delay)
 
         def on_log(self, targs, state, control, logs=None, **kwargs):  # type: ignore[no-untyped-def]
             if not logs:

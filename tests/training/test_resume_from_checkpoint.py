@@ -1,0 +1,106 @@
+"""A run killed mid-way (as a timeout kills a job: SIGKILL, no chance to clean up) keeps the
+checkpoints it pushed to its branch, and a run started with `--resume-from` that run continues
+from its last checkpoint (weights, optimizer, step count) and ends PASS at the full step count.
+Real CPU runs of training/sft_lora.py against the embedded server's Hub."""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from huggingface_hub import HfApi
+from training_helpers import DATA, SFT, parse_fields, run, script_env
+
+from console.server import LocalServer, ServerOptions
+
+REPO = "ops/adapter-acme"
+PROGRESS = re.compile(r"^progress step=(\d+)/(\d+) ")
+
+
+def _args(run_name: str, *extra: str) -> list[str]:
+    return [
+        "--base-model", "tiny-random",
+        "--dataset", str(DATA / "acme.jsonl"),
+        "--max-steps", "30",
+        "--learning-rate", "5e-3",
+        "--lora-r", "8",
+        "--lora-alpha", "16",
+        "--batch-size", "8",
+        "--max-length", "256",
+        "--run-name", run_name,
+        "--trackio-project", "tenants",
+        "--hub-model-id", REPO,
+        *extra,
+    ]  # fmt: skip
+
+
+@pytest.fixture
+def hub():
+    srv = LocalServer(ServerOptions(namespace="ops", port=0))
+    srv.start()
+    try:
+        yield srv
+    finally:
+        srv.stop()
+
+
+def _checkpoint_step(api: HfApi, branch: str) -> int | None:
+    try:
+        files = api.list_repo_files(REPO, revision=branch)
+    except Exception:  # noqa: BLE001 - the branch is not there yet
+        return None
+    if "last-checkpoint/trainer_state.json" not in files:
+        return None
+    path = api.hf_hub_download(REPO, "last-checkpoint/trainer_state.json", revision=branch)
+    with open(path, encoding="utf-8") as fh:
+        return int(json.load(fh)["global_step"])
+
+
+def test_a_killed_run_resumes_from_its_last_pushed_checkpoint_and_passes(hub, tmp_path):
+    env = script_env(tmp_path, HF_HUB_OFFLINE=None, HF_ENDPOINT=hub.url, HF_TOKEN=hub.token,
+                     HF_HUB_DISABLE_TELEMETRY="1", HF_HOME=str(tmp_path / "hf"))
+    api = HfApi(endpoint=hub.url, token=hub.token)
+    slow = {**env, "CONSOLE_STEP_DELAY_S": "0.4"}  # a slow GPU: the kill comes mid-run
+    proc = subprocess.Popen([sys.executable, str(SFT), *_args("acme-cut")], env=slow, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 180
+        step = None
+        while time.monotonic() < deadline and proc.poll() is None:
+            step = _checkpoint_step(api, "runs/acme-cut")
+            if step:
+                break
+            time.sleep(0.3)
+        assert step, "no checkpoint was pushed before the run ended"
+        proc.send_signal(signal.SIGKILL)  # the timeout's kill
+    finally:
+        proc.kill()
+        out = proc.communicate()[0]
+    assert "VERDICT" not in out  # killed: it never got to say anything
+    assert step < 30
+
+    resumed = run(SFT, _args("acme-resumed", "--resume-from", "acme-cut"), env)
+    assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
+    assert resumed.last_line.startswith("VERDICT: PASS "), resumed.last_line
+    assert parse_fields(resumed.last_line)["steps"] == "30"
+    at = _checkpoint_step(api, "runs/acme-cut")
+    assert f"resuming from acme-cut step={at}" in resumed.stdout
+    steps = [int(m.group(1)) for m in map(PROGRESS.match, resumed.lines) if m]
+    assert steps[0] == at + 1 and steps[-1] == 30  # the step count continues from the checkpoint
+    manifest = json.loads(open(api.hf_hub_download(REPO, "manifest.json"), encoding="utf-8").read())
+    assert manifest["run_name"] == "acme-resumed" and manifest["resumed_from"] == "acme-cut"
+    assert manifest["resumed_at_step"] == at
+
+
+def test_resuming_a_run_with_nothing_pushed_is_refused_before_training(hub, tmp_path):
+    env = script_env(tmp_path, HF_HUB_OFFLINE=None, HF_ENDPOINT=hub.url, HF_TOKEN=hub.token,
+                     HF_HUB_DISABLE_TELEMETRY="1", HF_HOME=str(tmp_path / "hf"))
+    result = run(SFT, _args("acme-again", "--resume-from", "acme-never"), env)
+    assert result.returncode == 2
+    assert result.last_line.startswith("VERDICT: FAIL no_checkpoint: "), result.last_line
+    assert "runs/acme-never" in result.last_line
