@@ -16,8 +16,9 @@ filter are refused. It never starts a Jobs server.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
+
+from console.commands import _json
 
 ACTIONS = ("cancel", "suspend", "resume", "trigger")  # console.oncall.bulk.ACTIONS, kept light
 
@@ -71,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
             raise CommandError(f"bulk: reading the backend failed: {plain(exc)}") from None
 
         if args.json and args.yes_count is None:
-            print(json.dumps(plan.to_dict(), indent=2))
+            print(_json.dumps(plan.to_dict(), indent=2))
         elif not args.json:
             for line in plan.lines():
                 print(plain(line, 200))
@@ -98,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
         doc = plan.to_dict()
         doc["outcomes"] = [{"id": o.item.target_id, "ok": o.ok, "message": o.message}
                            for o in result.outcomes]
-        print(json.dumps(doc, indent=2))
+        print(_json.dumps(doc, indent=2))
     else:
         for o in result.outcomes:
             print(("ok    " if o.ok else "FAILED ") + plain(o.message, 200))

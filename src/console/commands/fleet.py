@@ -10,7 +10,8 @@ file twice changes nothing. Refused in read-only mode (except `--dry-run`).
 from __future__ import annotations
 
 import argparse
-import json
+
+from console.commands import _json
 
 
 def register(sub, add_common) -> None:
@@ -132,7 +133,7 @@ def run_show(args: argparse.Namespace) -> int:
     rows = derive_fleet(scheduled, jobs, now=now, prices=price_book(cfg))
     if args.json:
         print(
-            json.dumps(
+            _json.dumps(
                 [
                     {
                         "tenant": r.tenant,

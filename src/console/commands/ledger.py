@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import re
 import sys
+
+from console.commands import _json
 
 CSV_COLUMNS = (
     "job_id", "tenant", "kind", "env", "flavor", "price_per_hour", "running_seconds", "cost_usd",
@@ -98,10 +99,10 @@ def run(args: argparse.Namespace) -> int:
     entries = ledger.entries(month=args.month, tenant=args.tenant)
 
     if args.json and args.summary:
-        print(json.dumps(summary_for_config(ledger, cfg, snapshot).to_dict(), indent=2))
+        print(_json.dumps(summary_for_config(ledger, cfg, snapshot).to_dict(), indent=2))
         return 0
     if args.json:
-        print(json.dumps([_entry_dict(e) for e in entries], indent=2))
+        print(_json.dumps([_entry_dict(e) for e in entries], indent=2))
         return 0
     if args.csv:
         writer = csv.writer(sys.stdout, lineterminator="\n")

@@ -16,9 +16,10 @@ waits for one).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
+
+from console.commands import _json
 
 
 def register(sub, add_common) -> None:
@@ -106,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
                 time.sleep(args.interval)
                 continue
             for event in report.events:
-                _emit(json.dumps(event.to_dict(), default=str) if args.json else event.line())
+                _emit(_json.dumps(event.to_dict(), default=str) if args.json else event.line())
             status = report.line()
             if not args.json and status != last_status:
                 _emit(f"watch: {status}")

@@ -17,7 +17,8 @@ JSON a `memory` object.
 from __future__ import annotations
 
 import argparse
-import json
+
+from console.commands import _json
 
 
 def register(sub, add_common) -> None:
@@ -115,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
         out["memory"] = memory
         if calibrated is not None:
             out.update(calibrated)
-        print(json.dumps(out, indent=2))
+        print(_json.dumps(out, indent=2))
     else:
         s, e = scenario, proj.per_run
         print(
@@ -306,7 +307,7 @@ def _print_reference(as_json: bool) -> int:
             ]
 
         print(
-            json.dumps(
+            _json.dumps(
                 {
                     "source": ref.SOURCE,
                     "builder": run_rows(builder),
