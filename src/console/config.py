@@ -135,6 +135,9 @@ class NotifySettings:
     scheduling_after_s: int = 1800
     """A job waiting in SCHEDULING (no free machine of its flavor) longer than this is notified,
     once, with its flavor and how long it has waited."""
+    schedule_failures: int = 3
+    """A schedule whose runs failed this many times in a row is flagged (`console watch`, the TUI)
+    and notified once, until one of its runs passes again."""
     osc52: bool = False
     """Put an incident bundle's path on the terminal's clipboard (OSC 52) when one is written."""
 
@@ -432,6 +435,7 @@ SCHEMA: dict[str, Callable[[Any], Any]] = {
     "notify.stall_after_s": _int_range(10, 7 * 86400),
     "notify.stall_cpu_pct": _float_range(0, 100),
     "notify.scheduling_after_s": _int_range(60, 7 * 86400),
+    "notify.schedule_failures": _int_range(1, 1000),
     "notify.osc52": _bool,
 }
 SECTIONS = ("defaults", "trackio", "server", "billing", "notify", "keys")

@@ -13,7 +13,7 @@ def test_every_notify_key_is_documented():
     assert set(rows) == {
         "notify.bell", "notify.desktop", "notify.webhook_url", "notify.webhook_urls",
         "notify.webhook_timeout_s", "notify.stall_after_s", "notify.stall_cpu_pct", "notify.osc52",
-        "notify.scheduling_after_s",
+        "notify.scheduling_after_s", "notify.schedule_failures",
     }
     assert all(doc for doc in rows.values())
 
@@ -30,6 +30,6 @@ def test_webhooks_round_trip_and_bad_values_are_refused(tmp_path):
     assert again.notify.bell is False and again.notify.webhook_url is None
     for key, text in (("notify.webhook_url", "ftp://x"), ("notify.webhook_urls", '["x"]'),
                       ("notify.desktop", "osc99"), ("notify.stall_after_s", "1"),
-                      ("notify.scheduling_after_s", "5")):
+                      ("notify.scheduling_after_s", "5"), ("notify.schedule_failures", "0")):
         with pytest.raises(ConfigError, match=key):
             set_value(cfg, key, text)

@@ -6,7 +6,8 @@ sees into one row once the job is terminal, and answers the cost pane's question
 
 - :mod:`~console.ledger.entries`: a :class:`LedgerEntry`, and how a job becomes one
   (:func:`entry_from_job`, :func:`running_seconds_of`, :func:`timed_out`);
-- :mod:`~console.ledger.store`: the SQLite file (:class:`Ledger`), idempotent and crash-safe;
+- :mod:`~console.ledger.store`: the SQLite file (:class:`Ledger`), idempotent and crash-safe; a
+  schedule's runs failed in a row (:meth:`Ledger.failure_streaks`);
 - :mod:`~console.ledger.calibration`: completed training runs as calibration observations;
 - :mod:`~console.ledger.forecast`: the month's spend and the projection to month end
   (:func:`summarize`);
@@ -46,6 +47,7 @@ from console.ledger.live import Snapshot, ledger_summary, live_prices, refresh_f
 from console.ledger.store import (
     LEDGER_FILENAME,
     SCHEMA_VERSION,
+    FailureStreak,
     Ledger,
     LedgerError,
     RefreshResult,
@@ -57,6 +59,7 @@ __all__ = [
     "NO_TENANT",
     "SCHEMA_VERSION",
     "TERMINAL_STAGES",
+    "FailureStreak",
     "FleetCosts",
     "Ledger",
     "LedgerEntry",

@@ -65,6 +65,7 @@ CREATE TABLE IF NOT EXISTS entries (
 );
 CREATE INDEX IF NOT EXISTS entries_month ON entries (month);
 CREATE INDEX IF NOT EXISTS entries_tenant ON entries (tenant);
+CREATE INDEX IF NOT EXISTS entries_schedule ON entries (scheduled_job_id);
 """
 
 _COLUMNS = (
@@ -127,6 +128,56 @@ def _from_row(row: Sequence[Any]) -> LedgerEntry:
     for name in _SHARED_COLUMNS:
         d[name] = shared(d[name])
     return LedgerEntry(**d)
+
+
+@dataclass(frozen=True)
+class FailureStreak:
+    """A schedule's failed runs in a row: its runs that ended ERROR since its last COMPLETED one
+    (or since its first run), oldest first. CANCELED and DELETED runs neither fail nor pass."""
+
+    scheduled_job_id: str
+    failures: int
+    first_job_id: str
+    last_job_id: str
+    passed_job_id: str | None
+    """The schedule's last run that passed before the streak (None: none ever did): with the
+    schedule, what names the streak, for good (a run that passes ends it; the next failure starts
+    a new one, after another pass)."""
+    tenant: str
+    since: str | None
+    """When the first failed run of the streak was created (ISO, UTC)."""
+    last_at: str | None
+    """When the newest failed run of the streak ended (else started, else was created)."""
+    last_message: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "scheduled_job_id": self.scheduled_job_id, "failures": self.failures,
+            "first_job_id": self.first_job_id, "last_job_id": self.last_job_id,
+            "passed_job_id": self.passed_job_id, "tenant": self.tenant,
+            "since": self.since, "last_at": self.last_at, "last_message": self.last_message,
+        }
+
+
+_RUN_ORDER = ("COALESCE(created_at, started_at, recorded_at), COALESCE(started_at, ''), "
+              "COALESCE(finished_at, ''), job_id")
+"""The order a schedule's runs came in: when each was created (the firing), then started, ended
+(the ledger keeps these to the second; a schedule fires a minute apart at the least)."""
+
+_STREAKS = f"""
+WITH runs AS (
+    SELECT job_id, scheduled_job_id AS sj, stage, tenant, message, created_at, started_at, finished_at,
+           ROW_NUMBER() OVER (PARTITION BY scheduled_job_id ORDER BY {_RUN_ORDER}) AS n
+    FROM entries WHERE scheduled_job_id IS NOT NULL AND stage IN ('ERROR', 'COMPLETED')
+), passed AS (
+    SELECT sj, MAX(n) AS n FROM runs WHERE stage = 'COMPLETED' GROUP BY sj
+)
+SELECT r.sj, r.job_id, r.tenant, r.message, r.created_at, COALESCE(r.finished_at, r.started_at, r.created_at),
+       (SELECT job_id FROM runs q WHERE q.sj = r.sj AND q.n = p.n)
+FROM runs r LEFT JOIN passed p ON p.sj = r.sj
+WHERE r.stage = 'ERROR' AND r.n > COALESCE(p.n, 0)
+ORDER BY r.sj, r.n
+"""
 
 
 @dataclass(frozen=True)
@@ -403,6 +454,29 @@ class Ledger:
         sql += " ORDER BY COALESCE(started_at, created_at, recorded_at), job_id"
         with self._connect() as conn:
             return [_from_row(r) for r in conn.execute(sql, params)]
+
+    def failure_streaks(self) -> dict[str, FailureStreak]:
+        """Scheduled job id -> its runs failed in a row up to its newest run (:class:`FailureStreak`),
+        for each schedule whose newest finished run failed: the one answer to "is this schedule
+        failing, and since when", for `console watch` and the TUI. Runs are a schedule's jobs
+        (`scheduled_job_id`, from the Jobs API's initiator) in the order they were created."""
+        out: dict[str, FailureStreak] = {}
+        with self._connect() as conn:
+            rows = conn.execute(_STREAKS).fetchall()
+        for sj, job_id, tenant, message, created, ended, passed in rows:
+            prev = out.get(sj)
+            out[sj] = FailureStreak(
+                scheduled_job_id=sj,
+                failures=1 if prev is None else prev.failures + 1,
+                first_job_id=job_id if prev is None else prev.first_job_id,
+                last_job_id=job_id,
+                passed_job_id=passed,
+                tenant=shared(tenant),
+                since=created if prev is None else prev.since,
+                last_at=ended,
+                last_message=message,
+            )
+        return out
 
     # -- calibration
 

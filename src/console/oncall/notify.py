@@ -56,6 +56,7 @@ KIND_WORDS = {
     "budget": "budget",
     "overrun": "will time out",
     "scheduling": "stuck in SCHEDULING",
+    "schedule_failing": "failing in a row",
 }
 """Each kind in a word or two, after a count (`3 failed, 1 stalled`)."""
 QUEUE_SIZE = 200

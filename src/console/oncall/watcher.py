@@ -17,7 +17,10 @@ A pass (:meth:`Watcher.check`) reads, through the `HfApi` it is given:
 4. the Trackio project's ERROR alerts: an event each;
 5. each SCHEDULING job: the queue depth per flavor (`console.jobs.scheduling_queue`), and one
    waiting longer than `notify.scheduling_after_s` (no free machine of its flavor) is an event,
-   once per job, with its flavor and how long it has waited.
+   once per job, with its flavor and how long it has waited;
+6. each schedule whose runs failed `notify.schedule_failures` times in a row (3; from the ledger,
+   `Ledger.failure_streaks`): flagged in the report, and an event once per streak (its key names
+   the schedule's last run that passed before it), so it is said again only after a run passes.
 
 Events are sent through a :class:`~console.oncall.notify.Notifier`, once each for good. Ended
 jobs and alerts older than a day before this data dir was first watched are history, not news:
@@ -44,7 +47,7 @@ from typing import Any
 from console import jobspec
 from console.costs import format_duration
 from console.jobs import ACTIVE_STAGES, FlavorQueue, JobRow, format_cost, job_row, queue_line, scheduling_queue
-from console.ledger import Ledger, LedgerSummary, ledger_summary, live_prices, month_of, timed_out
+from console.ledger import FailureStreak, Ledger, LedgerSummary, ledger_summary, live_prices, month_of, timed_out
 from console.metrics import MetricsReader, RunMetrics, reader_for
 from console.oncall.forecast import JobForecast, forecast_job
 from console.oncall.notify import Event, Notifier
@@ -90,6 +93,8 @@ class WatchReport:
     """The jobs in SCHEDULING."""
     stuck: dict[str, float] = field(default_factory=dict)
     """job id -> seconds waited, for the SCHEDULING jobs past `notify.scheduling_after_s`."""
+    failing: list[FailureStreak] = field(default_factory=list)
+    """The schedules whose runs failed `notify.schedule_failures` times in a row, or more."""
 
     @property
     def queue(self) -> list[FlavorQueue]:
@@ -111,6 +116,11 @@ class WatchReport:
         if self.waiting:
             parts.append(queue_line(self.queue, self.at)
                          + (f" ({len(self.stuck)} stuck)" if self.stuck else ""))
+        if self.failing:
+            n = len(self.failing)
+            parts.append(f"{n} schedule{'s' if n != 1 else ''} failing ("
+                         + ", ".join(f"{s.scheduled_job_id} {s.failures}x" for s in self.failing[:3])
+                         + (", ..." if n > 3 else "") + ")")
         s = self.summary
         if s is not None:
             budget = f" of ${s.budget_usd:,.2f} budget" if s.budget_usd is not None else ""
@@ -128,6 +138,7 @@ class WatchReport:
             "events": [e.to_dict() for e in self.events],
             "queue": [q.to_dict() for q in self.queue],
             "stuck": dict(self.stuck),
+            "failing_schedules": [s.to_dict() for s in self.failing],
             "problems": list(self.problems),
         }
 
@@ -249,6 +260,7 @@ class Watcher:
         events += self._running(running, now, prices, report)
         events += self._alerts(jobs, now, since, report)
         events += self._scheduling(jobs, now, prices, report)
+        events += self._failing_schedules(now, since, report)
         self.detector.forget_others([j.id for j in running])
 
         report.events = self.notifier.send(events)
@@ -407,6 +419,32 @@ class Watcher:
                 at=now.timestamp(), job_id=row.id, tenant=row.tenant,
                 data={"flavor": row.flavor, "waiting_s": round(waited, 1), "since": since,
                       "message": row.message, "labels": row.labels},
+            ))
+        return events
+
+    def _failing_schedules(self, now: datetime, since: float, report: WatchReport) -> list[Event]:
+        after = int(getattr(self.cfg.notify, "schedule_failures", 3))
+        try:
+            streaks = self.ledger.failure_streaks()
+        except Exception as exc:
+            report.problems.append(f"ledger: {_short(exc)}")
+            return []
+        report.failing = sorted((s for s in streaks.values() if s.failures >= after),
+                                key=lambda s: (-s.failures, s.scheduled_job_id))
+        events = []
+        for streak in report.failing:
+            ended = _timestamp(streak.last_at or "")
+            if ended is not None and ended < since:
+                continue  # failing since before the first watch: history (the report still flags it)
+            sj = streak.scheduled_job_id
+            last = f"; last: {streak.last_message}" if streak.last_message else ""
+            events.append(Event(
+                key=f"schedule_failing:{sj}:{streak.passed_job_id or 'never-passed'}",
+                kind="schedule_failing", level="ERROR",
+                title=f"{streak.tenant} schedule {sj} failed {streak.failures} runs in a row",
+                text=f"every run since {streak.since or '-'} failed (last {streak.last_job_id}){last}",
+                at=now.timestamp(), job_id=streak.last_job_id, tenant=streak.tenant,
+                data={**streak.to_dict(), "threshold": after},
             ))
         return events
 

@@ -55,6 +55,8 @@ class StatusLine(Static):
         self.waiting = ""
         self.stuck = False
         """Running jobs the last on-call pass found stalled / about to hit their timeout."""
+        self.failing = 0
+        """Schedules whose runs failed `notify.schedule_failures` times in a row (the last pass)."""
 
     def on_mount(self) -> None:
         self.refresh_text()
@@ -78,12 +80,14 @@ class StatusLine(Static):
         self.snapshot_at = None
         self.refresh_text()
 
-    def set_oncall(self, stalled: int, overruns: int, waiting: str = "", stuck: bool = False) -> None:
+    def set_oncall(self, stalled: int, overruns: int, waiting: str = "", stuck: bool = False,
+                   failing: int = 0) -> None:
         """What the last on-call pass found: said at the end of the line while not zero.
         `waiting`: the SCHEDULING queue in a few words (`console.jobs.queue_tag`); `stuck`: a job
-        in it has waited past `notify.scheduling_after_s`."""
-        if (stalled, overruns, waiting, stuck) != (self.stalled, self.overruns, self.waiting, self.stuck):
-            self.stalled, self.overruns, self.waiting, self.stuck = stalled, overruns, waiting, stuck
+        in it has waited past `notify.scheduling_after_s`; `failing`: schedules failing in a row."""
+        found = (stalled, overruns, waiting, stuck, failing)
+        if found != (self.stalled, self.overruns, self.waiting, self.stuck, self.failing):
+            self.stalled, self.overruns, self.waiting, self.stuck, self.failing = found
             self.refresh_text()
 
     def mark_failed(self, error: str) -> None:
@@ -139,6 +143,8 @@ class StatusLine(Static):
             text.append(f"  {self.overruns} TMOUT", style="bold yellow")
         if self.waiting:
             text.append(f"  {self.waiting}", style="bold yellow" if self.stuck else "yellow")
+        if self.failing:
+            text.append(f"  {self.failing} SCHED FAIL", style="bold red")
         return text
 
     def refresh_text(self) -> None:
