@@ -320,6 +320,34 @@ def unknown_filter_keys(text: str) -> list[str]:
     return unknown
 
 
+JOB_STAGES = ("scheduling", "running", "completed", "canceled", "error", "deleted")
+"""The stages a job's `stage:` term names (any prefix of one: `run`, `err`)."""
+SCHEDULE_STAGES = ("scheduled", "suspended")
+"""The stages of a scheduled job, as the bulk actions match schedules (`stage:suspended`)."""
+
+
+def unknown_stages(text: str, stages: tuple[str, ...] = JOB_STAGES) -> list[str]:
+    """Each `stage:` value of the filter that is no prefix of any of `stages` (it matches nothing)."""
+    bad: list[str] = []
+    for value in parse_filter(text).stages:
+        if not any(stage.startswith(value) for stage in stages) and value not in bad:
+            bad.append(value)
+    return bad
+
+
+def filter_problem(text: str, stages: tuple[str, ...] = JOB_STAGES) -> str | None:
+    """The one line saying what in a filter cannot be what was meant (None: nothing): a `key:`
+    that is no key (searched as a word), or a `stage:` value that names no stage, with the valid ones."""
+    unknown = unknown_filter_keys(text)
+    if unknown:
+        return (f"unknown filter key {', '.join(k + ':' for k in unknown)} searched as words; "
+                "keys: tenant: stage: label:")
+    bad = unknown_stages(text, stages)
+    if bad:
+        return f"stage {', '.join(repr(v) for v in bad)} is none of: {' '.join(stages)}"
+    return None
+
+
 def parse_filter(text: str) -> JobFilter:
     """`tenant:acme stage:run,err label:env=prod word`: all terms must match."""
     tenant = None

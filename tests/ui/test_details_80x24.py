@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 import pytest
-from tests.ui.conftest import notes, schedule_python, type_into, wait_for
+from tests.ui.conftest import notes, run_python, schedule_python, type_into, wait_for
 from textual.widgets import Input
 from textual.widgets._footer import FooterKey
 
@@ -201,3 +201,30 @@ async def test_read_only_refusals_read_as_whole_sentences(backend, cfg):
         assert said == ["submit", "cancel", "open a shell", "rerun", "reschedule", "suspend/resume", "trigger",
                         "bulk action"]
         assert app.screen is app.screen_stack[0]
+
+
+async def test_an_unknown_stage_in_the_filter_is_named_with_the_stages_there_are(backend, cfg):
+    run_python(backend, "print('done')")
+    app = ConsoleApp(cfg, backend, refresh_seconds=0.3, stream_metrics=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.jobs_table.row_count == 1, what="the job's row")
+        await pilot.press("slash")
+        await type_into(pilot, app.query_one("#jobs-filter", Input), "stage:runing")
+        state = app.query_one("#jobs-filter-state")
+        expected = " stage 'runing' is none of: scheduling running completed canceled error deleted"
+        await wait_for(pilot, lambda: str(state.render()) == expected, timeout=5,
+                       what=f"{expected!r}, not {str(state.render())!r}")
+        assert state.display and len(expected) <= 80  # whole at 80 columns
+        await type_into(pilot, app.query_one("#jobs-filter", Input), "s:run,comp")  # prefixes are stages
+        await wait_for(pilot, lambda: "none of" not in str(state.render()), timeout=5, what="no complaint")
+
+
+def test_a_bulk_filter_with_an_unknown_stage_is_refused_naming_it(served):
+    _cfg, backend = served
+    run_python(backend, "import time; time.sleep(60)")
+    r = console("bulk", "cancel", "stage:runing")
+    assert r.returncode == 2
+    assert r.stderr.strip() == (
+        "console: bulk: stage 'runing' is none of: scheduling running completed canceled error deleted "
+        "scheduled suspended")
+    assert [j.status.stage for j in backend.api.list_jobs(namespace=NS)] != ["CANCELED"]

@@ -29,7 +29,16 @@ from typing import Any
 
 from console import jobspec
 from console.costs import Calibration, format_duration, runs_per_month
-from console.jobs import ACTIVE_STAGES, JobRow, format_cost, job_row, parse_filter
+from console.jobs import (
+    ACTIVE_STAGES,
+    JOB_STAGES,
+    SCHEDULE_STAGES,
+    JobRow,
+    filter_problem,
+    format_cost,
+    job_row,
+    parse_filter,
+)
 from console.ledger import LedgerEntry, ObservedCosts, forecast_schedule
 from console.metrics import MetricsReader
 from console.oncall.forecast import forecast_job
@@ -218,6 +227,8 @@ def plan_bulk(
     filt = parse_filter(filter_text)
     if filt.empty:
         raise BulkRefused("a bulk action needs a filter (e.g. tenant:acme, label:env=dev, stage:running)")
+    if problem := filter_problem(filter_text, (*JOB_STAGES, *SCHEDULE_STAGES)):
+        raise BulkRefused(problem)  # a typo must not widen or empty what a bulk action changes
     now = now or datetime.now(UTC)
     prices = prices or shipped_price_book()
     items: list[BulkItem] = []

@@ -15,7 +15,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Input, Static
 
-from console.jobs import JobRow, clean_log_line, parse_filter, unknown_filter_keys
+from console.jobs import JobRow, clean_log_line, filter_problem, parse_filter
 from console.ui import keys
 from console.ui.widgets.jobs_table import JobsTable, RowSource
 from console.ui.widgets.quiet import update_if_changed
@@ -90,16 +90,13 @@ class JobsPane(Vertical):
                     overflow="ellipsis",
                 )
             )
-        unknown = unknown_filter_keys(text)
-        if unknown:  # said even while the box is open: the user is typing it
+        problem = filter_problem(text)
+        if problem:  # said even while the box is open: the user is typing it
             state.display = True
             update_if_changed(
                 state,
                 Text(
-                    clean_log_line(
-                        f" unknown filter key {', '.join(k + ':' for k in unknown)} searched as words; "
-                        "keys: tenant: stage: label:"
-                    ),
+                    clean_log_line(f" {problem}"),
                     style="bold red",
                     no_wrap=True,
                     overflow="ellipsis",
