@@ -9,7 +9,9 @@ and counts the rest in one, `TOASTS_PER_PASS`), and each goes to the `[notify]` 
 terminal escapes (bell, OSC 9 / 777) are written by the UI thread, the webhooks by the
 notifier's own thread. The pass's forecasts, stalls and long waits in SCHEDULING mark the jobs
 table's rows (`STALL 14m`, `TMOUT+12m`, `WAIT 12h`), and the status line counts them and the
-SCHEDULING queue (`2 STALLED  1 TMOUT  3 WAIT h200x8 12h`).
+SCHEDULING queue (`2 STALLED  1 TMOUT  3 WAIT h200x8 12h`); a schedule failing
+`notify.schedule_failures` runs in a row leads its fleet row's Schedule cell (`FAIL 3x`) and is
+counted in the status line (`1 SCHED FAIL`).
 
 A pass never blocks the UI: it runs in a thread, a pass still running skips the next tick, and a
 failing pass (the backend gone, the store unreadable) is said once as a warning and tried again
@@ -163,7 +165,9 @@ class OnCallWatch:
         try:
             self.app.jobs_table.show_oncall(self.marks)
             self.app.query_one(StatusLine).set_oncall(len(report.stalled), len(report.overruns),
-                                                      queue_tag(report.queue), bool(report.stuck))
+                                                      queue_tag(report.queue), bool(report.stuck),
+                                                      len(report.failing))
+            self.app.fleet_table.show_failing({s.scheduled_job_id: s.failures for s in report.failing})
         except Exception:  # the app is closing: nothing to mark
             pass
 

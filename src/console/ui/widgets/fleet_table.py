@@ -5,13 +5,16 @@ row trains: `sft`, `dpo`, `kto`, `emb` with its encoder, `bld` the builder model
 `lora`; after the money, so 80 columns still show $/month), schedule (in words), flavor, base model
 and where the adapter went. Tenants whose last run failed, whose schedule
 is suspended or whose adapter is older than its cadence are flagged in the first column and
-coloured. Rows update in place by tenant id; :class:`FleetTable.TenantSelected` is posted when the
+coloured; a schedule whose runs failed `notify.schedule_failures` times in a row (the on-call
+pass's `failing`, :meth:`FleetTable.show_failing`) leads its Schedule cell with `FAIL 3x`.
+Rows update in place by tenant id; :class:`FleetTable.TenantSelected` is posted when the
 highlighted tenant changes. The builder model is a row of its own, after the tenants (as
 `console fleet show` lists it).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -54,6 +57,10 @@ def kind_cell(row: TenantRow) -> str:
     return short
 
 
+_FAILING = re.compile(r"FAIL \d+x ")
+"""How a Schedule cell of a schedule failing in a row begins."""
+
+
 def _flag(row: TenantRow) -> tuple[str, str]:
     if row.failed:
         return "!", "bold red"
@@ -88,6 +95,8 @@ class FleetTable(KeyedTable):
         """Failed job id -> why, in a word or two (`show_reasons`): the Last run cell of a tenant
         whose last run failed says it instead of ERROR."""
         self._now: datetime | None = None
+        self.failing: dict[str, int] = {}
+        """Scheduled job id -> its runs failed in a row, for the schedules the on-call pass flags."""
 
     def on_mount(self) -> None:
         for key, label, width in COLUMNS:
@@ -121,6 +130,9 @@ class FleetTable(KeyedTable):
             schedule = f"{row.schedule} ({row.schedule_words or row.schedule})"
         else:
             schedule = "ad hoc"
+        failures = self.failing.get(row.scheduled_job_id or "")
+        if failures:
+            schedule = f"FAIL {failures}x {schedule}"
         if row.suspended:
             next_run = "suspended"
         else:
@@ -157,7 +169,11 @@ class FleetTable(KeyedTable):
         tenant.append(mark, style=style)
         tenant.append(plain(row.tenant, style if row.failed or row.stale else ""))
         schedule_text = values[8].removesuffix("=") if row.suspended else values[8]
-        schedule = plain(schedule_text, "yellow" if row.suspended else "" if row.schedule else "dim")
+        failing = _FAILING.match(schedule_text)
+        schedule = plain(schedule_text[failing.end():] if failing else schedule_text,
+                         "yellow" if row.suspended else "" if row.schedule else "dim")
+        if failing:
+            schedule = Text.assemble(plain(failing.group(0), "bold red"), schedule)
         return (
             tenant,
             plain(values[1], STAGE_STYLES.get(row.last_stage or "", "dim")),
@@ -224,6 +240,17 @@ class FleetTable(KeyedTable):
             return
         self.reasons.update(new)
         rows = [r for r in self.rows_by_tenant.values() if r.failed and r.last_job_id in new]
+        if rows:
+            self.refresh_rows(rows, self._now or datetime.now(UTC))
+
+    def show_failing(self, failing: dict[str, int]) -> None:
+        """Flag the schedules whose runs failed in a row (scheduled job id -> how many), and clear
+        the ones no longer failing."""
+        if failing == self.failing:
+            return
+        changed = {k for k in set(failing) | set(self.failing) if failing.get(k) != self.failing.get(k)}
+        self.failing = dict(failing)
+        rows = [r for r in self.rows_by_tenant.values() if r.scheduled_job_id in changed]
         if rows:
             self.refresh_rows(rows, self._now or datetime.now(UTC))
 
