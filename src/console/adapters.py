@@ -223,3 +223,57 @@ def confirmation(versions: Versions, target: AdapterVersion) -> str:
     current = versions.live
     before = current.describe() if current else "nothing"
     return f"{versions.repo_id}: move {versions.live_tag} from {before} to {target.describe()}?"
+
+
+CHECKPOINT_DIR = "last-checkpoint"
+"""Where a run's latest full checkpoint is on its branch (the recipes' hub_strategy="checkpoint")."""
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """The last checkpoint a run pushed to its branch: what a resume starts from."""
+
+    repo_id: str
+    run: str
+    step: int
+    steps_total: int | None
+    commit: str
+
+    @property
+    def branch(self) -> str:
+        return f"{RUN_BRANCH_PREFIX}{self.run}"
+
+    @property
+    def done_fraction(self) -> float:
+        """The share of the run already trained (0 when the run's length is not known)."""
+        if not self.steps_total or self.steps_total <= 0:
+            return 0.0
+        return min(max(self.step / self.steps_total, 0.0), 0.99)
+
+    def describe(self) -> str:
+        of = f"/{self.steps_total}" if self.steps_total else ""
+        return f"step {self.step}{of} at hf://{self.repo_id}@{self.branch}/{CHECKPOINT_DIR} ({self.commit[:8]})"
+
+
+def last_checkpoint(api: Any, repo_id: str, run: str) -> Checkpoint | None:
+    """The last checkpoint `run` pushed (its branch's last-checkpoint/trainer_state.json), or None
+    when it pushed none or the repo cannot be read."""
+    from huggingface_hub.errors import HfHubHTTPError
+
+    branch = f"{RUN_BRANCH_PREFIX}{run}"
+    try:
+        refs = api.list_repo_refs(repo_id)
+        head = next((b.target_commit for b in refs.branches if b.name == branch), None)
+        if head is None:
+            return None
+        path = api.hf_hub_download(repo_id, f"{CHECKPOINT_DIR}/trainer_state.json", revision=head)
+        with open(path, encoding="utf-8") as fh:
+            state = json.loads(fh.read(4_000_000))
+    except (HfHubHTTPError, OSError, ValueError):
+        return None
+    step = state.get("global_step") if isinstance(state, dict) else None
+    if not isinstance(step, int) or isinstance(step, bool) or step <= 0:
+        return None
+    total = state.get("max_steps")
+    total = total if isinstance(total, int) and not isinstance(total, bool) and total > 0 else None
+    return Checkpoint(repo_id=repo_id, run=run, step=step, steps_total=total, commit=head)

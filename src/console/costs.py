@@ -89,6 +89,8 @@ class RunSpec:
     unsloth: bool = False
     max_steps: int | None = None
     batch_size: int = vram.DEFAULT_BATCH_SIZE
+    done_fraction: float = 0.0
+    """The share already trained: a run resumed from a checkpoint trains only the rest."""
 
     def validate(self) -> RunSpec:
         check_range("model_b", self.model_b)
@@ -98,6 +100,8 @@ class RunSpec:
             type(self.max_steps) is not int or not 1 <= self.max_steps <= 10_000_000
         ):
             raise CostInputError(f"max_steps must be a whole number from 1 to 10000000, got {self.max_steps!r}")
+        if not (isinstance(self.done_fraction, int | float) and 0.0 <= self.done_fraction < 1.0):
+            raise CostInputError(f"done fraction must be from 0 to below 1, got {self.done_fraction!r}")
         if type(self.batch_size) is not int or not 1 <= self.batch_size <= 65536:
             raise CostInputError(f"batch size must be a whole number from 1 to 65536, got {self.batch_size!r}")
         return self
@@ -163,7 +167,7 @@ def estimate_run(
     hours = BASE_HOURS_PER_B_PER_1K_EXAMPLES * spec.model_b * (spec.examples / 1000.0) * spec.epochs
     if spec.max_steps:  # the run stops at max_steps: it sees max_steps x batch examples
         hours = BASE_HOURS_PER_B_PER_1K_EXAMPLES * spec.model_b * (spec.examples_seen() / 1000.0)
-    hours = hours * multiplier * calibration_factor
+    hours = hours * multiplier * calibration_factor * (1.0 - spec.done_fraction)
     basis = hours
     if spec.unsloth:
         hours /= UNSLOTH_SPEEDUP
@@ -244,6 +248,28 @@ def timeout_rule(est: Estimate, buffer: float) -> str:
         f"{format_duration(est.timeout_overhead_s)} set-up and push) x {buffer:g} = "
         f"{format_duration(est.timeout_seconds)}"
     )
+
+
+def resumed_timeout(
+    est: Estimate, buffer: float, *, steps_done: int, steps_total: int | None, ran_seconds: float | None
+) -> tuple[int, str]:
+    """The timeout of a run resumed from a checkpoint, and its rule in words: the padded estimate
+    of what is left (`est`, from a RunSpec with its `done_fraction`), or, when the killed run showed
+    itself slower, what is left at the pace it measured (its running time per step, set-up
+    included), padded the same way: a resumed run is never given the timeout that just killed it."""
+    rule = timeout_rule(est, buffer)
+    timeout = est.timeout_seconds
+    if steps_total and ran_seconds and steps_done > 0 and steps_total > steps_done:
+        left_h = (steps_total - steps_done) * (ran_seconds / steps_done) / 3600
+        measured = padded_timeout_seconds(left_h, buffer, est.timeout_overhead_s)
+        if measured > timeout:
+            timeout = measured
+            rule = (
+                f"({format_duration(left_h * 3600)} for steps {steps_done + 1}-{steps_total} at the "
+                f"{format_duration(ran_seconds)}/{steps_done} steps the killed run took + "
+                f"{format_duration(est.timeout_overhead_s)} set-up and push) x {buffer:g} = {format_duration(timeout)}"
+            )
+    return timeout, rule
 
 
 def billed_seconds(running_seconds: float, granularity: str = "minute", *, timeout_s: float | None = None) -> float:

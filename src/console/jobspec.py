@@ -109,6 +109,7 @@ _ARG_FIELDS: tuple[tuple[str, str], ...] = (
     ("--lora-alpha", "lora_alpha"),
     ("--hub-model-id", "hub_model_id"),
     ("--promote", "promote"),
+    ("--resume-from", "resume_from"),
     ("--run-name", "run_name"),
     ("--trackio-project", "trackio_project"),
     ("--trackio-space-id", "trackio_space_id"),
@@ -180,6 +181,10 @@ class TrainingRequest:
     promote: str | None = None
     """The live-tag policy of a run that pushes: on_pass moves it; None leaves it to an engineer
     (the recipes' `--promote`, default manual)."""
+    resume_from: str | None = None
+    """The run whose last pushed checkpoint this run continues from (the recipes' `--resume-from`)."""
+    resume_done: float = 0.0
+    """The share of the run that checkpoint already trained (the estimate counts the rest)."""
     run_name: str | None = None
     trackio_project: str | None = None
     trackio_space_id: str | None = None
@@ -194,7 +199,8 @@ class TrainingRequest:
         """The cost model's inputs; a run with `max_steps` is counted in steps of its recipe's batch."""
         batch = RECIPE_BATCH_SIZE.get(self.kind, vram.DEFAULT_BATCH_SIZE)
         steps = self.max_steps if self.max_steps and self.max_steps > 0 else None
-        return RunSpec(self.model_b, self.examples, self.epochs, self.flavor, self.unsloth, steps, batch)
+        return RunSpec(self.model_b, self.examples, self.epochs, self.flavor, self.unsloth, steps, batch,
+                       done_fraction=self.resume_done if self.resume_from else 0.0)
 
     def run_shape(self) -> vram.RunShape:
         """How the run uses GPU memory (the recipes' batch and length defaults)."""
@@ -492,6 +498,8 @@ def build_submission(
         raise SubmissionError(f"encoder must be one of {', '.join(ENCODERS)}, got {req.encoder!r}")
     if training and req.hub_model_id and (why := hub_model_id_problem(req.hub_model_id)):
         raise SubmissionError(f"hub_model_id {why}")
+    if req.resume_from is not None and (not training or not req.hub_model_id):
+        raise SubmissionError("resume_from needs a training run with a hub_model_id (the repo holding the checkpoint)")
     if backend_kind == "hub" and training:
         if not req.hub_model_id:
             raise SubmissionError(
@@ -682,6 +690,14 @@ _TIMED_OUT_AFTER = re.compile(r"timed out after ((?:\d+\s*[hms]\s*)+)", re.IGNOR
 _DURATION_PART = re.compile(r"(\d+)\s*([hms])", re.IGNORECASE)
 
 
+def timed_out(info: Any) -> bool:
+    """Whether the job was killed by its timeout: an ERROR whose message says so ("Job timed out
+    after 2m 5s"), as the embedded server and the Jobs API write it."""
+    status = getattr(info, "status", None)
+    message = str(getattr(status, "message", None) or "")
+    return str(getattr(status, "stage", "")).upper() == "ERROR" and "timed out" in message.lower()
+
+
 def run_limit_seconds(info: Any) -> float | None:
     """The most a job can run, in seconds: its timeout x its attempts (each attempt has the whole
     timeout), or None when the job does not say. JobInfo carries no timeout, so it is the `timeout`
@@ -814,6 +830,7 @@ def read_request(info: Any) -> TrainingRequest | None:
         lora_r=_int("lora_r"),
         lora_alpha=_int("lora_alpha"),
         promote=values.get("promote") if values.get("promote") in PROMOTE_POLICIES else None,
+        resume_from=values.get("resume_from"),
         hub_model_id=values.get("hub_model_id"),
         run_name=values.get("run_name") or labels.get("run"),
         scheduled=getattr(info, "job_spec", None) is not None and "run_name" not in values,

@@ -56,6 +56,10 @@ class IncidentFacts:
     """Section -> why it could not be read."""
     log_since: datetime | None = None
     """The log section holds the lines from this time on, each with its time (`--since`)."""
+    checkpoint: Any = None
+    """The last checkpoint the run pushed to its branch (`adapters.last_checkpoint`), if any."""
+    repo: str | None = None
+    """The Hub repo the run pushes to, when it names one."""
 
 
 def incidents_dir() -> Path:
@@ -96,6 +100,15 @@ def gather(
             f"the job has finished ({job.status.stage}): the Jobs API keeps no metrics after the end"
         )
     facts.run = jobspec.trackio_run_name(job.id, jobspec.labels_of(job))
+    request = jobspec.read_request(job)
+    facts.repo = request.hub_model_id if request is not None else None
+    if facts.repo and facts.run:
+        from console.adapters import last_checkpoint
+
+        try:
+            facts.checkpoint = last_checkpoint(api, facts.repo, facts.run)
+        except Exception as exc:
+            facts.problems["Checkpoint"] = f"{facts.repo}: {plain(exc)}"
     if reader is None or not facts.run:
         facts.problems["Trackio"] = "no Trackio run for this job (no run label)" if not facts.run \
             else "no Trackio reader"
@@ -265,6 +278,19 @@ def render(facts: IncidentFacts, *, now: datetime | None = None,
         add(f"No Trackio data for run `{_cell(m.run)}` in project `{_cell(m.project)}`.")
     else:
         add(_cell(facts.problems.get("Trackio", "not read")))
+    add("")
+
+    add("## Checkpoint")
+    add("")
+    if facts.checkpoint is not None:
+        c = facts.checkpoint
+        add(f"- Last checkpoint: {_cell(c.describe())}")
+        add(f"- Resume from it: `R` in the console on this job, or the run's arguments plus "
+            f"`--resume-from {_cell(c.run)}`")
+    elif facts.repo:
+        add(_cell(facts.problems.get("Checkpoint", f"no checkpoint pushed to {facts.repo} by run {facts.run or '-'}")))
+    else:
+        add("The run pushes to no Hub repo: nothing to resume from.")
     add("")
 
     add("## Reproduce")

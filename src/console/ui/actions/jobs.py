@@ -184,7 +184,9 @@ def _wait_terminal(api: Any, job_id: str, namespace: str, poll: float = 1.0, lim
 
 def rerun(app: ConsoleBase) -> None:
     """Run the selected job again: a console job from its request (fresh timeout and estimate),
-    any other job from its image, command, env and flavor (its secrets are not copied)."""
+    any other job from its image, command, env and flavor (its secrets are not copied). A console
+    run killed by its timeout that pushed a checkpoint is offered a resume from it instead, with a
+    timeout for what is left (the checkpoint is looked up off the UI thread)."""
     if refuse_if_read_only(app, "rerun"):
         return
     job = app.selected_job()
@@ -193,6 +195,40 @@ def rerun(app: ConsoleBase) -> None:
         app.notify("No job selected", severity="warning")
         return
     request = jobspec.read_request(info)
+    run_name = jobspec.trackio_run_name(job.id, jobspec.labels_of(info)) if request else None
+    if request is not None and request.hub_model_id and run_name and jobspec.timed_out(info):
+        from console.adapters import last_checkpoint
+
+        repo = request.hub_model_id
+
+        def look() -> None:
+            try:
+                checkpoint = last_checkpoint(app.api, repo, run_name)
+            except Exception:  # noqa: BLE001 - no checkpoint known: a plain rerun
+                checkpoint = None
+            app.call_from_thread(_rerun, app, job, info, request, checkpoint)
+
+        app.run_worker(look, thread=True, group="actions", exit_on_error=False,
+                       description=f"look for {run_name}'s last checkpoint")
+        return
+    _rerun(app, job, info, request, None)
+
+
+def _resumed(app: ConsoleBase, info: Any, request: TrainingRequest, checkpoint: Any) -> tuple[TrainingRequest, str]:
+    """The request that resumes from `checkpoint`, with its timeout for what is left, and the rule."""
+    from console.costs import estimate_run, resumed_timeout
+
+    resumed = replace(request, resume_from=checkpoint.run, resume_done=checkpoint.done_fraction)
+    buffer = app.cfg.defaults.timeout_buffer
+    est = estimate_run(resumed.run_spec(), app.prices, timeout_buffer=buffer,
+                       timeout_overhead_s=app.cfg.defaults.timeout_overhead_s)
+    ran = jobspec.run_limit_seconds(info)
+    timeout, rule = resumed_timeout(est, buffer, steps_done=checkpoint.step, steps_total=checkpoint.steps_total,
+                                    ran_seconds=ran)
+    return replace(resumed, timeout_seconds=timeout), rule
+
+
+def _rerun(app: ConsoleBase, job: Any, info: Any, request: TrainingRequest | None, checkpoint: Any) -> None:
     ns = app.namespace
     if request is not None:
         request = replace(
@@ -202,6 +238,13 @@ def rerun(app: ConsoleBase) -> None:
             timeout_seconds=None,
             ssh=bool(job.ssh_url) or app.backend_kind == "local",
         )
+        rule = ""
+        if checkpoint is not None:
+            try:
+                request, rule = _resumed(app, info, request, checkpoint)
+            except Exception as exc:  # noqa: BLE001 - a cost input the model refuses
+                app.notify(f"Resume refused: {exc}", severity="error")
+                return
         try:
             sub = jobspec.build_submission(
                 request,
@@ -213,16 +256,25 @@ def rerun(app: ConsoleBase) -> None:
                 owners=dataset_owners(app),
             )
         except jobspec.SubmissionError as exc:
-            app.notify(f"Rerun refused: {exc}", severity="error")
+            app.notify(f"{'Resume' if checkpoint else 'Rerun'} refused: {exc}", severity="error")
             return
         details = submission_details(sub, request.tenant, app.prices)
+        verb = "Resume" if checkpoint else "Rerun"
+        if checkpoint is not None:
+            details = [
+                f"resumes {checkpoint.run} (killed by its timeout) from its last checkpoint: {checkpoint.describe()}",
+                f"what is left: {100 - round(checkpoint.done_fraction * 100)}% of the run; timeout {rule}",
+                *details,
+                "to start over instead: s (submit) with the same settings",
+            ]
 
         def run_again() -> str:
             if app.backend_kind == "hub" and (why := BaseModelCheck(app.api)(request)):
                 raise jobspec.SubmissionError(why)
             new = app.api.run_job(**ship(app.api, sub, ns).run_kwargs(), namespace=ns)
-            return f"Rerun of {job.id}: {new.id} ({request.tenant})"
+            return f"{verb} of {job.id}: {new.id} ({request.tenant})"
     else:
+        verb = "Rerun"
         details = [
             f"tenant {job.tenant}, {job.kind} on {job.flavor}",
             "dataset and destination unknown: not a console job (its own command, env and flavor)",
@@ -242,12 +294,12 @@ def rerun(app: ConsoleBase) -> None:
 
     confirm_then_run(
         app,
-        f"Run job {job.id} again?",
+        f"Resume job {job.id} from step {checkpoint.step}?" if checkpoint else f"Run job {job.id} again?",
         details,
-        yes_label="Rerun",
-        description=f"Rerun {job.id}",
+        yes_label=verb,
+        description=f"{verb} {job.id}",
         fn=run_again,
-        declined="Rerun: not done",
+        declined=f"{verb}: not done",
     )
 
 

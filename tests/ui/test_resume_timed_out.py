@@ -1,0 +1,63 @@
+"""`R` on a run killed by its timeout offers to resume it from the last checkpoint it pushed, with
+a timeout for what is left (the rule in words) and its cost; the resumed run ends PASS with its step
+count continuing from the checkpoint. A real run on the embedded server, pushing to its Hub, slowed
+per step (as on a slow GPU) so that its timeout kills it mid-way."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from tests.ui.conftest import wait_for, wait_thread
+
+from console import jobspec
+from console.adapters import last_checkpoint
+from console.jobspec import TrainingRequest
+from console.oncall.incident import gather, render
+from console.ui.app import ConsoleApp
+from console.ui.screens.confirm import ConfirmScreen
+
+DATA = Path(__file__).resolve().parents[2] / "training" / "data"
+PROGRESS = re.compile(r"^progress step=(\d+)/(\d+) ")
+
+
+async def test_r_resumes_a_timed_out_run_from_its_checkpoint_and_it_passes(backend, cfg):
+    api, ns = backend.api, backend.namespace
+    repo = f"{ns}/adapter-acme"
+    req = TrainingRequest(tenant="acme", dataset=str(DATA / "acme.jsonl"), max_steps=40, learning_rate=5e-3,
+                          lora_r=8, lora_alpha=16, hub_model_id=repo, run_name="acme-slow", timeout_seconds=30,
+                          extra_env={"CONSOLE_STEP_DELAY_S": "0.6"})
+    sub = jobspec.build_submission(req, backend_kind="local", token=api.token)
+    job = api.run_job(**sub.run_kwargs(), namespace=ns)
+    done = await wait_thread(api.wait_for_job, job.id, timeout=120, poll_interval=0.5, namespace=ns)
+    assert jobspec.timed_out(done), done.status
+    checkpoint = last_checkpoint(api, repo, "acme-slow")
+    assert checkpoint is not None and 0 < checkpoint.step < 40 and checkpoint.steps_total == 40
+    bundle = render(gather(api, job.id, namespace=ns))  # the incident bundle names it
+    assert f"- Last checkpoint: step {checkpoint.step}/40 at hf://{repo}@runs/acme-slow/last-checkpoint" in bundle
+
+    app = ConsoleApp(cfg, backend, refresh_seconds=0.3, stream_metrics=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: job.id in app.jobs_table.rows_by_id)
+        app.jobs_table.select_job(job.id)
+        before = {j.id for j in api.list_jobs(namespace=ns)}
+        await pilot.press("R")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), timeout=30)
+        screen = app.screen
+        assert f"Resume job {job.id} from step {checkpoint.step}?" in screen.title_text
+        text = "\n".join(screen.details)
+        assert f"resumes acme-slow (killed by its timeout) from its last checkpoint: step {checkpoint.step}/40" in text
+        assert "what is left:" in text and "timeout (" in text and "set-up and push" in text
+        await pilot.press("y")
+        await wait_for(pilot, lambda: {j.id for j in api.list_jobs(namespace=ns)} - before, timeout=30)
+    (new_id,) = {j.id for j in api.list_jobs(namespace=ns)} - before
+    resumed = await wait_thread(api.wait_for_job, new_id, timeout=240, poll_interval=0.5, namespace=ns)
+    logs = list(api.fetch_job_logs(job_id=new_id, namespace=ns))
+    assert resumed.status.stage == "COMPLETED", "\n".join(logs[-40:])
+    assert logs[-1].startswith("VERDICT: PASS ") and " steps=40 " in logs[-1], logs[-1]
+    at = last_checkpoint(api, repo, "acme-slow").step
+    assert f"resuming from acme-slow step={at}" in "\n".join(logs)
+    steps = [int(m.group(1)) for m in map(PROGRESS.match, logs) if m]
+    assert steps[0] == at + 1 and steps[-1] == 40
+    # the resumed run's timeout covers what is left, never the one that killed the first run
+    assert jobspec.read_request(api.inspect_job(job_id=new_id, namespace=ns)).resume_from == "acme-slow"
