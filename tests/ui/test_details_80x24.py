@@ -9,7 +9,8 @@ import subprocess
 import sys
 
 import pytest
-from tests.ui.conftest import notes, run_python, schedule_python, type_into, wait_for
+from tests.jobwait import wait_stage
+from tests.ui.conftest import notes, run_python, schedule_python, type_into, wait_for, wait_thread
 from textual.widgets import Input
 from textual.widgets._footer import FooterKey
 
@@ -228,3 +229,39 @@ def test_a_bulk_filter_with_an_unknown_stage_is_refused_naming_it(served):
         "console: bulk: stage 'runing' is none of: scheduling running completed canceled error deleted "
         "scheduled suspended")
     assert [j.status.stage for j in backend.api.list_jobs(namespace=NS)] != ["CANCELED"]
+
+
+def _passing_run(adapter: str) -> str:
+    return (f"print('progress step=1/1 loss=0.5', flush=True)\n"
+            f"print('saved adapter={adapter}', flush=True)\n"
+            "print('VERDICT: PASS last_loss=0.5', flush=True)\n")
+
+
+def _screen_rows(app) -> list[str]:
+    return ["".join(segment.text for segment in strip._segments) for strip in app.screen._compositor.render_strips()]
+
+
+async def test_the_fleet_keeps_the_tenant_in_view_and_names_each_adapter(backend, cfg, tmp_path):
+    local = tmp_path / "data" / "artifacts" / "acme-6b1080146a56382a98489b34"
+    runs = [run_python(backend, _passing_run(str(local)), tenant="acme"),
+            run_python(backend, _passing_run("hf://ops/globex-lora"), tenant="globex")]
+    for job in runs:
+        assert await wait_thread(wait_stage, backend, job.id) == "COMPLETED"
+    app = ConsoleApp(cfg, backend, refresh_seconds=0.3, stream_metrics=False, start_tab="fleet",
+                     watch_seconds=None)
+    async with app.run_test(size=(80, 24)) as pilot:
+        table = app.fleet_table
+        await wait_for(pilot, lambda: all(table.rows_by_tenant.get(t) and table.rows_by_tenant[t].adapter
+                                          for t in ("acme", "globex")), timeout=60, what="both outcomes")
+        await wait_for(pilot, lambda: str(table.get_cell("acme", "adapter")) != "-", what="the Adapter cells")
+        # the adapter's name (the run's folder, the Hub repo id), not the tail of a path
+        assert str(table.get_cell("acme", "adapter")) == "acme-6b1080146a56382a98…"
+        assert str(table.get_cell("globex", "adapter")) == "ops/globex-lora"
+        table.focus()
+        table.scroll_to(x=table.max_scroll_x, animate=False)  # the last columns: Adapter, ...
+        await pilot.pause(0.2)
+        assert table.scroll_x > 0
+        rows = [r for r in _screen_rows(app) if "globex-lora" in r]
+        assert rows, _screen_rows(app)
+        # the Tenant column stays at the left of the scrolled row
+        assert re.match(r"^\s*[!~= ]?globex\b", rows[0]), rows[0]

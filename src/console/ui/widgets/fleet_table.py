@@ -30,6 +30,9 @@ from console.ui.widgets.keyed_table import KeyedTable
 
 AGE_TICK_SECONDS = 1.0
 """How often the rows on screen are redrawn against the clock (their Age column)."""
+ADAPTER_WIDTH = 24
+"""Columns of the Adapter cell."""
+
 COLUMNS = (
     ("tenant", "Tenant", 10),
     ("last", "Last run", 10),
@@ -42,7 +45,7 @@ COLUMNS = (
     ("schedule", "Schedule", 28),
     ("flavor", "Flavor", 10),
     ("model", "Base model", 14),
-    ("adapter", "Adapter", 24),
+    ("adapter", "Adapter", ADAPTER_WIDTH),
 )
 
 
@@ -59,6 +62,16 @@ def kind_cell(row: TenantRow) -> str:
 
 _FAILING = re.compile(r"FAIL \d+x ")
 """How a Schedule cell of a schedule failing in a row begins."""
+
+
+def adapter_name(adapter: str | None, width: int = ADAPTER_WIDTH) -> str:
+    """Where a tenant's weights went, by name: the Hub repo id of `hf://org/name`, the run's folder
+    of a local path (`/data/artifacts/acme-6b10...` -> `acme-6b10...`); cut at the end, so the
+    name's start (the tenant, the org) stays; `-` when no run said."""
+    if not adapter:
+        return "-"
+    name = adapter.removeprefix("hf://") if adapter.startswith("hf://") else adapter.rstrip("/").rsplit("/", 1)[-1]
+    return name if len(name) <= width else name[: width - 1] + "…"
 
 
 def _flag(row: TenantRow) -> tuple[str, str]:
@@ -86,7 +99,7 @@ class FleetTable(KeyedTable):
         tenant: str
 
     def __init__(self, *, id: str | None = None) -> None:
-        super().__init__(id=id, cursor_type="row")
+        super().__init__(id=id, cursor_type="row", fixed_columns=1)  # the Tenant stays as it scrolls
         self.column_keys = tuple(key for key, _, _ in COLUMNS)
         self.rows_by_tenant: dict[str, TenantRow] = {}
         self._pending: tuple[list[TenantRow], datetime] | None = None
@@ -140,9 +153,7 @@ class FleetTable(KeyedTable):
         loss = "-" if row.last_loss is None else f"{row.last_loss:.3g}"
         if row.loss_trend:
             loss = f"{loss} {row.loss_trend}"
-        adapter = row.adapter or "-"
-        if len(adapter) > 24:
-            adapter = "…" + adapter[-23:]
+        adapter = adapter_name(row.adapter)
         age = format_age(row.last_at, now).removesuffix(" ago")
         last = row.last_stage or "never"
         if row.failed and row.last_job_id in self.reasons:
