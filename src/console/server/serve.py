@@ -5,6 +5,11 @@
 ``stop()`` ends the HTTP server, then kills the jobs still running (they end in ERROR, "the server
 stopped while the job was running") and closes the database. The server never binds anything but
 loopback.
+
+Stopping waits (up to :data:`GRACEFUL_SECONDS`) for the requests in flight to be answered, but not
+for followers: a job's log or metrics stream ends only with its job, so a stopping server closes
+those connections at once (the follower sees its connection end) instead of holding the stop for
+the whole wait.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import socket
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import uvicorn
 
@@ -27,6 +33,9 @@ from console.server.faults import FaultMiddleware, FaultPlan, faults_enabled_by_
 from console.server.shapes import HfShapes, strict_by_env
 
 HOST = "127.0.0.1"
+GRACEFUL_SECONDS = 2.0
+"""How long a stopping server waits for the requests in flight to be answered."""
+_EVENT_STREAM = b"text/event-stream"
 
 
 class ServerBusyError(RuntimeError):
@@ -76,6 +85,61 @@ def bind_loopback(port: int) -> socket.socket:
     return sock
 
 
+class _Followers:
+    """ASGI middleware noting the requests answered with an event stream (a job's log or metrics,
+    followed until the job ends): the ones a stopping server does not wait for."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.scopes: dict[int, Any] = {}
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def noting_send(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                for name, value in message.get("headers") or ():
+                    if name.lower() == b"content-type" and value.startswith(_EVENT_STREAM):
+                        self.scopes[id(scope)] = scope
+            await send(message)
+
+        try:
+            await self.app(scope, receive, noting_send)
+        finally:
+            self.scopes.pop(id(scope), None)
+
+    def follows(self, scope: Any) -> bool:
+        return scope is not None and self.scopes.get(id(scope)) is scope
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server, whose shutdown closes the followers' connections instead of waiting them
+    out: the requests in flight still get the graceful wait."""
+
+    def __init__(self, config: uvicorn.Config, followers: _Followers) -> None:
+        super().__init__(config)
+        self.followers = followers
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        closer = asyncio.get_running_loop().create_task(self._close_followers())
+        try:
+            await super().shutdown(sockets)
+        finally:
+            closer.cancel()
+
+    async def _close_followers(self) -> None:
+        # Each pass until the shutdown ends: a keep-alive connection may begin a follow late.
+        while True:
+            for connection in list(self.server_state.connections):
+                cycle = getattr(connection, "cycle", None)
+                transport = getattr(connection, "transport", None)
+                if transport is not None and self.followers.follows(getattr(cycle, "scope", None)):
+                    transport.close()  # the stream sees a disconnect and ends; the client, a cut
+            await asyncio.sleep(0.02)
+
+
 class LocalServer:
     """The Jobs server on loopback; use as a context manager or call start()/stop()."""
 
@@ -99,7 +163,7 @@ class LocalServer:
             self.faults = FaultPlan()
             self.app = FaultMiddleware(self.app, self.faults, self.token)
         self._sock: socket.socket | None = None
-        self._uvicorn: uvicorn.Server | None = None
+        self._uvicorn: _Server | None = None
         self._thread: threading.Thread | None = None
         self._lock_fd: int | None = None
         self.port: int | None = None
@@ -143,16 +207,17 @@ class LocalServer:
             raise
         self.port = self._sock.getsockname()[1]
         self.service.runner.hub_endpoint = self.url  # each job's $HF_ENDPOINT: the local Hub
+        followers = _Followers(self.app)
         config = uvicorn.Config(
-            self.app,
+            followers,
             log_level="warning",
             access_log=False,
             lifespan="off",
-            timeout_graceful_shutdown=2,
+            timeout_graceful_shutdown=GRACEFUL_SECONDS,
             ws="none",
             date_header=False,  # the app stamps a fresh one (see app._DateHeader)
         )
-        self._uvicorn = uvicorn.Server(config)
+        self._uvicorn = _Server(config, followers)
         self.service.start()
 
     def start(self) -> str:
