@@ -34,6 +34,22 @@ class AdapterError(Exception):
     """A repo that cannot be read, or a promotion the rules refuse; the message says which."""
 
 
+class NoAdapterRepo(AdapterError):
+    """The repo does not exist (yet): no run of the tenant pushed to it."""
+
+
+def repo_for(tenant: str, requests: Any, template: str | None) -> str | None:
+    """A tenant's adapter repo: the `hub_model_id` of the first of its `requests` (its scheduled
+    job's, then its runs') that names one, else the config's `defaults.hub_model_id` template
+    with `{tenant}` filled in, else None."""
+    from console import jobspec
+
+    for req in requests:
+        if req is not None and req.tenant == tenant and req.hub_model_id:
+            return req.hub_model_id
+    return jobspec.hub_model_id_for(tenant, template)
+
+
 @dataclass(frozen=True)
 class AdapterVersion:
     run: str
@@ -184,7 +200,7 @@ def list_versions(api: Any, repo_id: str, *, live_tag: str = LIVE_TAG, limit: in
             versions.append(_version(run, verdict, branch.target_commit, branch.name,
                                      head.created_at if head else "", manifest, live_commit))
     except RepositoryNotFoundError:
-        raise AdapterError(f"no adapter repo {repo_id} (no run pushed to it yet?)") from None
+        raise NoAdapterRepo(f"no adapter repo {repo_id} (no run pushed to it yet?)") from None
     except HfHubHTTPError as exc:
         raise AdapterError(f"cannot read {repo_id}: {str(exc).splitlines()[0]}") from None
     versions.sort(key=lambda v: v.time, reverse=True)

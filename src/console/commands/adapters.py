@@ -41,18 +41,16 @@ def register(sub, add_common) -> None:
 
 
 def tenant_repo(api, namespace: str, tenant: str, template: str | None) -> str | None:
-    """The tenant's adapter repo: its scheduled job's destination, else the config's template."""
+    """The tenant's adapter repo: its scheduled job's destination, else the config's template
+    (`adapters.repo_for`, the rule the TUI's Live column follows)."""
     from console import jobspec
+    from console.adapters import repo_for
 
     try:
         scheduled = list(api.list_scheduled_jobs(namespace=namespace))
     except Exception:  # noqa: BLE001 - fall back on the template
         scheduled = []
-    for sj in scheduled:
-        req = jobspec.read_request(sj)
-        if req is not None and req.tenant == tenant and req.hub_model_id:
-            return req.hub_model_id
-    return jobspec.hub_model_id_for(tenant, template)
+    return repo_for(tenant, (jobspec.read_request(sj) for sj in scheduled), template)
 
 
 def _line(v) -> str:
