@@ -58,6 +58,10 @@ LOCAL_IMAGE = "console/local-uv"
 TINY_BASE_MODEL = "tiny-random"
 """The recipes' offline base: a toy model with random weights, built on the job from the dataset
 (`training/jobkit/models.py`). For local runs only: on HF Jobs it would train noise on a paid GPU."""
+LOCAL_BASE_MODEL = "console/tiny-causal-lm"
+"""The same tiny model as a model repo of the embedded server's Hub (`training/tiny_base.py` builds
+and pushes it: `console demo` does, once), so a local run loads its base by repo id, as a Hub run."""
+SEED_SCRIPT = "tiny_base.py"
 PREFLIGHT_FLAVOR = "cpu-basic"
 # A dataset check reads the file once: minutes on a CPU flavor (~$0.01), whatever the model size.
 PREFLIGHT_TIMEOUT_SECONDS = 15 * 60
@@ -585,9 +589,9 @@ def build_submission(
         ships, bundle_id = (), ""
         command = ["uv", "run", str(source), *args]
         image = LOCAL_IMAGE
-        if training and req.hub_model_id and token:
-            # the run pushes to the local server's Hub ($HF_ENDPOINT, set by the server), as it
-            # would to huggingface.co: with a token, and online (jobs run offline otherwise)
+        if token and names_hub_repo(req):
+            # the run reads from and pushes to the local server's Hub ($HF_ENDPOINT, set by the
+            # server), as it would huggingface.co: with a token, and online (jobs run offline otherwise)
             secrets["HF_TOKEN"] = token
             env.setdefault("HF_HUB_OFFLINE", "0")
     return Submission(
@@ -607,6 +611,33 @@ def build_submission(
         destination=destination_of(req, run_name),
         ships=ships,
         bundle_id=bundle_id,
+    )
+
+
+def names_hub_repo(req: TrainingRequest) -> bool:
+    """Whether a run reads or writes a Hub repo: its destination, a Hub dataset id, or a Hub base
+    model (not the offline `tiny-random`, not a folder)."""
+    if req.kind in TRAINING_KINDS and req.hub_model_id:
+        return True
+    if req.dataset and not dataset_key(req.dataset).startswith("/"):
+        return True
+    base = req.base_model
+    return req.kind in TRAINING_KINDS and base != TINY_BASE_MODEL and not base.startswith(("/", "./", "../", "~"))
+
+
+def seed_submission(token: str | None, *, script_dir: Path | None = None, repo: str = LOCAL_BASE_MODEL) -> Submission:
+    """The CPU job that builds the tiny base model and pushes it to `repo` of the local server's
+    Hub (`training/tiny_base.py`; a repo that has it is left as it is)."""
+    source = (script_dir or paths.training_dir()) / SEED_SCRIPT
+    return Submission(
+        image=LOCAL_IMAGE,
+        command=["uv", "run", str(source), "--repo", repo],
+        env={"HF_HUB_OFFLINE": "0"},
+        secrets={"HF_TOKEN": token} if token else {},
+        flavor=PREFLIGHT_FLAVOR,
+        timeout_seconds=PREFLIGHT_TIMEOUT_SECONDS,
+        labels={"app": "console-hub", "kind": "seed", "run": label_value(f"seed-{repo}")},
+        destination=f"hf://{repo}",
     )
 
 

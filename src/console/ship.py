@@ -111,3 +111,68 @@ def ship(api: Any, submission: Submission, namespace: str) -> Submission:
         "read_only": True,
     }
     return replace(submission, volumes=(volume,))
+
+
+# ---------------------------------------------------------------------------------------------
+# What the local Hub holds for the demo: the seeded base model and the tenants' dataset repos
+
+SEED_TIMEOUT_S = 600.0
+"""How long the seeding job may take (a torch import and a second of building, under load)."""
+
+
+class SeedError(RuntimeError):
+    """The base model could not be put on the local Hub; the message says why."""
+
+
+def repo_exists(api: Any, repo_id: str, repo_type: str = "model") -> bool:
+    from huggingface_hub.errors import RepositoryNotFoundError, RevisionNotFoundError
+
+    try:
+        api.repo_info(repo_id, repo_type=repo_type)
+    except (RepositoryNotFoundError, RevisionNotFoundError):
+        return False
+    return True
+
+
+def seed_base_model(api: Any, namespace: str, token: str | None, *, repo: str | None = None,
+                    report: Any = print, timeout: float = SEED_TIMEOUT_S) -> str | None:
+    """Put the tiny base model (`jobspec.LOCAL_BASE_MODEL`) on the local server's Hub, once: when
+    the repo has no `config.json`, a CPU job on the server builds and pushes it (the console's
+    process never imports torch). Returns the job id, or None when the model was there already.
+    Raises SeedError when the job fails."""
+    from console import jobspec
+
+    repo = repo or jobspec.LOCAL_BASE_MODEL
+    if repo_exists(api, repo) and api.file_exists(repo, "config.json"):
+        return None
+    sub = jobspec.seed_submission(token, repo=repo)
+    job = api.run_job(**sub.run_kwargs(), namespace=namespace)
+    report(f"Building the base model {repo} on the local Hub: job {job.id}")
+    done = api.wait_for_job(job.id, timeout=timeout, poll_interval=0.5, namespace=namespace)
+    if done.status.stage != "COMPLETED":
+        lines = [line for line in api.fetch_job_logs(job_id=job.id, namespace=namespace) if line.strip()]
+        raise SeedError(f"the base model {repo} was not built (job {job.id} {done.status.stage}): "
+                        f"{lines[-1] if lines else done.status.message or 'no log'}")
+    return job.id
+
+
+def git_blob_oid(data: bytes) -> str:
+    """A file's git blob id (what the Hub's paths-info says of a regular file)."""
+    import hashlib
+
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def upload_dataset(api: Any, repo_id: str, file: Path, *, private: bool = True) -> bool:
+    """A local dataset file as a dataset repo (`repo_id`, the file under its own name), so runs
+    load it by repo id. True when it was uploaded; False when the repo's `main` holds the same
+    bytes already (nothing committed)."""
+    data = file.read_bytes()
+    if repo_exists(api, repo_id, "dataset"):
+        infos = api.get_paths_info(repo_id, [file.name], repo_type="dataset")
+        if infos and getattr(infos[0], "blob_id", None) == git_blob_oid(data):
+            return False
+    api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
+    api.upload_file(path_or_fileobj=data, path_in_repo=file.name, repo_id=repo_id, repo_type="dataset",
+                    commit_message=f"{file.name} from {file.parent.name}/")
+    return True

@@ -28,7 +28,9 @@ def test_the_example_fleet_is_valid():
     assert fleet.env == "demo"
     acme = fleet.tenant("acme")
     assert acme.schedule == "0 3 * * 1" and acme.flavor == "t4-small" and acme.max_steps == 120
-    assert Path(acme.dataset).is_absolute() and Path(acme.dataset).is_file()
+    # every name in it is a Hub repo (of the local Hub, where `console demo` puts them)
+    assert acme.dataset == "console/acme" and acme.base_model == "console/tiny-causal-lm"
+    assert fleet.hub_model_id == "console/adapter-{tenant}"
     assert fleet.tenant("initech").flavor == "a10g-small"  # per-tenant override
     assert fleet.tenant("umbrella").model_b == 3.0
 

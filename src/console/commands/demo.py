@@ -1,10 +1,14 @@
 """`console demo`: the embedded Jobs server with the example fleet, runs already training, the TUI.
 
-Applies `training/fleet.example.toml` to the local backend (idempotent: a second demo reuses the
-same schedules, and creates only the tenants that are missing: a schedule the user rescheduled,
-suspended or edited is never reverted), triggers a couple of tenants' runs unless some are
-already running, then opens the TUI on the jobs tab so a new user sees real jobs training, logs
-streaming and costs within seconds. Always the local backend, whatever the config says.
+Puts on the server's local Hub what the example fleet names, as a fleet on HF Jobs finds it on
+huggingface.co: the tiny base model (`console/tiny-causal-lm`, built once by a CPU job on the
+server) and each tenant's dataset (`training/data/<tenant>.jsonl` as the dataset repo
+`console/<tenant>`, uploaded when it changed). Then applies `training/fleet.example.toml` to the
+local backend (idempotent: a second demo reuses the same schedules, and creates only the tenants
+that are missing: a schedule the user rescheduled, suspended or edited is never reverted),
+triggers a couple of tenants' runs unless some are already running, then opens the TUI on the
+jobs tab so a new user sees real jobs training, logs streaming and costs within seconds. Always
+the local backend, whatever the config says.
 """
 
 from __future__ import annotations
@@ -25,13 +29,37 @@ def register(sub, add_common) -> None:
     p.set_defaults(handler=run)
 
 
+DEMO_DATASET_ORG = "console"
+"""The example fleet's dataset repos: `console/<name>` holds `training/data/<name>.jsonl`."""
+
+
+def demo_datasets(fleet) -> dict:
+    """The example fleet's dataset repos of the local Hub and the file each holds."""
+    from pathlib import Path
+
+    from console import paths
+
+    data = paths.training_dir() / "data"
+    out: dict[str, Path] = {}
+    for tenant in fleet.tenants:
+        org, _, name = tenant.dataset.partition("/")
+        if org == DEMO_DATASET_ORG and (data / f"{name}.jsonl").is_file():
+            out[tenant.dataset] = data / f"{name}.jsonl"
+    return out
+
+
 def setup_demo(backend, cfg, *, trigger: int = 2, report=print) -> list[str]:
     """Apply the example fleet and trigger `trigger` tenants; returns the triggered job ids."""
-    from console import jobspec, paths
+    from console import jobspec, paths, ship
     from console.fleet import apply_plan, load_fleet_file, plan_apply
 
     fleet = load_fleet_file(paths.training_dir() / "fleet.example.toml", backend_kind="local")
     api, ns = backend.api, backend.namespace
+    token = getattr(api, "token", None) or None
+    for repo, file in demo_datasets(fleet).items():
+        if ship.upload_dataset(api, repo, file):
+            report(f"Uploaded {file.parent.name}/{file.name} to the dataset repo {repo}")
+    ship.seed_base_model(api, ns, token, report=report)
     plan = plan_apply(
         fleet,
         list(api.list_scheduled_jobs(namespace=ns)),
@@ -39,6 +67,7 @@ def setup_demo(backend, cfg, *, trigger: int = 2, report=print) -> list[str]:
         timeout_buffer=cfg.defaults.timeout_buffer,
         timeout_overhead_s=cfg.defaults.timeout_overhead_s,
         trackio_project=cfg.trackio.project,
+        token=token,
     )
     # Only missing tenants are created: a schedule the user rescheduled, suspended or edited is
     # theirs, never reverted (nor removed) by running the demo again.

@@ -33,6 +33,11 @@ from console.server.wire import ApiError, iso
 from console.server.xetcas import CasStore
 
 REPO_TYPES = ("model", "dataset")
+HUB_ORGS = ("console",)
+"""Organizations whose repos this server holds beside its user's (as a Hub user's token writes to
+the orgs they belong to): the console's own, where `console demo` puts the tiny base model
+(`console/tiny-causal-lm`), the example tenants' datasets and their adapters, whatever the user's
+name, so the example fleet file names the same repos on every machine."""
 DEFAULT_BRANCH = "main"
 MAX_REGULAR_BYTES = 10 * 1024 * 1024
 """A file this big or bigger is uploaded as LFS (through Xet), as on the Hub."""
@@ -165,9 +170,9 @@ class RepoStore:
     def create(self, repo_type: str, repo_id: str, private: bool) -> bool:
         """Create a repo with its first commit (a .gitattributes); False if it exists."""
         check_repo_id(repo_id, f"{repo_type} repo")
-        if repo_id.split("/")[0] != self.namespace:
+        if repo_id.split("/")[0] not in (self.namespace, *HUB_ORGS):
             raise ApiError(403, f"organization: {repo_id.split('/')[0]!r} is not served here: this local "
-                           f"server holds {self.namespace!r}'s repos")
+                           f"server holds {self.namespace!r}'s repos and {', '.join(map(repr, HUB_ORGS))}'s")
         data = GITATTRIBUTES.encode()
         sha = self._put_blob(data)
         tree = {".gitattributes": Entry(sha, len(data), git_blob_oid(data), False)}
