@@ -265,3 +265,45 @@ async def test_the_fleet_keeps_the_tenant_in_view_and_names_each_adapter(backend
         assert rows, _screen_rows(app)
         # the Tenant column stays at the left of the scrolled row
         assert re.match(r"^\s*[!~= ]?globex\b", rows[0]), rows[0]
+
+
+LONG_LINES = "for i in range(300): print(f'line {i:03d} ' + 'x' * 120, flush=True)"
+
+
+def _top_line(pane) -> str:
+    """The kept line whose text is at the top of the log view."""
+    log = pane.log_widget
+    row = str(log.lines[int(log.scroll_y)]) if log.lines else ""
+    return row.split()[1] if row.startswith("line ") else row
+
+
+async def test_w_keeps_the_log_where_it_was_following_or_reading(backend, cfg):
+    job = run_python(backend, LONG_LINES)
+    assert await wait_thread(wait_stage, backend, job.id) == "COMPLETED"
+    app = ConsoleApp(cfg, backend, refresh_seconds=0.3, stream_metrics=False, watch_seconds=None)
+    async with app.run_test(size=(80, 24)) as pilot:
+        pane = app.log_pane
+        await wait_for(pilot, lambda: pane.job_id == job.id and pane.ended and pane.received >= 300, timeout=30,
+                       what="the whole log")
+        log = pane.log_widget
+        log.focus()
+        await pilot.pause(0.1)
+        assert pane.follow and log.scroll_y == log.max_scroll_y
+        await pilot.press("w")  # following: still at the end, still following
+        await pilot.pause(0.2)
+        assert pane.wrap and pane.follow and log.max_scroll_y > 0 and log.scroll_y == log.max_scroll_y
+        await pilot.press("w")
+        await pilot.pause(0.2)
+        assert not pane.wrap and pane.follow and log.scroll_y == log.max_scroll_y
+        for _ in range(10):  # read back up the log: follow pauses
+            await pilot.press("pageup")
+        await pilot.pause(0.2)
+        assert not pane.follow
+        reading = _top_line(pane)
+        assert reading.isdigit() and 0 < int(reading) < 290
+        await pilot.press("w")  # wrapped: the line read stays at the top
+        await pilot.pause(0.2)
+        assert not pane.follow and _top_line(pane) == reading
+        await pilot.press("w")
+        await pilot.pause(0.2)
+        assert not pane.follow and _top_line(pane) == reading

@@ -249,16 +249,47 @@ class LogPane(Vertical, can_focus=False):
         width = self.log_widget.scrollable_content_region.width or 80
         return max(10, width - 1)
 
-    def _rerender(self) -> None:
+    def _rows(self, line: str) -> int:
+        """Rows kept line `line` takes in the view (more than one when wrapped)."""
+        if not self.wrap:
+            return 1
+        extra = TIME_WIDTH if self.timestamps else 0
+        return max(1, -(-(len(line) + extra) // self._width()))
+
+    def _row_of(self, line: int) -> int:
+        """The view's row where kept line `line` starts."""
+        return sum(self._rows(s) for s in list(self.lines)[:line]) if self.wrap else line
+
+    def _line_at_top(self) -> int | None:
+        """The kept line at the top of the view (None when following: the end is the place)."""
+        if self.follow or not self.lines:
+            return None
+        top, row = int(self.log_widget.scroll_y), 0
+        for i, s in enumerate(self.lines):
+            row += self._rows(s)
+            if row > top:
+                return i
+        return len(self.lines) - 1
+
+    def _rerender(self, top: int | None = None) -> None:
+        """Draw the kept lines again (wrap, times or width changed) where the reader was: at the
+        end when following, else with kept line `top` (as `_line_at_top` said before the change)
+        at the top of the view."""
         log = self.log_widget
         log.clear()
         log.auto_scroll = self.follow
         log.write_lines(self._display(list(self.lines), list(self.times)), scroll_end=self.follow)
+        # the new rows are laid out at the next refresh: scroll then
+        if self.follow:
+            self.call_after_refresh(log.scroll_end, animate=False)
+        elif top is not None:
+            self.call_after_refresh(log.scroll_to, y=self._row_of(top), animate=False)
 
     def on_resize(self) -> None:
         if self.wrap and self._width() != self._wrap_width:
+            top = self._line_at_top()  # where it was (at the last width)
             self._wrap_width = self._width()
-            self._rerender()
+            self._rerender(top)
 
     # -- header ----------------------------------------------------------------------------
 
@@ -345,14 +376,16 @@ class LogPane(Vertical, can_focus=False):
         self.set_follow(False)
 
     def action_toggle_wrap(self) -> None:
+        top = self._line_at_top()
         self.wrap = not self.wrap
         self._wrap_width = self._width()
-        self._rerender()
+        self._rerender(top)
         self._render_title()  # the header says "wrap"
 
     def action_toggle_timestamps(self) -> None:
+        top = self._line_at_top()
         self.timestamps = not self.timestamps
-        self._rerender()
+        self._rerender(top)
         self._render_title()  # the header says "times"
 
     def action_jump_time(self) -> None:
@@ -435,10 +468,6 @@ class LogPane(Vertical, can_focus=False):
 
     def _scroll_to_line(self, line: int) -> None:
         """Pause follow and scroll kept line `line` into view (a few rows from the top)."""
-        y = line
-        if self.wrap:
-            width = self._width()
-            extra = TIME_WIDTH if self.timestamps else 0
-            y = sum(max(1, -(-(len(s) + extra) // width)) for s in list(self.lines)[:line])
+        y = self._row_of(line)
         self.set_follow(False)
         self.log_widget.scroll_to(y=max(0, y - 2), animate=False)
