@@ -19,6 +19,8 @@ This module is composition, tab routing and the wiring of messages. The work liv
 * `job_view.JobView` — the job on screen: its log and metrics streams, details, Trackio run;
 * `reasons.FailureReasons` — why each failed job failed (`console.oncall.why`), for the jobs
   table's ERROR rows and the fleet's failed tenants;
+* `live.LiveVersions` — each tenant's adapter versions and the live one (`console.adapters`), for
+  the fleet's Live column and the versions view (`v`);
 * `watch.OnCallWatch` — the on-call passes (`console watch`'s detectors and notifications) in a
   thread worker; their forecasts and stalls mark the jobs table;
 * `actions.jobs`, `actions.schedules`, `actions.shell`, `actions.oncall` — one function per
@@ -56,9 +58,10 @@ from console.config import Config
 from console.jobs import Prefetch
 from console.prices import PriceBook
 from console.ui import keys, lastframe
-from console.ui.actions import ActionDone, expose, jobs, oncall, schedules, shell
+from console.ui.actions import ActionDone, adapters, expose, jobs, oncall, schedules, shell
 from console.ui.base import ConsoleBase
 from console.ui.job_view import MetricsSample
+from console.ui.live import LiveVersions, VersionsRead
 from console.ui.reasons import FailureReasons, ReasonsRead
 from console.ui.refresh import REFRESH_SECONDS, DataRefreshed, OutcomesFetched
 from console.ui.watch import WATCH_SECONDS, OnCallChecked, OnCallWatch
@@ -139,6 +142,7 @@ class ConsoleApp(ConsoleBase):
         first = {} if first_watch_seconds is None else {"first_delay": first_watch_seconds}
         self.oncall = OnCallWatch(self, interval=watch_seconds, **first)
         self.reasons = FailureReasons(self)
+        self.live = LiveVersions(self)
 
     # -- layout ----------------------------------------------------------------------------
 
@@ -214,6 +218,7 @@ class ConsoleApp(ConsoleBase):
             self.refresher.load_snapshot_fleet()
             self.fleet_changed(list(self.refresher.fleet_rows.values()))
             self.reasons.show()
+            self.live.want()
         elif tab == "costs":
             pane = self._ledger_pane()
             kept = snapshot.load_ledger(self.session.cache) if self.refresher.snapshot_at else None
@@ -316,10 +321,15 @@ class ConsoleApp(ConsoleBase):
         if not self._shutting_down():
             self.refresher.apply(message)
             self.reasons.want()
+            self.live.want()
 
     def on_reasons_read(self, message: ReasonsRead) -> None:
         if not self._shutting_down():
             self.reasons.apply(message)
+
+    def on_versions_read(self, message: VersionsRead) -> None:
+        if not self._shutting_down():
+            self.live.apply(message)
 
     def on_outcomes_fetched(self, message: OutcomesFetched) -> None:
         if not self._shutting_down():
@@ -447,6 +457,7 @@ class ConsoleApp(ConsoleBase):
     action_expose_port = expose.expose_port
     action_incident = oncall.incident
     action_bulk = oncall.bulk
+    action_versions = adapters.versions
 
 
 def describe_error(error: BaseException | None) -> str:

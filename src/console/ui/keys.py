@@ -58,6 +58,11 @@ APP: list[Binding] = [
         id="incident", show=False,
     ),
     Binding(
+        "v", "versions", "Versions",
+        tooltip="The tenant's adapter versions, the live one marked; promote / roll back",
+        id="versions", show=False,
+    ),
+    Binding(
         "b", "bulk", "Bulk",
         tooltip="Bulk cancel / suspend / resume / trigger by filter (preview, type the count)",
         id="bulk", show=False,
@@ -87,6 +92,8 @@ MUTATING: dict[str, str] = {
     "ssh": "open a shell",
     "expose_port": "expose a port",
     "bulk": "bulk action",
+    "promote": "promote",  # the versions view's
+    "rollback": "roll back",
 }
 """App actions that change something (refused in read-only mode), and how a message names them:
 `Read-only: <name> refused`, so each name is a whole phrase (no object left dangling)."""
@@ -144,6 +151,14 @@ PROMPT: list[Binding] = [
     Binding("escape", "cancel", "Cancel", tooltip="Close without doing anything", id="prompt-cancel"),
 ]
 
+VERSIONS: list[Binding] = [
+    Binding("p", "promote", "Promote", tooltip="Make the highlighted version live (asks first)",
+            id="versions-promote"),
+    Binding("b", "rollback", "Roll back", tooltip="Move live back to the passing version before it (asks first)",
+            id="versions-rollback"),
+    Binding("escape,q", "close", "Close", tooltip="Close the versions view", id="versions-close"),
+]
+
 HELP: list[Binding] = [
     Binding("escape,q,question_mark", "close", "Close", tooltip="Close help", id="help-close"),
 ]
@@ -193,6 +208,7 @@ SECTIONS: list[tuple[list[Binding], str]] = [
     (WHATIF, "what-if"),
     (RESCHEDULE_DIALOG, "cron dialog"),
     (PROMPT, "prompts"),
+    (VERSIONS, "versions view"),
     (HELP, "help"),
 ]
 """The bindings the key table lists, with where each set works."""

@@ -2,9 +2,9 @@
 
 Columns: tenant, last run's stage and age, last loss, next run, $/run and $/month, kind (what the
 row trains: `sft`, `dpo`, `kto`, `emb` with its encoder, `bld` the builder model with `full` or
-`lora`; after the money, so 80 columns still show $/month), schedule (in words), flavor, base model
-and where the adapter went. Tenants whose last run failed, whose schedule
-is suspended or whose adapter is older than its cadence are flagged in the first column and
+`lora`; after the money, so 80 columns still show $/month), schedule (in words), flavor, base model,
+where the adapter went, and the live adapter version (`ui.live`). Tenants whose last run failed, whose
+schedule is suspended or whose adapter is older than its cadence are flagged in the first column and
 coloured; a schedule whose runs failed `notify.schedule_failures` times in a row (the on-call
 pass's `failing`, :meth:`FleetTable.show_failing`) leads its Schedule cell with `FAIL 3x`.
 Rows update in place by tenant id; :class:`FleetTable.TenantSelected` is posted when the
@@ -46,6 +46,7 @@ COLUMNS = (
     ("flavor", "Flavor", 10),
     ("model", "Base model", 14),
     ("adapter", "Adapter", ADAPTER_WIDTH),
+    ("live", "Live", 20),
 )
 
 
@@ -110,6 +111,9 @@ class FleetTable(KeyedTable):
         self._now: datetime | None = None
         self.failing: dict[str, int] = {}
         """Scheduled job id -> its runs failed in a row, for the schedules the on-call pass flags."""
+        self.live: dict[str, tuple[str, datetime | None]] = {}
+        """tenant -> its live adapter version (`a1b2c3d4 PASS`, or `-`) and when it was made
+        (`show_live`, from `ui.live`): the Live cell, its age counting up."""
 
     def on_mount(self) -> None:
         for key, label, width in COLUMNS:
@@ -158,6 +162,9 @@ class FleetTable(KeyedTable):
         last = row.last_stage or "never"
         if row.failed and row.last_job_id in self.reasons:
             last = self.reasons[row.last_job_id]
+        live, made = self.live.get(row.tenant, ("", None))
+        if made is not None:
+            live = f"{live} {format_age(made, now).removesuffix(' ago')}"
         return (
             mark + row.tenant,
             last,
@@ -171,6 +178,7 @@ class FleetTable(KeyedTable):
             row.flavor or "-",
             row.base_model or "-",
             adapter,
+            live,
         )
 
     @staticmethod
@@ -198,6 +206,7 @@ class FleetTable(KeyedTable):
             plain(values[9]),
             plain(values[10]),
             plain(values[11]),
+            plain(values[12], "bold red" if " FAIL" in values[12] or " partial" in values[12] else ""),
         )
 
     def _put(self, row: TenantRow, now: datetime, shown: bool) -> bool:
@@ -262,6 +271,16 @@ class FleetTable(KeyedTable):
         changed = {k for k in set(failing) | set(self.failing) if failing.get(k) != self.failing.get(k)}
         self.failing = dict(failing)
         rows = [r for r in self.rows_by_tenant.values() if r.scheduled_job_id in changed]
+        if rows:
+            self.refresh_rows(rows, self._now or datetime.now(UTC))
+
+    def show_live(self, live: dict[str, tuple[str, datetime | None]]) -> None:
+        """Show these tenants' live adapter versions (tenant -> cell text and when it was made)."""
+        new = {k: v for k, v in live.items() if self.live.get(k) != v}
+        if not new:
+            return
+        self.live.update(new)
+        rows = [r for t in new if (r := self.rows_by_tenant.get(t)) is not None]
         if rows:
             self.refresh_rows(rows, self._now or datetime.now(UTC))
 

@@ -1,0 +1,165 @@
+"""`v`: a tenant's adapter versions, newest first, the live one marked; promote and roll back.
+
+Each row is a version as `console.adapters.list_versions` reads it (the same as `console adapters
+TENANT`): commit, time, run, job, verdict (PASS, FAIL with its reason, partial), first -> last
+loss and the held-out metric. Failed and partial versions are marked in red and yellow; the live
+one leads with `*`. The view shows what the app already read at once, reads the repo again in a
+thread worker (`ui.live`) and redraws when that read, or the one after a move, comes back.
+
+`p` promotes the highlighted version and `b` rolls back (`ui.actions.adapters`): each asks first,
+naming both versions and their figures (`adapters.confirmation`); read-only refuses both, and a
+version that did not pass is refused with `adapters.check_promotable`'s reason. Every text here
+(run names, failure reasons, repo ids) is shown as plain text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import DataTable, Static
+
+from console.ui import keys
+from console.ui.widgets.jobs_table import plain
+
+if TYPE_CHECKING:
+    from console.adapters import AdapterVersion, Versions
+
+VERDICT_STYLES = {"PASS": "green", "FAIL": "bold red", "partial": "yellow"}
+COLUMNS = (
+    ("commit", "  Commit", 10),
+    ("run", "Run", 19),
+    ("verdict", "Verdict", 14),
+    ("loss", "Loss", 11),
+    ("metric", "Metric", 12),
+    ("time", "Time (UTC)", 16),
+    ("job", "Job", 8),
+)
+"""At 80 columns the view shows which version is live, its run, verdict, loss and metric; the
+time and the job are a scroll to the right."""
+
+
+def version_cells(v: AdapterVersion) -> tuple[str, ...]:
+    """A version's row as plain strings, in `COLUMNS` order (`*` before the live one's commit)."""
+    loss = "-"
+    if v.first_loss is not None and v.last_loss is not None:
+        loss = f"{v.first_loss:.3g}->{v.last_loss:.3g}"
+    metric = f"{v.metric} {v.metric_last:.3g}" if v.metric and v.metric_last is not None else "-"
+    verdict = f"{v.verdict} {v.failure}" if v.failure else v.verdict
+    return (
+        f"{'*' if v.live else ' '} {v.short}",
+        v.run,
+        verdict,
+        loss,
+        metric,
+        v.time[:16].replace("T", " ") or "-",
+        v.job_id[-8:] if v.job_id else "-",
+    )
+
+
+class VersionsScreen(ModalScreen[None]):
+    """The versions of one tenant's adapter repo (see the module docstring)."""
+
+    BINDINGS = keys.VERSIONS
+    DEFAULT_CSS = """
+    VersionsScreen { align: center middle; }
+    #versions-dialog {
+        width: 100%; max-width: 120; height: auto; max-height: 100%;
+        border: thick $primary; background: $surface; padding: 0 1;
+    }
+    #versions-table { height: auto; max-height: 16; }
+    #versions-status { height: auto; }
+    #versions-hint { color: $text-muted; }
+    """
+
+    def __init__(self, tenant: str, repo: str, *, promote: Callable[[VersionsScreen], None],
+                 rollback: Callable[[VersionsScreen], None]) -> None:
+        """`promote`, `rollback`: what `p` and `b` do, given this view (`ui.actions.adapters`)."""
+        super().__init__()
+        self.tenant = tenant
+        self.repo = repo
+        self._promote, self._rollback = promote, rollback
+        self.versions: Versions | None = None
+        self.error: str | None = None
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="versions-dialog"):
+            yield Static(id="versions-title")
+            yield Static(id="versions-status")
+            yield DataTable(id="versions-table", cursor_type="row", zebra_stripes=False)
+            yield Static(Text(self._hint()), id="versions-hint")
+
+    def _hint(self) -> str:
+        user = getattr(self.app, "user_keys", None)
+        return "   ".join(f"{keys.key_name(keys.effective_key(b, user))}: {b.description.lower()}"
+                          for b in keys.VERSIONS)
+
+    def on_mount(self) -> None:
+        table = self.query_one(DataTable)
+        for key, label, width in COLUMNS:
+            table.add_column(label, key=key, width=width)
+        live = getattr(self.app, "live", None)
+        if live is not None:
+            self.show(live.known.get(self.repo), live.errors.get(self.repo), self.repo in live.missing,
+                      reading=True)
+            live.read_now(self.tenant, self.repo)
+        table.focus()
+
+    def show(self, versions: Versions | None, error: str | None = None, missing: bool = False, *,
+             reading: bool = False) -> None:
+        """Draw `versions` (None: not read, or could not be: `error`, `missing`), keeping the
+        highlighted version where it still is."""
+        self.versions, self.error = versions, error
+        title = Text(no_wrap=False)
+        title.append(plain(f"{self.tenant}: {self.repo}", "bold"))
+        if versions is not None:
+            live = versions.live
+            now = live.describe() if live else (versions.live_commit or "")[:8] or "none"
+            title.append(plain(f"  {versions.live_tag}: {now}"))
+        self.query_one("#versions-title", Static).update(title)
+        if error:
+            status = plain(error, "bold red")
+        elif missing:
+            status = plain(f"no adapter repo {self.repo} yet: no run of {self.tenant} pushed to it", "yellow")
+        elif versions is None:
+            status = plain("reading the repo ...", "dim")
+        elif not versions.versions:
+            status = plain("no versions yet", "dim")
+        else:
+            status = plain(("reading again ... " if reading else "")
+                           + f"{len(versions.versions)} versions, newest first; * is live", "dim")
+        self.query_one("#versions-status", Static).update(status)
+        table = self.query_one(DataTable)
+        keep = self.selected()
+        table.clear()
+        for i, v in enumerate(versions.versions if versions else []):
+            cells = version_cells(v)
+            style = VERDICT_STYLES.get(v.verdict, "")
+            bold = "bold" if v.live else ""
+            table.add_row(
+                plain(cells[0], bold), plain(cells[1], bold), plain(cells[2], style),
+                *(plain(cell) for cell in cells[3:]), key=str(i),
+            )
+            if keep is not None and v.run == keep.run and v.where == keep.where:
+                table.move_cursor(row=i, animate=False)
+
+    def selected(self) -> AdapterVersion | None:
+        """The highlighted version (None when there is none)."""
+        table = self.query_one(DataTable)
+        if self.versions is None or not table.row_count:
+            return None
+        row = table.cursor_row
+        return self.versions.versions[row] if 0 <= row < len(self.versions.versions) else None
+
+    def action_promote(self) -> None:
+        self._promote(self)
+
+    def action_rollback(self) -> None:
+        self._rollback(self)
+
+    def action_close(self) -> None:
+        self.dismiss(None)
