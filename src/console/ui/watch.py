@@ -5,8 +5,9 @@ Every `interval` seconds (the first pass a few seconds after start) one thread w
 hit their timeout, Trackio ERROR alerts, the month over budget. The events it sends for the first
 time (the on-call store keeps what was sent, so a restart repeats nothing, and a `console watch`
 on the same data dir shares it) become Textual notifications here (a pass with many shows a few
-and counts the rest in one, `TOASTS_PER_PASS`), and each goes to the `[notify]` channels: the
-terminal escapes (bell, OSC 9 / 777) are written by the UI thread, the webhooks by the
+and counts the rest in one, `TOASTS_PER_PASS`; the first, at start-up, one in all), and each
+goes to the `[notify]` channels: the terminal escapes (bell, OSC 9 / 777) are written by the UI
+thread, the webhooks by the
 notifier's own thread. The pass's forecasts, stalls and long waits in SCHEDULING mark the jobs
 table's rows (`STALL 14m`, `TMOUT+12m`, `WAIT 12h`), and the status line counts them and the
 SCHEDULING queue (`2 STALLED  1 TMOUT  3 WAIT h200x8 12h`); a schedule failing
@@ -44,6 +45,9 @@ TOASTS_PER_PASS = 3
 """A pass with more events than this shows the first ones as toasts (errors first) and one toast
 for the rest: a night of 40 failed jobs is not 40 toasts over the screen for 15 s. Every event
 still goes to the bell, OSC and webhook channels, and the jobs table lists the failed jobs."""
+FIRST_PASS_TOASTS = 1
+"""The first pass (at start-up, with what happened while nobody watched) shows one toast: its one
+event, or one counting them all (three toasts cover half of an 80x24 screen as it first opens)."""
 TOAST_SECONDS = 15
 
 
@@ -156,8 +160,9 @@ class OnCallWatch:
         report = message.report
         if report is None:
             return
+        limit = FIRST_PASS_TOASTS if self.last_report is None else TOASTS_PER_PASS
         self.last_report = report
-        for title, text, level in toasts(report.events):
+        for title, text, level in toasts(report.events, limit):
             self.app.notify(text, title=title, timeout=TOAST_SECONDS,
                             severity="error" if level == "ERROR" else "warning")
         self.marks = oncall_marks(report.forecasts, report.stalls, report.stuck,
@@ -188,18 +193,19 @@ class OnCallWatch:
             self._watcher.close(timeout=0.0)
 
 
-def toasts(events: list[Any]) -> list[tuple[str, str, str]]:
-    """(title, text, level) of the toasts for one pass's events: each event while they are few
-    (`TOASTS_PER_PASS`), else the first ones, errors first, and one toast counting the rest."""
-    if len(events) <= TOASTS_PER_PASS:
+def toasts(events: list[Any], limit: int = TOASTS_PER_PASS) -> list[tuple[str, str, str]]:
+    """(title, text, level) of the toasts for one pass's events: each event while they are at most
+    `limit`, else the first `limit - 1`, errors first, and one toast counting the rest."""
+    if len(events) <= limit:
         return [(e.title, e.text, e.level) for e in events]
     ordered = sorted(events, key=lambda e: e.level != "ERROR")  # stable: in order within a level
     from console.oncall.notify import KIND_WORDS
 
-    shown, rest = ordered[:TOASTS_PER_PASS - 1], ordered[TOASTS_PER_PASS - 1:]
+    shown, rest = ordered[:limit - 1], ordered[limit - 1:]
     counts = Counter(event.kind for event in rest)  # in the order the kinds first come
     text = ", ".join(f"{n} {KIND_WORDS.get(kind, kind)}" for kind, n in counts.items())
     level = "ERROR" if any(e.level == "ERROR" for e in rest) else "WARN"
-    summary = (f"{len(rest)} more on-call events", f"{text} (the jobs tab lists them; `console watch` prints each)",
+    more = "more " if shown else ""
+    summary = (f"{len(rest)} {more}on-call events", f"{text} (the jobs tab lists them; `console watch` prints each)",
                level)
     return [(e.title, e.text, e.level) for e in shown] + [summary]
