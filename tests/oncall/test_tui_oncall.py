@@ -127,7 +127,9 @@ async def test_bulk_cancel_by_filter_previews_then_needs_the_count(backend, cfg,
         count = screen.query_one("#bulk-count", Input)
         count.value = "3"  # the wrong count: refused, nothing sent
         await pilot.press("enter")
-        await _wait(pilot, lambda: any("confirmation must be the count 2" in n for n in _notes(app)))
+        preview = screen.query_one("#bulk-preview")
+        await _wait(pilot, lambda: "confirmation must be the count 2" in str(preview.render()))
+        assert not any("confirmation must be" in n for n in _notes(app))  # said in the dialog, not over it
         assert app.screen is screen and job_stage(backend, fleet["acme"][0]) == "RUNNING"
         count.value = "2"
         await pilot.press("enter")

@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 
 import pytest
 from tests.jobwait import wait_stage
@@ -17,9 +18,11 @@ from textual.widgets._footer import FooterKey
 from console import config as config_mod
 from console import paths
 from console.backend import connect
+from console.oncall import plan_bulk
 from console.server import LocalServer, ServerOptions
 from console.ui import keys
 from console.ui.app import ConsoleApp
+from console.ui.screens.bulk import BulkScreen
 from console.ui.screens.reschedule import RescheduleScreen
 from console.ui.screens.submit import SubmitScreen
 from console.ui.widgets.costs import LedgerPane
@@ -307,3 +310,45 @@ async def test_w_keeps_the_log_where_it_was_following_or_reading(backend, cfg):
         await pilot.press("w")
         await pilot.pause(0.2)
         assert not pane.follow and _top_line(pane) == reading
+
+
+async def test_the_bulk_dialog_lists_five_jobs_whole_and_moves_the_focus_only_if_it_stayed(backend, cfg):
+    jobs = [run_python(backend, "import time; time.sleep(120)", tenant="acme") for _ in range(5)]
+    gate = threading.Event()
+
+    def planner(action: str, text: str):  # the real plan, read once the test lets it
+        gate.wait(30)
+        return plan_bulk(backend.api, action, text, namespace=backend.namespace)
+
+    app = ConsoleApp(cfg, backend, refresh_seconds=0.3, stream_metrics=False, watch_seconds=None)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.refresher.refresh_count > 0, what="the first refresh")
+        screen = BulkScreen(planner, filter_text="tenant:acme")
+        app.push_screen(screen)
+        await wait_for(pilot, lambda: app.screen is screen and screen.query("#bulk-filter"), what="the dialog")
+        await pilot.press("enter")  # preview, asked from the filter
+        await wait_for(pilot, lambda: screen.planning, what="the preview to start")
+        await pilot.press("shift+tab")  # the user moves on while it is read
+        moved_to = app.focused
+        assert moved_to is screen.query_one("#bulk-action", Input)
+        gate.set()
+        await wait_for(pilot, lambda: screen.plan is not None and not screen.planning, what="the preview")
+        await pilot.pause(0.1)
+        assert app.focused is moved_to  # not pulled to the count
+        await pilot.press("enter")  # preview again, from here, and stay: the count is next
+        await wait_for(pilot, lambda: app.focused is screen.query_one("#bulk-count", Input), what="the count")
+        rows = _screen_rows(app)
+        for job in jobs:  # each job on a row of its own, with its money, all five in view
+            assert len([r for r in rows if job.id[-8:] in r]) == 1, rows
+            [row] = [r for r in rows if job.id[-8:] in r]
+            assert "saves" in row
+        count = screen.query_one("#bulk-count", Input)
+        before = len(app._notifications)
+        await type_into(pilot, count, "4")
+        await pilot.press("enter")
+        await pilot.pause(0.2)
+        assert app.screen is screen and len(app._notifications) == before
+        assert "the confirmation must be the count 5, got '4'" in str(screen.query_one("#bulk-preview").render())
+        await pilot.press("escape")
+    for job in jobs:
+        backend.api.cancel_job(job_id=job.id, namespace=backend.namespace)

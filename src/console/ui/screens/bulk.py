@@ -41,6 +41,9 @@ class BulkScreen(ModalScreen["tuple[BulkPlan, str] | None"]):
         self.initial_filter = filter_text
         self.plan: BulkPlan | None = None
         self.planning = False
+        self._asked_from: object = None
+        """The widget that had the focus when the preview was asked for (the focus moves to the
+        count only if it is still there: never away from where the user went meanwhile)."""
 
     def compose(self) -> ComposeResult:
         with Vertical(id="bulk-dialog", classes="dialog"):
@@ -80,6 +83,7 @@ class BulkScreen(ModalScreen["tuple[BulkPlan, str] | None"]):
             return
         action, text = self._request()
         self.planning = True
+        self._asked_from = self.focused
         self._say(Text(f"reading what {action or '?'} {text or '?'} matches...", style="dim"))
 
         def plan() -> None:
@@ -103,11 +107,12 @@ class BulkScreen(ModalScreen["tuple[BulkPlan, str] | None"]):
             self._say(Text(clean_log_line(result), style="bold red"))
             return
         self._set_plan(result)
-        listing = Text()
+        listing = Text(no_wrap=True, overflow="ellipsis")  # one row per item: 8 of them in view
         for item in result.items[:PREVIEW_ITEMS]:
             target = item.target_id[-8:] if item.target == "job" else item.target_id
             listing.append(clean_log_line(f"{target} {item.tenant}"), style="bold")
-            listing.append(clean_log_line(f"  {item.what}  {item.money}") + "\n")
+            what = " ".join(item.what.split())  # the money first: a cut row keeps it
+            listing.append(clean_log_line(f"  {item.money}  {what}") + "\n")
         if result.count > PREVIEW_ITEMS:
             listing.append(f"... and {result.count - PREVIEW_ITEMS} more\n", style="dim")
         listing.rstrip()
@@ -116,9 +121,8 @@ class BulkScreen(ModalScreen["tuple[BulkPlan, str] | None"]):
         if result.count:
             text.append(f"\ntype {result.count} below to {result.action} exactly these", style="yellow")
         self._say(text)
-        if result.count:
-            count = self.query_one("#bulk-count", Input)
-            count.focus()
+        if result.count and self.focused is self._asked_from:
+            self.query_one("#bulk-count", Input).focus()  # the next thing to do: type the count
 
     def _set_plan(self, plan: BulkPlan | None) -> None:
         self.plan = plan
@@ -150,8 +154,9 @@ class BulkScreen(ModalScreen["tuple[BulkPlan, str] | None"]):
         typed = self.query_one("#bulk-count", Input).value.strip()
         try:
             check_confirmation(plan, typed)
-        except BulkRefused as exc:
-            self.app.notify(str(exc), severity="error", timeout=6)
+        except BulkRefused as exc:  # said in the dialog, under the list (no toast over it)
+            self._say(Text(clean_log_line(str(exc)), style="bold red"))
+            self.app.bell()
             return
         self.dismiss((plan, typed))
 
