@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from tests.ui.conftest import notes, wait_for, wait_thread
+from tests.ui.conftest import notes, schedule_python, wait_for, wait_thread
 from textual.widgets import DataTable
 
 from console import jobspec, paths
@@ -44,8 +44,8 @@ def _rows(screen: VersionsScreen) -> list[list[str]]:
     return [[cell.plain for cell in table.get_row_at(i)] for i in range(table.row_count)]
 
 
-def _cell(app: ConsoleApp) -> str:
-    return app.fleet_table.get_cell("acme", "live").plain
+def _cell(app: ConsoleApp, tenant: str = "acme") -> str:
+    return app.fleet_table.get_cell(tenant, "live").plain
 
 
 async def _select(pilot, screen: VersionsScreen, run: str) -> None:
@@ -59,6 +59,7 @@ async def _select(pilot, screen: VersionsScreen, run: str) -> None:
 async def test_live_column_versions_view_promote_and_roll_back(backend, cfg):
     backend.api.create_scheduled_job(**_submission(backend, "acme-nightly", 5e-3).scheduled_kwargs(
         "0 3 * * 1", suspend=True), namespace=backend.namespace)
+    schedule_python(backend, tenant="globex")  # a tenant whose runs name no repo
     good = _train(backend, "acme-good", 5e-3)
     bad = _train(backend, "acme-dead", 1e3)
     first_live = _live(backend)
@@ -70,6 +71,8 @@ async def test_live_column_versions_view_promote_and_roll_back(backend, cfg):
         # the fleet row: the live version's short commit, its verdict and age
         await wait_for(pilot, lambda: "acme" in app.fleet_table.live, timeout=60, what="the Live cell")
         assert _cell(app).startswith(f"{first_live[:8]} PASS")
+        await wait_for(pilot, lambda: "globex" in app.fleet_table.live, what="globex's Live cell")
+        assert _cell(app, "globex") == "-"
         reads = app.live.reads
         await pilot.pause(1.5)  # refreshes go on; a repo already read is not read again
         assert app.live.reads == reads
