@@ -392,6 +392,22 @@ def with_defaults(
     return replace(req, **changes) if changes else req
 
 
+LOCAL_DESTINATION = "{namespace}/adapter-{tenant}"
+"""Where a local run pushes when nothing else says: a model repo of the embedded server's Hub in
+the user's namespace, one per tenant, so every local run pushes as a run on HF Jobs must."""
+
+
+def default_destination(template: str | None, backend_kind: str, namespace: str) -> str | None:
+    """The destination template of runs that name none: the config's `defaults.hub_model_id`, else
+    on the local backend :data:`LOCAL_DESTINATION` in `namespace` (on HF Jobs none: a run must
+    name its repo or the config one)."""
+    if template:
+        return template
+    if backend_kind != "hub" and namespace:
+        return LOCAL_DESTINATION.replace("{namespace}", namespace)
+    return None
+
+
 def with_config_defaults(req: TrainingRequest, cfg: Any) -> TrainingRequest:
     """`with_defaults` from a config: `defaults.hub_model_id`, `trackio.project`, `trackio.space_id`
     — what every submission (form, rerun, fleet) gets when it says nothing else."""

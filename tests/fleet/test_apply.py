@@ -299,3 +299,20 @@ def test_a_change_creates_the_new_schedule_before_deleting_the_old(strict_server
     assert apply(capsys, str(fleet_file))[0] == 0
     assert scheduled(server)["acme"].id == new_id
     assert "Nothing to do" in apply(capsys, str(fleet_file))[1]
+
+
+def test_a_local_tenant_that_names_no_repo_pushes_to_its_own_in_the_users_namespace(server, fleet_file, capsys):
+    code, out = apply(capsys, str(fleet_file))
+    assert code == 0, out
+    for tenant, sj in scheduled(server).items():
+        request = jobspec.read_request(sj)
+        assert request.hub_model_id == f"oncall/adapter-{tenant}"  # the local Hub, one repo per tenant
+        assert sj.job_spec.environment.get("HF_HUB_OFFLINE") == "0"  # online, with the server's token
+    code, out = apply(capsys, str(fleet_file))
+    assert "Nothing to do" in out
+
+
+def test_the_destination_defaults_to_the_config_then_the_local_hub():
+    assert jobspec.default_destination("ops/lora-{tenant}", "local", "me") == "ops/lora-{tenant}"
+    assert jobspec.default_destination(None, "local", "me") == "me/adapter-{tenant}"
+    assert jobspec.default_destination(None, "hub", "me") is None  # on HF Jobs a run names its repo

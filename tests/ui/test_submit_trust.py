@@ -298,3 +298,18 @@ async def test_a_typed_timeout_below_the_estimate_asks_first(backend, cfg):
         await pilot.press("n")
         await wait_for(pilot, lambda: app.screen is app.screen_stack[0])
     assert list(backend.api.list_jobs(namespace=backend.namespace)) == []
+
+
+async def test_the_form_of_a_local_tenant_without_a_repo_offers_its_repo_on_the_local_hub(backend, cfg):
+    _schedule(backend, _request("acme", ACME))
+    job = run_python(backend, "print('acme run')", tenant="acme")
+    app = ConsoleApp(cfg, backend, refresh_seconds=0.3, stream_metrics=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: _fleet_known(app, "acme") and job.id in app.jobs_table.rows_by_id,
+                       what="the fleet and the acme job")
+        app.jobs_table.select_job(job.id)
+        await pilot.press("s")
+        await wait_for(pilot, lambda: _form_open(app))
+        assert _field(app, "f-tenant") == "acme"
+        assert _field(app, "f-hub-model-id") == "oncall/adapter-acme"  # every local run pushes
+        assert _error(app) == ""

@@ -54,6 +54,7 @@ def _api_error(exc: Exception) -> str:
 def run_apply(args: argparse.Namespace) -> int:
     from console.commands._common import CommandError, load_config
     from console.fleet import FleetFileError, PlanRefused, apply_plan, load_fleet_file, plan_apply
+    from console.jobspec import default_destination
     from console.ship import BaseModelCheck
 
     cfg = load_config(args)
@@ -87,7 +88,7 @@ def run_apply(args: argparse.Namespace) -> int:
                 token=token,
                 trackio_project=cfg.trackio.project,
                 trackio_space_id=cfg.trackio.space_id,
-                hub_model_id=cfg.defaults.hub_model_id,
+                hub_model_id=default_destination(cfg.defaults.hub_model_id, backend.kind, backend.namespace),
                 base_models=BaseModelCheck(backend.api) if backend.kind == "hub" else None,
             )
         except PlanRefused as exc:

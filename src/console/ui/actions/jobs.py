@@ -103,6 +103,9 @@ def _initial_request(app: ConsoleBase) -> TrainingRequest:
         ssh=app.backend_kind == "local",
         trackio_project=base.trackio_project or app.cfg.trackio.project,
         trackio_space_id=base.trackio_space_id or app.cfg.trackio.space_id,
+        hub_model_id=base.hub_model_id or (base.tenant and jobspec.hub_model_id_for(
+            base.tenant, jobspec.default_destination(app.cfg.defaults.hub_model_id, app.backend_kind, app.namespace)
+        )) or None,
     )
 
 
