@@ -186,7 +186,7 @@ class SshService:
         found = self.lookup(job_id)
         if isinstance(found, str):
             process.stderr.write(f"{found}\r\n".encode())
-            process.exit(1)
+            await _end(process, 1)
             return
         pid, workdir = found
         tty = process.term_type is not None
@@ -215,7 +215,18 @@ class SshService:
             await process.redirect(stdin=proc.stdin, stdout=proc.stdout, stderr=proc.stderr)
             code = await proc.wait()
             await process.stdout.drain()
-        process.exit(code if code >= 0 else 255)
+        await _end(process, code if code >= 0 else 255)
+
+
+async def _end(process: Any, code: int) -> None:
+    """Exit the session with `code` and wait until it is closed: asyncssh's clean-up of the
+    redirected streams (a join of each stream's queue) runs only in `wait_closed`, and left
+    un-awaited it is a `coroutine 'Queue.join' was never awaited` warning in server.log."""
+    process.exit(code)
+    try:
+        await asyncio.wait_for(process.wait_closed(), timeout=10)
+    except (TimeoutError, OSError):  # a client gone mid-close: nothing left to clean up for it
+        pass
 
 
 def _set_size(fd: int, rows: int, cols: int) -> None:
