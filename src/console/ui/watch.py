@@ -7,8 +7,8 @@ time (the on-call store keeps what was sent, so a restart repeats nothing, and a
 on the same data dir shares it) become Textual notifications here (a pass with many shows a few
 and counts the rest in one, `TOASTS_PER_PASS`; the first, at start-up, one in all), and each
 goes to the `[notify]` channels: the terminal escapes (bell, OSC 9 / 777) are written by the UI
-thread, the webhooks by the notifier's own thread. The pass's forecasts, stalls and long waits in SCHEDULING mark the jobs
-table's rows (`STALL 14m`, `TMOUT+12m`, `WAIT 12h`), and the status line counts them and the
+thread, the webhooks by the notifier's own thread. The pass's forecasts, stalls and long waits
+in SCHEDULING mark the jobs table's rows (`STALL 14m`, `TMOUT+12m`, `WAIT 12h`), and the status line counts them and the
 SCHEDULING queue (`2 STALLED  1 TMOUT  3 WAIT h200x8 12h`); a schedule failing
 `notify.schedule_failures` runs in a row leads its fleet row's Schedule cell (`FAIL 3x`) and is
 counted in the status line (`1 SCHED FAIL`).
