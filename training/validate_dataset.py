@@ -201,6 +201,8 @@ def iter_rows(dataset: str, split: str) -> tuple[str, Iterator[tuple[int, Any, s
     """(unit, rows) where rows yields (line, value, json_error)."""
     path = locate(dataset)
     if path is None:
+        path = hub_json_file(dataset, split)
+    if path is None:
         return "row", _iter_datasets(dataset, None, split=split)
     suffix = path.suffix.lower()
     if suffix in DATASETS_SUFFIXES:
@@ -226,6 +228,27 @@ def _iter_jsonl(text: str) -> Iterator[tuple[int, Any, str | None]]:
             yield lineno, json.loads(line), None
         except json.JSONDecodeError as e:
             yield lineno, None, f"{e.msg} (column {e.colno})"
+
+
+HUB_METADATA_FILES = (".gitattributes", "README.md")
+
+
+def hub_json_file(dataset: str, split: str) -> Path | None:
+    """A Hub dataset held in one JSON / JSONL file, downloaded (through the Hub cache), or None:
+    read as a local file is, it is checked line by line, as `validate_dataset.py FILE` checks it,
+    instead of failing whole on the first bad line in `datasets`. Anything else (several files,
+    Parquet, a split other than train, no answer) is left to `datasets`."""
+    if split != "train":
+        return None
+    try:
+        from huggingface_hub import HfApi, hf_hub_download
+
+        files = [f for f in HfApi().list_repo_files(dataset, repo_type="dataset") if f not in HUB_METADATA_FILES]
+        if len(files) != 1 or not files[0].lower().endswith((".jsonl", ".json")):
+            return None
+        return Path(hf_hub_download(dataset, files[0], repo_type="dataset"))
+    except Exception:  # noqa: BLE001 - no huggingface_hub, no repo, no network: `datasets` says why
+        return None
 
 
 def _iter_datasets(

@@ -49,3 +49,18 @@ def test_a_local_run_with_a_repo_pushes_to_the_local_hub(server, api: HfApi, tmp
 def test_a_run_without_a_repo_stays_offline_and_gets_no_token(server):
     sub = jobspec.build_submission(_request(run_name="acme-local"), backend_kind="local", token=server.token)
     assert sub.secrets == {} and "HF_HUB_OFFLINE" not in sub.env
+
+
+def test_the_preflight_of_a_dataset_repo_checks_it_line_by_line_as_a_file(server, api: HfApi):
+    from console import ship
+
+    ship.upload_dataset(api, f"{NAMESPACE}/wayne", DATA / "wayne.jsonl")
+    check = jobspec.preflight_request(TrainingRequest(tenant="wayne", dataset=f"{NAMESPACE}/wayne"))
+    sub = jobspec.build_submission(check, backend_kind="local", token=server.token)
+    assert sub.secrets == {"HF_TOKEN": server.token} and sub.env["HF_HUB_OFFLINE"] == "0"  # it reads the Hub
+    job = api.run_job(**sub.run_kwargs(), namespace=NAMESPACE)
+    done = api.wait_for_job(job.id, timeout=120, poll_interval=0.5, namespace=NAMESPACE)
+    logs = "\n".join(api.fetch_job_logs(job_id=job.id, namespace=NAMESPACE))
+    assert done.status.stage == "ERROR", logs[-2000:]
+    assert "line 44: wrong_type: row is a JSON list, not an object" in logs, logs[-2000:]
+    assert "VERDICT: FAIL invalid_rows: 10 of 51 rows do not fit sft" in logs, logs[-2000:]
