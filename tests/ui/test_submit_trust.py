@@ -97,7 +97,7 @@ async def test_the_dataset_follows_the_tenant_and_another_tenants_dataset_is_ref
         await type_into(pilot, form.query_one("#f-tenant", Input), "globex")
         assert _field(app, "f-hub-model-id") == "ops/globex-lora"  # the destination follows too
         await type_into(pilot, form.query_one("#f-tenant", Input), "acme")
-        assert _field(app, "f-hub-model-id") == ""  # acme pushes nowhere of globex's
+        assert _field(app, "f-hub-model-id") == "oncall/adapter-acme"  # acme's own repo, not globex's
 
         await type_into(pilot, form.query_one("#f-tenant", Input), "newco")  # not in the fleet
         assert _field(app, "f-dataset") == ""
@@ -313,3 +313,5 @@ async def test_the_form_of_a_local_tenant_without_a_repo_offers_its_repo_on_the_
         assert _field(app, "f-tenant") == "acme"
         assert _field(app, "f-hub-model-id") == "oncall/adapter-acme"  # every local run pushes
         assert _error(app) == ""
+        await type_into(pilot, _form(app).query_one("#f-tenant", Input), "newco")  # not in the fleet
+        assert _field(app, "f-hub-model-id") == "oncall/adapter-newco"

@@ -81,8 +81,14 @@ def submit(app: ConsoleBase) -> None:
         token=app.session.hub_token(),
         prices=app.prices,
         known=fleet_requests(app),
+        destination=_destination(app),
     )
     app.push_screen(screen, lambda result: _confirm_submit(app, result))
+
+
+def _destination(app: ConsoleBase) -> str | None:
+    """The Hub repo template of a tenant that names none, on this backend."""
+    return jobspec.default_destination(app.cfg.defaults.hub_model_id, app.backend_kind, app.namespace)
 
 
 def _initial_request(app: ConsoleBase) -> TrainingRequest:
@@ -103,9 +109,8 @@ def _initial_request(app: ConsoleBase) -> TrainingRequest:
         ssh=app.backend_kind == "local",
         trackio_project=base.trackio_project or app.cfg.trackio.project,
         trackio_space_id=base.trackio_space_id or app.cfg.trackio.space_id,
-        hub_model_id=base.hub_model_id or (base.tenant and jobspec.hub_model_id_for(
-            base.tenant, jobspec.default_destination(app.cfg.defaults.hub_model_id, app.backend_kind, app.namespace)
-        )) or None,
+        hub_model_id=base.hub_model_id or (base.tenant and jobspec.hub_model_id_for(base.tenant, _destination(app)))
+        or None,
     )
 
 

@@ -71,10 +71,13 @@ class SubmitScreen(ModalScreen[SubmitResult | None]):
         token: str | None = None,
         prices: PriceBook | None = None,
         known: Mapping[str, TrainingRequest] | None = None,
+        destination: str | None = None,
     ) -> None:
         """`known`: tenant -> its request, for the tenants of the known fleet (what the dataset
-        and Hub repo follow, and who owns which dataset); `token`: the Hub token (hub backend)."""
+        and Hub repo follow, and who owns which dataset); `token`: the Hub token (hub backend);
+        `destination`: the Hub repo template of a tenant that names none (`jobspec.default_destination`)."""
         super().__init__()
+        self.destination = destination
         self.initial = initial
         self.backend_kind = backend_kind
         self.timeout_buffer = timeout_buffer
@@ -335,6 +338,8 @@ class SubmitScreen(ModalScreen[SubmitResult | None]):
                 continue
             else:
                 value = ""
+            if attr == "hub_model_id" and not value and tenant:
+                value = jobspec.hub_model_id_for(tenant, self.destination) or ""
             box.value = self._filled[field_id] = value
 
     def on_input_blurred(self, event: Input.Blurred) -> None:
