@@ -429,8 +429,9 @@ def for_backend(req: TrainingRequest, backend_kind: str) -> TrainingRequest:
 
 def destination_of(req: TrainingRequest, run_name: str | None = None) -> str:
     """Where a run's weights go: `hf://<hub_model_id>` when it pushes to the Hub, else the local
-    artifact store's folder for the run (`$CONSOLE_ARTIFACTS_DIR/<run-name>/`, the embedded
-    server's stand-in for the Hub). A dataset preflight writes no weights."""
+    artifact store's folder for the run (`$CONSOLE_ARTIFACTS_DIR/<run-name>/`, the scratch folder of
+    a local run that names no repo: local runs push to the server's Hub, `default_destination`).
+    A dataset preflight writes no weights."""
     if req.kind == "validate":
         return "none (a dataset check writes no weights)"
     if req.hub_model_id:

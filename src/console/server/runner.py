@@ -85,7 +85,7 @@ def job_environment(job: JobRecord, *, sandboxed: bool = False, hub_endpoint: st
 
     A clean base (PATH, HOME, locale, caches; never the server's own tokens), the server's Python
     first on PATH, then the job's `environment`, then its `secrets`, plus what the console's jobs
-    rely on: $JOB_ID, $CONSOLE_ARTIFACTS_DIR (the local stand-in for the Hub), $TRACKIO_DIR (the
+    rely on: $JOB_ID, $CONSOLE_ARTIFACTS_DIR (the folder of a run that names no Hub repo), $TRACKIO_DIR (the
     shared Trackio store), PYTHONUNBUFFERED=1 so logs stream, and HF_HUB_OFFLINE=1 unless the job
     sets it. $CONSOLE_ARTIFACTS_DIR is the job's tenant's folder of the store (its `tenant` label).
     `sandboxed`: $HOME, the XDG folders and the caches are the sandbox's (:func:`sandbox.job_environment`).
