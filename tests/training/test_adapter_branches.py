@@ -63,6 +63,9 @@ def test_a_failed_run_leaves_main_on_the_last_passing_adapter(hub, tmp_path):
     assert good.returncode == 0, good.stdout[-3000:] + good.stderr[-3000:]
     assert good.last_line.startswith("VERDICT: PASS "), good.last_line
     assert parse_fields(good.last_line)["adapter"] == f"hf://{REPO}"
+    said = [line for line in good.lines if line.startswith(("pushing ", "landed ", "saved ", "live tag "))]
+    assert said[0] == f"pushing adapter to hf://{REPO} (branch runs/acme-good, then main)"  # where it goes, first
+    assert said[1].startswith("landed adapter on main commit=") and said[-1] == f"saved adapter=hf://{REPO}"
 
     passing_adapter = _file(hub, "adapter_model.safetensors", tmp_path)
     manifest = json.loads(_file(hub, "manifest.json", tmp_path))

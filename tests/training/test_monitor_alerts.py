@@ -251,15 +251,6 @@ def test_the_verdict_line_of_a_watched_metric_reads_in_full(run_rules, tmp_path)
                     f"metric_last=0.8500 adapter={tmp_path}")
 
 
-def test_a_push_says_where_it_goes_first(run_rules, tmp_path, capsys):
-    dest = run_rules.Destination(tmp_path / "out", None, "org/adapter-acme")
-    run_rules.finish(Trainer(), dest, "acme-1", 10, monitor(run_rules, FALLING), {}, artifact="model")
-    assert capsys.readouterr().out.splitlines()[-2:] == [
-        "pushing model to hf://org/adapter-acme",
-        "saved model=hf://org/adapter-acme",
-    ]
-
-
 def test_a_push_that_fails_without_a_message_still_names_the_error(run_rules, tmp_path):
     dest = run_rules.Destination(tmp_path / "out", None, "org/adapter-acme")
     passed, rest = run_rules.finish(Trainer(fail=RuntimeError()), dest, "acme-1", 10, monitor(run_rules, FALLING), {})

@@ -79,7 +79,7 @@ def test_step_evaluation_without_a_split_is_fine_once_evaluation_is_off(embed_mo
     assert kw["eval_strategy"] == "no" and "eval_steps" not in kw
 
 
-def test_embedding_hub_runs_push_each_save_and_the_checkpoint_every_tenth_to_their_branch(embed_module, tmp_path, monkeypatch):
+def test_embedding_hub_runs_push_each_save_and_checkpoint_to_their_branch(embed_module, tmp_path, monkeypatch):
     monkeypatch.setenv("CONSOLE_ARTIFACTS_DIR", str(tmp_path))
     monkeypatch.setenv("HF_TOKEN", "hf_test_not_a_real_token")
     plan = embed_module.preflight(["--kind", "cross", "--base-model", "tiny-random", "--dataset",
