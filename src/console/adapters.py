@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import asdict, dataclass, field
+from datetime import datetime
 from typing import Any
 
 LIVE_TAG = "live"
@@ -293,3 +294,23 @@ def last_checkpoint(api: Any, repo_id: str, run: str) -> Checkpoint | None:
     total = state.get("max_steps")
     total = total if isinstance(total, int) and not isinstance(total, bool) and total > 0 else None
     return Checkpoint(repo_id=repo_id, run=run, step=step, steps_total=total, commit=head)
+
+
+def live_since(api: Any, repo_id: str, *, live_tag: str = LIVE_TAG) -> tuple[str, datetime] | None:
+    """The live version's commit and when it was made (two requests, no manifest read), or None
+    when the repo or its live tag does not exist. Raises AdapterError when it cannot be read."""
+    from huggingface_hub.errors import HfHubHTTPError, RepositoryNotFoundError
+
+    try:
+        refs = api.list_repo_refs(repo_id)
+        commit = next((t.target_commit for t in refs.tags if t.name == live_tag), None)
+        if commit is None:
+            return None
+        head = next(iter(api.list_repo_commits(repo_id, revision=commit)), None)
+    except RepositoryNotFoundError:
+        return None
+    except HfHubHTTPError as exc:
+        raise AdapterError(f"cannot read {repo_id}: {str(exc).splitlines()[0]}") from None
+    if head is None or head.created_at is None:
+        return None
+    return commit, head.created_at

@@ -138,6 +138,9 @@ class NotifySettings:
     schedule_failures: int = 3
     """A schedule whose runs failed this many times in a row is flagged (`console watch`, the TUI)
     and notified once, until one of its runs passes again."""
+    stale_live_periods: int = 3
+    """A scheduled tenant whose live adapter version is older than this many of its schedule's
+    periods (its runs keep not becoming live) is flagged and notified once per live version; 0: off."""
     osc52: bool = False
     """Put an incident bundle's path on the terminal's clipboard (OSC 52) when one is written."""
 
@@ -436,6 +439,7 @@ SCHEMA: dict[str, Callable[[Any], Any]] = {
     "notify.stall_cpu_pct": _float_range(0, 100),
     "notify.scheduling_after_s": _int_range(60, 7 * 86400),
     "notify.schedule_failures": _int_range(1, 1000),
+    "notify.stale_live_periods": _int_range(0, 1000),
     "notify.osc52": _bool,
 }
 SECTIONS = ("defaults", "trackio", "server", "billing", "notify", "keys")

@@ -13,7 +13,7 @@ def test_every_notify_key_is_documented():
     assert set(rows) == {
         "notify.bell", "notify.desktop", "notify.webhook_url", "notify.webhook_urls",
         "notify.webhook_timeout_s", "notify.stall_after_s", "notify.stall_cpu_pct", "notify.osc52",
-        "notify.scheduling_after_s", "notify.schedule_failures",
+        "notify.scheduling_after_s", "notify.schedule_failures", "notify.stale_live_periods",
     }
     assert all(doc for doc in rows.values())
 

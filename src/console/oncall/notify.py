@@ -57,6 +57,7 @@ KIND_WORDS = {
     "overrun": "will time out",
     "scheduling": "stuck in SCHEDULING",
     "schedule_failing": "failing in a row",
+    "stale_live": "live adapter stale",
 }
 """Each kind in a word or two, after a count (`3 failed, 1 stalled`)."""
 QUEUE_SIZE = 200

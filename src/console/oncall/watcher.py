@@ -20,7 +20,10 @@ A pass (:meth:`Watcher.check`) reads, through the `HfApi` it is given:
    once per job, with its flavor and how long it has waited;
 6. each schedule whose runs failed `notify.schedule_failures` times in a row (3; from the ledger,
    `Ledger.failure_streaks`): flagged in the report, and an event once per streak (its key names
-   the schedule's last run that passed before it), so it is said again only after a run passes.
+   the schedule's last run that passed before it), so it is said again only after a run passes;
+7. each scheduled tenant whose live adapter version (`console.adapters.live_since`, every
+   `LIVE_EVERY_S`) is older than `notify.stale_live_periods` of its schedule's periods: flagged,
+   and an event once per live version (its runs keep failing, or pass and are never promoted).
 
 Events are sent through a :class:`~console.oncall.notify.Notifier`, once each for good. Ended
 jobs and alerts older than a day before this data dir was first watched are history, not news:
@@ -40,7 +43,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -69,12 +72,29 @@ MIN_RATE_POINTS = 5
 """A running job is called an overrun only once its rate rests on this many logged steps."""
 READ_THREADS = 4
 BUDGET_EVERY_S = 300.0
+LIVE_EVERY_S = 600.0
+"""How often the live adapter versions are read (two requests per scheduled tenant's repo)."""
 """The month's projection (the schedules read, every schedule's remaining runs) is worked out at
 most this often: it moves by a run's cost, not in seconds, and at 10,000 schedules it is the
 dearest part of a pass."""
 HEAD_OVERLAP_S = 120.0
 """The head of the job list is read back to this long before the last pass began (clock skew
 between this machine and the backend, jobs listed late)."""
+
+
+@dataclass
+class StaleLive:
+    """A scheduled tenant whose live adapter version has not moved for too many of its periods."""
+
+    tenant: str
+    repo_id: str
+    commit: str
+    age_s: float
+    period_s: float
+    scheduled_job_id: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
 
 
 @dataclass
@@ -95,6 +115,8 @@ class WatchReport:
     """job id -> seconds waited, for the SCHEDULING jobs past `notify.scheduling_after_s`."""
     failing: list[FailureStreak] = field(default_factory=list)
     """The schedules whose runs failed `notify.schedule_failures` times in a row, or more."""
+    stale_live: list[StaleLive] = field(default_factory=list)
+    """The scheduled tenants whose live adapter is older than `notify.stale_live_periods` periods."""
 
     @property
     def queue(self) -> list[FlavorQueue]:
@@ -121,6 +143,11 @@ class WatchReport:
             parts.append(f"{n} schedule{'s' if n != 1 else ''} failing ("
                          + ", ".join(f"{s.scheduled_job_id} {s.failures}x" for s in self.failing[:3])
                          + (", ..." if n > 3 else "") + ")")
+        if self.stale_live:
+            n = len(self.stale_live)
+            parts.append(f"{n} live adapter{'s' if n != 1 else ''} stale ("
+                         + ", ".join(f"{s.tenant} {format_duration(s.age_s)}" for s in self.stale_live[:3])
+                         + (", ..." if n > 3 else "") + ")")
         s = self.summary
         if s is not None:
             budget = f" of ${s.budget_usd:,.2f} budget" if s.budget_usd is not None else ""
@@ -139,6 +166,7 @@ class WatchReport:
             "queue": [q.to_dict() for q in self.queue],
             "stuck": dict(self.stuck),
             "failing_schedules": [s.to_dict() for s in self.failing],
+            "stale_live": [s.to_dict() for s in self.stale_live],
             "problems": list(self.problems),
         }
 
@@ -201,6 +229,10 @@ class Watcher:
         self._budget_at: float | None = None
         self._budget_events: list[Event] = []
         self._summary: LedgerSummary | None = None
+        self._scheduled: list[Any] | None = None
+        """The schedules the last projection read (the stale-live check reuses them)."""
+        self._live_at: float | None = None
+        self._live: list[StaleLive] = []
 
     # -- reads
 
@@ -261,6 +293,7 @@ class Watcher:
         events += self._alerts(jobs, now, since, report)
         events += self._scheduling(jobs, now, prices, report)
         events += self._failing_schedules(now, since, report)
+        events += self._stale_live(now, report)
         self.detector.forget_others([j.id for j in running])
 
         report.events = self.notifier.send(events)
@@ -307,6 +340,7 @@ class Watcher:
                  report: WatchReport) -> list[Event]:
         try:
             scheduled = list(self.api.list_scheduled_jobs(namespace=self.namespace))
+            self._scheduled = scheduled
         except Exception as exc:
             report.problems.append(f"schedules: {_short(exc)}")
             scheduled = []
@@ -447,6 +481,67 @@ class Watcher:
                 data={**streak.to_dict(), "threshold": after},
             ))
         return events
+
+    def _stale_live(self, now: datetime, report: WatchReport) -> list[Event]:
+        periods = int(getattr(self.cfg.notify, "stale_live_periods", 3))
+        if periods <= 0:
+            return []
+        at = time.monotonic()
+        if self._live_at is None or at - self._live_at >= LIVE_EVERY_S:
+            self._live_at = at
+            self._live = self._read_stale_live(now, periods, report)
+        report.stale_live = list(self._live)
+        events = []
+        for s in report.stale_live:
+            events.append(Event(
+                key=f"stale_live:{s.repo_id}:{s.commit}", kind="stale_live", level="WARN",
+                title=f"{s.tenant}'s live adapter is {format_duration(s.age_s)} old",
+                text=(f"live {s.commit[:8]} on {s.repo_id} is older than {periods} periods of its schedule "
+                      f"({format_duration(s.period_s)} each): its runs fail, or pass and are not promoted "
+                      f"(console adapters {s.tenant})"),
+                at=now.timestamp(), tenant=s.tenant, data=s.to_dict(),
+            ))
+        return events
+
+    def _read_stale_live(self, now: datetime, periods: int, report: WatchReport) -> list[StaleLive]:
+        from console.adapters import AdapterError, live_since
+        from console.cron import next_runs
+
+        scheduled = self._scheduled
+        if scheduled is None:
+            try:
+                scheduled = self._scheduled = list(self.api.list_scheduled_jobs(namespace=self.namespace))
+            except Exception as exc:
+                report.problems.append(f"schedules: {_short(exc)}")
+                return []
+        found: list[StaleLive] = []
+        seen: set[str] = set()
+        for sj in scheduled:
+            req = jobspec.read_request(sj)
+            if req is None or not req.hub_model_id or req.hub_model_id in seen or getattr(sj, "suspend", False):
+                continue
+            seen.add(req.hub_model_id)
+            try:  # the schedule's period: the longest gap between its next firings
+                fires = next_runs(str(getattr(sj, "schedule", "") or ""), 4, after=now)
+            except Exception:  # noqa: BLE001 - a schedule the cron reader does not know: no period
+                continue
+            gaps = [(b - a).total_seconds() for a, b in itertools.pairwise(fires)]
+            if not gaps or max(gaps) <= 0:
+                continue
+            period_s = max(gaps)
+            try:
+                live = live_since(self.api, req.hub_model_id)
+            except AdapterError as exc:
+                report.problems.append(f"{req.hub_model_id}: {_short(exc)}")
+                continue
+            if live is None:
+                continue
+            commit, made = live
+            age = (now - made).total_seconds()
+            if age > periods * period_s:
+                found.append(StaleLive(tenant=req.tenant, repo_id=req.hub_model_id, commit=commit, age_s=age,
+                                       period_s=period_s, scheduled_job_id=sj.id))
+        return found
 
     def _alerts(self, jobs: list[Any], now: datetime, since: float, report: WatchReport) -> list[Event]:
         try:

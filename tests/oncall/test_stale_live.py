@@ -1,0 +1,75 @@
+"""A scheduled tenant whose live adapter version is older than `notify.stale_live_periods` (3) of its
+schedule's periods is flagged in the watch report and notified once per live version: its runs keep
+failing, or pass and are never promoted. The repo is real (the embedded server's Hub, its commits and
+its live tag as the recipes write them); the watcher's clock is moved on instead of waiting hours."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from huggingface_hub import HfApi
+from tests.oncall.conftest import NAMESPACE, wait_for
+
+from console import jobspec
+from console.jobspec import TrainingRequest
+from console.oncall import Watcher
+from console.oncall.store import OnCallStore
+
+DATA = Path(__file__).resolve().parents[2] / "training" / "data"
+REPO = f"{NAMESPACE}/adapter-acme"
+
+
+def _land(api: HfApi, run: str, tmp_path: Path) -> str:
+    """A passing run's landing on main and the live tag moved to it, as training/jobkit/run.py does."""
+    manifest = tmp_path / f"{run}.json"
+    manifest.write_text(json.dumps({"run_name": run, "verdict": "PASS", "first_loss": 6.0, "last_loss": 5.0}))
+    info = api.upload_file(path_or_fileobj=str(manifest), path_in_repo="manifest.json", repo_id=REPO,
+                           commit_message=f"{run}: PASS run={run} steps=10")
+    if "live" in {t.name for t in api.list_repo_refs(REPO).tags}:
+        api.delete_tag(REPO, tag="live")
+    api.create_tag(REPO, tag="live", revision=info.oid)
+    return info.oid
+
+
+def test_a_live_adapter_older_than_three_periods_is_flagged_and_notified_once(backend, cfg, listener, tmp_path):
+    cfg.notify.webhook_url = listener.url + "/hook"
+    api = HfApi(endpoint=backend.api.endpoint, token=backend.api.token)
+    api.create_repo(REPO)
+    first = _land(api, "acme-1", tmp_path)
+    req = TrainingRequest(tenant="acme", dataset=str(DATA / "acme.jsonl"), hub_model_id=REPO, scheduled=True)
+    sub = jobspec.build_submission(req, backend_kind="local", token=backend.api.token)
+    sj = backend.api.create_scheduled_job(**sub.scheduled_kwargs("@hourly"), namespace=NAMESPACE)
+    store = OnCallStore(tmp_path / "oncall.sqlite")
+    now = datetime.now(UTC)
+
+    def check(hours: float):
+        watch = Watcher(backend.api, cfg, namespace=NAMESPACE, store=store, clock=lambda: now + timedelta(hours=hours))
+        return watch.check()
+
+    report = check(2)  # two hourly periods: not yet
+    assert report.stale_live == [] and "stale" not in report.line()
+
+    report = check(4)
+    [stale] = report.stale_live
+    assert (stale.tenant, stale.repo_id, stale.commit, stale.scheduled_job_id) == ("acme", REPO, first, sj.id)
+    assert stale.period_s == 3600 and 4 * 3600 - 60 < stale.age_s < 4 * 3600 + 60
+    assert "1 live adapter stale (acme 4h" in report.line()
+    assert report.to_dict()["stale_live"][0]["commit"] == first
+    [event] = [e for e in report.events if e.kind == "stale_live"]
+    assert event.title.startswith("acme's live adapter is 4h") and "console adapters acme" in event.text
+    def posted() -> list[dict]:
+        return [b for b in listener.bodies("/hook") if b["event"] == "stale_live"]
+
+    wait_for(lambda: len(posted()) == 1, timeout=10)
+
+    report = check(5)  # still flagged, not said again
+    assert [s.commit for s in report.stale_live] == [first] and not [e for e in report.events if e.kind == "stale_live"]
+
+    _land(api, "acme-2", tmp_path)  # a new live version: nothing stale
+    assert check(1).stale_live == []
+
+    cfg.notify.stale_live_periods = 0
+    assert check(100).stale_live == []
+    assert len(posted()) == 1
