@@ -55,7 +55,8 @@ embedding row that are the same), `bad_score` (a scored pair's score is not from
 `too_long` (with a max length: the row's text is longer than N tokens). Lengths are approximate tokens, counted as
 ceil(characters / 4) over all the row's text, the usual rule of thumb for English with a BPE
 tokenizer; no tokenizer is downloaded. Warnings (do not fail): `duplicate` rows, a KTO dataset
-with a single label class.
+with a single label class. A dataset whose rows all fit but are fewer than MIN_ROWS (8) fails
+`too_few_rows`.
 """
 
 from __future__ import annotations
@@ -160,6 +161,13 @@ class Report:
 
 
 # ----------------------------------------------------------------------------- reading
+
+
+MIN_ROWS = 8
+"""Fewer rows than this fail the dataset (`too_few_rows`): they are two batches or fewer at the LoRA
+recipes' default batch of 4 and half of one at the embedding recipe's 16, so every step trains on
+the same few rows, the loss falls by learning them by heart and the verdict cannot tell that from
+learning (one row trained to a PASS); an embedding run's 0.2 held-out split also keeps a row."""
 
 
 class ReadError(Exception):
@@ -531,6 +539,9 @@ def check_rows(
         else:
             seen[key] = line
 
+    if report.rows < MIN_ROWS and not report.error_lines:
+        report.fatal = ("too_few_rows", f"{report.rows} rows, at least {MIN_ROWS} needed")
+        return report
     if fmt == "kto" and len(report.labels) == 1:
         only = next(iter(report.labels))
         report.add(0, "single_label", f"every label is {only}; KTO wants both classes", "warning")

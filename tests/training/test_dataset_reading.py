@@ -110,6 +110,7 @@ def test_a_parquet_file_that_is_not_parquet_is_unreadable(validator, capsys, tmp
     assert code == 2 and line.startswith("VERDICT: FAIL unreadable: cannot load parquet: ArrowInvalid: ")
 
 
+@pytest.mark.usefixtures("any_row_count")
 def test_a_parquet_file_with_a_timestamp_column_is_checked_and_its_duplicates_found(validator, tmp_path,
                                                                                     datasets_library):
     import datetime

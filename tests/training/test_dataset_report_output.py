@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from test_validate_dataset import write_jsonl
 
 
@@ -54,6 +55,7 @@ def test_the_json_record_counts_errors_and_warnings_apart(validator, capsys, tmp
     assert [(i["line"], i["severity"]) for i in record["issues"]] == [(3, "error"), (2, "warning")]
 
 
+@pytest.mark.usefixtures("any_row_count")
 def test_a_passing_dataset_reads_pass_in_its_json_record(validator, capsys, tmp_path):
     path = write_jsonl(tmp_path / "d.jsonl", [CHAT])
     code, lines = run(validator, capsys, path, "--json")
@@ -81,6 +83,7 @@ def test_a_file_without_rows_reports_no_format_and_no_tokens(validator, capsys, 
     assert record["verdict"] == "FAIL empty: the dataset has no rows"
 
 
+@pytest.mark.usefixtures("any_row_count")
 def test_kto_labels_are_counted_and_a_single_class_is_a_dataset_warning(validator, capsys, tmp_path):
     rows = [{"prompt": "p", "completion": c, "label": label} for c, label in [("a", True), ("b", False), ("c", True)]]
     code, lines = run(validator, capsys, write_jsonl(tmp_path / "k.jsonl", rows), "--method", "kto")
@@ -116,6 +119,7 @@ def test_a_dataset_that_fits_another_method_is_refused_with_that_reason_alone(va
         "this data fits dpo")
 
 
+@pytest.mark.usefixtures("any_row_count")
 def test_the_rows_a_recipe_trains_on_keep_only_the_trained_fields(validator, tmp_path):
     rows = [
         {"messages": [{"role": "user", "content": "hi", "name": "ann"}, A("hello")], "source": "crm"},

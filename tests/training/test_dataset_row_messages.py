@@ -159,6 +159,7 @@ def test_a_row_of_exactly_the_max_length_is_not_too_long(validator, tmp_path):
     assert issues(validator, tmp_path, rows, "sft", max_length=1) == [(1, "too_long", "~2 tokens > --max-length 1")]
 
 
+@pytest.mark.usefixtures("any_row_count")
 def test_a_score_is_not_text_and_counts_no_tokens(validator, tmp_path):
     rows = [{"sentence1": "abcd", "sentence2": "efgh", "score": 0.5}]
     report = validator.validate(write_jsonl(tmp_path / "s.jsonl", rows), "embedding", None)

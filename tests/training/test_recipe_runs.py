@@ -96,9 +96,10 @@ def test_an_embedding_model_trains_and_its_held_out_metric_rises(tmp_path, kind)
 
 
 def test_an_embedding_run_whose_metric_does_not_rise_fails_with_its_reason(tmp_path):
-    """Learning rate 0: the model never changes, so the held-out metric cannot rise."""
+    """A learning rate too small to move the model (1e-9; 0 itself fails zero_lr first), so the
+    held-out metric cannot rise."""
     argv = ["--kind", "bi", "--dataset", str(DATA / "stark.jsonl"), "--eval-fraction", "0.2",
-            *common("stark-still", 8, "0", "--eval-steps", "4")]  # fmt: skip
+            *common("stark-still", 8, "1e-9", "--eval-steps", "4")]  # fmt: skip
     result = run(EMBED, argv, script_env(tmp_path))
     assert result.returncode == 1, result.stdout[-3000:]
     assert result.last_line.startswith("VERDICT: FAIL metric_flat: the held-out heldout_cosine_ndcg@10 went from ")
@@ -151,8 +152,9 @@ def test_a_preference_adapter_trains_and_its_loss_falls(tmp_path, method):
 
 
 def test_a_dpo_run_that_does_not_learn_fails_flat_loss(tmp_path):
+    # 1e-9: too small to move the adapter (0 itself fails zero_lr first)
     argv = ["--dataset", str(DATA / "hooli.jsonl"), "--lora-r", "8", "--batch-size", "8", "--max-length", "128",
-            *common("dpo-still", 6, "0")]  # fmt: skip
+            *common("dpo-still", 6, "1e-9")]  # fmt: skip
     result = run(DPO, argv, script_env(tmp_path))
     assert result.returncode == 1
     assert result.last_line.startswith("VERDICT: FAIL flat_loss: "), result.last_line

@@ -198,7 +198,7 @@ def test_hub_dataset_rows_are_normalized(sft_module, tmp_path, monkeypatch):
     rows = [
         {"id": i, "messages": [{"role": "user", "content": f"q{i}", "name": "x"},
                                {"role": "assistant", "content": "a"}]}
-        for i in range(5)
+        for i in range(8)  # the fewest rows a dataset may have (validate_dataset.MIN_ROWS)
     ]  # fmt: skip
     calls = []
 

@@ -128,6 +128,7 @@ def test_each_kind_of_malformed_row_is_caught(validator, tmp_path, rows, method,
     assert reason.startswith(f"invalid_rows: 1 of {len(rows)} rows")
 
 
+@pytest.mark.usefixtures("any_row_count")
 def test_system_turn_first_is_fine_and_conversational_prompt_completion(validator, tmp_path):
     rows = [
         {"messages": turns(("system", "s"), ("user", "u"), ("assistant", "a"))},
@@ -166,6 +167,7 @@ def test_data_that_does_not_fit_the_method_fails(validator, name, method, fits):
     assert reason.endswith(f"this data fits {fits}")
 
 
+@pytest.mark.usefixtures("any_row_count")
 def test_warnings_do_not_fail(validator, tmp_path):
     rows = [GOOD_CHAT, GOOD_CHAT]
     report = validator.validate(write_jsonl(tmp_path / "d.jsonl", rows), "sft", None)

@@ -78,6 +78,7 @@ def test_the_json_of_a_broken_dataset_lists_each_issue(validator, capsys):
     assert [i["line"] for i in report["issues"]] == sorted(i["line"] for i in report["issues"])
 
 
+@pytest.mark.usefixtures("any_row_count")
 def test_a_duplicate_row_is_a_warning_that_does_not_fail(validator, capsys, tmp_path):
     row = json.dumps({"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]})
     path = tmp_path / "dup.jsonl"
@@ -131,6 +132,7 @@ def test_ten_offending_rows_are_listed_unless_told_otherwise(validator, capsys):
     assert sum(line.startswith("  line ") for line in lines) == 10
 
 
+@pytest.mark.usefixtures("any_row_count")
 def test_the_json_record_keeps_non_ascii_text_as_it_is(validator, capsys, tmp_path):
     path = tmp_path / "données.jsonl"
     path.write_text(json.dumps({"text": "déjà vu"}, ensure_ascii=False) + "\n", encoding="utf-8")
