@@ -474,18 +474,20 @@ class Refresher:
 
     def _derive(self, scheduled: list[Any], latest: LatestRuns) -> list[Any]:
         """The fleet rows from the scheduled jobs and each tenant's newest runs (kept for the
-        next start too)."""
+        next start too, by `_post`)."""
         from console.fleet import derive_fleet
 
-        fleet = derive_fleet(scheduled, latest.jobs(), now=self.session.clock(), prices=self.session.prices,
-                             outcomes=dict(self.outcomes))
-        snapshot.save_fleet(self.cache, fleet)
-        self._fleet_saved = time.monotonic()
-        return fleet
+        return derive_fleet(scheduled, latest.jobs(), now=self.session.clock(), prices=self.session.prices,
+                            outcomes=dict(self.outcomes))
 
     def _post(self, message: DataRefreshed) -> None:
+        """Hand a refresh to the UI thread; then keep the fleet it derived for the next start
+        (after the post: writing 10,000 rows is not on the way to the frame that shows them)."""
         snapshot.save_seen(self.cache, message.at)
         self.app.post_message(message)
+        if message.fleet is not None:
+            snapshot.save_fleet(self.cache, message.fleet)
+            self._fleet_saved = time.monotonic()
 
     def fetch_outcomes(self, job_ids: list[str]) -> None:
         """Read the last loss and adapter of these finished runs from their log tails."""
