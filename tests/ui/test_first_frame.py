@@ -112,6 +112,9 @@ def test_a_reopened_console_paints_its_last_screen_first_and_keeps_a_key(tmp_pat
         assert short in screen and "COMPLETED" in screen  # the rows of the last screen
         second.press("3")  # typed before Textual has the terminal
         second.wait_for(lambda s: "plan floor" in s, START_TIMEOUT, "the costs tab the key asked for")
+        deadline = time.monotonic() + START_TIMEOUT  # the app writes its stamp after its next refresh
+        while "snapshot" not in _stamps(ready) and time.monotonic() < deadline:
+            time.sleep(0.05)
         stamps = _stamps(ready)
         assert stamps[0] == "frame" and "snapshot" in stamps  # painted before the app's own frame
         assert "kept" not in second.screen.text()  # the app drew over it

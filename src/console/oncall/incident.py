@@ -38,7 +38,7 @@ LOG_LINES = 200
 _BACKTICKS = re.compile(r"`+")
 SECTIONS = (
     "Summary", "Inspect", "Stage history", "Labels", "Cost", "CPU and memory", "Trackio",
-    "Reproduce", "Log",
+    "Checkpoint", "Reproduce", "Log",
 )
 
 
