@@ -4,7 +4,8 @@ JOB_ID is the full id or any unique start or end of it, such as the last 8 chara
 table shows; an ambiguous one lists the jobs it could be.
 
 The bundle holds the job as the Jobs API says it is, its stage history, labels, cost so far,
-CPU and memory (while it runs), its Trackio progress and alerts, the command that reproduces it
+CPU and memory (while it runs), its Trackio progress and alerts, the last checkpoint a run that
+pushes to a Hub repo pushed (what `R` resumes from), the command that reproduces it
 and the last 200 log lines as plain text (`--since WHEN`: the lines from then on, each with
 the time the Jobs API stamped it). It goes to `<data dir>/incidents/` unless `--out DIR`.
 `--copy` (or `notify.osc52 = true`) also puts the path on the terminal's clipboard (OSC 52).
