@@ -132,6 +132,7 @@ def _seed(ws: Workspace, tenants: int, jobs: int) -> None:
             request = jobspec.TrainingRequest(
                 tenant=tenant,
                 dataset=f"bench/{tenant}-chats",
+                base_model=("Qwen/Qwen3-0.6B", "Qwen/Qwen2.5-3B", "Qwen/Qwen2.5-7B")[i % 3],
                 model_b=(1.0, 3.0, 7.0)[i % 3],
                 examples=500 + (i * 37) % 4000,
                 epochs=(1.0, 2.0, 3.0)[i % 3],

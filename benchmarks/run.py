@@ -8,16 +8,19 @@ Run on demand (not in CI, not in the test suite). For each scale point (`TENANTS
 that many tenants' scheduled jobs (through the real API) and finished jobs (bulk, into the
 server's SQLite store), serves it with a real `console serve` process on loopback, and measures:
 
-1. start-up (at 1,000 tenants and 10,000 jobs): process spawn to the frame painted from the
-   local cache (`snapshot`), to the first frame with fresh data (`fresh`) and to the frame with
+1. start-up (at 1,000 tenants and 10,000 jobs): process spawn to the kept picture of the last
+   screen, painted before Textual loads (`frame`), to Textual's frame painted from the local
+   cache (`snapshot`), to the first frame with fresh data (`fresh`) and to the frame with
    every job known (`full`), for the real `console` in an 80x24 pseudo-terminal (the app stamps
    `$CONSOLE_BENCH_READY_FILE` after each is painted), warm (a cache from the last run) and cold
    (none); beside `hf jobs ps -a` and `hf jobs ps -a --limit 0` against the same server, and the
    floors (the same Python importing textual and huggingface_hub; a bare Textual app); the
    import-time profile of the start path;
 2. at every scale point: CPU and HTTP requests per quiet refresh of the running app (in-process,
-   headless), idle CPU and resident memory of the real console in its terminal, and the
-   server's resident memory (now and its peak) after serving the console and the whole list;
+   headless; the refresh's own CPU, the idle between refreshes taken off), the warm start to
+   every job known beside `hf jobs ps -a --limit 0` on the same server, idle CPU and resident
+   memory of the real console in its terminal, and the server's resident memory (now and its
+   peak) after serving the console and the whole list;
 3. logs: lines/s from a job's stdout through the real SSE stream and the log pane to the
    terminal, key-to-frame latency while it streams, beside `hf jobs logs --follow`;
 4. what-if: the per-tenant projection of 1,000 and 10,000 tenants after one assumption changes,
@@ -66,6 +69,9 @@ REPORT = REPO / "BENCHMARKS.md"
 START, END = "<!-- figures:start -->", "<!-- figures:end -->"
 DEFAULT_SCALES = "100x10000,1000x10000,1000x50000,1000x100000,10000x100000"
 MIB = 2**20
+REOPENED = "reopened console: first frame with jobs (the kept picture) vs hf jobs ps -a, same server"
+FLAT_RATIO, FLAT_SLACK_S = 1.5, 0.002
+"""A quiet refresh is flat when its 10,000-tenant CPU is within 1.5x, or 2 ms, of the 100-tenant one."""
 
 
 @dataclass
@@ -158,9 +164,14 @@ Bare().run()
 
 
 def _console_start(ws: Workspace, ready: Path, wants: tuple[str, ...]) -> dict[str, float]:
+    """Seconds from spawn to each stamp in `wants`, and to `frame` when the kept picture was painted
+    (`console.firstframe`: a start after a quit from the jobs tab, at the same terminal size)."""
     proc = start_console(ws, ready)
     try:
-        return {what: wait_stamp(proc, ready, what, timeout=900) for what in wants}
+        out = {what: wait_stamp(proc, ready, what, timeout=900) for what in wants}
+        if "frame" in (found := harness.stamps(ready)):
+            out["frame"] = found["frame"] - proc.spawned_at
+        return out
     finally:
         proc.close()
 
@@ -170,7 +181,9 @@ def bench_startup(res: Results, ws: Workspace, server: SharedServer, runs: int) 
     ready = ws.root / "ready"
     harness.forget_cache(ws)
     cold = _console_start(ws, ready, ("fresh", "full"))  # the first start: no cache yet
+    # each start quits from the jobs tab, so the next one paints the picture it kept first
     warm = [_console_start(ws, ready, ("snapshot", "fresh", "full")) for _ in range(runs + 1)][1:]
+    frames = [w["frame"] for w in warm if "frame" in w]
     snap = [w["snapshot"] for w in warm]
     fresh = [w["fresh"] for w in warm]
     full = [w["full"] for w in warm]
@@ -206,9 +219,15 @@ def bench_startup(res: Results, ws: Workspace, server: SharedServer, runs: int) 
             proc.close()
     res.raw.update(snapshot=median(snap), fresh=median(fresh), full=median(full), cold_full=cold["full"],
                    cold_fresh=cold["fresh"], hf_ps=median(hf_ps), hf_all=median(hf_all),
-                   bare_app=median(bare_app))
+                   bare_app=median(bare_app), frames_painted=len(frames), warm_starts=len(warm))
+    if frames:
+        res.raw["frame"] = median(frames)
     spread = lambda v: f"median of {len(v)} (min {_ms(min(v))}, max {_ms(max(v))})"  # noqa: E731
-    res.add("startup", "spawn to the frame painted from the local cache (warm start)",
+    res.add("startup", "reopened console: spawn to the kept picture of its jobs on the terminal (before Textual)",
+            f"{_ms(median(frames))} {spread(frames)}" if frames else f"not painted in any of {len(warm)} starts",
+            peer=f"hf jobs ps -a {_ms(median(hf_ps))}",
+            ratio=f"{median(frames) / median(hf_ps):.2f}x hf" if frames else "")
+    res.add("startup", "spawn to Textual's first frame, painted from the local cache (warm start)",
             f"{_ms(median(snap))} {spread(snap)}", peer=f"hf jobs ps -a {_ms(median(hf_ps))}",
             ratio=f"{median(snap) / median(hf_ps):.2f}x hf")
     res.add("startup", "spawn to the first frame with fresh data (warm start)",
@@ -313,12 +332,25 @@ async def _measure_refreshes(refreshes: int) -> dict[str, float]:
             out["busy"] = sorted(set(busy))  # type: ignore[assignment]
             out["settled_s"] = time.monotonic() - t_synced
             base_n, base_req, base_cpu = app.refresher.refresh_count, counter.count, time.process_time()
+            base_wall = time.monotonic()
             counter.paths.clear()
             while app.refresher.refresh_count < base_n + refreshes and time.monotonic() - t0 < 1500:
                 await asyncio.sleep(0.01)
             n = app.refresher.refresh_count - base_n
+            wall = time.monotonic() - base_wall
             out["requests"] = (counter.count - base_req) / max(1, n)
-            out["cpu_s"] = (time.process_time() - base_cpu) / max(1, n)
+            out["cycle_s"] = (time.process_time() - base_cpu) / max(1, n)
+            # the same app with no refresh due: what it costs between refreshes, taken off the cycle
+            app.refresher.interval = 1e6
+            last = app.refresher.refresh_count
+            t_wait = time.monotonic()
+            while app.refresher.refresh_count == last and time.monotonic() - t_wait < 2:
+                await asyncio.sleep(0.01)
+            await asyncio.sleep(0.3)
+            c0, w0 = time.process_time(), time.monotonic()
+            await asyncio.sleep(3.0)
+            out["idle_rate"] = (time.process_time() - c0) / (time.monotonic() - w0)
+            out["cpu_s"] = max(0.0, out["cycle_s"] - out["idle_rate"] * wall / max(1, n))
             out["paths"] = dict(counter.paths)  # type: ignore[assignment]
             out["rows"] = app.jobs_table.row_count
             out["tenants"] = len(app.refresher.fleet_rows)
@@ -359,7 +391,7 @@ def _settle(ps, least: float = 5.0, most: float = 120.0, busy: float = 0.10) -> 
 
 
 def bench_scale(res: Results, ws: Workspace, server: SharedServer, tenants: int, jobs: int,
-                idle_seconds: float) -> None:
+                idle_seconds: float, warm_runs: int = 3, hf_runs: int = 2) -> None:
     import psutil
 
     name = _scale_name(tenants, jobs)
@@ -381,15 +413,21 @@ def bench_scale(res: Results, ws: Workspace, server: SharedServer, tenants: int,
         rss, peak = ps.memory_info().rss, peak_rss(proc.pid)
     finally:
         proc.close()
+    # the whole list, warm, beside hf reading it whole from the same server, in turn
+    fulls = [full] + [_console_start(ws, ready, ("full",))["full"] for _ in range(max(0, warm_runs - 1))]
+    env = server.hf_env()
+    hf_all = [_run_wall([str(HF_BIN), "jobs", "ps", "-a", "--limit", "0"], env) for _ in range(hf_runs)]
     steady = _steady_in_subprocess(ws, 8)
     srv = psutil.Process(server.proc.pid)
     srv_rss, srv_peak = srv.memory_info().rss, peak_rss(server.proc.pid)
     key = f"{tenants}x{jobs}"
+    full = median(fulls)
     res.raw.update({f"idle:{key}": idle, f"rss:{key}": rss, f"peak:{key}": peak, f"cpu:{key}": steady["cpu_s"],
                     f"req:{key}": steady["requests"], f"srv_rss:{key}": srv_rss, f"srv_peak:{key}": srv_peak,
-                    f"full:{key}": full})
+                    f"full:{key}": full, f"hf_all:{key}": median(hf_all)})
     res.add("scale", f"{name}: CPU / HTTP requests per quiet refresh (headless app)",
-            f"{_ms(steady['cpu_s'])} / {steady['requests']:.1f}",
+            f"{_ms(steady['cpu_s'])} / {steady['requests']:.1f} (the whole 0.3 s cycle, idle included: "
+            f"{_ms(steady['cycle_s'])})",
             peer=", ".join(f"{p} {n}" for p, n in sorted(steady["paths"].items()))
             + f"; measured {steady.get('settled_s', 0):.0f} s after every job was known"
             + (f"; still running: {', '.join(steady['busy'])}" if steady.get("busy") else ""))
@@ -398,7 +436,10 @@ def bench_scale(res: Results, ws: Workspace, server: SharedServer, tenants: int,
     res.add("scale", f"{name}: console RSS (peak)", f"{rss / MIB:.0f} MiB ({peak / MIB:.0f} MiB)")
     res.add("scale", f"{name}: server RSS after serving the console and the whole list (peak)",
             f"{srv_rss / MIB:.0f} MiB ({srv_peak / MIB:.0f} MiB)")
-    res.add("scale", f"{name}: warm start to every job known", _ms(full))
+    res.add("scale", f"{name}: warm start to every job known and the fleet derived",
+            f"{_ms(full)} median of {len(fulls)} (min {_ms(min(fulls))}, max {_ms(max(fulls))})",
+            peer=f"hf jobs ps -a --limit 0 {_ms(median(hf_all))} (median of {len(hf_all)})",
+            ratio=f"{full / median(hf_all):.2f}x hf")
 
 
 def serve_whole_list(server: SharedServer) -> None:
@@ -671,28 +712,28 @@ def bench_scripts(res: Results, runs: int) -> None:
 
 
 def judge(res: Results) -> None:
-    """The issue's goal rows, each measured in this run: measured / goal / met, with why."""
+    """The goal rows, each measured in this run: measured / goal / met, with why."""
     r = res.raw
 
     def has(*keys: str) -> bool:
         return all(k in r for k in keys)
 
-    if has("snapshot", "hf_ps"):
-        ratio = r["snapshot"] / r["hf_ps"]
-        res.goals.append(Goal("spawn to the first filled frame (the cached picture, marked with its age)",
-                              f"{_ms(r['snapshot'])} = {ratio:.2f}x hf jobs ps -a ({_ms(r['hf_ps'])})",
-                              "<= 1.0x hf jobs ps -a", ratio <= 1.0))
+    if has("frame", "hf_ps"):
+        ratio = r["frame"] / r["hf_ps"]
+        res.goals.append(Goal(REOPENED,
+                              f"{_ms(r['frame'])} = {ratio:.2f}x hf jobs ps -a ({_ms(r['hf_ps'])}); "
+                              f"painted in {r['frames_painted']:.0f} of {r['warm_starts']:.0f} starts",
+                              "<= 0.5x hf jobs ps -a", ratio <= 0.5 and r["frames_painted"] == r["warm_starts"]))
+    elif has("hf_ps"):
+        res.goals.append(Goal(REOPENED,
+                              f"no kept picture painted in {r['warm_starts']:.0f} starts", "<= 0.5x hf jobs ps -a",
+                              False))
     if has("fresh", "bare_app"):
         ratio = r["fresh"] / r["bare_app"]
-        res.goals.append(Goal("spawn to the first frame with fresh data",
-                              f"{_ms(r['fresh'])} = {ratio:.2f}x the bare app ({_ms(r['bare_app'])})",
-                              "<= 1.2x the bare-app floor", ratio <= 1.2))
-    if has("full", "hf_all"):
-        ratio = r["full"] / r["hf_all"]
-        res.goals.append(Goal("whole job list read (warm start: every job known, the fleet derived)",
-                              f"{_ms(r['full'])} = {ratio:.2f}x hf jobs ps -a --limit 0 ({_ms(r['hf_all'])}); "
-                              f"first start, no cache: {r['cold_full'] / r['hf_all']:.2f}x",
-                              "<= 0.3x hf jobs ps -a --limit 0", ratio <= 0.3))
+        res.goals.append(Goal("first frame with fresh data vs a bare Textual app with huggingface_hub",
+                              f"{_ms(r['fresh'])} = {ratio:.2f}x the bare app ({_ms(r['bare_app'])}); "
+                              f"first start, no cache: {r['cold_fresh'] / r['bare_app']:.2f}x",
+                              "<= 1.2x the bare app", ratio <= 1.2))
     points = sorted((k.split(":", 1)[1] for k in r if k.startswith("cpu:")),
                     key=lambda k: tuple(int(n) for n in k.split("x")))
 
@@ -705,19 +746,47 @@ def judge(res: Results) -> None:
         return f"largest point run ({tenants:,} tenants, {jobs:,} jobs): {show(key)}"
 
     wide = [k for k in points if k.startswith("10000x")]
+    narrow = [k for k in points if k.startswith("100x")]
     if wide:
-        key = wide[0]
-        res.goals.append(Goal("CPU per quiet refresh, 10,000 tenants", _ms(r[f"cpu:{key}"]), "<= 15 ms",
-                              r[f"cpu:{key}"] <= 0.015))
+        key = wide[-1]
+        cpu = r[f"cpu:{key}"]
+        measured, flat = _ms(cpu), None
+        if narrow:
+            small = r[f"cpu:{narrow[0]}"]
+            flat = cpu <= max(FLAT_RATIO * small, small + FLAT_SLACK_S)
+            measured += f"; 100 tenants {_ms(small)} ({cpu / small:.2f}x: {'flat' if flat else 'not flat'})"
+        else:
+            measured += "; no 100-tenant point in this run (flatness not judged)"
+        res.goals.append(Goal("CPU per quiet refresh, 10,000 tenants; flat from 100 to 10,000 tenants", measured,
+                              "<= 10 ms, flat", cpu <= 0.010 and flat is not False,
+                              "" if flat is not None else "flatness needs a 100-tenant point"))
         res.goals.append(Goal("idle CPU of the real app, 10,000 tenants", f"{r[f'idle:{key}'] * 100:.1f}% of a core",
                               "< 2%", r[f"idle:{key}"] < 0.02))
     else:
-        res.goals.append(Goal("CPU per quiet refresh, 10,000 tenants",
-                              "not run; " + largest(lambda k: _ms(r[f"cpu:{k}"])), "<= 15 ms", None,
+        res.goals.append(Goal("CPU per quiet refresh, 10,000 tenants; flat from 100 to 10,000 tenants",
+                              "not run; " + largest(lambda k: _ms(r[f"cpu:{k}"])), "<= 10 ms, flat", None,
                               "no 10,000-tenant scale point in this run"))
         res.goals.append(Goal("idle CPU of the real app, 10,000 tenants",
                               "not run; " + largest(lambda k: f"{r[f'idle:{k}'] * 100:.1f}% of a core"),
                               "< 2%", None, "no 10,000-tenant scale point in this run"))
+    whole = [k for k in points if f"hf_all:{k}" in r]
+    if whole:
+        key = "10000x100000" if "10000x100000" in whole else whole[-1]
+        tenants, jobs = (int(n) for n in key.split("x"))
+        ratio = r[f"full:{key}"] / r[f"hf_all:{key}"]
+        measured = (f"{_ms(r[f'full:{key}'])} = {ratio:.2f}x hf jobs ps -a --limit 0 ({_ms(r[f'hf_all:{key}'])})"
+                    f" at {tenants:,} tenants, {jobs:,} jobs")
+        if has("full", "hf_all"):
+            measured += f"; {r['full'] / r['hf_all']:.2f}x at the start-up point"
+        res.goals.append(Goal("whole list warm (every job known, the fleet derived) vs hf jobs ps -a --limit 0",
+                              measured, "<= 0.3x hf jobs ps -a --limit 0", ratio <= 0.3,
+                              "" if key == "10000x100000" else "no 10,000-tenant, 100,000-job point in this run"))
+    elif has("full", "hf_all"):
+        ratio = r["full"] / r["hf_all"]
+        res.goals.append(Goal("whole list warm (every job known, the fleet derived) vs hf jobs ps -a --limit 0",
+                              f"{_ms(r['full'])} = {ratio:.2f}x hf jobs ps -a --limit 0 ({_ms(r['hf_all'])}) "
+                              "at the start-up point", "<= 0.3x hf jobs ps -a --limit 0", ratio <= 0.3,
+                              "no scale point in this run"))
     deep = sorted((k for k in points if k.endswith("x100000")), key=lambda k: int(k.split("x")[0]))
     if deep:
         key = deep[0]
@@ -859,7 +928,8 @@ def main() -> int:
                     bench_imports(res, ws)
                 if "scale" in only:
                     serve_whole_list(server)
-                    bench_scale(res, ws, server, tenants, jobs, args.idle_seconds)
+                    bench_scale(res, ws, server, tenants, jobs, args.idle_seconds,
+                                warm_runs=max(1, min(3, args.runs)), hf_runs=max(1, min(2, args.runs)))
                 if base and "logs" in only:
                     bench_logs(res, ws, server, args.lines)
                 if wide_server_needed and tenants >= 10_000:
