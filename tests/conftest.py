@@ -1,5 +1,9 @@
 """Every test runs away from the user's real config and data: both point into a fresh tmp folder,
-and a Jobs server daemon a test started in that folder is stopped when the test ends."""
+and a Jobs server daemon a test started in that folder is stopped when the test ends.
+
+Long-running checks (a job killed at a one-minute timeout, seconds of a log flood on a slow
+terminal) run at a small size by default and at full size with ``CONSOLE_SOAK=full``: see
+:func:`soak`."""
 
 from __future__ import annotations
 
@@ -9,6 +13,14 @@ import signal
 import time
 
 import pytest
+
+SOAK_FULL = os.environ.get("CONSOLE_SOAK", "").strip().lower() == "full"
+"""``CONSOLE_SOAK=full``: the long-running checks at their full size."""
+
+
+def soak(small, full):
+    """`full` under ``CONSOLE_SOAK=full``, else `small`: the size of a long-running check."""
+    return full if SOAK_FULL else small
 
 
 @pytest.fixture(autouse=True)

@@ -27,6 +27,7 @@ from pathlib import Path
 import psutil
 import pytest
 from huggingface_hub import HfApi
+from tests.conftest import soak
 from tests.ui.terminal import Screen
 
 from console import config as config_mod
@@ -139,6 +140,8 @@ def test_keys_take_effect_while_the_window_is_resized_hundreds_of_times_a_second
 # -- a slow terminal --------------------------------------------------------------------------------
 
 SLOW_BYTES_PER_SECOND = 4096
+FLOOD_SECONDS = soak(2.0, 8.0)
+"""How long the log floods a slow terminal before the checks (CONSOLE_SOAK=full: 8 s)."""
 RSS_GROWTH_BOUND_MB = 64.0
 
 
@@ -157,7 +160,7 @@ def test_a_terminal_read_at_4kb_a_second_gets_fewer_frames_and_the_app_goes_on(d
         start_rss = _rss_mb(pid)
         reader = _SlowReader(fd, SLOW_BYTES_PER_SECOND)
         peak = start_rss
-        for _ in range(40):  # 8 s of a flood on a slow link
+        for _ in range(round(FLOOD_SECONDS / 0.2)):  # seconds of a flood on a slow link
             reader.read_for(0.2)
             peak = max(peak, _rss_mb(pid))
         assert peak - start_rss < RSS_GROWTH_BOUND_MB, (start_rss, peak)
@@ -198,7 +201,7 @@ def test_after_frames_were_dropped_the_screen_is_what_a_full_redraw_shows(daemon
         flood = _run(daemon_api, FLOOD_UNTIL_SENTINEL, str(sentinel))
         assert _wait_stage(daemon_api, flood.id, ("RUNNING",)) == "RUNNING"
         reader = _SlowReader(fd, SLOW_BYTES_PER_SECOND, screen=screen, decode=decode)
-        reader.read_for(6.0)
+        reader.read_for(FLOOD_SECONDS)
         sentinel.touch()
         assert _wait_stage(daemon_api, flood.id, ("COMPLETED", "ERROR")) == "COMPLETED"
         settled = _settle(fd, screen, decode)
