@@ -1,5 +1,5 @@
-"""The smaller findings of the break test, each reproduced: a fleet of 100,000 tenants checked in
-linear time, `config set endpoint` refusing bad URLs without echoing a password, `whatif
+"""Inputs at the edges, each met with a clear answer: a fleet of 50,000 tenants checked in linear
+time, `config set endpoint` refusing bad URLs without echoing a password, `whatif
 --calibrated --ledger` on a missing file, bidirectional overrides and 8-bit C1 controls in job
 output, NaN and negative training knobs in a fleet file, and a symlinked config."""
 
