@@ -1,10 +1,15 @@
 """`console fleet`: the tenant fleet, headless.
 
     console fleet show [--json]                 the fleet as HF Jobs says it is
-    console fleet apply FILE.toml [--dry-run]   make the scheduled jobs match a fleet file
+    console fleet apply FILE.toml [--dry-run] [--no-preflight]   make the scheduled jobs match a fleet file
 
-`apply` prints the plan (create / change / remove) first; `--dry-run` stops there. Applying the same
-file twice changes nothing. Refused in read-only mode (except `--dry-run`).
+`apply` checks each tenant's local dataset file with the dataset validator (a tenant whose data
+fails is refused, nothing is applied) and prints the plan (create / change / remove); `--dry-run`
+stops there. Then it runs the CPU dataset preflight (~$0.01 a dataset on HF Jobs) of every tenant
+whose dataset changed since its last preflight (`<data dir>/preflight.json` remembers each
+dataset's content hash and result), applies the plan, and exits 1 when a preflight failed: that
+tenant's schedule is flagged `preflight` in `fleet show` and the Fleet tab. Applying the same file
+twice changes nothing. Refused in read-only mode (except `--dry-run`).
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ def register(sub, add_common) -> None:
     add_common(apply)
     apply.add_argument("file", help="fleet file (TOML; see training/fleet.example.toml)")
     apply.add_argument("--dry-run", action="store_true", help="print the plan, change nothing")
+    apply.add_argument("--no-preflight", action="store_true", help="skip the CPU dataset preflight jobs")
     apply.set_defaults(handler=run_apply)
 
 
@@ -53,7 +59,8 @@ def _api_error(exc: Exception) -> str:
 
 def run_apply(args: argparse.Namespace) -> int:
     from console.commands._common import CommandError, load_config
-    from console.fleet import FleetFileError, PlanRefused, apply_plan, load_fleet_file, plan_apply
+    from console.fleet import FleetFileError, PlanRefused, apply_plan, desired_request, load_fleet_file, plan_apply
+    from console.fleet.preflight import local_problem, run_preflights
     from console.jobspec import default_destination
     from console.ship import BaseModelCheck
 
@@ -78,6 +85,7 @@ def run_apply(args: argparse.Namespace) -> int:
             scheduled = list(backend.api.list_scheduled_jobs(namespace=backend.namespace))
         except Exception as exc:  # noqa: BLE001 (any API failure is reported, not raised)
             raise CommandError(f"cannot list scheduled jobs: {_api_error(exc)}") from None
+        destination = default_destination(cfg.defaults.hub_model_id, backend.kind, backend.namespace)
         try:
             plan = plan_apply(
                 fleet,
@@ -88,8 +96,9 @@ def run_apply(args: argparse.Namespace) -> int:
                 token=token,
                 trackio_project=cfg.trackio.project,
                 trackio_space_id=cfg.trackio.space_id,
-                hub_model_id=default_destination(cfg.defaults.hub_model_id, backend.kind, backend.namespace),
+                hub_model_id=destination,
                 base_models=BaseModelCheck(backend.api) if backend.kind == "hub" else None,
+                datasets=local_problem,
             )
         except PlanRefused as exc:
             lines = "\n".join(f"  - {p}" for p in exc.problems)
@@ -97,15 +106,32 @@ def run_apply(args: argparse.Namespace) -> int:
             raise CommandError(f"{args.file}: nothing applied, {count} tenant(s) refused:\n{lines}") from None
         for line in plan.lines():
             print(line)
+        failed = []
+        if not args.dry_run and not args.no_preflight:
+            requests = [
+                desired_request(t, fleet, backend_kind=backend.kind, trackio_project=cfg.trackio.project,
+                                trackio_space_id=cfg.trackio.space_id, hub_model_id=destination)
+                for t in fleet.tenants
+            ]  # fmt: skip
+            build = dict(backend_kind=backend.kind, timeout_buffer=cfg.defaults.timeout_buffer,
+                         timeout_overhead_s=cfg.defaults.timeout_overhead_s, token=token)  # fmt: skip
+            try:
+                results = run_preflights(backend.api, requests, namespace=backend.namespace, build=build)
+            except Exception as exc:  # noqa: BLE001
+                raise CommandError(f"preflight stopped, nothing applied: {_api_error(exc)}") from None
+            failed = [r.tenant for r in results if not r.passed]
         if args.dry_run or plan.empty:
             if plan.empty:
                 print("Nothing to do: the scheduled jobs match the fleet file.")
-            return 0
-        try:
-            apply_plan(backend.api, plan, namespace=backend.namespace, report=print)
-        except Exception as exc:  # noqa: BLE001
-            raise CommandError(f"apply stopped: {_api_error(exc)}") from None
-        print("Applied.")
+        else:
+            try:
+                apply_plan(backend.api, plan, namespace=backend.namespace, report=print)
+            except Exception as exc:  # noqa: BLE001
+                raise CommandError(f"apply stopped: {_api_error(exc)}") from None
+            print("Applied.")
+        if failed:
+            print(f"Preflight failed for {', '.join(failed)}: flagged; their scheduled runs will fail on this data.")
+            return 1
         return 0
     finally:
         backend.close()

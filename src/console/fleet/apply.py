@@ -164,6 +164,7 @@ def plan_apply(
     trackio_space_id: str | None = None,
     hub_model_id: str | None = None,
     base_models: Callable[[TrainingRequest], str | None] | None = None,
+    datasets: Callable[[TrainingRequest], str | None] | None = None,
 ) -> ApplyPlan:
     """The actions that make the env's console scheduled jobs match the fleet file.
 
@@ -171,8 +172,9 @@ def plan_apply(
     `org/adapter-{tenant}`) are the config's, for tenants the fleet file says nothing about.
     A tenant whose dataset another tenant trains on (one the file does not list) is refused, and so
     is a run on HF Jobs with nowhere to push. `base_models` (the hub backend's
-    `console.ship.BaseModelCheck`) says why a tenant's base model cannot be trained on: that
-    tenant is refused too, before anything is sent."""
+    `console.ship.BaseModelCheck`) says why a tenant's base model cannot be trained on, and
+    `datasets` (`console.fleet.preflight.local_problem`, the validator on a local file) why its
+    dataset cannot: that tenant is refused too, before anything is sent."""
     scheduled = list(scheduled)
     listed = {t.id for t in fleet.tenants}
     others = [r for sj in scheduled if (r := jobspec.read_request(sj)) is not None and r.tenant not in listed]
@@ -203,10 +205,11 @@ def plan_apply(
                 hub_model_id=hub_model_id,
                 owners=owners,
             )
-            why = base_models(desired_request(
+            req = desired_request(
                 tenant, fleet, backend_kind=backend_kind, trackio_project=trackio_project,
                 trackio_space_id=trackio_space_id, hub_model_id=hub_model_id,
-            )) if base_models else None
+            )
+            why = (base_models(req) if base_models else None) or (datasets(req) if datasets else None)
             if why:
                 raise jobspec.SubmissionError(why)
         except jobspec.SubmissionError as exc:

@@ -58,6 +58,9 @@ class TenantRow:
     cost_per_run: float | None = None
     monthly_usd: float | None = None
     stale: bool = False
+    preflight_failed: bool = False
+    """The tenant's last dataset preflight job (`fleet apply`'s or the submit form's) failed: its
+    scheduled runs will fail on this data."""
     request: TrainingRequest | None = None
 
     @property
@@ -81,6 +84,8 @@ class TenantRow:
             out.append("suspended")
         if self.stale:
             out.append("stale")
+        if self.preflight_failed:
+            out.append("preflight")
         return out
 
 
@@ -101,6 +106,18 @@ def _training_tenant(info: Any) -> str | None:
     if labels.get("kind", "sft") not in jobspec.TRAINING_KINDS:
         return None
     return labels["tenant"]
+
+
+def _checked_tenant(info: Any) -> str | None:
+    """The tenant of a console dataset preflight job (kind=validate), else None."""
+    labels = jobspec.labels_of(info)
+    if labels.get("app") != "console" or labels.get("kind") != "validate":
+        return None
+    return labels.get("tenant") or None
+
+
+def _created(job: Any) -> datetime:
+    return job.created_at or datetime.fromtimestamp(0, UTC)
 
 
 def derive_fleet(
@@ -143,7 +160,13 @@ def derive_fleet(
                 row.schedule_words = "(not a cron expression)"
     latest: dict[str, Any] = {}
     latest_success: dict[str, Any] = {}
+    latest_check: dict[str, Any] = {}
     for job in jobs:
+        checked = _checked_tenant(job)
+        if checked is not None:
+            prev = latest_check.get(checked)
+            if prev is None or _created(job) > _created(prev):
+                latest_check[checked] = job
         tenant = _training_tenant(job)
         if tenant is None:
             continue
@@ -174,6 +197,10 @@ def derive_fleet(
             row.last_loss = outcome.last_loss
             row.adapter = outcome.adapter
             row.loss_trend = outcome.loss_trend
+    for tenant, job in latest_check.items():
+        if tenant in rows:
+            row = rows[tenant]
+            row.preflight_failed = job.status.stage == "ERROR"
     for row in rows.values():
         row.stale = _is_stale(row, now)
     return sorted(rows.values(), key=lambda r: (r.is_builder, r.tenant))

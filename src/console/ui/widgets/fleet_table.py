@@ -63,6 +63,8 @@ def kind_cell(row: TenantRow) -> str:
 
 _FAILING = re.compile(r"FAIL \d+x ")
 """How a Schedule cell of a schedule failing in a row begins."""
+PREFLIGHT_FAILED = "preflight FAIL "
+"""How a Schedule cell begins when the tenant's last dataset preflight failed (`TenantRow.preflight_failed`)."""
 
 
 def adapter_name(adapter: str | None, width: int = ADAPTER_WIDTH) -> str:
@@ -150,6 +152,8 @@ class FleetTable(KeyedTable):
         failures = self.failing.get(row.scheduled_job_id or "")
         if failures:
             schedule = f"FAIL {failures}x {schedule}"
+        if row.preflight_failed:
+            schedule = PREFLIGHT_FAILED + schedule
         if row.suspended:
             next_run = "suspended"
         else:
@@ -188,11 +192,15 @@ class FleetTable(KeyedTable):
         tenant.append(mark, style=style)
         tenant.append(plain(row.tenant, style if row.failed or row.stale else ""))
         schedule_text = values[8].removesuffix("=") if row.suspended else values[8]
+        preflight = row.preflight_failed and schedule_text.startswith(PREFLIGHT_FAILED)
+        schedule_text = schedule_text.removeprefix(PREFLIGHT_FAILED) if preflight else schedule_text
         failing = _FAILING.match(schedule_text)
         schedule = plain(schedule_text[failing.end():] if failing else schedule_text,
                          "yellow" if row.suspended else "" if row.schedule else "dim")
         if failing:
             schedule = Text.assemble(plain(failing.group(0), "bold red"), schedule)
+        if preflight:
+            schedule = Text.assemble(plain(PREFLIGHT_FAILED, "bold red"), schedule)
         return (
             tenant,
             plain(values[1], STAGE_STYLES.get(row.last_stage or "", "dim")),
