@@ -130,6 +130,12 @@ class Versions:
         }
 
 
+def _first_line(exc: BaseException) -> str:
+    """The first line of an error's message (its type when it has none)."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
 def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
@@ -179,10 +185,12 @@ def list_versions(api: Any, repo_id: str, *, live_tag: str = LIVE_TAG, limit: in
         landed: set[str] = set()
         for commit in api.list_repo_commits(repo_id, revision="main"):
             found = _LANDED.match(commit.title or "")
-            if not found or len(versions) >= limit:
+            if not found:
                 continue
             run = found.group("run")
-            landed.add(run)
+            landed.add(run)  # every landed run, so its branch is not read as a run that never landed
+            if len(versions) >= limit:
+                continue  # older than the newest `limit`: no manifest read
             versions.append(_version(run, "PASS", commit.commit_id, "main", commit.created_at,
                                      _manifest(api, repo_id, commit.commit_id), live_commit))
         for branch in refs.branches:
@@ -192,18 +200,15 @@ def list_versions(api: Any, repo_id: str, *, live_tag: str = LIVE_TAG, limit: in
             if run in landed:
                 continue
             manifest = _manifest(api, repo_id, branch.target_commit)
-            verdict = str((manifest or {}).get("verdict") or "partial")
-            if verdict not in ("PASS", "FAIL"):
-                verdict = "partial"
-            if verdict == "PASS":  # passed but never landed on main: its final push failed
-                verdict = "partial"
+            # a run not landed on main failed, or has no final record (a PASS never landed: its push failed)
+            verdict = "FAIL" if (manifest or {}).get("verdict") == "FAIL" else "partial"
             head = next(iter(api.list_repo_commits(repo_id, revision=branch.target_commit)), None)
             versions.append(_version(run, verdict, branch.target_commit, branch.name,
                                      head.created_at if head else "", manifest, live_commit))
     except RepositoryNotFoundError:
         raise NoAdapterRepo(f"no adapter repo {repo_id} (no run pushed to it yet?)") from None
     except HfHubHTTPError as exc:
-        raise AdapterError(f"cannot read {repo_id}: {str(exc).splitlines()[0]}") from None
+        raise AdapterError(f"cannot read {repo_id}: {_first_line(exc)}") from None
     versions.sort(key=lambda v: v.time, reverse=True)
     return Versions(repo_id=repo_id, live_tag=live_tag, live_commit=live_commit, versions=versions[:limit])
 
@@ -231,8 +236,7 @@ def promote(api: Any, versions: Versions, target: AdapterVersion) -> None:
         api.create_tag(versions.repo_id, tag=versions.live_tag, revision=target.commit,
                        tag_message=f"{target.run}: promoted")
     except HfHubHTTPError as exc:
-        first = str(exc).splitlines()[0]
-        raise AdapterError(f"cannot move {versions.live_tag} on {versions.repo_id}: {first}") from None
+        raise AdapterError(f"cannot move {versions.live_tag} on {versions.repo_id}: {_first_line(exc)}") from None
 
 
 def confirmation(versions: Versions, target: AdapterVersion) -> str:
@@ -310,7 +314,7 @@ def live_since(api: Any, repo_id: str, *, live_tag: str = LIVE_TAG) -> tuple[str
     except RepositoryNotFoundError:
         return None
     except HfHubHTTPError as exc:
-        raise AdapterError(f"cannot read {repo_id}: {str(exc).splitlines()[0]}") from None
+        raise AdapterError(f"cannot read {repo_id}: {_first_line(exc)}") from None
     if head is None or head.created_at is None:
         return None
     return commit, head.created_at

@@ -738,14 +738,6 @@ _TIMED_OUT_AFTER = re.compile(r"timed out after ((?:\d+\s*[hms]\s*)+)", re.IGNOR
 _DURATION_PART = re.compile(r"(\d+)\s*([hms])", re.IGNORECASE)
 
 
-def timed_out(info: Any) -> bool:
-    """Whether the job was killed by its timeout: an ERROR whose message says so ("Job timed out
-    after 2m 5s"), as the embedded server and the Jobs API write it."""
-    status = getattr(info, "status", None)
-    message = str(getattr(status, "message", None) or "")
-    return str(getattr(status, "stage", "")).upper() == "ERROR" and "timed out" in message.lower()
-
-
 def run_limit_seconds(info: Any) -> float | None:
     """The most a job can run, in seconds: its timeout x its attempts (each attempt has the whole
     timeout), or None when the job does not say. JobInfo carries no timeout, so it is the `timeout`

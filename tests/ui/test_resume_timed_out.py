@@ -13,6 +13,7 @@ from tests.ui.conftest import wait_for, wait_thread
 from console import jobspec
 from console.adapters import last_checkpoint
 from console.jobspec import TrainingRequest
+from console.ledger import timed_out
 from console.oncall.incident import gather, render
 from console.ui.app import ConsoleApp
 from console.ui.screens.confirm import ConfirmScreen
@@ -30,7 +31,7 @@ async def test_r_resumes_a_timed_out_run_from_its_checkpoint_and_it_passes(backe
     sub = jobspec.build_submission(req, backend_kind="local", token=api.token)
     job = api.run_job(**sub.run_kwargs(), namespace=ns)
     done = await wait_thread(api.wait_for_job, job.id, timeout=120, poll_interval=0.5, namespace=ns)
-    assert jobspec.timed_out(done), done.status
+    assert timed_out(done), done.status
     checkpoint = last_checkpoint(api, repo, "acme-slow")
     assert checkpoint is not None and 0 < checkpoint.step < 40 and checkpoint.steps_total == 40
     bundle = render(gather(api, job.id, namespace=ns))  # the incident bundle names it
