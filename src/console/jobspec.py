@@ -249,6 +249,9 @@ class Submission:
     """How the timeout was padded, in words (`costs.timeout_rule`); empty for a fixed timeout."""
     timeout_warning: str = ""
     """A timeout set by hand below the padded estimate, in words (confirmations ask first); else empty."""
+    warnings: tuple[str, ...] = ()
+    """What a confirmation says first, before the run is sent (`submission_warnings`): a risk the
+    reference names that is the user's to take, not a refusal."""
     dataset: str = ""
     destination: str = ""
     """Where the run's weights go, in words: `hf://<repo>` or the local artifact folder."""
@@ -483,6 +486,31 @@ def estimate_timeout(
     return estimate_run(req.run_spec(), prices, timeout_buffer=buffer, timeout_overhead_s=overhead_s).timeout_seconds
 
 
+TRACKIO_DEFAULT_PROJECT = "console"
+"""The Trackio project a recipe logs to when none is given (`jobkit.run.DEFAULT_TRACKIO_PROJECT`)."""
+
+
+def trackio_space_warning(req: TrainingRequest, backend_kind: str) -> str | None:
+    """Why a Hub run's metrics would be lost, or None: every training recipe logs to Trackio, and
+    in a job's container those metrics go when the container does unless a Trackio Space is
+    named to sync them to (reference §5: "Passing space_id syncs metrics to a HF Space dashboard
+    so they persist after the ephemeral instance dies"). A local run logs to the server's store."""
+    if backend_kind != "hub" or req.kind not in TRAINING_KINDS or req.trackio_space_id:
+        return None
+    project = req.trackio_project or TRACKIO_DEFAULT_PROJECT
+    return (
+        f"the run logs to Trackio (project {project}) but names no Trackio Space: on HF Jobs its metrics "
+        "stay in the job's container and are lost when the job ends; set trackio.space_id in the config "
+        "(or trackio_space_id in the fleet file), e.g. org/trackio, to sync them to a Space dashboard"
+    )
+
+
+def submission_warnings(req: TrainingRequest, backend_kind: str) -> tuple[str, ...]:
+    """What a confirmation of `req` warns about first (none refuses it)."""
+    found = (trackio_space_warning(req, backend_kind),)
+    return tuple(w for w in found if w)
+
+
 def build_submission(
     req: TrainingRequest,
     *,
@@ -624,6 +652,7 @@ def build_submission(
         estimate_usd=usd,
         timeout_rule=rule,
         timeout_warning=warning,
+        warnings=submission_warnings(req, backend_kind),
         dataset=req.dataset,
         destination=destination_of(req, run_name),
         ships=ships,

@@ -132,6 +132,24 @@ def test_every_hub_run_logs_to_the_trackio_space(hub, tmp_path, capsys):
     assert {jobspec.read_request(sj).trackio_space_id for sj in schedules(backend).values()} == {"ops/fleet-trackio"}
 
 
+def test_a_hub_fleet_without_a_trackio_space_is_warned_once_and_still_applied(hub, tmp_path, capsys):
+    cfg, backend = hub
+    path = fleet_file(tmp_path, top='hub_model_id = "ops/adapter-{tenant}"\n')
+    code, out = apply(capsys, str(path), "--dry-run")
+    warning = [line for line in out.splitlines() if line.startswith("warning:")]
+    assert code == 0 and len(warning) == 1, out
+    assert "logs to Trackio (project console) but names no Trackio Space" in warning[0]
+    assert "metrics stay in the job's container and are lost when the job ends" in warning[0]
+    assert warning[0].endswith("(acme, globex)")
+    code, out = apply(capsys, str(path))  # a warning, not a refusal
+    assert code == 0 and "Applied." in out, out
+    assert set(schedules(backend)) == {"acme", "globex"}
+    path.write_text(FLEET.format(top='hub_model_id = "ops/adapter-{tenant}"\ntrackio_space_id = "ops/trackio"\n',
+                                 acme=""))
+    code, out = apply(capsys, str(path), "--dry-run")
+    assert code == 0 and "Trackio Space" not in out, out
+
+
 TEMPLATE = 'hub_model_id = "oncall/adapter-{tenant}"'
 
 

@@ -73,6 +73,19 @@ class ApplyPlan:
             f"Plan (env={self.env}): {counts['create']} to create, {counts['change']} to change, "
             f"{counts['remove']} to remove, {len(self.unchanged)} unchanged."
         )
+        return out + self.warning_lines()
+
+    def warning_lines(self) -> list[str]:
+        """Each warning of the submissions to send (`Submission.warnings`), once, with its tenants."""
+        tenants: dict[str, list[str]] = {}
+        for action in self.actions:
+            if action.submission is not None:
+                for warning in action.submission.warnings:
+                    tenants.setdefault(warning, []).append(action.tenant)
+        out = []
+        for warning, who in tenants.items():
+            names = ", ".join(who[:5]) + (f" and {len(who) - 5} more" if len(who) > 5 else "")
+            out.append(f"warning: {warning} ({names})")
         return out
 
 

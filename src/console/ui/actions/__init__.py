@@ -62,11 +62,13 @@ def dataset_owners(app: ConsoleBase) -> dict[str, str]:
 
 
 def submission_details(sub: Submission, tenant: str, prices: PriceBook) -> list[str]:
-    """What a confirmation of a run says: tenant and flavor, dataset, where the weights go, the
-    timeout with its rule, and the estimated time and cost."""
+    """What a confirmation of a run says: its warnings first (`Submission.warnings`), then tenant
+    and flavor, dataset, where the weights go, the timeout with its rule, and the estimated time
+    and cost."""
     kind = sub.labels.get("kind", "sft")
     timeout = f"timeout {format_duration(sub.timeout_seconds)}"
     return [
+        *(f"warning: {w}" for w in sub.warnings),
         f"tenant {tenant}, {kind} on {sub.flavor} (${prices.price_per_hour(sub.flavor):.2f}/h)",
         f"dataset {sub.dataset}",
         f"weights to {sub.destination}",
