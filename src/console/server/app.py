@@ -98,14 +98,16 @@ def check_path_id(raw_path: str) -> None:
         raise ApiError(400, f"{field} {shown!r} is not a {what} id: letters and digits only")
 
 
-def _error(status: int, message: str) -> JSONResponse:
+def _error(status: int, message: str, code: str | None = None) -> JSONResponse:
     if len(message) > 2000:  # a message may quote what was sent: never echo megabytes back
         message = message[:2000] + "..."
     # a header may hold printable ASCII only: a control character the message quotes (a label
     # key with a CR or NUL) would make the server fail writing the answer and drop the connection
     header = "".join(ch if " " <= ch <= "~" else "?" for ch in message[:500])
-    return JSONResponse({"error": message}, status_code=status,
-                        headers={"X-Error-Message": header})
+    headers = {"X-Error-Message": header}
+    if code:
+        headers["X-Error-Code"] = code
+    return JSONResponse({"error": message}, status_code=status, headers=headers)
 
 
 _dumps = dumps_bytes
@@ -135,7 +137,7 @@ def guard(service: JobsService, token: str) -> Callable[[Handler], Handler]:
                     service.check_namespace(ns)
                 return await fn(request)
             except ApiError as exc:
-                return _error(exc.status, exc.message)
+                return _error(exc.status, exc.message, exc.code)
             except (sqlite3.Error, OSError) as exc:
                 if is_disk_full(exc):
                     return _error(507, "disk full: the Jobs server cannot write its state; free "

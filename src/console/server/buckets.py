@@ -127,12 +127,12 @@ class BucketStore:
 
     def require(self, bucket_id: str) -> None:
         if not self.exists(check_repo_id(bucket_id)):
-            raise ApiError(404, f"bucket {bucket_id!r} not found")
+            raise ApiError(404, f"bucket {bucket_id!r} not found", "RepoNotFound")
 
     def info(self, bucket_id: str) -> dict[str, Any]:
         rows = self._q("SELECT private, created_at FROM buckets WHERE id = ?", (bucket_id,))
         if not rows:
-            raise ApiError(404, f"bucket {bucket_id!r} not found")
+            raise ApiError(404, f"bucket {bucket_id!r} not found", "RepoNotFound")
         size, count = self._q("SELECT COALESCE(SUM(size), 0), COUNT(*) FROM files WHERE bucket = ?", (bucket_id,))[0]
         return {
             "id": bucket_id, "name": bucket_id.split("/", 1)[1], "private": bool(rows[0][0]),

@@ -57,8 +57,7 @@ class HubError(ApiError):
     """An ApiError with the Hub's `X-Error-Code` (RepoNotFound, RevisionNotFound, EntryNotFound)."""
 
     def __init__(self, status: int, message: str, code: str | None = None) -> None:
-        super().__init__(status, message)
-        self.code = code
+        super().__init__(status, message, code)
 
 
 def git_blob_oid(data: bytes) -> str:

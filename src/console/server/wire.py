@@ -39,12 +39,15 @@ MAX_ENTRIES = 1000
 
 
 class ApiError(Exception):
-    """An error answer: HTTP status and a one-line message (sent as `{"error": message}`)."""
+    """An error answer: HTTP status and a one-line message (sent as `{"error": message}`), and the
+    Hub's `X-Error-Code` where it sends one (``RepoNotFound`` makes huggingface_hub raise its
+    not-found error class)."""
 
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(self, status: int, message: str, code: str | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
+        self.code = code
 
 
 def iso(ts: float | None) -> str | None:
