@@ -4,6 +4,7 @@ listing's search, a bucket id without namespace, and what a batch copy checks.""
 
 from __future__ import annotations
 
+import httpx
 import pytest
 from huggingface_hub import HfApi
 from huggingface_hub.errors import BucketNotFoundError
@@ -26,3 +27,28 @@ def test_missing_bucket_is_bucket_not_found(api: HfApi, hf) -> None:
     out = hf("buckets", "info", missing, check=False)
     assert out.returncode == 1 and f"Bucket {missing!r} not found" in out.stderr
     assert "hf buckets create" in out.stderr
+
+
+def test_tree_lists_every_file_unless_told_not_to(api: HfApi, hf) -> None:
+    """`list_bucket_tree(bucket)` (no `recursive` sent) lists every file below, as the Hub does;
+    `recursive=False` and `hf buckets list` (which sends it) show the top level with its folders."""
+    bucket = f"{NAMESPACE}/tree-depth"
+    api.create_bucket(bucket)
+    api.batch_bucket_files(bucket, add=[(b"a", "top.txt"), (b"b", "sub/deep/b.txt"), (b"c", "sub/c.txt")])
+    assert sorted((e.type, e.path) for e in api.list_bucket_tree(bucket)) == [
+        ("file", "sub/c.txt"), ("file", "sub/deep/b.txt"), ("file", "top.txt")]
+    assert sorted(e.path for e in api.list_bucket_tree(bucket, prefix="sub")) == ["sub/c.txt", "sub/deep/b.txt"]
+    assert sorted((e.type, e.path) for e in api.list_bucket_tree(bucket, recursive=False)) == [
+        ("directory", "sub"), ("file", "top.txt")]
+    top = hf("buckets", "list", bucket).stdout
+    assert "top.txt" in top and "sub/" in top and "c.txt" not in top
+    deep = hf("buckets", "list", bucket, "--recursive").stdout
+    assert "sub/deep/b.txt" in deep and "sub/c.txt" in deep
+
+
+def test_tree_rejects_an_unreadable_recursive_flag(api: HfApi) -> None:
+    bucket = f"{NAMESPACE}/tree-flag"
+    api.create_bucket(bucket)
+    answer = httpx.get(f"{api.endpoint}/api/buckets/{bucket}/tree", params={"recursive": "maybe"},
+                       headers=api._build_hf_headers())
+    assert answer.status_code == 400 and "recursive" in answer.json()["error"]

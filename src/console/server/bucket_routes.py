@@ -6,7 +6,8 @@
   ``{"accessToken", "exp", "casUrl"}`` (and the same as ``X-Xet-*`` headers)
 - ``POST   /api/buckets/{ns}/{name}/batch``      NDJSON addFile / copyFile / deleteFile; failures are
   listed in ``{"failed": [...]}`` (200 when some worked, 422 when none did)
-- ``GET    /api/buckets/{ns}/{name}/tree[/{prefix}]``  ``recursive=true|false``
+- ``GET    /api/buckets/{ns}/{name}/tree[/{prefix}]``  every file below, as the Hub lists; with
+  ``recursive=false`` the top level only (files and folders)
 - ``POST   /api/buckets/{ns}/{name}/paths-info``  ``{"paths": [...]}``
 - ``HEAD|GET /buckets/{ns}/{name}/resolve/{path}``  the file, with ``X-Xet-Hash`` and the refresh route
 
@@ -128,7 +129,12 @@ def bucket_routes(hub: LocalHub, namespace: str) -> list[tuple[str, Any, list[st
 
     async def tree(request: Request) -> Response:
         bid = await ready(request)
-        recursive = request.query_params.get("recursive", "false").lower() == "true"
+        # the Hub lists the whole tree unless told `recursive=false` (huggingface_hub sends no
+        # parameter for `list_bucket_tree(bucket_id)`, and `recursive=False` for `hf buckets list`)
+        flag = request.query_params.get("recursive", "true").lower()
+        if flag not in ("true", "1", "false", "0"):
+            raise ApiError(400, f"recursive: expected true or false, got {flag[:40]!r}")
+        recursive = flag in ("true", "1")
         prefix = request.path_params.get("prefix", "")
         return JSONResponse(await asyncio.to_thread(hub.buckets.tree, bid, prefix, recursive))
 
