@@ -48,3 +48,16 @@ def any_row_count(validator, monkeypatch) -> None:
     """Datasets of a row or two pass the validator: for tests of row checks, not of the dataset's
     minimum size (`validate_dataset.MIN_ROWS`, tested on its own)."""
     monkeypatch.setattr(validator, "MIN_ROWS", 1)
+
+
+@pytest.fixture
+def hub():
+    """An embedded server (namespace `ops`) whose Hub the runs push to."""
+    from console.server import LocalServer, ServerOptions
+
+    srv = LocalServer(ServerOptions(namespace="ops", port=0))
+    srv.start()
+    try:
+        yield srv
+    finally:
+        srv.stop()

@@ -11,43 +11,13 @@ from __future__ import annotations
 
 import json
 
-import pytest
 from huggingface_hub import HfApi, hf_hub_download
-from training_helpers import DATA, SFT, parse_fields, run, script_env
-
-from console.server import LocalServer, ServerOptions
+from training_helpers import SFT, hub_env, parse_fields, run, sft_hub_args
 
 REPO = "ops/adapter-acme"
 
 
-def _args(run_name: str, learning_rate: str, max_steps: int, *extra: str) -> list[str]:
-    return [
-        "--base-model", "tiny-random",
-        "--dataset", str(DATA / "acme.jsonl"),
-        "--max-steps", str(max_steps),
-        "--learning-rate", learning_rate,
-        "--lora-r", "8",
-        "--lora-alpha", "16",
-        "--batch-size", "8",
-        "--max-length", "256",
-        "--run-name", run_name,
-        "--trackio-project", "tenants",
-        "--hub-model-id", REPO,
-        *extra,
-    ]  # fmt: skip
-
-
-@pytest.fixture
-def hub():
-    srv = LocalServer(ServerOptions(namespace="ops", port=0))
-    srv.start()
-    try:
-        yield srv
-    finally:
-        srv.stop()
-
-
-def _file(hub: LocalServer, name: str, tmp_path, revision: str = "main") -> bytes:
+def _file(hub, name: str, tmp_path, revision: str = "main") -> bytes:
     path = hf_hub_download(REPO, name, revision=revision, endpoint=hub.url, token=hub.token,
                            cache_dir=tmp_path / "dl" / revision.replace("/", "_"))
     with open(path, "rb") as fh:
@@ -55,11 +25,10 @@ def _file(hub: LocalServer, name: str, tmp_path, revision: str = "main") -> byte
 
 
 def test_a_failed_run_leaves_main_on_the_last_passing_adapter(hub, tmp_path):
-    env = script_env(tmp_path, HF_HUB_OFFLINE=None, HF_ENDPOINT=hub.url, HF_TOKEN=hub.token,
-                     HF_HUB_DISABLE_TELEMETRY="1", HF_HOME=str(tmp_path / "hf"))
+    env = hub_env(tmp_path, hub)
     api = HfApi(endpoint=hub.url, token=hub.token)
 
-    good = run(SFT, _args("acme-good", "5e-3", 20), env)
+    good = run(SFT, sft_hub_args("acme-good", REPO, learning_rate="5e-3", max_steps=20), env)
     assert good.returncode == 0, good.stdout[-3000:] + good.stderr[-3000:]
     assert good.last_line.startswith("VERDICT: PASS "), good.last_line
     assert parse_fields(good.last_line)["adapter"] == f"hf://{REPO}"
@@ -76,7 +45,7 @@ def test_a_failed_run_leaves_main_on_the_last_passing_adapter(hub, tmp_path):
     good_commits = [c.title for c in api.list_repo_commits(REPO, revision="runs/acme-good")]
     assert any("checkpoint" in t.lower() or "training in progress" in t.lower() for t in good_commits), good_commits
 
-    bad = run(SFT, _args("acme-dead", "1e3", 12), env)
+    bad = run(SFT, sft_hub_args("acme-dead", REPO, learning_rate="1e3", max_steps=12), env)
     assert bad.returncode == 1, bad.stdout[-3000:] + bad.stderr[-3000:]
     assert bad.last_line.startswith("VERDICT: FAIL zero_grad: "), bad.last_line
 
@@ -104,24 +73,23 @@ def _main(api: HfApi) -> str:
 
 
 def test_the_live_tag_follows_a_passing_run_only_when_the_policy_says_so(hub, tmp_path):
-    env = script_env(tmp_path, HF_HUB_OFFLINE=None, HF_ENDPOINT=hub.url, HF_TOKEN=hub.token,
-                     HF_HUB_DISABLE_TELEMETRY="1", HF_HOME=str(tmp_path / "hf"))
+    env = hub_env(tmp_path, hub)
     api = HfApi(endpoint=hub.url, token=hub.token)
 
-    first = run(SFT, _args("acme-1", "5e-3", 12), env)
+    first = run(SFT, sft_hub_args("acme-1", REPO, learning_rate="5e-3", max_steps=12), env)
     assert first.returncode == 0, first.stdout[-3000:]
     assert _live(api) == _main(api)  # nothing was live: the first passing run is
     live = _live(api)
 
-    dead = run(SFT, _args("acme-2", "1e3", 12, "--promote", "on_pass"), env)
+    dead = run(SFT, sft_hub_args("acme-2", REPO, "--promote", "on_pass", learning_rate="1e3", max_steps=12), env)
     assert dead.returncode == 1 and _live(api) == live == _main(api)  # a failed run never becomes live
 
-    manual = run(SFT, _args("acme-3", "5e-3", 12), env)
+    manual = run(SFT, sft_hub_args("acme-3", REPO, learning_rate="5e-3", max_steps=12), env)
     assert manual.returncode == 0, manual.stdout[-3000:]
     assert _main(api) != live and _live(api) == live  # main moved on, live stays where it was
     assert "live tag live left where it is (promote=manual)" in manual.stdout
 
-    on_pass = run(SFT, _args("acme-4", "5e-3", 12, "--promote", "on_pass"), env)
+    on_pass = run(SFT, sft_hub_args("acme-4", REPO, "--promote", "on_pass", learning_rate="5e-3", max_steps=12), env)
     assert on_pass.returncode == 0, on_pass.stdout[-3000:]
     assert _live(api) == _main(api) != live
     live_manifest = json.loads(_file(hub, "manifest.json", tmp_path, revision="live"))

@@ -12,41 +12,11 @@ import subprocess
 import sys
 import time
 
-import pytest
 from huggingface_hub import HfApi
-from training_helpers import DATA, SFT, parse_fields, run, script_env
-
-from console.server import LocalServer, ServerOptions
+from training_helpers import SFT, hub_env, parse_fields, run, sft_hub_args
 
 REPO = "ops/adapter-acme"
 PROGRESS = re.compile(r"^progress step=(\d+)/(\d+) ")
-
-
-def _args(run_name: str, *extra: str) -> list[str]:
-    return [
-        "--base-model", "tiny-random",
-        "--dataset", str(DATA / "acme.jsonl"),
-        "--max-steps", "30",
-        "--learning-rate", "5e-3",
-        "--lora-r", "8",
-        "--lora-alpha", "16",
-        "--batch-size", "8",
-        "--max-length", "256",
-        "--run-name", run_name,
-        "--trackio-project", "tenants",
-        "--hub-model-id", REPO,
-        *extra,
-    ]  # fmt: skip
-
-
-@pytest.fixture
-def hub():
-    srv = LocalServer(ServerOptions(namespace="ops", port=0))
-    srv.start()
-    try:
-        yield srv
-    finally:
-        srv.stop()
 
 
 def _checkpoint_step(api: HfApi, branch: str) -> int | None:
@@ -62,12 +32,11 @@ def _checkpoint_step(api: HfApi, branch: str) -> int | None:
 
 
 def test_a_killed_run_resumes_from_its_last_pushed_checkpoint_and_passes(hub, tmp_path):
-    env = script_env(tmp_path, HF_HUB_OFFLINE=None, HF_ENDPOINT=hub.url, HF_TOKEN=hub.token,
-                     HF_HUB_DISABLE_TELEMETRY="1", HF_HOME=str(tmp_path / "hf"))
+    env = hub_env(tmp_path, hub)
     api = HfApi(endpoint=hub.url, token=hub.token)
     slow = {**env, "CONSOLE_STEP_DELAY_S": "0.4"}  # a slow GPU: the kill comes mid-run
-    proc = subprocess.Popen([sys.executable, str(SFT), *_args("acme-cut")], env=slow, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen([sys.executable, str(SFT), *sft_hub_args("acme-cut", REPO)], env=slow,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         deadline = time.monotonic() + 180
         step = None
@@ -84,7 +53,7 @@ def test_a_killed_run_resumes_from_its_last_pushed_checkpoint_and_passes(hub, tm
     assert "VERDICT" not in out  # killed: it never got to say anything
     assert step < 30
 
-    resumed = run(SFT, _args("acme-resumed", "--resume-from", "acme-cut"), env)
+    resumed = run(SFT, sft_hub_args("acme-resumed", REPO, "--resume-from", "acme-cut"), env)
     assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
     assert resumed.last_line.startswith("VERDICT: PASS "), resumed.last_line
     assert parse_fields(resumed.last_line)["steps"] == "30"
@@ -98,9 +67,8 @@ def test_a_killed_run_resumes_from_its_last_pushed_checkpoint_and_passes(hub, tm
 
 
 def test_resuming_a_run_with_nothing_pushed_is_refused_before_training(hub, tmp_path):
-    env = script_env(tmp_path, HF_HUB_OFFLINE=None, HF_ENDPOINT=hub.url, HF_TOKEN=hub.token,
-                     HF_HUB_DISABLE_TELEMETRY="1", HF_HOME=str(tmp_path / "hf"))
-    result = run(SFT, _args("acme-again", "--resume-from", "acme-never"), env)
+    env = hub_env(tmp_path, hub)
+    result = run(SFT, sft_hub_args("acme-again", REPO, "--resume-from", "acme-never"), env)
     assert result.returncode == 2
     assert result.last_line.startswith("VERDICT: FAIL no_checkpoint: "), result.last_line
     assert "runs/acme-never" in result.last_line

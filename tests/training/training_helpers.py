@@ -65,6 +65,31 @@ def script_env(tmp_path: Path, **extra: str | None) -> dict[str, str]:
     return env
 
 
+def hub_env(tmp_path: Path, hub, **extra: str | None) -> dict[str, str]:
+    """`script_env` online, pushing to `hub` (an embedded server) as a job there would."""
+    return script_env(tmp_path, HF_HUB_OFFLINE=None, HF_ENDPOINT=hub.url, HF_TOKEN=hub.token,
+                      HF_HUB_DISABLE_TELEMETRY="1", HF_HOME=str(tmp_path / "hf"), **extra)
+
+
+def sft_hub_args(run_name: str, repo: str, *extra: str, learning_rate: str = "5e-3",
+                 max_steps: int = 30) -> list[str]:
+    """sft_lora.py's arguments for a small real run of the offline tiny model pushing to `repo`."""
+    return [
+        "--base-model", "tiny-random",
+        "--dataset", str(DATA / "acme.jsonl"),
+        "--max-steps", str(max_steps),
+        "--learning-rate", learning_rate,
+        "--lora-r", "8",
+        "--lora-alpha", "16",
+        "--batch-size", "8",
+        "--max-length", "256",
+        "--run-name", run_name,
+        "--trackio-project", "tenants",
+        "--hub-model-id", repo,
+        *extra,
+    ]  # fmt: skip
+
+
 def run(
     script: Path,
     args: list[str],
