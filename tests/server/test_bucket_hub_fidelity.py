@@ -7,7 +7,7 @@ from __future__ import annotations
 import httpx
 import pytest
 from huggingface_hub import HfApi
-from huggingface_hub.errors import BucketNotFoundError
+from huggingface_hub.errors import BucketNotFoundError, HfHubHTTPError
 from jobs_helpers import NAMESPACE
 
 
@@ -52,3 +52,17 @@ def test_tree_rejects_an_unreadable_recursive_flag(api: HfApi) -> None:
     answer = httpx.get(f"{api.endpoint}/api/buckets/{bucket}/tree", params={"recursive": "maybe"},
                        headers=api._build_hf_headers())
     assert answer.status_code == 400 and "recursive" in answer.json()["error"]
+
+
+def test_bucket_id_without_namespace_is_not_found(api: HfApi) -> None:
+    """`bucket_info("name")` asks for the namespace `name`'s listing: a 404, not an empty list
+    the client cannot read as a bucket."""
+    api.create_bucket(f"{NAMESPACE}/named")
+    with pytest.raises(HfHubHTTPError) as err:
+        api.bucket_info("named")
+    assert err.value.response.status_code == 404
+    assert "namespace/name" in err.value.response.json()["error"]
+    with pytest.raises(HfHubHTTPError) as err:
+        list(api.list_buckets(namespace="someone-else"))
+    assert err.value.response.status_code == 404
+    assert [b.id for b in api.list_buckets()] == [f"{NAMESPACE}/named"]

@@ -2,6 +2,7 @@
 
 - ``POST   /api/buckets/{ns}/{name}``            create (409 when it exists: `exist_ok` relies on it)
 - ``GET    /api/buckets/{ns}/{name}``            info; ``DELETE`` deletes; ``GET /api/buckets/{ns}`` lists
+  (a namespace not served here is a 404)
 - ``GET    /api/buckets/{ns}/{name}/xet-write-token`` | ``xet-read-token``  a CAS token:
   ``{"accessToken", "exp", "casUrl"}`` (and the same as ``X-Xet-*`` headers)
 - ``POST   /api/buckets/{ns}/{name}/batch``      NDJSON addFile / copyFile / deleteFile; failures are
@@ -91,7 +92,9 @@ def bucket_routes(hub: LocalHub, namespace: str) -> list[tuple[str, Any, list[st
         ns = request.path_params["bns"]
         ns = namespace if ns == "me" else ns
         if ns != namespace:
-            return JSONResponse([])
+            # also what `bucket_info("name")` reaches: a bucket id without its namespace
+            raise ApiError(404, f"namespace {ns[:100]!r} not found: this local server holds {namespace!r}'s "
+                           "buckets (a bucket id is namespace/name)")
         return JSONResponse(await asyncio.to_thread(hub.buckets.list, ns))
 
     async def xet_token(request: Request) -> Response:
