@@ -54,6 +54,16 @@ def test_tree_rejects_an_unreadable_recursive_flag(api: HfApi) -> None:
     assert answer.status_code == 400 and "recursive" in answer.json()["error"]
 
 
+def test_buckets_list_search_keeps_matching_names(api: HfApi, hf) -> None:
+    for name in ("alpha-logs", "beta-logs", "Alpha-Models"):
+        api.create_bucket(f"{NAMESPACE}/{name}")
+    assert sorted(b.id for b in api.list_buckets(search="alpha")) == [
+        f"{NAMESPACE}/Alpha-Models", f"{NAMESPACE}/alpha-logs"]
+    out = hf("buckets", "list", NAMESPACE, "--search", "logs", "--quiet").stdout.split()
+    assert sorted(out) == [f"{NAMESPACE}/alpha-logs", f"{NAMESPACE}/beta-logs"]
+    assert "No results found." in hf("buckets", "list", "--search", "nothing-like-it").stdout
+
+
 def test_bucket_id_without_namespace_is_not_found(api: HfApi) -> None:
     """`bucket_info("name")` asks for the namespace `name`'s listing: a 404, not an empty list
     the client cannot read as a bucket."""

@@ -2,7 +2,7 @@
 
 - ``POST   /api/buckets/{ns}/{name}``            create (409 when it exists: `exist_ok` relies on it)
 - ``GET    /api/buckets/{ns}/{name}``            info; ``DELETE`` deletes; ``GET /api/buckets/{ns}`` lists
-  (a namespace not served here is a 404)
+  (``search=`` keeps the names that contain it, any case; a namespace not served here is a 404)
 - ``GET    /api/buckets/{ns}/{name}/xet-write-token`` | ``xet-read-token``  a CAS token:
   ``{"accessToken", "exp", "casUrl"}`` (and the same as ``X-Xet-*`` headers)
 - ``POST   /api/buckets/{ns}/{name}/batch``      NDJSON addFile / copyFile / deleteFile; failures are
@@ -95,7 +95,8 @@ def bucket_routes(hub: LocalHub, namespace: str) -> list[tuple[str, Any, list[st
             # also what `bucket_info("name")` reaches: a bucket id without its namespace
             raise ApiError(404, f"namespace {ns[:100]!r} not found: this local server holds {namespace!r}'s "
                            "buckets (a bucket id is namespace/name)")
-        return JSONResponse(await asyncio.to_thread(hub.buckets.list, ns))
+        search = request.query_params.get("search")
+        return JSONResponse(await asyncio.to_thread(hub.buckets.list, ns, search))
 
     async def xet_token(request: Request) -> Response:
         bid = bucket_id(request)

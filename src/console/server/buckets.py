@@ -139,8 +139,11 @@ class BucketStore:
             "createdAt": iso(rows[0][1]), "size": size, "totalFiles": count,
         }
 
-    def list(self, namespace: str) -> list[dict[str, Any]]:
+    def list(self, namespace: str, search: str | None = None) -> list[dict[str, Any]]:
+        """The namespace's buckets; with `search`, those whose name contains it (any case)."""
         ids = [r[0] for r in self._q("SELECT id FROM buckets WHERE id LIKE ? ORDER BY id", (f"{namespace}/%",))]
+        if search:
+            ids = [i for i in ids if search.lower() in i.split("/", 1)[1].lower()]
         return [self.info(i) for i in ids]
 
     def delete(self, bucket_id: str) -> None:
