@@ -4,10 +4,12 @@ listing's search, a bucket id without namespace, and what a batch copy checks.""
 
 from __future__ import annotations
 
+import json
+
 import httpx
 import pytest
 from huggingface_hub import HfApi
-from huggingface_hub.errors import BucketNotFoundError, HfHubHTTPError
+from huggingface_hub.errors import BucketBatchError, BucketNotFoundError, HfHubHTTPError
 from jobs_helpers import NAMESPACE
 
 
@@ -76,3 +78,44 @@ def test_bucket_id_without_namespace_is_not_found(api: HfApi) -> None:
         list(api.list_buckets(namespace="someone-else"))
     assert err.value.response.status_code == 404
     assert [b.id for b in api.list_buckets()] == [f"{NAMESPACE}/named"]
+
+
+def _batch(api: HfApi, bucket: str, *ops: dict) -> httpx.Response:
+    body = "".join(json.dumps(op) + "\n" for op in ops)
+    return httpx.post(f"{api.endpoint}/api/buckets/{bucket}/batch", content=body,
+                      headers={**api._build_hf_headers(), "Content-Type": "application/x-ndjson"})
+
+
+def test_batch_copy_checks_its_source(api: HfApi, tmp_path) -> None:
+    """A copyFile whose source bucket does not hold that Xet hash, or whose source is missing or
+    not named, fails with a message naming the field, and writes nothing; the good copies of the
+    same batch land (the client raises BucketBatchError listing only the bad one)."""
+    src, dst = f"{NAMESPACE}/copy-src", f"{NAMESPACE}/copy-dst"
+    api.create_bucket(src)
+    api.create_bucket(dst)
+    api.batch_bucket_files(src, add=[(b"content", "file.txt")])
+    good = next(iter(api.list_bucket_tree(src))).xet_hash
+    elsewhere = f"{NAMESPACE}/holds-other"
+    api.create_bucket(elsewhere)
+    with pytest.raises(BucketBatchError) as err:
+        api.batch_bucket_files(dst, copy=[("bucket", src, good, "copy.txt"), ("bucket", elsewhere, good, "bogus.txt")])
+    assert err.value.response.status_code == 200
+    [failure] = err.value.failures
+    assert failure["path"] == "bogus.txt" and "xetHash" in failure["error"]
+    assert {f.path for f in api.list_bucket_tree(dst)} == {"copy.txt"}
+
+    cases = {
+        "no-type.txt": ({"sourceRepoId": src}, "sourceRepoType"),
+        "no-id.txt": ({"sourceRepoType": "bucket"}, "sourceRepoId"),
+        "gone-bucket.txt": ({"sourceRepoType": "bucket", "sourceRepoId": f"{NAMESPACE}/gone"}, "sourceRepoId"),
+        "gone-model.txt": ({"sourceRepoType": "model", "sourceRepoId": f"{NAMESPACE}/gone"}, "sourceRepoId"),
+        "bad-id.txt": ({"sourceRepoType": "bucket", "sourceRepoId": "../etc"}, "sourceRepoId"),
+    }
+    answer = _batch(api, dst, *({"type": "copyFile", "path": p, "xetHash": good, **src_fields}
+                                for p, (src_fields, _) in cases.items()))
+    assert answer.status_code == 422
+    errors = {f["path"]: f["error"] for f in answer.json()["failed"]}
+    assert {p: field in errors[p] for p, (_, field) in cases.items()} == dict.fromkeys(cases, True)
+    assert {f.path for f in api.list_bucket_tree(dst)} == {"copy.txt"}
+    api.download_bucket_files(dst, [("copy.txt", tmp_path / "copy.txt")])
+    assert (tmp_path / "copy.txt").read_bytes() == b"content"

@@ -6,7 +6,8 @@
 - ``GET    /api/buckets/{ns}/{name}/xet-write-token`` | ``xet-read-token``  a CAS token:
   ``{"accessToken", "exp", "casUrl"}`` (and the same as ``X-Xet-*`` headers)
 - ``POST   /api/buckets/{ns}/{name}/batch``      NDJSON addFile / copyFile / deleteFile; failures are
-  listed in ``{"failed": [...]}`` (200 when some worked, 422 when none did)
+  listed in ``{"failed": [...]}`` (200 when some worked, 422 when none did); a copyFile's source
+  (``sourceRepoType``, ``sourceRepoId``) must exist and, for a bucket, hold its ``xetHash``
 - ``GET    /api/buckets/{ns}/{name}/tree[/{prefix}]``  every file below, as the Hub lists; with
   ``recursive=false`` the top level only (files and folders)
 - ``POST   /api/buckets/{ns}/{name}/paths-info``  ``{"paths": [...]}``
@@ -28,6 +29,7 @@ from starlette.responses import FileResponse, JSONResponse, Response
 
 from console.server import xetclient
 from console.server.buckets import LocalHub, check_path, check_repo_id, within
+from console.server.repos import open_repo_store
 from console.server.wire import ApiError, check_unicode, read_json_body
 
 MAX_BATCH_BYTES = 32 * 1024 * 1024
@@ -107,6 +109,9 @@ def bucket_routes(hub: LocalHub, namespace: str) -> list[tuple[str, Any, list[st
         headers = {"X-Xet-Cas-Url": url, "X-Xet-Access-Token": token, "X-Xet-Token-Expiration": str(exp)}
         return JSONResponse({"accessToken": token, "exp": exp, "casUrl": url}, headers=headers)
 
+    def repo_exists(repo_type: str, repo_id: str) -> bool:
+        return open_repo_store(hub, namespace).exists(repo_type, repo_id)
+
     async def batch(request: Request) -> Response:
         bid = bucket_id(request)
         await asyncio.to_thread(hub.buckets.require, bid)
@@ -125,7 +130,7 @@ def bucket_routes(hub: LocalHub, namespace: str) -> list[tuple[str, Any, list[st
                 except RecursionError:
                     raise ApiError(400, "an operation of the batch is nested too deeply") from None
         try:
-            failed = await asyncio.to_thread(hub.buckets.apply_batch, bid, ops, downloader(request))
+            failed = await asyncio.to_thread(hub.buckets.apply_batch, bid, ops, downloader(request), repo_exists)
         except xetclient.XetUnavailable as exc:
             raise ApiError(501, str(exc)) from None
         status = 422 if failed and len(failed) == len(ops) else 200

@@ -236,8 +236,11 @@ class BucketStore:
 
     # -- batch ---------------------------------------------------------------------------
 
-    def apply_batch(self, bucket_id: str, ops: list[dict[str, Any]], download: Downloader) -> list[dict[str, Any]]:
-        """Apply addFile / copyFile / deleteFile operations; the failed ones, with why."""
+    def apply_batch(self, bucket_id: str, ops: list[dict[str, Any]], download: Downloader,
+                    repo_exists: Callable[[str, str], bool] = lambda _type, _id: False) -> list[dict[str, Any]]:
+        """Apply addFile / copyFile / deleteFile operations; the failed ones, with why. A copyFile
+        names its source (`sourceRepoType` bucket, model, dataset or space, and `sourceRepoId`): a bucket
+        must hold a file of that `xetHash`, a repo (`repo_exists`) must exist."""
         folder = self.folder(bucket_id)
         failed: list[dict[str, Any]] = []
         with self.bucket_lock(bucket_id):
@@ -248,6 +251,8 @@ class BucketStore:
                     if not isinstance(path, str):
                         raise ApiError(400, "operation without a path")
                     check_path(path)
+                    if kind == "copyFile":
+                        self._check_source(path, op, repo_exists)
                     if kind in ("addFile", "copyFile"):
                         self._add(bucket_id, folder, path, op, download)
                     elif kind == "deleteFile":
@@ -259,6 +264,24 @@ class BucketStore:
                 except OSError as exc:
                     failed.append({"path": path, "error": f"could not write the file: {exc}"})
         return failed
+
+    def _check_source(self, path: str, op: dict[str, Any], repo_exists: Callable[[str, str], bool]) -> None:
+        kind, source = op.get("sourceRepoType"), op.get("sourceRepoId")
+        if kind not in ("bucket", "model", "dataset", "space"):
+            raise ApiError(400, f"{path}: copyFile needs sourceRepoType (bucket, model, dataset or space), "
+                           f"got {str(kind)[:40]!r}")
+        if not isinstance(source, str) or not source:
+            raise ApiError(400, f"{path}: copyFile needs sourceRepoId (namespace/name)")
+        check_repo_id(source, f"sourceRepoId {kind}")
+        xet_hash = str(op.get("xetHash") or "").lower()
+        if kind != "bucket":
+            if not repo_exists(kind, source):
+                raise ApiError(404, f"{path}: sourceRepoId: {kind} repository {source!r} not found")
+            return
+        if not self.exists(source):
+            raise ApiError(404, f"{path}: sourceRepoId: bucket {source!r} not found")
+        if not self._q("SELECT 1 FROM files WHERE bucket = ? AND xet_hash = ? LIMIT 1", (source, xet_hash)):
+            raise ApiError(404, f"{path}: xetHash: no file of bucket {source!r} has the Xet hash {xet_hash[:64]!r}")
 
     def _add(self, bucket_id: str, folder: Path, path: str, op: dict[str, Any], download: Downloader) -> None:
         xet_hash = str(op.get("xetHash") or "").lower()

@@ -37,9 +37,9 @@ from urllib.parse import parse_qs, unquote
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
 
-from console.server import paths, xetclient
+from console.server import xetclient
 from console.server.buckets import LocalHub, check_path, check_repo_id
-from console.server.repos import HubError, RepoStore, check_ref_name, check_type
+from console.server.repos import HubError, RepoStore, check_ref_name, check_type, open_repo_store
 from console.server.wire import ApiError, check_unicode, iso, read_json_body
 
 MAX_COMMIT_BYTES = 512 * 1024 * 1024
@@ -63,7 +63,7 @@ def repo_routes(
     `known_models` are Hub model ids whose info is answered though they hold no files here (base
     models a job names)."""
     def store() -> RepoStore:
-        return hub.repo_store(lambda cas: RepoStore(paths.hub_dir(), cas, namespace))
+        return open_repo_store(hub, namespace)
 
     async def call(fn: Any, *args: Any) -> Any:
         return await asyncio.to_thread(fn, *args)

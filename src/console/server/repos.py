@@ -28,7 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from console.server.buckets import check_path, check_repo_id
+from console.server import paths
+from console.server.buckets import LocalHub, check_path, check_repo_id
 from console.server.wire import ApiError, iso
 from console.server.xetcas import CasStore
 
@@ -583,3 +584,8 @@ class RepoStore:
         if repo_type == "model":
             out["modelId"] = repo_id
         return out
+
+
+def open_repo_store(hub: LocalHub, namespace: str) -> RepoStore:
+    """The hub's model and dataset repo store (opened on first use)."""
+    return hub.repo_store(lambda cas: RepoStore(paths.hub_dir(), cas, namespace))
