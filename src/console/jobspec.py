@@ -11,14 +11,13 @@ it into a :class:`Submission` — image, command, env, secrets, flavor, labels a
 ``JobInfo`` or a ``ScheduledJobInfo``: the labels carry what the cost model needs and the command's
 arguments carry the rest, so any console can rebuild the fleet from HF Jobs alone.
 
-Local backend: the embedded server sees this machine's files, so the shipped script is run by
-absolute path (``uv run /abs/training/sft_lora.py ...``), beside the ``jobkit`` package it imports.
-Hub backend: HF containers cannot see local files, so the script and that package travel as
-`hf jobs uv run` ships a local script: uploaded to the ``{namespace}/jobs-artifacts`` bucket (a
-folder named by their content, so they are uploaded once, not per job) and mounted read-only at
+On both backends the recipe and the ``jobkit`` package it imports travel as `hf jobs uv run`
+ships a local script: uploaded to the ``{namespace}/jobs-artifacts`` bucket (a folder named by
+their content, so they are uploaded once, not per job) and mounted read-only at
 :data:`TRAINING_MOUNT`, where ``uv run`` runs the script (:mod:`console.ship` does the upload;
-the job's environment holds no script). Secrets (``HF_TOKEN``) go in ``secrets``
-only and are never shown or written anywhere.
+the job's command, arguments and environment hold no path of this machine, so a job is the same
+wherever the console is installed, and a local job is the job HF would run). Secrets
+(``HF_TOKEN``) go in ``secrets`` only and are never shown or written anywhere.
 
 Why one module of over 500 lines: building a submission and reading one back are the two halves
 of one wire format (the labels, the argument order, the number encoding, the shipped bundle); kept
@@ -262,6 +261,15 @@ class Submission:
     """The bundle's folder in the bucket: named by the files' content, so equal files share it."""
     volumes: tuple[dict[str, Any], ...] = ()
     """`huggingface_hub.Volume` fields of the job's volumes (the shipped bundle, once uploaded)."""
+
+    def mounted(self, bucket: str) -> Submission:
+        """This submission with its bundle's folder of `bucket` mounted read-only at
+        :data:`TRAINING_MOUNT` (what :func:`console.ship.ship` returns once the files are there)."""
+        if not self.ships:
+            return self
+        volume = {"type": "bucket", "source": bucket, "mount_path": TRAINING_MOUNT, "path": self.bundle_id,
+                  "read_only": True}
+        return replace(self, volumes=(volume,))
 
     def run_kwargs(self) -> dict[str, Any]:
         if self.ships and not self.volumes:
@@ -621,18 +629,19 @@ def build_submission(
     env = {k: str(v) for k, v in req.extra_env.items()}
     secrets: dict[str, str] = {}
     source = (script_dir or paths.training_dir()) / script
+    # on both backends the recipe and jobkit travel through the jobs-artifacts bucket, as
+    # `hf jobs uv run` ships a local script: no path of this machine is in the job
+    ships = tuple((name, str(path)) for name, path in bundle_files(source.parent, script))
+    bundle_id = bundle_name(ships)
     if backend_kind == "hub":
         if token:
             secrets["HF_TOKEN"] = token
-        ships = tuple((name, str(path)) for name, path in bundle_files(source.parent, script))
-        bundle_id = bundle_name(ships)
         # Unsloth is not in the recipes' PEP 723 headers (CUDA-only wheels): the job asks uv for it
         extra = ("unsloth",) if req.unsloth and req.kind in LORA_KINDS else ()
         command = hub_command(script, args, with_packages=extra)
         image = HUB_IMAGE
     else:
-        ships, bundle_id = (), ""
-        command = ["uv", "run", str(source), *args]
+        command = hub_command(script, args)
         image = LOCAL_IMAGE
         if token and names_hub_repo(req):
             # the run reads from and pushes to the local server's Hub ($HF_ENDPOINT, set by the
@@ -675,9 +684,12 @@ def seed_submission(token: str | None, *, script_dir: Path | None = None, repo: 
     """The CPU job that builds the tiny base model and pushes it to `repo` of the local server's
     Hub (`training/tiny_base.py`; a repo that has it is left as it is)."""
     source = (script_dir or paths.training_dir()) / SEED_SCRIPT
+    ships = tuple((name, str(path)) for name, path in bundle_files(source.parent, SEED_SCRIPT))
     return Submission(
         image=LOCAL_IMAGE,
-        command=["uv", "run", str(source), "--repo", repo],
+        command=hub_command(SEED_SCRIPT, ["--repo", repo]),
+        ships=ships,
+        bundle_id=bundle_name(ships),
         env={"HF_HUB_OFFLINE": "0"},
         secrets={"HF_TOKEN": token} if token else {},
         flavor=PREFLIGHT_FLAVOR,

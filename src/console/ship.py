@@ -1,6 +1,6 @@
-"""Ship a Hub job's scripts the way `hf jobs uv run` does: through the jobs-artifacts bucket.
+"""Ship a job's scripts the way `hf jobs uv run` does: through the jobs-artifacts bucket.
 
-A Hub :class:`~console.jobspec.Submission` names the files it needs from this machine (its recipe
+A :class:`~console.jobspec.Submission` names the files it needs from this machine (its recipe
 and the `jobkit` package, `Submission.ships`) and a content-named folder for them
 (`Submission.bundle_id`). :func:`ship` uploads them once per folder to the
 ``{namespace}/jobs-artifacts`` bucket (private, created if missing; the upload goes through Xet,
@@ -19,11 +19,10 @@ Talks to the backend only through the `HfApi` it is given; no UI.
 from __future__ import annotations
 
 import threading
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from console.jobspec import ARTIFACTS_BUCKET, TRAINING_KINDS, TRAINING_MOUNT, Submission, TrainingRequest
+from console.jobspec import ARTIFACTS_BUCKET, TRAINING_KINDS, Submission, TrainingRequest
 
 BASE_MODEL_CHECK_TIMEOUT_S = 10.0
 """How long the model-info request of a base model may take."""
@@ -81,8 +80,8 @@ def bucket_of(namespace: str) -> str:
 
 def ship(api: Any, submission: Submission, namespace: str) -> Submission:
     """The submission ready to run: its files in the namespace's jobs-artifacts bucket and their
-    folder mounted read-only at `TRAINING_MOUNT`. A submission that ships nothing (the local
-    backend runs the recipe from this machine's `training/`) comes back as it is."""
+    folder mounted read-only at `TRAINING_MOUNT`, on either backend. A submission that ships
+    nothing comes back as it is."""
     if not submission.ships:
         return submission
     bucket = bucket_of(namespace)
@@ -103,14 +102,7 @@ def ship(api: Any, submission: Submission, namespace: str) -> Submission:
                 if not quiet:
                     enable_progress_bars()
             _shipped.add(key)
-    volume = {
-        "type": "bucket",
-        "source": bucket,
-        "mount_path": TRAINING_MOUNT,
-        "path": submission.bundle_id,
-        "read_only": True,
-    }
-    return replace(submission, volumes=(volume,))
+    return submission.mounted(bucket)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -146,7 +138,7 @@ def seed_base_model(api: Any, namespace: str, token: str | None, *, repo: str | 
     if repo_exists(api, repo) and api.file_exists(repo, "config.json"):
         return None
     sub = jobspec.seed_submission(token, repo=repo)
-    job = api.run_job(**sub.run_kwargs(), namespace=namespace)
+    job = api.run_job(**ship(api, sub, namespace).run_kwargs(), namespace=namespace)
     report(f"Building the base model {repo} on the local Hub: job {job.id}")
     done = api.wait_for_job(job.id, timeout=timeout, poll_interval=0.5, namespace=namespace)
     if done.status.stage != "COMPLETED":

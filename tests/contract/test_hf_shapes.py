@@ -114,6 +114,7 @@ def fleet(tmp_path):
 
 def _hf_schedule(fleet, **shape):
     sub = desired_submission(fleet.tenants[0], fleet, backend_kind="local", timeout_buffer=1.3)
+    sub = sub.mounted("ops/jobs-artifacts")  # as console.ship returns it, the bundle uploaded
     return sub, scheduled_from_submission(sub.scheduled_kwargs(fleet.tenants[0].schedule), **shape)
 
 

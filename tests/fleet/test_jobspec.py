@@ -43,7 +43,10 @@ def test_local_submission():
     sub = build_submission(REQ, backend_kind="local", timeout_buffer=1.5)
     est = estimate_run(RunSpec(3, 1200, 2, "l4x1", max_steps=50), timeout_buffer=1.5)  # 50 steps of 4
     assert sub.timeout_seconds == est.timeout_seconds
-    assert sub.command[:3] == ["uv", "run", str(paths.training_dir() / "sft_lora.py")]
+    # shipped as a Hub job is: run from the mounted bundle, no path of this machine in the job
+    assert sub.command[:3] == ["uv", "run", f"{jobspec.TRAINING_MOUNT}/sft_lora.py"]
+    hub = build_submission(dataclasses.replace(REQ, hub_model_id="org/adapter-acme"), backend_kind="hub", token="hf_x")
+    assert sub.ships == hub.ships and sub.bundle_id == hub.bundle_id
     assert sub.labels == {
         "app": "console",
         "tenant": "acme",
@@ -141,7 +144,7 @@ def test_fractional_numbers_go_in_labels_without_a_dot_and_read_back_in_both_enc
     req = dataclasses.replace(REQ, model_b=0.5, epochs=1.5, run_name="acme.v2")
     sub = build_submission(req, backend_kind="local")
     assert sub.labels["model_b"] == "0p5" and sub.labels["epochs"] == "1p5"
-    assert sub.labels["run"] == "acme-v2" and sub.run_kwargs()["name"] == "acme-v2"
+    assert sub.labels["run"] == "acme-v2" and sub.mounted("ops/jobs-artifacts").run_kwargs()["name"] == "acme-v2"
     assert sub.command[sub.command.index("--run-name") + 1] == "acme-v2"  # Trackio's run is the label's
     assert all(HF_LABEL.fullmatch(k) and HF_LABEL.fullmatch(v) for k, v in sub.labels.items())
 

@@ -44,7 +44,7 @@ def test_an_sft_run_keeps_the_arguments_it_always_had():
     """A fleet's existing SFT schedules must keep their fingerprints: no new flag for them."""
     req = TrainingRequest(**{**BASE, "tenant": "acme", "dataset": "org/acme", "run_name": "acme-1"})
     sub = build_submission(req)
-    assert sub.command[2] == str(paths.training_dir() / "sft_lora.py")
+    assert sub.command[2] == f"{jobspec.TRAINING_MOUNT}/sft_lora.py"
     assert args_of(sub) == [
         "--base-model", "org/base", "--dataset", "org/acme", "--epochs", "3", "--max-steps", "50",
         "--learning-rate", "5e-05", "--lora-r", "8", "--run-name", "acme-1",

@@ -12,6 +12,7 @@ from console.cli import main
 from console.config import Config, save
 from console.fleet import FleetFileError, PlanRefused, load_fleet_file, plan_apply
 from console.jobspec import SubmissionError, build_submission
+from console.ship import ship
 
 HEADER = (
     'env = "dev"\nbase_model = "tiny-random"\nmodel_b = 0.5\nflavor = "t4-small"\nepochs = 1\n'
@@ -48,6 +49,7 @@ def test_apply_refuses_a_dataset_another_tenants_schedule_trains_on_and_changes_
         plan = plan_apply(load_fleet_file(globex_only), scheduled)
         for action in plan.actions:
             sub = action.submission
+            sub = ship(backend.api, sub, backend.namespace)
             backend.api.create_scheduled_job(**sub.scheduled_kwargs(action.schedule), namespace=backend.namespace)
         before = [sj.id for sj in backend.api.list_scheduled_jobs(namespace=backend.namespace)]
         assert len(before) == 1

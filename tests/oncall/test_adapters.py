@@ -15,6 +15,7 @@ from tests.oncall.conftest import NAMESPACE
 from console import cli, jobspec
 from console.config import Config, save
 from console.jobspec import TrainingRequest
+from console.ship import ship
 
 DATA = Path(__file__).resolve().parents[2] / "training" / "data"
 REPO = f"{NAMESPACE}/adapter-acme"
@@ -25,7 +26,7 @@ def _train(server, api: HfApi, run_name: str, learning_rate: float) -> str:
                           learning_rate=learning_rate, lora_r=8, lora_alpha=16, hub_model_id=REPO,
                           run_name=run_name)
     sub = jobspec.build_submission(req, backend_kind="local", token=server.token)
-    job = api.run_job(**sub.run_kwargs(), namespace=NAMESPACE)
+    job = api.run_job(**ship(api, sub, NAMESPACE).run_kwargs(), namespace=NAMESPACE)
     api.wait_for_job(job.id, timeout=240, poll_interval=0.5, namespace=NAMESPACE)
     return job.id
 

@@ -16,6 +16,7 @@ from console import jobspec
 from console.jobspec import TrainingRequest
 from console.oncall import Watcher
 from console.oncall.store import OnCallStore
+from console.ship import ship
 
 DATA = Path(__file__).resolve().parents[2] / "training" / "data"
 REPO = f"{NAMESPACE}/adapter-acme"
@@ -40,7 +41,8 @@ def test_a_live_adapter_older_than_three_periods_is_flagged_and_notified_once(ba
     first = _land(api, "acme-1", tmp_path)
     req = TrainingRequest(tenant="acme", dataset=str(DATA / "acme.jsonl"), hub_model_id=REPO, scheduled=True)
     sub = jobspec.build_submission(req, backend_kind="local", token=backend.api.token)
-    sj = backend.api.create_scheduled_job(**sub.scheduled_kwargs("@hourly"), namespace=NAMESPACE)
+    sj = backend.api.create_scheduled_job(**ship(backend.api, sub, NAMESPACE).scheduled_kwargs("@hourly"),
+                                          namespace=NAMESPACE)
     store = OnCallStore(tmp_path / "oncall.sqlite")
     now = datetime.now(UTC)
 

@@ -9,7 +9,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from huggingface_hub import HfApi
+from huggingface_hub import HfApi, Volume
 from jobs_helpers import NAMESPACE, wait_stage
 
 from console.server import paths, sandbox
@@ -150,12 +150,32 @@ def test_without_a_sandbox_volumes_end_the_job_with_the_reason(hf, api: HfApi, m
     somedir = tmp_path / "d"
     somedir.mkdir()
     (somedir / "x.txt").write_text("x")
-    run = hf("jobs", "run", "-v", f"{somedir}:/data", "python:3.12", "cat", "/data/x.txt", check=False)
+    # the path is inside a shell line, not an argument of its own: nothing can lead it to the folder
+    run = hf("jobs", "run", "-v", f"{somedir}:/data", "python:3.12", "sh", "-c", "cat /data/x.txt", check=False)
     assert run.returncode != 0
     job_id = _job_id(run.stdout)
     info = wait_stage(api, job_id)
     assert info.status.stage == "ERROR" and "volumes need the sandbox" in info.status.message
     assert "not mounted: /data" in hf("jobs", "logs", job_id).stdout
+
+
+def test_without_a_sandbox_a_shipped_script_runs_from_its_bucket_folder(api: HfApi, monkeypatch) -> None:
+    """A job's command names its shipped script under a read-only bucket volume (as every console job
+    does): with nothing to bind the folder at its mount path, the command is led to the folder itself,
+    and the log says so; the script still imports what was shipped beside it."""
+    monkeypatch.setattr(sandbox, "detect", lambda: sandbox.Sandbox(False, None, "turned off for the test"))
+    api.create_bucket(ARTIFACTS, exist_ok=True, private=True)
+    api.batch_bucket_files(ARTIFACTS, add=[
+        (b"import sys\nfrom helper import WORD\nprint(WORD, sys.argv[1])\n", "bundle-1/main.py"),
+        (b"WORD = 'shipped'\n", "bundle-1/helper.py"),
+    ])
+    volume = Volume(type="bucket", source=ARTIFACTS, mount_path="/console-training", path="bundle-1", read_only=True)
+    job = api.run_job(image="console/local-uv", command=["python", "/console-training/main.py", "ok"],
+                      volumes=[volume], namespace=NAMESPACE)
+    assert wait_stage(api, job.id).status.stage == "COMPLETED"
+    logs = "\n".join(api.fetch_job_logs(job_id=job.id, namespace=NAMESPACE))
+    assert "shipped ok" in logs
+    assert "volume /console-training: read-only; no sandbox: the command's paths under it lead to" in logs
 
 
 @pytest.mark.parametrize("bad", [

@@ -15,6 +15,7 @@ from jobs_helpers import NAMESPACE
 
 from console import jobspec
 from console.jobspec import TrainingRequest
+from console.ship import ship
 
 DATA = Path(__file__).resolve().parents[2] / "training" / "data"
 REPO = f"{NAMESPACE}/adapter-acme"
@@ -29,7 +30,7 @@ def test_a_local_run_with_a_repo_pushes_to_the_local_hub(server, api: HfApi, tmp
     sub = jobspec.build_submission(_request(hub_model_id=REPO, run_name="acme-hub"), backend_kind="local",
                                    token=server.token)
     assert sub.secrets == {"HF_TOKEN": server.token}
-    job = api.run_job(**sub.run_kwargs(), namespace=NAMESPACE)
+    job = api.run_job(**ship(api, sub, NAMESPACE).run_kwargs(), namespace=NAMESPACE)
     done = api.wait_for_job(job.id, timeout=240, poll_interval=0.5, namespace=NAMESPACE)
     logs = "\n".join(api.fetch_job_logs(job_id=job.id, namespace=NAMESPACE))
     assert done.status.stage == "COMPLETED", logs[-3000:]
@@ -58,7 +59,7 @@ def test_the_preflight_of_a_dataset_repo_checks_it_line_by_line_as_a_file(server
     check = jobspec.preflight_request(TrainingRequest(tenant="wayne", dataset=f"{NAMESPACE}/wayne"))
     sub = jobspec.build_submission(check, backend_kind="local", token=server.token)
     assert sub.secrets == {"HF_TOKEN": server.token} and sub.env["HF_HUB_OFFLINE"] == "0"  # it reads the Hub
-    job = api.run_job(**sub.run_kwargs(), namespace=NAMESPACE)
+    job = api.run_job(**ship.ship(api, sub, NAMESPACE).run_kwargs(), namespace=NAMESPACE)
     done = api.wait_for_job(job.id, timeout=120, poll_interval=0.5, namespace=NAMESPACE)
     logs = "\n".join(api.fetch_job_logs(job_id=job.id, namespace=NAMESPACE))
     assert done.status.stage == "ERROR", logs[-2000:]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import sys
@@ -13,13 +14,14 @@ from tests.ui.conftest import (
     raw_job,
     run_python,
     schedule_python,
+    shown,
     type_into,
     wait_for,
     wait_thread,
 )
 from textual.widgets import Input
 
-from console import paths
+from console import jobspec, paths
 from console.costs import RunSpec, estimate_run
 from console.ui.app import ConsoleApp
 from console.ui.screens.confirm import ConfirmScreen
@@ -114,7 +116,11 @@ async def test_submit_creates_a_job_with_the_padded_timeout_and_labels(backend, 
         assert labels[key] == value
     assert labels["run"].startswith("acme-sft-")
     assert all(len(v) <= 63 for v in labels.values())
-    assert raw["command"][:3] == ["uv", "run", str(paths.training_dir() / "sft_lora.py")]
+    # shipped as HF would run it: the recipe from the mounted bundle, no path of this machine in the job
+    assert raw["command"][:3] == ["uv", "run", f"{jobspec.TRAINING_MOUNT}/sft_lora.py"]
+    assert [v["mountPath"] for v in raw["volumes"]] == [jobspec.TRAINING_MOUNT]
+    shipped = [arg for arg in raw["command"] if arg != dataset]  # the file typed is the user's own
+    assert str(paths.training_dir()) not in json.dumps([shipped, raw.get("environment")])
     backend.api.cancel_job(job_id=train.id, namespace=backend.namespace)
 
 
@@ -172,12 +178,12 @@ async def test_read_only_refuses_every_action(backend, cfg):
         await wait_for(pilot, lambda: job.id in app.jobs_table.rows_by_id and app.refresher.fleet_rows)
         app.jobs_table.select_job(job.id)
         for key in ("s", "c", "x", "r", "p", "t", "R"):
-            before = len(app._notifications)
+            before = len(shown(app))
             await pilot.press(key)
-            await wait_for(pilot, lambda before=before: len(app._notifications) > before,
+            await wait_for(pilot, lambda before=before: len(shown(app)) > before,
                            what=f"the answer to {key}")
             assert app.screen is app.screen_stack[0], f"{key} opened a screen in read-only mode"
-            assert len(app._notifications) == before + 1
+            assert len(shown(app)) == before + 1
             assert "Read-only" in notes(app)[-1]
         assert "READ-ONLY" in str(app.query_one("#status-line").render())
     assert [j.id for j in backend.api.list_jobs(namespace=backend.namespace)] == [job.id]

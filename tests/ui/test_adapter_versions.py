@@ -14,6 +14,7 @@ from textual.widgets import DataTable
 
 from console import jobspec, paths
 from console.jobspec import TrainingRequest
+from console.ship import ship
 from console.ui.app import ConsoleApp
 from console.ui.screens.confirm import ConfirmScreen
 from console.ui.screens.versions import VersionsScreen
@@ -29,7 +30,8 @@ def _submission(backend, run_name: str, learning_rate: float):
 
 
 def _train(backend, run_name: str, learning_rate: float) -> str:
-    job = backend.api.run_job(**_submission(backend, run_name, learning_rate).run_kwargs(),
+    sub = ship(backend.api, _submission(backend, run_name, learning_rate), backend.namespace)
+    job = backend.api.run_job(**sub.run_kwargs(),
                               namespace=backend.namespace)
     backend.api.wait_for_job(job.id, timeout=240, poll_interval=0.5, namespace=backend.namespace)
     return job.id
@@ -57,8 +59,8 @@ async def _select(pilot, screen: VersionsScreen, run: str) -> None:
 
 
 async def test_live_column_versions_view_promote_and_roll_back(backend, cfg):
-    backend.api.create_scheduled_job(**_submission(backend, "acme-nightly", 5e-3).scheduled_kwargs(
-        "0 3 * * 1", suspend=True), namespace=backend.namespace)
+    nightly = ship(backend.api, _submission(backend, "acme-nightly", 5e-3), backend.namespace)
+    backend.api.create_scheduled_job(**nightly.scheduled_kwargs("0 3 * * 1", suspend=True), namespace=backend.namespace)
     schedule_python(backend, tenant="globex")  # a tenant whose runs name no repo
     good = _train(backend, "acme-good", 5e-3)
     bad = _train(backend, "acme-dead", 1e3)

@@ -15,6 +15,7 @@ from console.adapters import last_checkpoint
 from console.jobspec import TrainingRequest
 from console.ledger import timed_out
 from console.oncall.incident import gather, render
+from console.ship import ship
 from console.ui.app import ConsoleApp
 from console.ui.screens.confirm import ConfirmScreen
 
@@ -29,7 +30,7 @@ async def test_r_resumes_a_timed_out_run_from_its_checkpoint_and_it_passes(backe
                           lora_r=8, lora_alpha=16, hub_model_id=repo, run_name="acme-slow", timeout_seconds=30,
                           extra_env={"CONSOLE_STEP_DELAY_S": "0.6"})
     sub = jobspec.build_submission(req, backend_kind="local", token=api.token)
-    job = api.run_job(**sub.run_kwargs(), namespace=ns)
+    job = api.run_job(**ship(api, sub, ns).run_kwargs(), namespace=ns)
     done = await wait_thread(api.wait_for_job, job.id, timeout=120, poll_interval=0.5, namespace=ns)
     assert timed_out(done), done.status
     checkpoint = last_checkpoint(api, repo, "acme-slow")

@@ -10,6 +10,7 @@ from console import jobspec, paths
 from console.costs import format_duration
 from console.jobspec import TrainingRequest
 from console.prices import shipped_price_book
+from console.ship import ship
 from console.ui.actions.jobs import _confirm_submit
 from console.ui.app import ConsoleApp
 from console.ui.screens.confirm import ConfirmScreen
@@ -30,7 +31,7 @@ def _request(tenant: str, dataset: str, **kw) -> TrainingRequest:
 def _schedule(backend, request: TrainingRequest):
     """A suspended console schedule for `request`, as `fleet apply` would create it."""
     sub = jobspec.build_submission(request, backend_kind="local")
-    kwargs = sub.scheduled_kwargs("0 3 * * 1", suspend=True)
+    kwargs = ship(backend.api, sub, backend.namespace).scheduled_kwargs("0 3 * * 1", suspend=True)
     kwargs.pop("name", None)
     return backend.api.create_scheduled_job(**kwargs, namespace=backend.namespace)
 
@@ -39,7 +40,7 @@ def _console_job(backend, request: TrainingRequest, scripts):
     """A console job submitted as the console submits it, running a stand-in for the script."""
     (scripts / jobspec.SCRIPTS["sft"]).write_text(STANDIN, encoding="utf-8")
     sub = jobspec.build_submission(request, backend_kind="local", script_dir=scripts)
-    return backend.api.run_job(**sub.run_kwargs(), namespace=backend.namespace)
+    return backend.api.run_job(**ship(backend.api, sub, backend.namespace).run_kwargs(), namespace=backend.namespace)
 
 
 def _price(flavor: str) -> float:

@@ -14,6 +14,7 @@ from console import jobspec, paths, vram
 from console.costs import estimate_run
 from console.jobspec import TrainingRequest
 from console.prices import UNSLOTH_SPEEDUP, shipped_price_book
+from console.ship import ship
 from console.ui.app import ConsoleApp
 from console.ui.screens.confirm import ConfirmScreen
 from console.ui.screens.submit import SubmitScreen
@@ -118,7 +119,7 @@ async def test_a_dpo_submission_is_preflighted_as_dpo_data_and_runs_the_dpo_reci
         # the preflight checked the dataset as DPO pairs, and passed
         assert check.status.stage == "COMPLETED"
         assert jobspec.script_args_of(list(check.command))[-2:] == ["--method", "dpo"]
-        assert str(paths.training_dir() / "dpo_lora.py") in train.command
+        assert f"{jobspec.TRAINING_MOUNT}/dpo_lora.py" in train.command
         # the jobs table shows both, each with its kind
         await wait_for(pilot, lambda: train.id in app.jobs_table.rows_by_id, what="the dpo row")
         assert app.jobs_table.rows_by_id[train.id].kind == "dpo"
@@ -143,7 +144,8 @@ def _submit_kinds(backend, scripts) -> dict[str, object]:
     jobs = {}
     for request in requests:
         sub = jobspec.build_submission(request, backend_kind="local", script_dir=scripts)
-        jobs[request.tenant] = backend.api.run_job(**sub.run_kwargs(), namespace=backend.namespace)
+        jobs[request.tenant] = backend.api.run_job(**ship(backend.api, sub, backend.namespace).run_kwargs(),
+                                                     namespace=backend.namespace)
     return jobs
 
 
@@ -178,7 +180,8 @@ async def test_the_what_if_names_the_flavors_that_fit_and_costs_the_builder_mode
                               model_b=7.0, examples=3000, epochs=1.0, flavor="a100-large")
     tenant = TrainingRequest(tenant="acme", dataset=str(DATA / "acme.jsonl"), model_b=3.0, flavor="a100-large")
     for request in (builder, tenant):
-        kwargs = jobspec.build_submission(request, backend_kind="local").scheduled_kwargs("0 3 * * 1")
+        sub = ship(backend.api, jobspec.build_submission(request, backend_kind="local"), backend.namespace)
+        kwargs = sub.scheduled_kwargs("0 3 * * 1")
         kwargs.pop("name", None)
         backend.api.create_scheduled_job(**kwargs, namespace=backend.namespace)
     app = ConsoleApp(cfg, backend, refresh_seconds=0.3, stream_metrics=False)

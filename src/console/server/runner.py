@@ -57,6 +57,7 @@ RESERVE_RETRY_SECONDS = 10.0
 TERM_GRACE_SECONDS = 3.0
 DISK_FULL_MESSAGE = "disk full: the job's log could not be written"
 NO_SANDBOX_VOLUMES = "volumes need the sandbox (bubblewrap), which this machine lacks"
+NO_SANDBOX_REDIRECT = "no sandbox: the command's paths under it lead to its folder on this machine"
 _PASS_ENV = {
     "PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "SHELL", "TERM",
     "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "HF_HOME",
@@ -367,8 +368,9 @@ class Runner:
         Path(env["TMPDIR"]).mkdir(parents=True, exist_ok=True)
         writable = [Path(env["CONSOLE_ARTIFACTS_DIR"]), paths.trackio_dir(), *sandbox.shared_caches()]
         try:
-            mounts = self._mounts(job, isolation, log_fh)
-            argv = sandbox.wrap(plan.argv, isolation, workdir=workdir, writable=writable, mounts=mounts, env=env)
+            mounts = self._mounts(job, isolation, log_fh, plan.argv)
+            command = plan.argv if isolation.available else redirect_to_mounts(plan.argv, mounts)
+            argv = sandbox.wrap(command, isolation, workdir=workdir, writable=writable, mounts=mounts, env=env)
             if script is not None:
                 if script.outcome():
                     raise _LaunchRefused(script.outcome() or "")
@@ -421,20 +423,30 @@ class Runner:
             return
         self._call_hooks(self.on_start, job)
 
-    def _mounts(self, job: JobRecord, isolation: sandbox.Sandbox, log_fh: IO[bytes]) -> list[sandbox.Mount]:
-        """The job's volumes as binds; a job whose volumes cannot be mounted does not start."""
+    def _mounts(self, job: JobRecord, isolation: sandbox.Sandbox, log_fh: IO[bytes],
+                argv: list[str]) -> list[sandbox.Mount]:
+        """The job's volumes as binds; a job whose volumes cannot be mounted does not start.
+
+        Without a sandbox nothing can be bound at a mount path: a read-only volume that the
+        command itself names (`uv run /console-training/sft_lora.py`, a shipped script) is reached
+        through its folder on this machine instead (:func:`redirect_to_mounts`); any other volume
+        ends the job with the reason, since its paths would be missing later and less clearly."""
         volumes = job.spec.get("volumes") or []
         if not volumes:
             return []
         if not isolation.available:
-            raise _LaunchRefused(f"{NO_SANDBOX_VOLUMES} ({isolation.reason}); not mounted: "
-                                 + ", ".join(v["mountPath"] for v in volumes))
+            unreachable = [v["mountPath"] for v in volumes
+                           if not v.get("readOnly") or not any(_is_under(a, v["mountPath"]) for a in argv)]
+            if unreachable:
+                raise _LaunchRefused(f"{NO_SANDBOX_VOLUMES} ({isolation.reason}); not mounted: "
+                                     + ", ".join(unreachable))
         try:
             mounts, notes = resolve_mounts(volumes, job.namespace, self.bucket_exists)
         except VolumeError as exc:
             raise _LaunchRefused(str(exc)) from None
+        how = "" if isolation.available else f"; {NO_SANDBOX_REDIRECT}"
         lines = [f"===== {note} =====" for note in notes]
-        lines += [f"===== volume {dest}: {'read-only' if ro else 'read-write'} =====" for _, dest, ro in mounts]
+        lines += [f"===== volume {dest}: {'read-only' if ro else 'read-write'}{how} =====" for _, dest, ro in mounts]
         write_whole(log_fh, "".join(log_event(line) + "\n" for line in lines))
         return mounts
 
@@ -559,6 +571,23 @@ class Runner:
                 _signal_group(running.popen.pid, signal.SIGKILL)
                 rc = running.popen.wait()
             self._finish(running, rc)
+
+
+def _is_under(arg: str, mount: str) -> bool:
+    return arg == mount or arg.startswith(mount.rstrip("/") + "/")
+
+
+def redirect_to_mounts(argv: list[str], mounts: list[sandbox.Mount]) -> list[str]:
+    """`argv` with each argument under a volume's mount path led to the volume's folder on this
+    machine (what the job runs where no sandbox can bind the folder at its mount path)."""
+    out = []
+    for arg in argv:
+        for folder, dest, _read_only in mounts:
+            if _is_under(arg, dest):
+                arg = str(folder) + arg[len(dest.rstrip("/")):]
+                break
+        out.append(arg)
+    return out
 
 
 class _LaunchRefused(Exception):
