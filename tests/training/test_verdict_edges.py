@@ -163,3 +163,31 @@ def test_a_failed_run_raises_its_alert_once(run_rules, kind):
     first = m.conclude()
     assert m.conclude() == []
     assert [a.kind for a in first] == ([] if kind == "nan" else ["flat_loss"])
+
+
+def test_a_resumed_run_is_judged_from_the_first_loss_of_the_run_it_resumes(run_rules):
+    """A run resumed at step 32 of 40 logs 8 steps of its own; those 8 alone "fell 0.3%" and failed
+    flat_loss although the run as a whole fell 9%: the checkpoint's log history counts."""
+    history = [{"step": s, "loss": 6.87 - 0.018 * s, "grad_norm": 0.3, "learning_rate": 5e-3} for s in range(1, 33)]
+    history.insert(5, {"step": 5, "eval_loss": 6.5})  # an evaluation entry has no training loss
+    history.append({"step": 32, "train_runtime": 20.0})  # nor has the summary
+    own = [6.2785, 6.2700, 6.2618, 6.2658, 6.2474, 6.2388, 6.2404, 6.2587]  # observed after the resume
+
+    alone = monitor(run_rules, own)
+    assert alone.verdict()[0] is False and alone.verdict()[1].startswith("flat_loss:")
+
+    resumed = run_rules.LossMonitor()
+    assert resumed.resume(history) == 32
+    for step, loss in enumerate(own, start=33):
+        resumed.observe(step, loss, 0.3, learning_rate=1e-4)
+    assert resumed.verdict() == (True, "")
+    assert resumed.first_loss == pytest.approx(6.852) and resumed.record()["first_loss"] == pytest.approx(6.852)
+
+
+def test_the_alerts_of_a_resumed_runs_history_are_not_sent_again(run_rules):
+    """Its stall was alerted by the run that logged it; the resumed run alerts only what is new."""
+    history = [{"step": s, "loss": 2.0, "grad_norm": 0.3} for s in range(1, 41)]
+    resumed = run_rules.LossMonitor(stall_patience=20)
+    assert resumed.resume(history) == 40
+    assert resumed.alerts == [] and resumed.stalled and not resumed.should_stop
+    assert resumed.observe(41, 2.0, 0.3) == []  # still stalled: nothing new to say

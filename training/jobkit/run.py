@@ -718,6 +718,29 @@ class LossMonitor:
         self.alerts.extend(new)
         return new
 
+    def resume(self, history: list[dict[str, Any]]) -> int:
+        """Take in the logged steps of the run this one resumes (a checkpoint's
+        ``trainer_state.json`` ``log_history``, which the trainer restores), so the verdict judges
+        the run as a whole: a run resumed at step 32 of 40 is judged from its first loss, not by
+        8 steps alone. Their alerts were sent by the run that logged them and are not sent again.
+        Returns how many logged steps were taken in."""
+        taken = 0
+        for entry in history:
+            if "loss" not in entry or "step" not in entry:
+                continue
+            try:
+                loss = float(entry["loss"])
+                grad = float(entry["grad_norm"]) if entry.get("grad_norm") is not None else None
+                lr = float(entry["learning_rate"]) if entry.get("learning_rate") is not None else None
+            except (TypeError, ValueError):
+                continue
+            kept = len(self.alerts)
+            self.observe(int(entry["step"]), loss, grad, learning_rate=lr)
+            del self.alerts[kept:]
+            taken += 1
+        self.should_stop = False  # the resumed run decides for itself whether to stop
+        return taken
+
     def _stall(self, step: int) -> Alert | None:
         """The stall alert when the last `stall_patience` losses' mean is not `stall_min_delta`
         below the mean of the `stall_patience` before them (None: falling, or too few yet)."""
@@ -951,6 +974,13 @@ def monitor_callback(monitor: LossMonitor, *, steps_total: int | None, inject_na
         def on_train_begin(self, targs, state, control, train_dataloader=None, **kwargs):  # type: ignore[no-untyped-def]
             self.started = time.monotonic()
             self.epoch_steps = short_epoch_steps(targs, train_dataloader)
+            if state.global_step and not monitor.losses:
+                # resumed from a checkpoint: its earlier steps are part of this run's verdict
+                taken = monitor.resume(list(state.log_history or []))
+                self.last_logged = state.global_step
+                if taken:
+                    say(f"resumed history: {taken} logged steps to step {state.global_step} "
+                        f"(first loss {fmt_loss(monitor.first_loss)})")
             if state.max_steps and state.max_steps != self.steps_total:
                 self.steps_total = state.max_steps
                 say(f"steps_total={self.steps_total}")
