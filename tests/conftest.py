@@ -41,11 +41,22 @@ def _isolated_dirs(tmp_path, monkeypatch):
 
 @pytest.fixture(autouse=True)
 def _notifications_kept(monkeypatch):
-    """A toast a test reads stays until the test has read it: on a loaded machine the seconds
-    between an action and the test's look can outlast a toast's 3-6 s on screen."""
+    """A toast stays on screen until the test ends (on a loaded machine the seconds between an
+    action and the test's look at the screen can outlast a toast's 3-8 s there), and each one the
+    app raises is kept, in order, in its ``notifications_shown`` (read by ``tests.ui.conftest.shown``):
+    what `App.notify` was asked to show, through Textual's public API."""
+    from textual.app import App
     from textual.notifications import Notification
 
-    monkeypatch.setattr(Notification, "has_expired", property(lambda self: False))
+    monkeypatch.setattr(Notification, "time_left", property(lambda self: 24 * 3600.0))
+    notify = App.notify
+
+    def kept(self, message, *, title="", severity="information", timeout=None, markup=True):
+        vars(self).setdefault("notifications_shown", []).append(
+            Notification(str(message), str(title), severity, markup=markup))
+        return notify(self, message, title=title, severity=severity, timeout=timeout, markup=markup)
+
+    monkeypatch.setattr(App, "notify", kept)
 
 
 def _stop_daemon(info_path) -> None:

@@ -9,6 +9,7 @@ import time
 
 import pytest
 from tests.oncall.conftest import run_python, wait_stage
+from tests.ui.conftest import screen_text
 
 from console.jobs import clean_log_line
 from console.metrics import LocalTrackioReader
@@ -30,7 +31,7 @@ def test_each_invisible_character_is_one_visible_mark(char):
 
 
 def _screen(app) -> str:
-    return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
+    return screen_text(app)
 
 
 async def _wait(pilot, condition, timeout: float = 30.0, what: str = "condition") -> None:

@@ -10,6 +10,7 @@ import time
 
 from tests.oncall.conftest import labels
 from tests.oncall.test_schedule_failures import CODE, _run
+from tests.ui.conftest import shown
 
 from console.ui.app import ConsoleApp
 from console.ui.widgets.status_line import StatusLine
@@ -35,7 +36,7 @@ async def test_the_tui_flags_the_failing_schedule_in_the_fleet_and_the_status_li
         cell = app.fleet_table.get_row("acme")[8]
         assert cell.plain.startswith("FAIL 3x 0 6 * * 1")
         # a toast of its own, or counted in the one for the rest of the pass (3 failed runs came with it)
-        notes = [f"{n.title}: {n.message}" for n in app._notifications]
+        notes = [f"{n.title}: {n.message}" for n in shown(app)]
         assert any(f"schedule {sj.id} failed 3 runs in a row" in n or "1 failing in a row" in n for n in notes), notes
     posted = [b for b in listener.bodies("/hook") if b["event"] == "schedule_failing"]
     assert len(posted) <= 1  # once (it may still be on its way when the app closed)

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 from tests.oncall.conftest import NAMESPACE, SLEEPER, log_has, run_python, wait_for
+from tests.ui.conftest import shown
 
 from console.backend import Backend, connect
 from console.config import Config, ServerSettings
@@ -101,7 +102,7 @@ async def test_the_stage_cell_says_the_job_waits_and_on_what(held):
         assert m is not None and m.stage.startswith("WAIT ")
         cells = [str(c) for c in app.jobs_table.get_row(queued)]
         assert cells[3].startswith("WAIT ") and "stuck in SCHEDULING on t4-small for" in cells[-1]
-        assert any("stuck in SCHEDULING" in (n.title or "") for n in app._notifications)
+        assert any("stuck in SCHEDULING" in (n.title or "") for n in shown(app))
         status = str(app.query_one("#status-line").render())
         assert "1 WAIT t4-small " in status  # the queue: how many wait, on what, for how long
 

@@ -18,6 +18,7 @@ from tests.oncall.conftest import (
     slow_trackio_code,
     wait_stage,
 )
+from tests.ui.conftest import shown
 from textual.widgets import Input
 
 from console.ui.app import ConsoleApp
@@ -25,7 +26,7 @@ from console.ui.screens.bulk import BulkScreen
 
 
 def _notes(app) -> list[str]:
-    return [f"{n.title}: {n.message}" for n in app._notifications]
+    return [f"{n.title}: {n.message}" for n in shown(app)]
 
 
 async def _wait(pilot, condition, timeout: float = 30.0, what: str = "condition") -> None:
@@ -57,7 +58,7 @@ async def test_the_tui_notifies_a_failure_and_a_stall_once_marks_the_stall_and_p
     async with app.run_test(size=(80, 24)) as pilot:
         await _wait(pilot, lambda: any(f"job {failed.id} failed" in n for n in _notes(app)),
                     what="the failure's notification")
-        [note] = [n for n in app._notifications if failed.id in n.title]
+        [note] = [n for n in shown(app) if failed.id in n.title]
         assert note.severity == "error" and "ZeroDivisionError" in note.message
         await _wait(pilot, lambda: any("stalled" in n and sleeper.id in n for n in _notes(app)),
                     what="the stall's notification")
@@ -256,7 +257,7 @@ async def test_a_night_of_failures_is_one_toast_and_every_webhook(backend, cfg, 
         await _wait(pilot, lambda: app.oncall.passes >= 1, what="the first pass")
         notes = _notes(app)
         assert notes == ["6 on-call events: 6 failed (the jobs tab lists them; `console watch` prints each)"]
-        summary = next(n for n in app._notifications if n.title == "6 on-call events")
+        summary = next(n for n in shown(app) if n.title == "6 on-call events")
         assert summary.severity == "error"
         await _wait(pilot, lambda: {b.get("key") for b in listener.bodies("/hook")}
                     >= {f"job_error:{j.id}" for j in failed}, what="every webhook")

@@ -8,6 +8,7 @@ import asyncio
 import time
 
 from tests.oncall.conftest import FAILING, SLEEPER, run_python, wait_stage
+from tests.ui.conftest import screen_text
 
 from console.ui.app import ConsoleApp
 
@@ -19,7 +20,7 @@ VERDICT = (
 
 
 def _screen(app) -> str:
-    return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
+    return screen_text(app)
 
 
 async def _wait(pilot, condition, timeout: float = 30.0, what: str = "condition") -> None:

@@ -13,7 +13,7 @@ from huggingface_hub._jobs_api import JobInfo
 from huggingface_hub.errors import HfHubHTTPError
 from tests.jobwait import wait_stage
 from tests.reliability.conftest import run_python
-from tests.ui.conftest import wait_for, wait_thread
+from tests.ui.conftest import shown, wait_for, wait_thread
 
 from console import cli
 from console import config as config_mod
@@ -171,7 +171,7 @@ async def test_the_tui_handles_a_job_that_vanished(backend, cfg):
         await pilot.press("c")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the dialog")
         await pilot.press("y")
-        await wait_for(pilot, lambda: any("not found" in n.message for n in app._notifications),
+        await wait_for(pilot, lambda: any("not found" in n.message for n in shown(app)),
                        what="the failure message")
         assert app.is_running
     backend.api.cancel_job(job_id=real.id, namespace=backend.namespace)

@@ -13,7 +13,7 @@ from huggingface_hub._jobs_api import JobInfo
 from tests.jobwait import wait_stage
 from tests.reliability.conftest import run_python
 from tests.ui.canned import CannedApi, CannedBackend, job
-from tests.ui.conftest import wait_for, wait_thread
+from tests.ui.conftest import shown, wait_for, wait_thread
 from textual.geometry import Region
 from textual.widget import Widget
 
@@ -133,7 +133,7 @@ async def test_hostile_names_and_labels_from_the_hub_stay_inert_everywhere():
         assert "pwned" not in painted and "ZXZpbA" not in painted
         await pilot.press("n")
         await wait_for(pilot, lambda: any(n.message == "Cancel: not done"
-                                          for n in app._notifications), what="the answer")
+                                          for n in shown(app)), what="the answer")
         assert app.is_running  # nothing was clicked into quitting
 
 

@@ -15,7 +15,7 @@ from huggingface_hub.errors import BadRequestError
 from tests.jobwait import wait_stage
 from tests.reliability.conftest import fast_policy, job_count, run_python
 from tests.reliability.test_hostile_text import screen_text
-from tests.ui.conftest import console_labels, wait_for, wait_thread
+from tests.ui.conftest import console_labels, shown, wait_for, wait_thread
 
 from console import config as config_mod
 from console import paths
@@ -89,9 +89,9 @@ async def test_a_planted_secret_is_never_written_or_shown(monkeypatch, tmp_path,
                            what="the rerun confirmation")
             await pilot.press("y")
             await wait_for(pilot, lambda: any(n.message.startswith(f"Rerun of {job.id}: ")
-                                              for n in app._notifications), what="the rerun")
+                                              for n in shown(app)), what="the rerun")
             painted = screen_text(app)
-            notes = " ".join(n.message for n in app._notifications)
+            notes = " ".join(n.message for n in shown(app))
             for secret in (ENV_SECRET, JOB_SECRET):
                 assert secret not in painted and secret not in notes
                 assert all(secret not in line for line in app.log_pane.lines)
@@ -227,7 +227,7 @@ async def test_the_ui_refuses_cleanly_when_only_the_client_layer_knows(server, c
             await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the dialog")
             await pilot.press("y")
             await wait_for(pilot, lambda: any("read-only" in n.message
-                                              for n in app._notifications), what="the refusal")
+                                              for n in shown(app)), what="the refusal")
             assert app.is_running
         assert writer.api.inspect_job(job_id=job.id, namespace=cfg.namespace).status.stage == \
             "RUNNING"

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import html
 import json
+import re
 import sys
 import time
 import urllib.request
@@ -11,6 +13,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 import pytest
+from rich.cells import cell_len
 
 from console.backend import connect
 from console.config import Config, ServerSettings
@@ -105,9 +108,43 @@ async def wait_thread(func, *args, **kwargs):
     return await asyncio.to_thread(func, *args, **kwargs)
 
 
+def shown(app) -> list:
+    """The notifications the app raised, oldest first (`textual.notifications.Notification`:
+    message, title, severity), kept by ``tests/conftest.py``."""
+    return list(vars(app).get("notifications_shown", ()))
+
+
 def notes(app) -> list[str]:
-    """The notifications the app has shown, as text."""
-    return [str(n.message) for n in app._notifications]
+    """The messages of the notifications the app raised, as text."""
+    return [n.message for n in shown(app)]
+
+
+_SVG_TEXT = re.compile(r'<text [^>]*?x="([0-9.]+)"[^>]*?clip-path="url\(#[^)]*-line-(\d+)\)">([^<]*)</text>')
+
+
+def screen_rows(app) -> list[str]:
+    """The terminal's rows as a person sees them: the app's screenshot (`App.export_screenshot`,
+    modal dialogs over what is below) read back as text, one string a row, trailing blanks cut."""
+    svg = app.export_screenshot()
+    width, height = app.size
+    char_width = 20 * 0.61  # the screenshot's cell: Rich's SVG export, a 20px font at 0.61 aspect
+    cells: list[list[tuple[int, str]]] = [[] for _ in range(height)]
+    for x, line, text in _SVG_TEXT.findall(svg):
+        if int(line) < height:
+            cells[int(line)].append((round(float(x) / char_width), html.unescape(text).replace("\xa0", " ")))
+    rows = []
+    for parts in cells:
+        row, at = "", 0
+        for column, text in sorted(parts):
+            row += " " * max(0, column - at) + text
+            at = max(at, column) + cell_len(text)
+        rows.append(row.rstrip())
+    return rows
+
+
+def screen_text(app) -> str:
+    """The terminal's contents as a person sees them (see :func:`screen_rows`), rows joined."""
+    return "\n".join(screen_rows(app))
 
 
 async def type_into(pilot, widget, text: str) -> None:

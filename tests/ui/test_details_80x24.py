@@ -11,7 +11,7 @@ import threading
 
 import pytest
 from tests.jobwait import wait_stage
-from tests.ui.conftest import notes, run_python, schedule_python, type_into, wait_for, wait_thread
+from tests.ui.conftest import notes, run_python, schedule_python, screen_rows, shown, type_into, wait_for, wait_thread
 from textual.widgets import Input
 from textual.widgets._footer import FooterKey
 
@@ -129,12 +129,12 @@ async def test_a_refused_submit_says_why_in_the_form_only(backend, cfg):
         await type_into(pilot, form.query_one("#f-epochs", Input), "many")
         error = str(form.query_one("#submit-error").render())
         assert error == "epochs: 'many' is not a number"
-        before = len(app._notifications)
+        before = len(shown(app))
         await pilot.press("ctrl+s")
         await pilot.pause(0.2)
         assert isinstance(app.screen, SubmitScreen)  # refused: the form stays, with its reason
         assert str(form.query_one("#submit-error").render()) == error
-        assert len(app._notifications) == before, notes(app)
+        assert len(shown(app)) == before, notes(app)
     assert list(backend.api.list_jobs(namespace=backend.namespace)) == []
 
 
@@ -146,20 +146,19 @@ async def test_a_refused_cron_says_why_in_the_dialog_only(backend, cfg):
         await pilot.press("r")
         await wait_for(pilot, lambda: isinstance(app.screen, RescheduleScreen), what="the cron dialog")
         await type_into(pilot, app.screen.query_one("#cron-input", Input), "0 3 * * 9")
-        before = len(app._notifications)
+        before = len(shown(app))
         await pilot.press("enter")
         await pilot.pause(0.2)
         assert isinstance(app.screen, RescheduleScreen)
         assert "is not a valid cron expression" in str(app.screen.query_one("#cron-preview").render())
-        assert len(app._notifications) == before, notes(app)
+        assert len(shown(app)) == before, notes(app)
     info = backend.api.inspect_scheduled_job(scheduled_job_id=sj.id, namespace=backend.namespace)
     assert info.schedule == "0 3 * * 1"
 
 
 def _bottom_line(app) -> str:
     """The screen's last row as a person sees it."""
-    strips = app.screen._compositor.render_strips()
-    return "".join(segment.text for segment in strips[-1]._segments)
+    return screen_rows(app)[-1]
 
 
 @pytest.mark.parametrize("where", ["jobs", "log", "fleet"])
@@ -241,7 +240,7 @@ def _passing_run(adapter: str) -> str:
 
 
 def _screen_rows(app) -> list[str]:
-    return ["".join(segment.text for segment in strip._segments) for strip in app.screen._compositor.render_strips()]
+    return screen_rows(app)
 
 
 async def test_the_fleet_keeps_the_tenant_in_view_and_names_each_adapter(backend, cfg, tmp_path):
@@ -343,11 +342,11 @@ async def test_the_bulk_dialog_lists_five_jobs_whole_and_moves_the_focus_only_if
             [row] = [r for r in rows if job.id[-8:] in r]
             assert "saves" in row
         count = screen.query_one("#bulk-count", Input)
-        before = len(app._notifications)
+        before = len(shown(app))
         await type_into(pilot, count, "4")
         await pilot.press("enter")
         await pilot.pause(0.2)
-        assert app.screen is screen and len(app._notifications) == before
+        assert app.screen is screen and len(shown(app)) == before
         assert "the confirmation must be the count 5, got '4'" in str(screen.query_one("#bulk-preview").render())
         await pilot.press("escape")
     for job in jobs:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tests.jobwait import wait_stage
-from tests.ui.conftest import notes, run_python, wait_for, wait_thread
+from tests.ui.conftest import notes, run_python, screen_text, wait_for, wait_thread
 from textual.geometry import Region
 from textual.widgets import Input, Static
 
@@ -20,7 +20,7 @@ HELP_TITLE = "Keys (esc closes"
 
 def _on_screen(app) -> str:
     """The terminal's contents: the current screen as composed, modal dialogs over what is below."""
-    return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
+    return screen_text(app)
 
 
 def _painted(widget) -> list[str]:

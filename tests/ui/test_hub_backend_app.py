@@ -11,7 +11,7 @@ import sys
 
 import pytest
 from tests.jobwait import wait_stage
-from tests.ui.conftest import wait_for, wait_thread
+from tests.ui.conftest import screen_text, wait_for, wait_thread
 
 from console import jobspec
 from console.backend import HUB, connect
@@ -27,7 +27,7 @@ STANDIN = f"for i in range({LINES}):\n    print('stand-in line', i, flush=True)\
 
 
 def _on_screen(app) -> str:
-    return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
+    return screen_text(app)
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 from tests.jobwait import wait_stage
-from tests.ui.conftest import console_labels, run_python, wait_for, wait_thread
+from tests.ui.conftest import console_labels, run_python, screen_rows, wait_for, wait_thread
 from textual.widgets import Input
 
 from console.ui.app import ConsoleApp
@@ -85,8 +85,8 @@ def _painted_log(app) -> list[str]:
     """The log rows as the screen paints them (not the widget's lines: what reaches the terminal)."""
     log = app.query_one(JobLog)
     region = log.content_region
-    rows = list(app.screen._compositor.render_strips())[region.y:region.bottom]
-    return [row.text[region.x:region.right].rstrip() for row in rows if row.text[region.x:region.right].strip()]
+    rows = screen_rows(app)[region.y:region.bottom]
+    return [row[region.x:region.right].rstrip() for row in rows if row[region.x:region.right].strip()]
 
 
 async def test_markup_and_escape_sequences_show_as_literal_text(backend, cfg):

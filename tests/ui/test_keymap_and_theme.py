@@ -5,7 +5,7 @@ one line that names the key."""
 from __future__ import annotations
 
 import pytest
-from tests.ui.conftest import wait_for
+from tests.ui.conftest import screen_rows, wait_for
 from tests.ui.test_help_and_save_log import _painted, _table_rows
 from textual.widgets import Static
 
@@ -43,7 +43,7 @@ async def test_user_keys_replace_the_defaults_everywhere_and_help_shows_them(bac
         await pilot.press("escape")
         app.jobs_table.focus()
         await pilot.pause()
-        footer = "\n".join(strip.text for strip in app.screen._compositor.render_strips()).splitlines()[-1]
+        footer = screen_rows(app)[-1]
         assert "Q Quit" in footer, footer
         assert "f1" in footer.lower(), footer
 

@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from tests.ui.conftest import notes, run_python, wait_for
+from tests.ui.conftest import notes, run_python, shown, wait_for
 
 from console import paths
 from console.ui.app import ConsoleApp
@@ -29,9 +29,9 @@ async def _press_x_on_a_running_ssh_job(app, pilot, job_id: str) -> str:
     await wait_for(pilot, lambda: job_id in table.rows_by_id and table.rows_by_id[job_id].stage == "RUNNING"
                    and (table.rows_by_id[job_id].ssh_url or "").startswith("ssh://"), what="the job's ssh url")
     table.select_job(job_id)
-    before = len(app._notifications)
+    before = len(shown(app))
     await pilot.press("x")
-    await wait_for(pilot, lambda: len(app._notifications) > before, timeout=60, what="ssh's end")
+    await wait_for(pilot, lambda: len(shown(app)) > before, timeout=60, what="ssh's end")
     return notes(app)[-1]
 
 
