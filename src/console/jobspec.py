@@ -42,7 +42,13 @@ from typing import Any
 from console import paths, vram
 from console.costs import CostInputError, RunSpec, estimate_run, format_duration, timeout_rule
 from console.inputs import NAME_RULE, is_label_name
-from console.prices import DEFAULT_TIMEOUT_BUFFER, DEFAULT_TIMEOUT_OVERHEAD_S, PriceBook, shipped_price_book
+from console.prices import (
+    DEFAULT_TIMEOUT_BUFFER,
+    DEFAULT_TIMEOUT_OVERHEAD_S,
+    LORA_REQUIRED_ABOVE_B,
+    PriceBook,
+    shipped_price_book,
+)
 from console.strings import shared
 
 SCRIPT_ENV = "CONSOLE_SCRIPT_B64"
@@ -551,6 +557,10 @@ def build_submission(
     training = req.kind in TRAINING_KINDS
     if req.full and req.kind != "builder":
         raise SubmissionError("a full fine-tune is the builder model's (kind builder); tenants train LoRA adapters")
+    if req.full and req.model_b > LORA_REQUIRED_ABOVE_B:
+        raise SubmissionError(
+            f"a full fine-tune of a {req.model_b:g}B model is refused: the reference mandates LoRA for models "
+            f"over {LORA_REQUIRED_ABOVE_B:g}B (§2); train the builder with LoRA (drop full)")
     if req.kind == "embedding" and (req.encoder or "bi") not in ENCODERS:
         raise SubmissionError(f"encoder must be one of {', '.join(ENCODERS)}, got {req.encoder!r}")
     if training and req.hub_model_id and (why := hub_model_id_problem(req.hub_model_id)):

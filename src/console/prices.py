@@ -122,6 +122,8 @@ ASSUMED_MULTIPLIERS: dict[str, tuple[float, str]] = {
 BASE_HOURS_PER_B_PER_1K_EXAMPLES = 0.1
 # Reference §2: Unsloth is "~2× faster".
 UNSLOTH_SPEEDUP = 2.0
+# Reference §2: "The skill mandates LoRA for models >7B": a full fine-tune above this is refused.
+LORA_REQUIRED_ABOVE_B = 7.0
 # Reference §1 and the training reference: "Add 20–30% buffer"; "estimated training time × 1.3".
 DEFAULT_TIMEOUT_BUFFER = 1.3
 # What happens around the training itself inside a job, which the §4 heuristic does not count:

@@ -11,8 +11,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from console import vram
 from console.costs import RunSpec, Scenario, estimate_run, project, runs_per_month
-from console.prices import REFERENCE_WEEKLY_RUNS_PER_MONTH, plan_floor_usd
+from console.prices import REFERENCE_WEEKLY_RUNS_PER_MONTH, plan_floor_usd, shipped_price_book
 
 SOURCE = "reference §4 'Cost model for our two targets' (2026-06-27)"
 
@@ -49,6 +50,25 @@ class RunRow:
     spec: RunSpec
     time: Figure
     cost: Figure
+
+    @property
+    def memory(self) -> vram.Fit:
+        """The row's GPU-memory estimate on its flavor (LoRA, the recipes' defaults)."""
+        return vram.fit(vram.RunShape(self.spec.model_b), shipped_price_book().get(self.spec.flavor))
+
+    def memory_note(self) -> str:
+        """Where the document's flavor does not hold the row by the memory estimate, in words
+        (with what would: Unsloth, or the cheapest flavor that fits); '' when it fits."""
+        here = self.memory
+        if here.fits:
+            return ""
+        shape = vram.RunShape(self.spec.model_b)
+        lean = vram.unsloth_fit(shape, self.spec.flavor)
+        best = vram.cheapest_fit(shape)
+        options = ([f"with Unsloth ~{lean.needed_gb:.1f} GB fits"] if lean else []) + (
+            [f"{best.flavor} is the cheapest flavor that fits without it"] if best else [])
+        return (f"{self.config} on {self.spec.flavor}: ~{here.needed_gb:.1f} GB by the memory estimate, over its "
+                f"{here.gpu_gb:g} GB per GPU" + (f" ({'; '.join(options)})" if options else ""))
 
 
 @dataclass(frozen=True)
@@ -137,6 +157,12 @@ def combined() -> CombinedFigure:
 
 def combined_agrees(c: CombinedFigure) -> bool:
     return abs(c.total.model - 500) <= 10
+
+
+def memory_disagreements() -> list[str]:
+    """The document's rows whose flavor does not hold the run by the GPU-memory estimate (the
+    document's §4 tables cost time, not memory), each in words."""
+    return [note for row in builder_rows() + tenant_rows() if (note := row.memory_note())]
 
 
 def all_agree() -> bool:

@@ -27,7 +27,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 from types import ModuleType
@@ -202,7 +202,23 @@ def refusal(run: RunShape, flavor: str, prices: PriceBook | None = None) -> str 
         if best
         else "no single GPU of any flavor holds it"
     )
+    lean = unsloth_fit(run, flavor, prices)
+    if lean is not None:
+        hint += (f"; or Unsloth (reference §2: ~60% less VRAM, lets a bigger model fit a smaller flavor): "
+                 f"~{lean.needed_gb:.1f} GB, it fits {flavor}")
     return (
         f"{what} of a {here.estimate.shape.billions:.3g}B model needs ~{here.needed_gb:.1f} GB of GPU memory "
         f"({here.estimate.breakdown()}) but {flavor} has {here.gpu_gb:g} GB per GPU; {hint}"
     )
+
+
+def unsloth_fit(run: RunShape, flavor: str, prices: PriceBook | None = None) -> Fit | None:
+    """The run with Unsloth on `flavor` when that fits and the run as it is does not (a LoRA run
+    without Unsloth: Unsloth trains 4-bit LoRA), else None."""
+    prices = prices or shipped_price_book()
+    if run.method != "lora" or run.unsloth or flavor not in prices or not prices.get(flavor).is_gpu:
+        return None
+    if fit(run, prices.get(flavor)).fits:
+        return None
+    lean = fit(replace(run, unsloth=True), prices.get(flavor))
+    return lean if lean.fits else None

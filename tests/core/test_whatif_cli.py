@@ -16,11 +16,18 @@ def console(*args: str) -> subprocess.CompletedProcess:
 def test_reference_tables_print_and_agree():
     r = console("whatif", "--reference")
     assert r.returncode == 0, r.stderr
-    for needle in ("~4.4 h", "~$9.5", "~$0.86", "~$430", "~$500", "All figures agree"):
+    for needle in ("~4.4 h", "~$9.5", "~$0.86", "~$430", "~$500", "Times and costs agree with the document"):
         assert needle in r.stdout
     assert "DIFFERS" not in r.stdout
+    # the document puts a 7B LoRA on a10g-large (24 GB); the memory estimate does not hold it there
+    assert "All figures agree" not in r.stdout
+    assert ("7B LoRA, 3k ex, 3 ep on a10g-large: ~24.8 GB by the memory estimate, over its 24 GB per GPU "
+            "(with Unsloth ~10.7 GB fits; l40sx1 is the cheapest flavor that fits without it)") in r.stdout
     data = json.loads(console("whatif", "--reference", "--json").stdout)
     assert data["all_agree"] is True
+    assert [row["fits"] for row in data["builder"]] == [True, False, True, True]
+    assert all(row["fits"] for row in data["tenant_adapters"])
+    assert len(data["memory_disagreements"]) == 1 and "a10g-large" in data["memory_disagreements"][0]
     assert len(data["builder"]) == 4 and len(data["tenant_adapters"]) == 4 and len(data["fleet"]) == 9
 
 
@@ -72,3 +79,13 @@ def test_bad_input_gets_a_clear_message_and_exit_2(args, needle):
     r = console("whatif", *args)
     assert r.returncode == 2
     assert needle in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_run_that_fits_only_with_unsloth_is_told_so():
+    """70B LoRA on h200: ~169 GB without Unsloth, ~54 GB with it (reference §2: ~60% less VRAM)."""
+    r = console("whatif", "--model-b", "70", "--flavor", "h200")
+    assert r.returncode == 1
+    assert "LoRA of a 70B model needs ~169.4 GB" in r.stderr and "no single GPU of any flavor holds it" in r.stderr
+    assert "or Unsloth (reference §2: ~60% less VRAM" in r.stderr and "~53.7 GB, it fits h200" in r.stderr
+    assert r.stderr.rstrip().endswith("try --unsloth")
+    assert console("whatif", "--model-b", "70", "--flavor", "h200", "--unsloth").returncode == 0

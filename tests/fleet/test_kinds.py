@@ -102,6 +102,13 @@ def test_what_a_kind_cannot_ask_for_is_refused():
                                             "flavor": "a10g-large"}))  # fmt: skip
     assert "a full fine-tune of a 7B model needs ~69.1 GB" in str(err.value)
     assert "the cheapest flavor that fits: a100-large" in str(err.value)
+    # reference §2: LoRA for models over 7B, the builder's too
+    with pytest.raises(SubmissionError, match=r"a full fine-tune of a 13B model is refused: the reference "
+                                              r"mandates LoRA for models over 7B \(§2\)"):
+        build_submission(TrainingRequest(**{**BASE, "kind": "builder", "full": True, "model_b": 13,
+                                            "flavor": "h200"}))  # fmt: skip
+    lora = build_submission(TrainingRequest(**{**BASE, "kind": "builder", "model_b": 13, "flavor": "a100-large"}))
+    assert lora.labels["kind"] == "builder" and "full" not in lora.labels
 
 
 FLEET = """

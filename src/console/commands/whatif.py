@@ -189,7 +189,11 @@ def _memory(args: argparse.Namespace, flavor: str, prices) -> dict:
             if not here.fits:
                 why = vram.refusal(shape, name, prices)
                 best = vram.cheapest_fit(shape, prices)
-                again = f"; try --{'builder-' if key == 'builder' else ''}flavor {best.flavor}" if best else ""
+                flag = "--builder-" if key == "builder" else "--"
+                tries = [f"{flag}flavor {best.flavor}"] if best else []
+                if key == "run" and vram.unsloth_fit(shape, name, prices) is not None:
+                    tries.append("--unsloth")
+                again = f"; try {' or '.join(tries)}" if tries else ""
                 what = "the builder model" if key == "builder" else "the run"
                 raise CommandError(f"{what} does not fit {name}: {why}{again}", code=1)
             best = vram.cheapest_fit(shape, prices)
@@ -291,6 +295,7 @@ def _print_reference(as_json: bool) -> int:
 
     builder, tenants, fleet, comb = ref.builder_rows(), ref.tenant_rows(), ref.fleet_rows(), ref.combined()
     ok = ref.all_agree()
+    memory = ref.memory_disagreements()
     if as_json:
         def run_rows(rows):
             return [
@@ -302,6 +307,8 @@ def _print_reference(as_json: bool) -> int:
                     "cost_usd": r.cost.model,
                     "document_cost": r.cost.document,
                     "agrees": r.time.agrees() and r.cost.agrees(),
+                    "gpu_memory_gb": round(r.memory.needed_gb, 1),
+                    "fits": r.memory.fits,
                 }
                 for r in rows
             ]
@@ -330,6 +337,7 @@ def _print_reference(as_json: bool) -> int:
                         "document": comb.total.document,
                     },
                     "all_agree": ok,
+                    "memory_disagreements": memory,
                 },
                 indent=2,
             )
@@ -342,11 +350,12 @@ def _print_reference(as_json: bool) -> int:
     print(f"Recomputed from {ref.SOURCE}; shipped prices.\n")
     for title, rows in (("(a) Builder model", builder), ("(b) Per-tenant LoRA adapters", tenants)):
         print(title)
-        print(f"  {'Config':<24}{'Flavor':<12}{'Time':>8}{'(doc)':>9}{'Cost':>9}{'(doc)':>9}")
+        print(f"  {'Config':<24}{'Flavor':<12}{'Time':>8}{'(doc)':>9}{'Cost':>9}{'(doc)':>9}{'GPU mem':>10}")
         for r in rows:
+            held = f"{r.memory.needed_gb:.1f}GB" + ("" if r.memory.fits else "!")
             print(
                 f"  {r.config:<24}{r.spec.flavor:<12}{r.time.model:>7.2f}h{r.time.document:>9}"
-                f"{'$' + format(r.cost.model, '.2f'):>9}{r.cost.document:>9}  "
+                f"{'$' + format(r.cost.model, '.2f'):>9}{r.cost.document:>9}{held:>10}  "
                 f"{mark(r.time.agrees() and r.cost.agrees())}"
             )
         print()
@@ -366,5 +375,14 @@ def _print_reference(as_json: bool) -> int:
         f"{mark(ref.combined_agrees(comb))}"
     )
     print()
-    print("All figures agree with the document." if ok else "Some figures differ from the document.")
+    if memory:
+        print("GPU memory: the document's flavor does not hold a row by the memory estimate (marked !); "
+              "its tables cost time, not memory:")
+        for note in memory:
+            print(f"  {note}")
+        print()
+        print("Times and costs agree with the document; GPU memory differs (above)." if ok
+              else "Some figures differ from the document; GPU memory differs too (above).")
+    else:
+        print("All figures agree with the document." if ok else "Some figures differ from the document.")
     return 0 if ok else 1
