@@ -118,16 +118,17 @@ def test_bash_and_uv_run_forms(api: HfApi, tmp_path) -> None:
 
 
 def test_follow_logs_streams_until_the_job_ends(api: HfApi, tmp_path) -> None:
-    go = tmp_path / "go"  # the job prints four lines, waits for this file (20 s at most), four more
+    go = tmp_path / "signal" / "go"  # the job prints four lines, waits for this file (20 s at most), four more
+    go.parent.mkdir()  # named in the job's arguments, so its sandbox shows the folder
     code = (
-        "import os, time\n"
+        "import os, sys, time\n"
         "for i in range(8):\n"
         "    print('line', i, flush=True)\n"
         "    until = time.time() + 20\n"
-        "    while i == 3 and not os.path.exists(os.environ['GO']) and time.time() < until:\n"
+        "    while i == 3 and not os.path.exists(sys.argv[1]) and time.time() < until:\n"
         "        time.sleep(0.01)\n"
     )
-    job = run_py(api, code, env={"GO": str(go)})
+    job = api.run_job(image="python:3.12", command=["python", "-c", code, str(go)], namespace=NAMESPACE)
     lines = []
     for line in api.fetch_job_logs(job_id=job.id, follow=True, namespace=NAMESPACE):
         lines.append(line)
