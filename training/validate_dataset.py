@@ -64,6 +64,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import re
 import sys
 from collections import Counter
@@ -254,7 +255,10 @@ def hub_json_file(dataset: str, split: str) -> Path | None:
         files = [f for f in HfApi().list_repo_files(dataset, repo_type="dataset") if f not in HUB_METADATA_FILES]
         if len(files) != 1 or not files[0].lower().endswith((".jsonl", ".json")):
             return None
-        return Path(hf_hub_download(dataset, files[0], repo_type="dataset"))
+        # a run with a datasets cache (HF_DATASETS_CACHE on a /data volume) keeps this file there too
+        cache = os.environ.get("HF_DATASETS_CACHE")
+        where = {"cache_dir": str(Path(cache) / "hub")} if cache else {}
+        return Path(hf_hub_download(dataset, files[0], repo_type="dataset", **where))
     except Exception:  # noqa: BLE001 - no huggingface_hub, no repo, no network: `datasets` says why
         return None
 

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from console import paths
-from console.inputs import MIB, is_label_name, read_user_file
+from console.inputs import MIB, bucket_id_problem, is_label_name, read_user_file
 from console.prices import (
     BILLING_GRANULARITIES,
     DEFAULT_TIMEOUT_BUFFER,
@@ -70,6 +70,10 @@ class Defaults:
     """Where a tenant's adapter is pushed when neither the tenant nor the fleet file says: a Hub
     model id with {tenant} in it, e.g. "org/adapter-{tenant}". A run on HF Jobs with no
     destination is refused (its container's disk is thrown away)."""
+    datasets_cache: str | None = None
+    """A bucket (e.g. "org/datasets-cache") mounted read-write at /data in every run of a Hub
+    dataset, with HF_DATASETS_CACHE=/data/datasets, so a run does not download its dataset again
+    (the training reference: the container's own cache is thrown away with it). Created if missing."""
 
 
 @dataclass
@@ -354,6 +358,13 @@ def _hub_template(value: Any) -> str:
     return s
 
 
+def _bucket_id(value: Any) -> str:
+    s = _expect_str(value)
+    if bucket_id_problem(s):
+        raise TypeError("a bucket id like 'org/datasets-cache'")
+    return s
+
+
 def _space_id(value: Any) -> str:
     s = _expect_str(value)
     parts = s.split("/")
@@ -424,6 +435,7 @@ SCHEMA: dict[str, Callable[[Any], Any]] = {
     "defaults.timeout_overhead_s": _int_range(0, 6 * 3600),
     "defaults.env": _env_label,
     "defaults.hub_model_id": _hub_template,
+    "defaults.datasets_cache": _bucket_id,
     "trackio.project": _project,
     "trackio.space_id": _space_id,
     "server.port": _int_range(0, 65535),

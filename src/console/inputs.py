@@ -36,6 +36,16 @@ def is_label_name(text: object) -> bool:
     return isinstance(text, str) and LABEL_VALUE_RE.fullmatch(text) is not None
 
 
+_BUCKET_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}")
+
+
+def bucket_id_problem(text: object) -> str | None:
+    """Why `text` is not a bucket id (`namespace/name`), or None."""
+    if not isinstance(text, str) or not _BUCKET_ID.fullmatch(text) or ".." in text or "--" in text:
+        return f"{text!r} is not a bucket id like org/datasets-cache"
+    return None
+
+
 MAX_TIMEOUT_SECONDS = 7 * 86400  # a week; longer is certainly a mistake for a training job
 
 

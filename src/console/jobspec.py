@@ -41,7 +41,7 @@ from typing import Any
 
 from console import paths, vram
 from console.costs import CostInputError, RunSpec, estimate_run, format_duration, timeout_rule
-from console.inputs import NAME_RULE, is_label_name
+from console.inputs import NAME_RULE, bucket_id_problem, is_label_name
 from console.prices import (
     DEFAULT_TIMEOUT_BUFFER,
     DEFAULT_TIMEOUT_OVERHEAD_S,
@@ -197,6 +197,9 @@ class TrainingRequest:
     run_name: str | None = None
     trackio_project: str | None = None
     trackio_space_id: str | None = None
+    datasets_cache: str | None = None
+    """A bucket (`org/name`) mounted read-write at /data where the datasets library caches the
+    run's Hub dataset (`HF_DATASETS_CACHE=/data/datasets`), so later runs do not download it again."""
     ssh: bool = False
     scheduled: bool = False
     """A scheduled job's template: each run names itself (no --run-name); run=<tenant>-scheduled."""
@@ -266,19 +269,26 @@ class Submission:
     bundle_id: str = ""
     """The bundle's folder in the bucket: named by the files' content, so equal files share it."""
     volumes: tuple[dict[str, Any], ...] = ()
-    """`huggingface_hub.Volume` fields of the job's volumes (the shipped bundle, once uploaded)."""
+    """`huggingface_hub.Volume` fields of the job's own volumes (its datasets cache); the shipped
+    bundle's is added once it is uploaded (:meth:`mounted`)."""
+    bundle_bucket: str = ""
+    """The bucket the bundle was uploaded to (set by :meth:`mounted`)."""
 
     def mounted(self, bucket: str) -> Submission:
         """This submission with its bundle's folder of `bucket` mounted read-only at
         :data:`TRAINING_MOUNT` (what :func:`console.ship.ship` returns once the files are there)."""
         if not self.ships:
             return self
-        volume = {"type": "bucket", "source": bucket, "mount_path": TRAINING_MOUNT, "path": self.bundle_id,
-                  "read_only": True}
-        return replace(self, volumes=(volume,))
+        return replace(self, bundle_bucket=bucket)
+
+    def all_volumes(self) -> list[dict[str, Any]]:
+        """Every volume of the job: the shipped bundle's (once mounted), then its own."""
+        bundle = [{"type": "bucket", "source": self.bundle_bucket, "mount_path": TRAINING_MOUNT,
+                   "path": self.bundle_id, "read_only": True}] if self.bundle_bucket else []
+        return [*bundle, *self.volumes]
 
     def run_kwargs(self) -> dict[str, Any]:
-        if self.ships and not self.volumes:
+        if self.ships and not self.bundle_bucket:
             raise SubmissionError("the job's scripts are not shipped yet: console.ship.ship() first")
         kwargs: dict[str, Any] = dict(
             image=self.image,
@@ -293,10 +303,10 @@ class Submission:
             kwargs["secrets"] = dict(self.secrets)
         if self.ssh:
             kwargs["ssh"] = True
-        if self.volumes:
+        if volumes := self.all_volumes():
             from huggingface_hub import Volume
 
-            kwargs["volumes"] = [Volume(**vol) for vol in self.volumes]
+            kwargs["volumes"] = [Volume(**vol) for vol in volumes]
         return kwargs
 
     def scheduled_kwargs(self, schedule: str, *, suspend: bool = False) -> dict[str, Any]:
@@ -318,6 +328,7 @@ class Submission:
             "labels": {k: v for k, v in self.labels.items() if k not in _DERIVED_LABELS},
             "secrets": sorted(self.secrets),
             **({"bundle": self.bundle_id} if self.bundle_id else {}),
+            **({"volumes": list(self.volumes)} if self.volumes else {}),
         }
         return hashlib.sha1(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:12]
 
@@ -396,9 +407,11 @@ def with_defaults(
     hub_model_id: str | None = None,
     trackio_project: str | None = None,
     trackio_space_id: str | None = None,
+    datasets_cache: str | None = None,
 ) -> TrainingRequest:
     """`req` with its blanks filled: the destination from a per-tenant template (`hub_model_id`,
-    e.g. `org/adapter-{tenant}`), the Trackio project and Space. What `req` sets is kept."""
+    e.g. `org/adapter-{tenant}`), the Trackio project and Space, the datasets cache bucket. What
+    `req` sets is kept."""
     changes: dict[str, Any] = {}
     if req.kind in TRAINING_KINDS and not req.hub_model_id and req.tenant and hub_model_id:
         changes["hub_model_id"] = hub_model_id_for(req.tenant, hub_model_id)
@@ -406,7 +419,38 @@ def with_defaults(
         changes["trackio_project"] = trackio_project
     if not req.trackio_space_id and trackio_space_id:
         changes["trackio_space_id"] = trackio_space_id
+    if not req.datasets_cache and datasets_cache:
+        changes["datasets_cache"] = datasets_cache
     return replace(req, **changes) if changes else req
+
+
+DATASETS_CACHE_MOUNT = "/data"
+"""Where a run's datasets cache bucket is mounted (read-write)."""
+DATASETS_CACHE_DIR = f"{DATASETS_CACHE_MOUNT}/datasets"
+"""`HF_DATASETS_CACHE` of a run with a datasets cache. Training reference: the datasets library
+caches inside the container, "destroyed after the job. Each Jobs run re-downloads the dataset";
+a /data volume with HF_DATASETS_CACHE=/data/datasets keeps the cache across jobs."""
+
+
+def datasets_cache_volume(req: TrainingRequest) -> dict[str, Any] | None:
+    """The read-write bucket volume of `req`'s datasets cache, or None: none set, or a local
+    dataset file (nothing is downloaded)."""
+    if not req.datasets_cache or not req.dataset or dataset_key(req.dataset).startswith("/"):
+        return None
+    return {"type": "bucket", "source": req.datasets_cache, "mount_path": DATASETS_CACHE_MOUNT, "read_only": False}
+
+
+def datasets_cache_tip(req: TrainingRequest, backend_kind: str) -> str | None:
+    """What a Hub run of a Hub dataset without a datasets cache is offered in its confirmation, or
+    None: each run downloads the dataset again (training reference: a /data volume with
+    HF_DATASETS_CACHE=/data/datasets keeps it)."""
+    if backend_kind != "hub" or req.datasets_cache or not req.dataset or dataset_key(req.dataset).startswith("/"):
+        return None
+    return (
+        "each run downloads its Hub dataset again (the container's cache goes with it): set defaults.datasets_cache "
+        "in the config (or datasets_cache in the fleet file) to a bucket, e.g. org/datasets-cache, mounted at "
+        f"{DATASETS_CACHE_MOUNT} with HF_DATASETS_CACHE={DATASETS_CACHE_DIR}, to keep it across runs"
+    )
 
 
 LOCAL_DESTINATION = "{namespace}/adapter-{tenant}"
@@ -433,6 +477,7 @@ def with_config_defaults(req: TrainingRequest, cfg: Any) -> TrainingRequest:
         hub_model_id=getattr(cfg.defaults, "hub_model_id", None),
         trackio_project=cfg.trackio.project,
         trackio_space_id=cfg.trackio.space_id,
+        datasets_cache=getattr(cfg.defaults, "datasets_cache", None),
     )
 
 
@@ -521,7 +566,7 @@ def trackio_space_warning(req: TrainingRequest, backend_kind: str) -> str | None
 
 def submission_warnings(req: TrainingRequest, backend_kind: str) -> tuple[str, ...]:
     """What a confirmation of `req` warns about first (none refuses it)."""
-    found = (trackio_space_warning(req, backend_kind),)
+    found = (trackio_space_warning(req, backend_kind), datasets_cache_tip(req, backend_kind))
     return tuple(w for w in found if w)
 
 
@@ -637,6 +682,11 @@ def build_submission(
         args += ["--run-name-prefix", req.tenant]
     script = SCRIPTS[req.kind]
     env = {k: str(v) for k, v in req.extra_env.items()}
+    if req.datasets_cache and (why := bucket_id_problem(req.datasets_cache)):
+        raise SubmissionError(f"datasets_cache {why}")
+    cache = datasets_cache_volume(req)
+    if cache is not None:
+        env["HF_DATASETS_CACHE"] = DATASETS_CACHE_DIR
     secrets: dict[str, str] = {}
     source = (script_dir or paths.training_dir()) / script
     # on both backends the recipe and jobkit travel through the jobs-artifacts bucket, as
@@ -676,6 +726,7 @@ def build_submission(
         destination=destination_of(req, run_name),
         ships=ships,
         bundle_id=bundle_id,
+        volumes=(cache,) if cache is not None else (),
     )
 
 
@@ -896,6 +947,11 @@ def read_request(info: Any) -> TrainingRequest | None:
     spec = getattr(info, "job_spec", None) or info
     env = dict(getattr(spec, "environment", None) or {})
     env.pop(SCRIPT_ENV, None)
+    cache = next((v.source for v in getattr(spec, "volumes", None) or ()
+                  if getattr(v, "type", None) == "bucket" and v.mount_path == DATASETS_CACHE_MOUNT
+                  and not v.read_only), None)
+    if cache is not None and env.get("HF_DATASETS_CACHE") == DATASETS_CACHE_DIR:
+        env.pop("HF_DATASETS_CACHE")
     timeout = getattr(spec, "timeout", None) or label_number(labels.get("timeout"))
 
     def _int(name: str) -> int | None:
@@ -927,6 +983,7 @@ def read_request(info: Any) -> TrainingRequest | None:
         scheduled=getattr(info, "job_spec", None) is not None and "run_name" not in values,
         trackio_project=values.get("trackio_project"),
         trackio_space_id=values.get("trackio_space_id"),
+        datasets_cache=cache,
         timeout_seconds=int(timeout) if timeout else None,
         extra_env={k: str(v) for k, v in env.items()},
     )

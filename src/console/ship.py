@@ -80,8 +80,15 @@ def bucket_of(namespace: str) -> str:
 
 def ship(api: Any, submission: Submission, namespace: str) -> Submission:
     """The submission ready to run: its files in the namespace's jobs-artifacts bucket and their
-    folder mounted read-only at `TRAINING_MOUNT`, on either backend. A submission that ships
+    folder mounted read-only at `TRAINING_MOUNT`, on either backend, and the buckets of its own
+    volumes (its datasets cache) there, created private if missing. A submission that ships
     nothing comes back as it is."""
+    for volume in submission.volumes:
+        key = (str(getattr(api, "endpoint", "")), volume["source"], "")
+        with _lock:
+            if volume["type"] == "bucket" and key not in _shipped:
+                api.create_bucket(volume["source"], exist_ok=True, private=True)
+                _shipped.add(key)
     if not submission.ships:
         return submission
     bucket = bucket_of(namespace)

@@ -136,7 +136,7 @@ def test_a_hub_fleet_without_a_trackio_space_is_warned_once_and_still_applied(hu
     cfg, backend = hub
     path = fleet_file(tmp_path, top='hub_model_id = "ops/adapter-{tenant}"\n')
     code, out = apply(capsys, str(path), "--dry-run")
-    warning = [line for line in out.splitlines() if line.startswith("warning:")]
+    warning = [line for line in out.splitlines() if line.startswith("warning:") and "Trackio" in line]
     assert code == 0 and len(warning) == 1, out
     assert "logs to Trackio (project console) but names no Trackio Space" in warning[0]
     assert "metrics stay in the job's container and are lost when the job ends" in warning[0]
@@ -227,3 +227,17 @@ def test_config_keys_documents_the_template(capsys):
     assert main(["config", "keys"]) == 0
     out = capsys.readouterr().out
     assert "defaults.hub_model_id" in out and "org/adapter-{tenant}" in out
+
+
+def test_a_hub_fleet_without_a_datasets_cache_is_offered_one_once(hub, tmp_path, capsys):
+    """Each run would download its Hub dataset again: one line for the fleet, naming its tenants."""
+    cfg, backend = hub
+    path = fleet_file(tmp_path, top='hub_model_id = "ops/adapter-{tenant}"\n')
+    code, out = apply(capsys, str(path), "--dry-run")
+    [tip] = [line for line in out.splitlines() if line.startswith("warning:") and "downloads" in line]
+    assert code == 0 and tip.endswith("(acme, globex)")
+    assert "HF_DATASETS_CACHE=/data/datasets" in tip
+    path.write_text(FLEET.format(top='hub_model_id = "ops/adapter-{tenant}"\ndatasets_cache = "ops/datasets-cache"\n',
+                                 acme=""))
+    code, out = apply(capsys, str(path), "--dry-run")
+    assert code == 0 and "downloads" not in out, out

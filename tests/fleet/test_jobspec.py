@@ -109,10 +109,7 @@ def test_hub_submission_ships_the_recipe_and_its_package_and_the_token_as_a_secr
     assert "--dataset" in sub.command and "/data/acme.jsonl" in sub.command
     with pytest.raises(SubmissionError, match="not shipped"):
         sub.run_kwargs()  # the bucket upload comes first (console.ship)
-    shipped_sub = dataclasses.replace(sub, volumes=({"type": "bucket", "source": "ops/jobs-artifacts",
-                                                     "mount_path": jobspec.TRAINING_MOUNT,
-                                                     "path": sub.bundle_id, "read_only": True},))
-    kwargs = shipped_sub.run_kwargs()
+    kwargs = sub.mounted("ops/jobs-artifacts").run_kwargs()  # what console.ship returns once uploaded
     assert kwargs["secrets"] == {"HF_TOKEN": "hf_secret_value"}
     [volume] = kwargs["volumes"]
     assert (volume.type, volume.mount_path, volume.path, volume.read_only) == (

@@ -65,3 +65,27 @@ def test_the_preflight_of_a_dataset_repo_checks_it_line_by_line_as_a_file(server
     assert done.status.stage == "ERROR", logs[-2000:]
     assert "line 44: wrong_type: row is a JSON list, not an object" in logs, logs[-2000:]
     assert "VERDICT: FAIL invalid_rows: 10 of 51 rows do not fit sft" in logs, logs[-2000:]
+
+
+def test_a_run_with_a_datasets_cache_keeps_its_hub_dataset_in_the_bucket(server, api: HfApi):
+    """defaults.datasets_cache: the bucket is created, mounted read-write at /data with
+    HF_DATASETS_CACHE=/data/datasets, and the dataset the job downloads is there after it ends (the
+    next run finds it instead of downloading it again); the job read back names the same cache."""
+    from console import ship
+
+    bucket = f"{NAMESPACE}/datasets-cache"
+    ship.upload_dataset(api, f"{NAMESPACE}/acme", DATA / "acme.jsonl")
+    check = jobspec.preflight_request(TrainingRequest(tenant="acme", dataset=f"{NAMESPACE}/acme",
+                                                      datasets_cache=bucket))
+    sub = jobspec.build_submission(check, backend_kind="local", token=server.token)
+    assert sub.env["HF_DATASETS_CACHE"] == "/data/datasets"
+    job = api.run_job(**ship.ship(api, sub, NAMESPACE).run_kwargs(), namespace=NAMESPACE)
+    done = api.wait_for_job(job.id, timeout=120, poll_interval=0.5, namespace=NAMESPACE)
+    logs = "\n".join(api.fetch_job_logs(job_id=job.id, namespace=NAMESPACE))
+    assert done.status.stage == "COMPLETED", logs[-2000:]
+    assert "volume /data: read-write" in logs
+    kept = [f.path for f in api.list_bucket_tree(bucket) if getattr(f, "type", "file") == "file"]
+    repo_cache = f"datasets/hub/datasets--{NAMESPACE}--acme"
+    assert f"{repo_cache}/refs/main" in kept and any(p.startswith(f"{repo_cache}/blobs/") for p in kept), kept
+    again = jobspec.read_request(api.inspect_job(job_id=job.id, namespace=NAMESPACE))
+    assert again.datasets_cache == bucket and "HF_DATASETS_CACHE" not in again.extra_env

@@ -69,6 +69,7 @@ def setup_demo(backend, cfg, *, trigger: int = 2, report=print) -> list[str]:
         trackio_project=cfg.trackio.project,
         token=token,
         hub_model_id=jobspec.default_destination(cfg.defaults.hub_model_id, "local", ns),
+        datasets_cache=cfg.defaults.datasets_cache,
     )
     # Only missing tenants are created: a schedule the user rescheduled, suspended or edited is
     # theirs, never reverted (nor removed) by running the demo again.

@@ -97,6 +97,7 @@ def run_apply(args: argparse.Namespace) -> int:
                 trackio_project=cfg.trackio.project,
                 trackio_space_id=cfg.trackio.space_id,
                 hub_model_id=destination,
+                datasets_cache=cfg.defaults.datasets_cache,
                 base_models=BaseModelCheck(backend.api) if backend.kind == "hub" else None,
                 datasets=local_problem,
             )
@@ -110,7 +111,8 @@ def run_apply(args: argparse.Namespace) -> int:
         if not args.dry_run and not args.no_preflight:
             requests = [
                 desired_request(t, fleet, backend_kind=backend.kind, trackio_project=cfg.trackio.project,
-                                trackio_space_id=cfg.trackio.space_id, hub_model_id=destination)
+                                trackio_space_id=cfg.trackio.space_id, hub_model_id=destination,
+                                datasets_cache=cfg.defaults.datasets_cache)
                 for t in fleet.tenants
             ]  # fmt: skip
             build = dict(backend_kind=backend.kind, timeout_buffer=cfg.defaults.timeout_buffer,

@@ -105,6 +105,7 @@ _COMPARED = (
     ("promote", "promote"),
     ("trackio_project", "trackio project"),
     ("trackio_space_id", "trackio space"),
+    ("datasets_cache", "datasets cache"),
 )
 
 
@@ -124,6 +125,7 @@ def desired_request(
     trackio_project: str | None = None,
     trackio_space_id: str | None = None,
     hub_model_id: str | None = None,
+    datasets_cache: str | None = None,
 ) -> TrainingRequest:
     """A tenant's scheduled run as submitted: what the tenant says, else the fleet file's top
     level (destination template, Trackio project and Space), else the config's (`hub_model_id` a
@@ -133,6 +135,7 @@ def desired_request(
         hub_model_id=fleet.hub_model_id or hub_model_id,
         trackio_project=fleet.trackio_project or trackio_project,
         trackio_space_id=fleet.trackio_space_id or trackio_space_id,
+        datasets_cache=fleet.datasets_cache or datasets_cache,
     )
     return jobspec.for_backend(req, backend_kind)
 
@@ -149,11 +152,12 @@ def desired_submission(
     trackio_project: str | None = None,
     trackio_space_id: str | None = None,
     hub_model_id: str | None = None,
+    datasets_cache: str | None = None,
     owners: Mapping[str, str] | None = None,
 ) -> Submission:
     req = desired_request(
         tenant, fleet, backend_kind=backend_kind, trackio_project=trackio_project,
-        trackio_space_id=trackio_space_id, hub_model_id=hub_model_id,
+        trackio_space_id=trackio_space_id, hub_model_id=hub_model_id, datasets_cache=datasets_cache,
     )
     sub = jobspec.build_submission(
         req, backend_kind=backend_kind, timeout_buffer=timeout_buffer, timeout_overhead_s=timeout_overhead_s,
@@ -176,6 +180,7 @@ def plan_apply(
     trackio_project: str | None = None,
     trackio_space_id: str | None = None,
     hub_model_id: str | None = None,
+    datasets_cache: str | None = None,
     base_models: Callable[[TrainingRequest], str | None] | None = None,
     datasets: Callable[[TrainingRequest], str | None] | None = None,
 ) -> ApplyPlan:
@@ -216,11 +221,12 @@ def plan_apply(
                 trackio_project=trackio_project,
                 trackio_space_id=trackio_space_id,
                 hub_model_id=hub_model_id,
+                datasets_cache=datasets_cache,
                 owners=owners,
             )
             req = desired_request(
                 tenant, fleet, backend_kind=backend_kind, trackio_project=trackio_project,
-                trackio_space_id=trackio_space_id, hub_model_id=hub_model_id,
+                trackio_space_id=trackio_space_id, hub_model_id=hub_model_id, datasets_cache=datasets_cache,
             )
             why = (base_models(req) if base_models else None) or (datasets(req) if datasets else None)
             if why:
@@ -239,7 +245,7 @@ def plan_apply(
         # deleted last time); else the first the server lists
         want = desired_request(
             tenant, fleet, backend_kind=backend_kind, trackio_project=trackio_project,
-            trackio_space_id=trackio_space_id, hub_model_id=hub_model_id,
+            trackio_space_id=trackio_space_id, hub_model_id=hub_model_id, datasets_cache=datasets_cache,
         )
         diffs = [(sj, _differences(sj, tenant, sub, want)) for sj in found]
         current, changes = next(((sj, d) for sj, d in diffs if not d), diffs[0])
@@ -304,6 +310,7 @@ def _differences(current: Any, tenant: TenantSpec, sub: Submission, req: Trainin
         "promote": req.promote,
         "trackio_project": req.trackio_project,
         "trackio_space_id": req.trackio_space_id,
+        "datasets_cache": req.datasets_cache,
     }
     detail: list[str] = []
     if have is not None:

@@ -28,7 +28,7 @@ from typing import Any
 
 from console import jobspec
 from console.costs import CostInputError, normalize_cron
-from console.inputs import MIB, read_user_file
+from console.inputs import MIB, bucket_id_problem, read_user_file
 from console.jobspec import NAME_RULE, TrainingRequest, is_label_name
 from console.prices import PriceBook, shipped_price_book
 
@@ -78,6 +78,7 @@ _TOP_KEYS = {
     "description",
     "trackio_project",
     "trackio_space_id",
+    "datasets_cache",
     "hub_model_id",
     "promote",
     "builder",
@@ -161,6 +162,9 @@ class FleetFile:
     """The Trackio Space the fleet's Hub runs log to (overrides the config's `trackio.space_id`)."""
     hub_model_id: str | None = None
     """The destination template of tenants that name none (`org/adapter-{tenant}`), as written."""
+    datasets_cache: str | None = None
+    """The bucket the fleet's runs cache their Hub datasets in (overrides the config's
+    `defaults.datasets_cache`): mounted at /data, `HF_DATASETS_CACHE=/data/datasets`."""
 
     def tenant(self, tenant_id: str) -> TenantSpec:
         for t in self.tenants:
@@ -229,6 +233,9 @@ def parse_fleet(
     space = doc.get("trackio_space_id")
     if space is not None and (not isinstance(space, str) or not jobspec.SPACE_ID_RE.match(space)):
         problems.append(f"trackio_space_id {space!r} must be a Space id like org/trackio")
+    cache = doc.get("datasets_cache")
+    if cache is not None and (why := bucket_id_problem(cache)):
+        problems.append(f"datasets_cache {why}")
     defaults = {k: v for k, v in doc.items() if k not in ("tenant", "builder", "env", "name", "description")}
     tenants: list[TenantSpec] = []
     kept: set[str] = set()  # the ids in `tenants` (a set: 100,000 tenants check in linear time)
@@ -277,6 +284,7 @@ def parse_fleet(
         trackio_project=project if isinstance(project, str) else None,
         trackio_space_id=space if isinstance(space, str) else None,
         hub_model_id=template if isinstance(template, str) else None,
+        datasets_cache=cache if isinstance(cache, str) else None,
     )
 
 

@@ -110,6 +110,7 @@ def _initial_request(app: ConsoleBase) -> TrainingRequest:
         ssh=app.backend_kind == "local",
         trackio_project=base.trackio_project or app.cfg.trackio.project,
         trackio_space_id=base.trackio_space_id or app.cfg.trackio.space_id,
+        datasets_cache=base.datasets_cache or app.cfg.defaults.datasets_cache,
         hub_model_id=base.hub_model_id or (base.tenant and jobspec.hub_model_id_for(base.tenant, _destination(app)))
         or None,
     )
