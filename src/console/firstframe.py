@@ -31,6 +31,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from console.inputs import format_coarse
+
 FILE_NAME = "last-frame"
 MAX_BYTES = 4 * 1024 * 1024
 """A kept picture larger than this is not read (a 400x120 screen in truecolor is about 1 MB)."""
@@ -140,20 +142,9 @@ def load(key: str, width: int, height: int) -> tuple[list[str], float] | None:
     return lines, at
 
 
-def age_words(seconds: float) -> str:
-    s = max(0, int(seconds))
-    if s < 60:
-        return f"{s}s"
-    if s < 3600:
-        return f"{s // 60}m"
-    if s < 86400:
-        return f"{s // 3600}h{(s % 3600) // 60:02d}m"
-    return f"{s // 86400}d"
-
-
 def render(lines: Sequence[str], width: int, at: float, now: float) -> str:
     """What `paint` writes: the alternate screen, each kept line at its row, the age mark."""
-    mark = f" kept {age_words(now - at)} ago, loading "
+    mark = f" kept {format_coarse(now - at)} ago, loading "
     out = ["\x1b[?1049h\x1b[?25l\x1b[H\x1b[2J"]
     for row, line in enumerate(lines, start=1):
         out.append(f"\x1b[{row};1H\x1b[0m{line}\x1b[0m")

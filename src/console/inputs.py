@@ -191,8 +191,22 @@ def parse_timeout(value: int | float | str) -> int:
     return max(1, math.ceil(seconds))
 
 
+def format_coarse(seconds: float | None) -> str:
+    """A duration in at most four characters, its largest unit only: 45s, 12m, 3h, 2d (hours up
+    to two days) — for a table cell that must not grow."""
+    s = max(0, int(seconds or 0))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m"
+    if s < 86400 * 2:
+        return f"{s // 3600}h"
+    return f"{s // 86400}d"
+
+
 def format_duration(seconds: float) -> str:
-    """1h25m, 45m, 30s, 2d3h: short and exact to the minute (seconds under 10 minutes)."""
+    """1h25m, 45m, 30s, 2d3h: short and exact to the minute (seconds under 10 minutes). The one
+    way the console writes a duration in words (:func:`format_coarse` for a four-character cell)."""
     seconds = max(0, int(round(seconds)))
     days, rem = divmod(seconds, 86400)
     hours, rem = divmod(rem, 3600)

@@ -32,10 +32,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from console import paths
+from console import paths, sqldb
 from console.cache.docs import job_doc, pack, unpack
 from console.jobs import JobFilter, JobRow
-from console.sqlbatch import in_batches
+from console.sqldb import in_batches
 from console.strings import shared
 
 SCHEMA_VERSION = 2
@@ -169,11 +169,7 @@ class JobCache:
 
     def _open(self) -> sqlite3.Connection:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(self.path, timeout=10.0, isolation_level=None, check_same_thread=True)
-        conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute("PRAGMA synchronous = NORMAL")
-        conn.execute("PRAGMA busy_timeout = 10000")
-        return conn
+        return sqldb.connect(self.path)
 
     def _prepare(self) -> None:
         """Create the schema once per process; a file this console cannot read is started anew."""

@@ -13,19 +13,19 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from console import paths
+from console import paths, sqldb
 from console.costs import Calibration, Observation, calibrate
 from console.ledger.calibration import estimate_calibration, observations_from
 from console.ledger.entries import UNKNOWN, LedgerEntry, entry_from_job, is_loopback, is_terminal
 from console.ledger.forecast import SpendTotals
 from console.prices import PriceBook, shipped_price_book
-from console.sqlbatch import in_batches
+from console.sqldb import in_batches
 from console.strings import shared
 
 LEDGER_FILENAME = "ledger.sqlite"
@@ -224,21 +224,8 @@ class Ledger:
             conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             conn.execute(_REPAIR_UNTIL_NOW)
 
-    @contextmanager
-    def _connect(self) -> Iterator[sqlite3.Connection]:
-        try:
-            conn = sqlite3.connect(self.path, timeout=10.0, isolation_level=None)
-        except sqlite3.Error as exc:
-            raise LedgerError(f"{self.path}: cannot be opened: {exc}") from None
-        try:
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("PRAGMA synchronous = NORMAL")
-            conn.execute("PRAGMA busy_timeout = 10000")
-            yield conn
-        except sqlite3.DatabaseError as exc:
-            raise LedgerError(f"{self.path}: {exc}") from None
-        finally:
-            conn.close()
+    def _connect(self) -> AbstractContextManager[sqlite3.Connection]:
+        return sqldb.session(self.path, LedgerError)
 
     # -- writing
 

@@ -14,13 +14,13 @@ console.backend, no network.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
-from console import paths
-from console.sqlbatch import in_batches
+from console import paths, sqldb
+from console.sqldb import in_batches
 
 ONCALL_FILENAME = "oncall.sqlite"
 SCHEMA_VERSION = 1
@@ -86,21 +86,8 @@ class OnCallStore:
             conn.executescript(_SCHEMA)
             conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
-    @contextmanager
-    def _connect(self) -> Iterator[sqlite3.Connection]:
-        try:
-            conn = sqlite3.connect(self.path, timeout=10.0, isolation_level=None)
-        except sqlite3.Error as exc:
-            raise OnCallStoreError(f"{self.path}: cannot be opened: {exc}") from None
-        try:
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("PRAGMA synchronous = NORMAL")
-            conn.execute("PRAGMA busy_timeout = 10000")
-            yield conn
-        except sqlite3.DatabaseError as exc:
-            raise OnCallStoreError(f"{self.path}: {exc}") from None
-        finally:
-            conn.close()
+    def _connect(self) -> AbstractContextManager[sqlite3.Connection]:
+        return sqldb.session(self.path, OnCallStoreError)
 
     # -- events
 

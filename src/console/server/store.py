@@ -12,14 +12,14 @@ the runner thread and the scheduler thread.
 from __future__ import annotations
 
 import json
-import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from console.sqlbatch import in_batches
+from console import sqldb
+from console.sqldb import in_batches
 
 TERMINAL_STAGES = ("COMPLETED", "CANCELED", "ERROR", "DELETED")
 ACTIVE_STAGES = ("SCHEDULING", "RUNNING")
@@ -172,14 +172,11 @@ class Store:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
-        self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+        self._db = sqldb.connect(path, threads=True, busy_timeout_s=5.0)
         try:
             path.chmod(0o600)
         except OSError:
             pass
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute("PRAGMA busy_timeout=5000")
         self._db.executescript(_SCHEMA)
         columns = {row[1] for row in self._db.execute("PRAGMA table_info(jobs)")}
         if "seen_at" not in columns:  # a database from before heartbeats

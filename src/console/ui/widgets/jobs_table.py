@@ -23,6 +23,7 @@ from textual.message import Message
 from textual.widgets import DataTable
 
 from console.costs import format_duration
+from console.inputs import format_coarse
 from console.jobs import JobFilter, JobRow, clean_log_line, format_clock, format_cost
 from console.ui.widgets.keyed_table import KeyedTable
 
@@ -69,18 +70,6 @@ class OnCallMark:
     line: str
 
 
-def _coarse(seconds: float | None) -> str:
-    """A duration in at most four characters: 45s, 12m, 3h, 2d."""
-    s = max(0.0, float(seconds or 0.0))
-    if s < 60:
-        return f"{int(s)}s"
-    if s < 3600:
-        return f"{int(s // 60)}m"
-    if s < 86400 * 2:
-        return f"{int(s // 3600)}h"
-    return f"{int(s // 86400)}d"
-
-
 def oncall_marks(forecasts: Iterable[Any], stalls: Iterable[Any],
                  stuck: dict[str, float] | None = None, flavors: dict[str, str] | None = None
                  ) -> dict[str, OnCallMark]:
@@ -91,15 +80,15 @@ def oncall_marks(forecasts: Iterable[Any], stalls: Iterable[Any],
     marks: dict[str, OnCallMark] = {}
     for fc in forecasts:
         if fc.will_time_out:
-            marks[fc.job_id] = OnCallMark(f"TMOUT+{_coarse(fc.overrun_s)}", "bold yellow", fc.line())
+            marks[fc.job_id] = OnCallMark(f"TMOUT+{format_coarse(fc.overrun_s)}", "bold yellow", fc.line())
         else:
             marks[fc.job_id] = OnCallMark("", "", fc.line())
     for status in stalls:
         if status.stalled:
-            marks[status.job_id] = OnCallMark(f"STALL {_coarse(status.idle_s)}", "bold red", status.line())
+            marks[status.job_id] = OnCallMark(f"STALL {format_coarse(status.idle_s)}", "bold red", status.line())
     for job_id, waited in (stuck or {}).items():
         flavor = (flavors or {}).get(job_id) or "-"
-        marks[job_id] = OnCallMark(f"WAIT {_coarse(waited)}", "bold yellow",
+        marks[job_id] = OnCallMark(f"WAIT {format_coarse(waited)}", "bold yellow",
                                    f"stuck in SCHEDULING on {flavor} for {format_duration(waited)}")
     return marks
 
