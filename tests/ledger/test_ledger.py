@@ -274,7 +274,7 @@ def test_a_newer_ledger_file_is_refused_with_a_reason(tmp_path):
         Ledger(path)
 
 
-@pytest.mark.parametrize("module", ["console.ledger", "console.commands.ledger", "console.metrics"])
+@pytest.mark.parametrize("module", ["console.ledger", "console.commands.ledger", "console.trackio_metrics"])
 def test_headless_modules_import_no_ui_and_no_training_stack(module):
     code = f"import sys, {module}; print(' '.join(sorted({{m.split('.')[0] for m in sys.modules}})))"
     loaded = set(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

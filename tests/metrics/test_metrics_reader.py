@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from console.metrics import (
+from console.trackio_metrics import (
     Alert,
     LocalTrackioReader,
     NoMetricsReader,
@@ -22,7 +22,7 @@ from console.metrics import (
 
 
 def test_importing_metrics_does_not_import_trackio_or_textual():
-    code = "import sys, console.metrics; print('trackio' in sys.modules, 'textual' in sys.modules)"
+    code = "import sys, console.trackio_metrics; print('trackio' in sys.modules, 'textual' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
 
@@ -80,7 +80,7 @@ def test_reading_an_empty_store_does_not_load_trackio(tmp_path):
     (tmp_path / "empty").mkdir()
     code = (
         "import sys\n"
-        "from console.metrics import LocalTrackioReader\n"
+        "from console.trackio_metrics import LocalTrackioReader\n"
         "for folder in sys.argv[1:]:\n"
         "    r = LocalTrackioReader(folder)\n"
         "    assert r.runs('console') == [] and r.alerts('console') == []\n"

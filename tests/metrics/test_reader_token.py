@@ -6,7 +6,7 @@ from __future__ import annotations
 import huggingface_hub.constants
 
 from console.config import Config, TrackioSettings
-from console.metrics import NoMetricsReader, SpaceTrackioReader, reader_for
+from console.trackio_metrics import NoMetricsReader, SpaceTrackioReader, reader_for
 
 
 def test_the_space_reader_uses_the_saved_login(tmp_path, monkeypatch):

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from console.metrics import LocalTrackioReader, MetricsUnavailable, SpaceTrackioReader, fleet_alerts
+from console.trackio_metrics import LocalTrackioReader, MetricsUnavailable, SpaceTrackioReader, fleet_alerts
 
 SERVE = (
     "import sys, threading, trackio\n"

@@ -8,8 +8,8 @@ from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.widgets import ProgressBar, Sparkline, Static
 
-from console.metrics import LocalTrackioReader
-from console.ui.widgets.metrics import AlertList, MetricsPanel
+from console.trackio_metrics import LocalTrackioReader
+from console.ui.widgets.training import AlertList, MetricsPanel
 
 
 def text_of(widget: Static) -> str:

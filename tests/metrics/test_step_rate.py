@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from console.metrics import RATE_POINTS, run_metrics_from_logs
+from console.trackio_metrics import RATE_POINTS, run_metrics_from_logs
 
 T0 = datetime(2026, 12, 3, 12, 0, tzinfo=UTC)
 

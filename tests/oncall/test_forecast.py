@@ -10,10 +10,10 @@ import pytest
 from tests.oncall.conftest import TIMEOUT_S, run_python, slow_trackio_code, wait_for
 
 from console.costs import job_cost
-from console.metrics import LocalTrackioReader, RunMetrics
 from console.oncall import Watcher, forecast_job
 from console.oncall.store import OnCallStore
 from console.prices import shipped_price_book
+from console.trackio_metrics import LocalTrackioReader, RunMetrics
 
 NOW = datetime(2026, 12, 3, 12, 0, tzinfo=UTC)
 

@@ -13,9 +13,9 @@ from tests.oncall.conftest import (
     wait_stage,
 )
 
-from console.metrics import LocalTrackioReader
 from console.oncall import incidents_dir, write_incident
 from console.oncall.incident import SECTIONS, reproduce_command
+from console.trackio_metrics import LocalTrackioReader
 
 NOISY_FAILURE = (
     "import sys\n"

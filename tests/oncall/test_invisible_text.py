@@ -12,8 +12,8 @@ from tests.oncall.conftest import run_python, wait_stage
 from tests.ui.conftest import screen_text
 
 from console.jobs import clean_log_line
-from console.metrics import LocalTrackioReader
 from console.oncall import write_incident
+from console.trackio_metrics import LocalTrackioReader
 from console.ui.app import ConsoleApp
 
 INVISIBLE = ("\u200b", "\u200c", "\u200d", "\u2060", "\ufeff")

@@ -8,7 +8,7 @@ import base64
 import threading
 
 from console.config import NotifySettings
-from console.oncall import Event, Notifier, terminal
+from console.oncall import Event, Notifier, escapes
 from console.oncall.notify import post_json, webhook_payload
 from console.oncall.store import OnCallStore
 
@@ -93,11 +93,11 @@ def test_the_terminal_gets_the_bell_and_the_desktop_escape_it_opted_into(tmp_pat
 
 def test_escapes_carry_no_job_controlled_sequence_and_pass_through_tmux():
     hostile = "done\x07\x1b]52;c;ZXZpbA==\x07 \x1b[31mred"
-    note = terminal.osc9(hostile)
+    note = escapes.osc9(hostile)
     assert note.count("\x1b") == 1 and note.count("\x07") == 1
-    assert terminal.osc777("a;b", "x") == "\x1b]777;notify;a,b;x\x07"
-    wrapped = terminal.for_terminal(terminal.osc9("hi"), {"TMUX": "/tmp/tmux-1/default,1,0"})
+    assert escapes.osc777("a;b", "x") == "\x1b]777;notify;a,b;x\x07"
+    wrapped = escapes.for_terminal(escapes.osc9("hi"), {"TMUX": "/tmp/tmux-1/default,1,0"})
     assert wrapped == "\x1bPtmux;\x1b\x1b]9;hi\x07\x1b\\"
-    copied = terminal.osc52("/data/incidents/j1.md")
+    copied = escapes.osc52("/data/incidents/j1.md")
     assert copied == "\x1b]52;c;" + base64.b64encode(b"/data/incidents/j1.md").decode() + "\x07"
-    assert terminal.osc52("x" * 100_000) is None
+    assert escapes.osc52("x" * 100_000) is None

@@ -33,7 +33,7 @@ from tests.ui.terminal import Screen
 from console import config as config_mod
 from console.backend import DAEMON, connect
 from console.server import paths as server_paths
-from console.ui import terminal
+from console.ui import driver
 
 from .test_terminal_loss import (
     EXIT_DEADLINE,
@@ -299,10 +299,10 @@ class _StuckTerminal:
 
 
 def test_frames_for_a_stuck_terminal_are_dropped_and_the_whole_screen_follows(monkeypatch):
-    monkeypatch.setattr(terminal, "MAX_FRAME_WAIT_SECONDS", 0.05)
+    monkeypatch.setattr(driver, "MAX_FRAME_WAIT_SECONDS", 0.05)
     tty = _StuckTerminal()
     caught_up = threading.Event()
-    writer = terminal.FrameWriter(tty, caught_up.set)
+    writer = driver.FrameWriter(tty, caught_up.set)
     writer.start()
     try:
         writer.write_frame("frame 0")
@@ -332,11 +332,11 @@ def test_frames_for_a_stuck_terminal_are_dropped_and_the_whole_screen_follows(mo
 def test_a_terminal_that_reads_nothing_holds_up_neither_frames_nor_closing(monkeypatch):
     """A real pty nobody reads (its buffer fills after some KB): frames go on without waiting,
     and closing gives up on the terminal after `STOP_WAIT_SECONDS`, not never."""
-    monkeypatch.setattr(terminal, "STOP_WAIT_SECONDS", 0.5)
-    monkeypatch.setattr(terminal, "MAX_FRAME_WAIT_SECONDS", 0.1)
+    monkeypatch.setattr(driver, "STOP_WAIT_SECONDS", 0.5)
+    monkeypatch.setattr(driver, "MAX_FRAME_WAIT_SECONDS", 0.1)
     master, slave = pty.openpty()
     tty = open(slave, "w", encoding="utf-8", closefd=True)  # noqa: SIM115 (closed below)
-    writer = terminal.FrameWriter(tty, lambda: None)
+    writer = driver.FrameWriter(tty, lambda: None)
     writer.start()
     try:
         for n in range(500):  # 5 MB of frames into a terminal that takes about 20 KB
@@ -356,7 +356,7 @@ def test_a_terminal_that_reads_nothing_holds_up_neither_frames_nor_closing(monke
 
 
 def test_a_terminal_that_keeps_up_gets_every_frame_in_order(monkeypatch):
-    monkeypatch.setattr(terminal, "MAX_FRAME_WAIT_SECONDS", 5.0)  # a loaded test machine is no slow link
+    monkeypatch.setattr(driver, "MAX_FRAME_WAIT_SECONDS", 5.0)  # a loaded test machine is no slow link
 
     class Fast:
         def __init__(self) -> None:
@@ -369,7 +369,7 @@ def test_a_terminal_that_keeps_up_gets_every_frame_in_order(monkeypatch):
             pass
 
     tty = Fast()
-    writer = terminal.FrameWriter(tty, lambda: None)
+    writer = driver.FrameWriter(tty, lambda: None)
     writer.start()
     for n in range(200):
         writer.write_frame(f"frame {n}")
@@ -398,7 +398,7 @@ def test_a_gone_terminal_never_blocks_a_write():
             raise OSError(5, "Input/output error")
 
     gone = Gone()
-    writer = terminal.FrameWriter(gone, lambda: None)
+    writer = driver.FrameWriter(gone, lambda: None)
     writer.start()
     for n in range(10_000):
         writer.write(f"mode {n} " + "x" * 200)  # 2 MB of what is never dropped: discarded
@@ -416,7 +416,7 @@ def test_the_app_marks_its_screen_updates_as_frames():
     from console.ui.app import ConsoleApp
 
     assert "_display" in vars(App) and "_display" in vars(ConsoleApp)
-    assert ConsoleApp.get_driver_class(object.__new__(ConsoleApp)) is terminal.ConsoleDriver
+    assert ConsoleApp.get_driver_class(object.__new__(ConsoleApp)) is driver.ConsoleDriver
 
 
 # -- tmux and screen ------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ from tests.ui.conftest import run_python, wait_for
 from console.ui.app import ConsoleApp
 from console.ui.screens.confirm import ConfirmScreen
 from console.ui.widgets.job_details import JobDetails
-from console.ui.widgets.metrics import MetricsPanel
+from console.ui.widgets.training import MetricsPanel
 
 SLEEP = "import time\nprint('up', flush=True)\ntime.sleep(60)"
 

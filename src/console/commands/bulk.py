@@ -43,8 +43,8 @@ def run(args: argparse.Namespace) -> int:
     from console.commands._common import CommandError, load_config
     from console.commands.ledger import plain
     from console.ledger import Ledger, LedgerError, live_prices
-    from console.metrics import LocalTrackioReader, reader_for
     from console.oncall import BulkRefused, apply_bulk, check_confirmation, plan_bulk
+    from console.trackio_metrics import LocalTrackioReader, reader_for
 
     cfg = load_config(args)
     filter_text = " ".join(args.filter)

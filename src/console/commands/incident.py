@@ -40,10 +40,10 @@ def run(args: argparse.Namespace) -> int:
     from console.commands._common import CommandError, load_config
     from console.commands.ledger import plain
     from console.ledger import live_prices
-    from console.metrics import LocalTrackioReader, reader_for
     from console.oncall import clipboard_escape
+    from console.oncall.escapes import for_terminal
     from console.oncall.incident import gather, render, save_incident
-    from console.oncall.terminal import for_terminal
+    from console.trackio_metrics import LocalTrackioReader, reader_for
 
     since = None
     if args.since is not None:

@@ -62,8 +62,8 @@ def _connect(cfg):
 
 
 def _watcher(cfg, backend, since=None):
-    from console.metrics import LocalTrackioReader, reader_for
     from console.oncall import Watcher
+    from console.trackio_metrics import LocalTrackioReader, reader_for
 
     trackio_dir = backend.trackio_dir
     reader = LocalTrackioReader(trackio_dir) if trackio_dir is not None else reader_for(cfg, backend.kind)

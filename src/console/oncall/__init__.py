@@ -17,7 +17,7 @@
 - :mod:`~console.oncall.reschedule`: $/month before -> after of a schedule change
   (:func:`reschedule_cost`);
 - :mod:`~console.oncall.store`: what survives a restart (sent events, activity marks), SQLite in
-  the data dir; :mod:`~console.oncall.terminal`: the terminal escapes.
+  the data dir; :mod:`~console.oncall.escapes`: the terminal escapes.
 
 Headless, below the UI: no Textual, no console.ui, no console.server and no console.backend (the
 caller passes the `HfApi`). Importing this package loads no trackio and no network client of its

@@ -40,9 +40,9 @@ from console.jobs import (
     parse_filter,
 )
 from console.ledger import LedgerEntry, ObservedCosts, forecast_schedule
-from console.metrics import MetricsReader
 from console.oncall.forecast import forecast_job
 from console.prices import PriceBook, shipped_price_book
+from console.trackio_metrics import MetricsReader
 
 ACTIONS = ("cancel", "suspend", "resume", "trigger")
 

@@ -24,8 +24,8 @@ from typing import Any
 from console import jobspec
 from console.costs import format_duration, job_cost
 from console.jobs import format_cost, job_row
-from console.metrics import RunMetrics
 from console.prices import PriceBook, shipped_price_book
+from console.trackio_metrics import RunMetrics
 
 
 @dataclass(frozen=True)

@@ -28,11 +28,11 @@ from typing import Any
 from console import jobspec, paths
 from console.costs import format_duration
 from console.jobs import clean_log_line, format_cost, job_row, timed_lines
-from console.metrics import MetricsReader, RunMetrics
+from console.oncall.escapes import osc52, plain
 from console.oncall.forecast import JobForecast, forecast_job, job_timeout_seconds
-from console.oncall.terminal import osc52, plain
 from console.oncall.why import why_failed
 from console.prices import PriceBook, shipped_price_book
+from console.trackio_metrics import MetricsReader, RunMetrics
 
 LOG_LINES = 200
 _BACKTICKS = re.compile(r"`+")

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from console.oncall import terminal
+from console.oncall import escapes
 from console.oncall.store import OnCallStore
 
 log = logging.getLogger(__name__)
@@ -96,7 +96,7 @@ class Event:
     def line(self) -> str:
         """One plain line for a terminal or a log."""
         when = datetime.fromtimestamp(self.at, UTC).strftime("%Y-%m-%d %H:%M:%S")
-        return terminal.plain(f"{when} {self.level} {self.kind} {self.title}: {self.text}", 400)
+        return escapes.plain(f"{when} {self.level} {self.kind} {self.title}: {self.text}", 400)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -198,7 +198,7 @@ class WebhookSender:
             except Exception as exc:  # any failure is the webhook's, never the caller's
                 reason = getattr(exc, "reason", None) or exc
                 if attempt == 2 or self._stop.wait(RETRY_DELAY_S):
-                    message = f"{redact(url)}: {type(exc).__name__}: {terminal.plain(reason, 120)}"
+                    message = f"{redact(url)}: {type(exc).__name__}: {escapes.plain(reason, 120)}"
                     self.failures.append(message)
                     log.warning("webhook %s", message)
                     return
@@ -280,7 +280,7 @@ class Notifier:
     def _to_terminal(self, event: Event) -> None:
         if self.write is None:
             return
-        text = terminal.notification(
+        text = escapes.notification(
             f"console {event.level}", f"{event.title}: {event.text}",
             bell=bool(getattr(self.settings, "bell", False)),
             desktop=str(getattr(self.settings, "desktop", "off")),

@@ -51,13 +51,13 @@ from console import jobspec
 from console.costs import format_duration
 from console.jobs import ACTIVE_STAGES, FlavorQueue, JobRow, format_cost, job_row, queue_line, scheduling_queue
 from console.ledger import FailureStreak, Ledger, LedgerSummary, ledger_summary, live_prices, month_of, timed_out
-from console.metrics import MetricsReader, RunMetrics, reader_for
 from console.oncall.forecast import JobForecast, forecast_job
 from console.oncall.notify import Event, Notifier
 from console.oncall.stall import StallDetector, StallStatus, cpu_percent
 from console.oncall.store import OnCallStore
 from console.oncall.why import why_failed
 from console.prices import PriceBook
+from console.trackio_metrics import MetricsReader, RunMetrics, reader_for
 
 LOOKBACK_S = 86400.0
 """Ended jobs and alerts this long before the first watch still count as news."""

@@ -20,8 +20,8 @@ from console.costs import format_duration
 from console.fleet.outcome import parse_outcome
 from console.jobs import clean_log_line
 from console.ledger.entries import timed_out
+from console.oncall.escapes import plain
 from console.oncall.forecast import job_timeout_seconds
-from console.oncall.terminal import plain
 
 _EXCEPTION_RE = re.compile(
     r"^([A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit|Warning|Fault)|KeyboardInterrupt)(?::\s*(.*))?$"

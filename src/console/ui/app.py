@@ -190,11 +190,11 @@ class ConsoleApp(ConsoleBase):
                               on_summary=partial(snapshot.save_ledger, self.session.cache))
             return [Container(pane, id="ledger-pane")]
         if tab == "metrics":
-            from console.ui.widgets.metrics import MetricsPanel
+            from console.ui.widgets.training import MetricsPanel
 
             return [MetricsPanel(self.session.metrics_reader, self.cfg.trackio.project, id="trackio-metrics")]
         if tab == "training":
-            from console.ui.widgets.metrics import AlertList, MetricsPanel
+            from console.ui.widgets.training import AlertList, MetricsPanel
 
             project = self.cfg.trackio.project
             return [Vertical(
@@ -260,7 +260,7 @@ class ConsoleApp(ConsoleBase):
         """Back from `ctrl+z` / `fg`: the terminal shows the shell's screen; draw every cell again."""
         self.screen.refresh(repaint=True, layout=True)
 
-    # -- the terminal (console.ui.terminal) ------------------------------------------------------
+    # -- the terminal (console.ui.driver) ------------------------------------------------------
 
     def get_driver_class(self) -> Any:
         """Textual's Linux driver with output that drops frames for a terminal that cannot keep up
@@ -270,7 +270,7 @@ class ConsoleApp(ConsoleBase):
         firstframe.took_over()  # the terminal as it was before the kept picture, for Textual to read
         if constants.DRIVER is not None or sys.platform == "win32":
             return super().get_driver_class()
-        from console.ui.terminal import ConsoleDriver
+        from console.ui.driver import ConsoleDriver
 
         return ConsoleDriver
 

@@ -80,7 +80,7 @@ class JobView:
         run = jobspec.trackio_run_name(row.id, row.labels) if row is not None else None
         live = row is not None and row.stage not in TERMINAL
         self._metrics_live = live
-        from console.ui.widgets.metrics import MetricsPanel  # mounted after the first frame
+        from console.ui.widgets.training import MetricsPanel  # mounted after the first frame
 
         for panel in self.app.query(MetricsPanel):
             panel.show_run(run, job_id=row.id if row else None, live=live)

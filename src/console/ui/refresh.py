@@ -503,7 +503,7 @@ class Refresher:
     def _read_outcomes(self, job_ids: list[str]) -> None:
         from console import jobspec
         from console.fleet import parse_outcome
-        from console.metrics import spark_text
+        from console.trackio_metrics import spark_text
 
         session = self.session
         found: dict[str, Any] = {}

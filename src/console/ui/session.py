@@ -44,14 +44,14 @@ class Session:
 
     @property
     def metrics_reader(self) -> Any:
-        """Where Trackio curves and alerts are read (`console.metrics.reader_for`), made on the
+        """Where Trackio curves and alerts are read (`console.trackio_metrics.reader_for`), made on the
         first read of a curve (panels hold this stand-in until then)."""
         return _LazyReader(self)
 
     def _make_reader(self) -> Any:
         if self._metrics_reader is None:
             if self.metrics_reader_factory is None:
-                from console.metrics import reader_for
+                from console.trackio_metrics import reader_for
 
                 self._metrics_reader = reader_for(self.cfg, self.backend_kind)
             else:

@@ -51,7 +51,7 @@ def incident(app: ConsoleBase) -> None:
 
 def _copy_path(app: ConsoleBase, path: Path) -> None:
     from console.oncall import clipboard_escape
-    from console.oncall.terminal import for_terminal
+    from console.oncall.escapes import for_terminal
 
     escape = clipboard_escape(path)
     watch = getattr(app, "oncall", None)  # the app's terminal writer (`watch.OnCallWatch`)

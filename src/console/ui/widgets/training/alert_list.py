@@ -1,6 +1,6 @@
 """The fleet-wide Trackio alert list: WARN and ERROR alerts of every run, newest first.
 
-Construct with a :class:`console.metrics.MetricsReader` and the project; it reads in a thread
+Construct with a :class:`console.trackio_metrics.MetricsReader` and the project; it reads in a thread
 worker every `poll_seconds` (one-shot timer re-armed after each read). Alerts that appear after the
 first read are announced with :class:`AlertList.NewAlerts` (the app can `notify` them or mark the
 jobs whose `run` label matches); :attr:`AlertList.by_run` maps run name to its worst level. Alert
@@ -17,8 +17,8 @@ from textual import work
 from textual.message import Message
 from textual.widgets import Static
 
-from console.metrics import Alert, MetricsReader, fleet_alerts
-from console.ui.widgets.metrics.sparklines import alert_line, plain
+from console.trackio_metrics import Alert, MetricsReader, fleet_alerts
+from console.ui.widgets.training.sparklines import alert_line, plain
 
 _RANK = {"INFO": 0, "WARN": 1, "ERROR": 2}
 

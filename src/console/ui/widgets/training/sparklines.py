@@ -1,7 +1,7 @@
 """The selected job's training curves: loss, learning rate and grad norm as sparklines, their
 latest values, step / max steps as a progress bar, and the run's Trackio alerts.
 
-Self-contained: construct it with a :class:`console.metrics.MetricsReader` and the Trackio project,
+Self-contained: construct it with a :class:`console.trackio_metrics.MetricsReader` and the Trackio project,
 then call :meth:`MetricsPanel.show_job` (a `JobInfo` or a `JobRow`: anything with `labels` and a
 stage) or :meth:`MetricsPanel.show_run` when the selected job changes. Reads happen in a thread
 worker; while the job is active the panel re-reads every `poll_seconds` (one-shot timer re-armed
@@ -23,7 +23,7 @@ from textual.message import Message
 from textual.widgets import ProgressBar, Sparkline, Static
 
 from console.jobs import clean_log_line
-from console.metrics import Alert, MetricsReader, RunMetrics, downsample
+from console.trackio_metrics import Alert, MetricsReader, RunMetrics, downsample
 
 ACTIVE_STAGES = ("SCHEDULING", "RUNNING")
 LEVEL_STYLE = {"ERROR": "bold red", "WARN": "yellow", "INFO": "dim"}
