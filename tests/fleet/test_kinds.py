@@ -126,12 +126,12 @@ FLEET = """
 
     [[tenant]]
     id = "hooli"
-    method = "dpo"
+    kind = "dpo"
     dataset = "hooli.jsonl"
 
     [[tenant]]
     id = "stark"
-    method = "embedding"
+    method = "embedding"  # the older name of kind, still read
     encoder = "sparse"
     base_model = "org/splade-base"
     model_b = 0.11
@@ -157,7 +157,7 @@ def fleet_path(tmp_path):
     return path
 
 
-def test_the_fleet_file_says_each_tenants_method_and_the_builder(fleet_path):
+def test_the_fleet_file_says_each_tenants_kind_and_the_builder(fleet_path):
     fleet = load_fleet_file(fleet_path)
     kinds = {t.id: (t.kind, t.encoder, t.full) for t in fleet.tenants}
     assert kinds == {"acme": ("sft", None, False), "hooli": ("dpo", None, False),
@@ -172,8 +172,12 @@ def test_the_fleet_file_says_each_tenants_method_and_the_builder(fleet_path):
 @pytest.mark.parametrize(
     ("edit", "problem"),
     [
-        (('method = "dpo"', 'method = "grpo"'),
-         "tenant 'hooli': method 'grpo' must be one of sft, dpo, kto, embedding"),
+        (('kind = "dpo"', 'kind = "grpo"'),
+         "tenant 'hooli': kind 'grpo' must be one of sft, dpo, kto, embedding"),
+        (('method = "embedding"', 'method = "embeding"'),
+         "tenant 'stark': method 'embeding' must be one of sft, dpo, kto, embedding"),
+        (('kind = "dpo"', 'kind = "dpo"\nmethod = "dpo"'),
+         "tenant 'hooli': kind and method are one setting (method is its older name): keep kind"),
         (('encoder = "sparse"', 'encoder = "dual"'), "tenant 'stark': encoder 'dual' must be one of bi, cross, sparse"),
         (('flavor = "a100-large"', 'flavor = "a10g-large"'),
          "builder 'builder': a 7B model does not fit a10g-large: a full fine-tune of a 7B model needs ~69.1 GB"),

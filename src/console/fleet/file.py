@@ -1,7 +1,7 @@
 """The fleet file: a TOML with top-level defaults, one ``[[tenant]]`` table per tenant and an
 optional ``[builder]`` table for the builder model.
 
-A tenant trains with its ``method``: ``sft`` (the default), ``dpo``, ``kto`` (LoRA adapters) or
+A tenant trains with its ``kind``: ``sft`` (the default), ``dpo``, ``kto`` (LoRA adapters) or
 ``embedding`` (a sentence-transformers model, ``encoder = "bi" | "cross" | "sparse"``). The
 builder model (reference §4(a): one larger model retrained on its own cadence) is its own table,
 ``full = true`` for a full fine-tune; it takes the top-level defaults too, except ``base_model``,
@@ -52,14 +52,15 @@ _TENANT_KEYS = {
     "hub_model_id",
     "promote",
     "suspend",
-    "method",
+    "kind",
+    "method",  # the older name of `kind`, still read
     "encoder",
 }
-_BUILDER_KEYS = (_TENANT_KEYS - {"method", "encoder"}) | {"full"}
+_BUILDER_KEYS = (_TENANT_KEYS - {"kind", "method", "encoder"}) | {"full"}
 _BUILDER_OWN = ("base_model", "model_b", "flavor")
 """What the builder table must say itself (the top-level defaults are the tenants')."""
 METHODS = ("sft", "dpo", "kto", "embedding")
-"""A tenant's `method`: the kind of its runs."""
+"""A tenant's `kind`: what its runs train (the job's `kind=` label, as everywhere else)."""
 _TOP_KEYS = {
     "base_model",
     "model_b",
@@ -354,13 +355,16 @@ def _tenant(
     full = bool(get("full", bool, required=False)) if builder else False
     kind, encoder = "builder", None
     if not builder:
-        kind = get("method", str, required=False) or "sft"
+        key = "method" if "method" in raw and "kind" not in raw else "kind"
+        if "kind" in raw and "method" in raw:
+            errors.append(f"{where}: kind and method are one setting (method is its older name): keep kind")
+        kind = get(key, str, required=False) or "sft"
         if kind not in METHODS:
-            errors.append(f"{where}: method {kind!r} must be one of {', '.join(METHODS)}")
+            errors.append(f"{where}: {key} {kind!r} must be one of {', '.join(METHODS)}")
             kind = "sft"
         encoder = get("encoder", str, required=False)
         if encoder is not None and kind != "embedding":
-            errors.append(f"{where}: encoder is for method = \"embedding\"")
+            errors.append(f"{where}: encoder is for kind = \"embedding\"")
         elif encoder is not None and encoder not in jobspec.ENCODERS:
             errors.append(f"{where}: encoder {encoder!r} must be one of {', '.join(jobspec.ENCODERS)}")
         elif kind == "embedding":
