@@ -47,7 +47,7 @@ def test_costing_rests_on_evidence_only():
 def test_unknown_entries_are_in_no_total_and_are_listed(tmp_path):
     j = jobs()
     ledger = Ledger(tmp_path / "ledger.sqlite")
-    result = ledger.refresh(list(j.values()), now=NOW)
+    result = ledger.record_finished(list(j.values()), now=NOW)
     assert result.added == 5 and len(result.active) == 1
     s = summarize(ledger.entries(), now=NOW, active_jobs=result.active)
     assert sorted(s.unknown_jobs) == sorted([j["legacy_error"].id, j["legacy_completed"].id])
@@ -56,15 +56,15 @@ def test_unknown_entries_are_in_no_total_and_are_listed(tmp_path):
     assert s.month_to_date_usd == pytest.approx(spent)
     assert {t.tenant: t.runs for t in s.by_tenant} == {"acme": 2, "(none)": 1}  # globex, initech: unknown
     assert s.in_flight_usd == pytest.approx(300 / 3600 * L4)  # 290 s server-side, 300 s by now: 5 minutes
-    assert ledger.refresh(list(j.values()), now=NOW).added == 0  # still unknown: nothing re-recorded
+    assert ledger.record_finished(list(j.values()), now=NOW).added == 0  # still unknown: nothing re-recorded
 
     # HF later answers with the evidence: the entry is costed, once
     old = j["legacy_error"]
     fixed = JobInfo(**job_json(old.id, "ERROR", labels=old.labels, created=old.created_at, started=old.started_at,
                                finished=old.started_at + timedelta(seconds=600), flavor="h200x8"))
-    assert ledger.refresh([fixed], now=NOW).added == 1
+    assert ledger.record_finished([fixed], now=NOW).added == 1
     assert ledger.get(fixed.id).known and ledger.get(fixed.id).cost_usd == pytest.approx(600 / 3600 * H200X8)
-    assert ledger.refresh([fixed], now=NOW).added == 0 and len(ledger) == 5
+    assert ledger.record_finished([fixed], now=NOW).added == 0 and len(ledger) == 5
     assert summarize(ledger.entries(), now=NOW).unknown_runs == 1
 
 

@@ -17,7 +17,7 @@ from tests.conftest import soak
 
 from console.costs import job_cost
 from console.jobs import job_row
-from console.ledger import Ledger, entry_from_job, refresh_from_api
+from console.ledger import Ledger, entry_from_job, record_from_api
 from console.prices import EXPOSED_PORT_PRICE_PER_HOUR, shipped_price_book
 from console.server import LocalServer, ServerOptions
 
@@ -65,12 +65,12 @@ def test_a_job_past_its_timeout_is_killed_at_it_and_billed_its_timeout_at_most(a
     assert "training" in logs
 
     ledger = Ledger(tmp_path / "ledger.sqlite")
-    refresh_from_api(ledger, api, namespace=NS)
+    record_from_api(ledger, api, namespace=NS)
     e = ledger.get(minute.id)
     assert e.wasted and e.running_seconds <= LONG_TIMEOUT
     assert e.cost_usd == pytest.approx(60 / 3600 * e.price_per_hour)  # one minute, not two
     per_second = Ledger(tmp_path / "per-second.sqlite")
-    refresh_from_api(per_second, api, namespace=NS, granularity="second")
+    record_from_api(per_second, api, namespace=NS, granularity="second")
     quick = per_second.get(short.id)
     assert 0 < quick.cost_usd <= 2 / 3600 * quick.price_per_hour + 1e-12
 
@@ -114,7 +114,7 @@ def test_an_exposed_job_is_billed_each_port_at_a_cent_an_hour(api, tmp_path):
     assert all(info.status.stage == "COMPLETED" for info in done.values())
 
     ledger = Ledger(tmp_path / "ledger.sqlite")
-    snap = refresh_from_api(ledger, api, namespace=NS)
+    snap = record_from_api(ledger, api, namespace=NS)
     ports = {job_id: ledger.get(job_id) for job_id in done}
     one, two, none = ports[at_start.id], ports[later.id], ports[plain.id]
     assert (one.exposed_ports, two.exposed_ports, none.exposed_ports) == (1, 2, 0)
@@ -128,7 +128,7 @@ def test_an_exposed_job_is_billed_each_port_at_a_cent_an_hour(api, tmp_path):
         assert job_row(info, prices=snap.prices).cost_usd == pytest.approx(ports[job_id].cost_usd)
 
     per_second = Ledger(tmp_path / "per-second.sqlite")
-    refresh_from_api(per_second, api, namespace=NS, granularity="second")
+    record_from_api(per_second, api, namespace=NS, granularity="second")
     exact = per_second.get(later.id)
     assert exact.ports_usd == pytest.approx(exact.running_seconds / 3600 * 2 * EXPOSED_PORT_PRICE_PER_HOUR)
     reopened = Ledger(tmp_path / "ledger.sqlite")  # kept in the file

@@ -163,7 +163,7 @@ async def test_invalid_input_shows_a_reason_and_changes_nothing():
 async def test_calibrated_estimate_from_the_ledger_and_how_many_runs_it_rests_on(tmp_path):
     ledger = Ledger(tmp_path / "ledger.sqlite")
     predicted = estimate_run(RunSpec(3, 1000, 3, "l4x1")).hours
-    ledger.refresh([job(f"r{i}", ran=predicted * 3600 * 1.5, labels=tenant_labels(f"t{i}"))
+    ledger.record_finished([job(f"r{i}", ran=predicted * 3600 * 1.5, labels=tenant_labels(f"t{i}"))
                     for i in range(4)])
     app = Host(lambda: WhatIfScreen(cfg(), ledger=ledger))
     async with app.run_test(size=(80, 24)) as pilot:

@@ -37,7 +37,7 @@ def test_two_finished_jobs_make_exactly_two_entries_costed_at_running_seconds_x_
         job("j1", flavor="l4x1", ran=1800, labels=tenant_labels("acme")),
         job("j2", flavor="a10g-large", ran=600, labels=tenant_labels("globex")),
     ]
-    result = ledger.refresh(jobs)
+    result = ledger.record_finished(jobs)
     assert result.added == 2 and len(ledger) == 2
     e1, e2 = ledger.get("j1"), ledger.get("j2")
     assert e1.running_seconds == 1800 and e1.cost_usd == pytest.approx(1800 / 3600 * 0.80)
@@ -49,10 +49,10 @@ def test_two_finished_jobs_make_exactly_two_entries_costed_at_running_seconds_x_
 
 def test_refreshing_again_or_reopening_the_file_adds_nothing(ledger, tmp_path):
     jobs = [job("j1", ran=60), job("j2", ran=120)]
-    assert ledger.refresh(jobs).added == 2
-    assert ledger.refresh(jobs).added == 0
+    assert ledger.record_finished(jobs).added == 2
+    assert ledger.record_finished(jobs).added == 0
     again = Ledger(tmp_path / "ledger.sqlite")
-    assert again.refresh(jobs).added == 0
+    assert again.record_finished(jobs).added == 0
     assert again.record([entry_from_job(jobs[0])]) == 0  # even a direct insert cannot double-count
     assert len(again) == 2
     assert sum(e.cost_usd for e in again.entries()) == pytest.approx(180 / 3600 * 0.80)
@@ -61,9 +61,9 @@ def test_refreshing_again_or_reopening_the_file_adds_nothing(ledger, tmp_path):
 def test_a_job_is_costed_once_it_ends_not_while_it_runs(ledger):
     running = job("j1", stage="RUNNING", ran=300)
     queued = job("j2", stage="SCHEDULING", ran=None)
-    result = ledger.refresh([running, queued])
+    result = ledger.record_finished([running, queued])
     assert result.added == 0 and len(ledger) == 0 and len(result.active) == 2
-    assert ledger.refresh([job("j1", ran=900), queued]).added == 1
+    assert ledger.record_finished([job("j1", ran=900), queued]).added == 1
     assert ledger.get("j1").running_seconds == 900
 
 
@@ -72,7 +72,7 @@ def test_timed_out_job_is_counted_as_wasted(ledger):
               labels=tenant_labels("acme"))
     failed = job("f1", stage="ERROR", ran=30, message="exit code 1", labels=tenant_labels("acme"))
     assert timed_out(out) and not timed_out(failed)
-    ledger.refresh([out, failed, job("ok", ran=60, labels=tenant_labels("acme"))])
+    ledger.record_finished([out, failed, job("ok", ran=60, labels=tenant_labels("acme"))])
     assert ledger.get("t1").wasted and not ledger.get("f1").wasted and not ledger.get("ok").wasted
     s = summarize(ledger.entries(), now=T0 + timedelta(hours=1))
     assert s.wasted_runs == 1
@@ -97,8 +97,8 @@ def test_price_is_the_one_in_effect_when_recorded(ledger):
             self.name, self.unit_cost_usd, self.unit_label, self.accelerator = name, per_minute, "minute", None
 
     live = price_book_from_hardware([Hw("l4x1", 0.02)])  # $1.20/hr
-    ledger.refresh([job("j1", ran=3600)], live)
-    ledger.refresh([job("j1", ran=3600)], shipped_price_book())
+    ledger.record_finished([job("j1", ran=3600)], live)
+    ledger.record_finished([job("j1", ran=3600)], shipped_price_book())
     e = ledger.get("j1")
     assert e.price_per_hour == pytest.approx(1.20) and e.cost_usd == pytest.approx(1.20)
     assert e.price_source == "live"
@@ -112,8 +112,8 @@ def test_committed_entries_survive_kill_9(tmp_path):
         "from jobjson import job\n"
         "from console.ledger import Ledger\n"
         f"led = Ledger({str(path)!r})\n"
-        "led.refresh([job(f'j{i}', ran=60) for i in range(50)])\n"
-        "led.refresh([job(f'k{i}', ran=60) for i in range(25)])\n"
+        "led.record_finished([job(f'j{i}', ran=60) for i in range(50)])\n"
+        "led.record_finished([job(f'k{i}', ran=60) for i in range(25)])\n"
         "os.kill(os.getpid(), signal.SIGKILL)\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
@@ -127,7 +127,7 @@ def test_two_consoles_refreshing_at_once_never_double_count(tmp_path):
     added: list[int] = []
 
     def worker():
-        added.append(Ledger(path).refresh(jobs).added)
+        added.append(Ledger(path).record_finished(jobs).added)
 
     threads = [threading.Thread(target=worker) for _ in range(4)]
     for t in threads:
@@ -241,7 +241,7 @@ def test_calibration_from_ledger_runs_recovers_the_factor_they_were_generated_wi
     jobs.append(job("x2", stage="ERROR", ran=10, message="exit 1", labels=tenant_labels("t1")))
     jobs.append(job("x3", flavor="cpu-basic", ran=10, labels=tenant_labels("t1", kind="validate")))
     jobs.append(job("x4", ran=10))
-    ledger.refresh(jobs)
+    ledger.record_finished(jobs)
     cal = ledger.calibration()
     assert cal.runs == 40
     assert cal.overall_factor == pytest.approx(factor, rel=0.02)
@@ -255,7 +255,7 @@ def test_calibration_from_ledger_runs_recovers_the_factor_they_were_generated_wi
 
 def test_untrusted_labels_and_messages_are_stored_verbatim(ledger):
     evil = "\x1b[31m[bold]pwn[/bold]\x07"
-    ledger.refresh([job("e1", stage="ERROR", ran=5, message=evil, labels={"tenant": "a-b.c"})])
+    ledger.record_finished([job("e1", stage="ERROR", ran=5, message=evil, labels={"tenant": "a-b.c"})])
     e = ledger.get("e1")
     assert e.message == evil and e.tenant == "a-b.c"
     assert replace(e, message=None).message is None
@@ -287,13 +287,13 @@ def test_estimates_calibrate_from_hf_runs_when_there_are_any_not_the_local_serve
 
     hours = estimate_run(RunSpec(3, 1000, 3, "l4x1")).hours
     local = [job(f"l{i}", ran=hours * 3600 * 150, labels=tenant_labels("acme")) for i in range(3)]
-    ledger.refresh(local)
+    ledger.record_finished(local)
     cal, basis = estimate_calibration(ledger.entries())
     assert basis == "local" and cal.runs == 3 and cal.overall_factor == pytest.approx(150, rel=1e-3)
     assert ledger.get("l0").local and ledger.get("l0").endpoint == "http://127.0.0.1:1"
     hf = [job(f"h{i}", ran=hours * 3600 * 1.2, labels=tenant_labels("acme"),
               endpoint="https://huggingface.co") for i in range(2)]
-    ledger.refresh(hf)
+    ledger.record_finished(hf)
     cal, basis = estimate_calibration(ledger.entries())
     assert basis == "hf" and cal.runs == 2 and cal.overall_factor == pytest.approx(1.2, rel=1e-3)  # whole seconds
     assert not ledger.get("h0").local
@@ -308,10 +308,10 @@ def test_a_refresh_of_many_jobs_adds_only_the_new_ones_and_recosts_the_unknown(t
     ledger = Ledger(tmp_path / "ledger.sqlite")
     first = [job(f"job{i:04d}") for i in range(0, 1200, 2)]  # 600 known, across the ids asked per query
     blind = [job(f"job{i:04d}", durations=False, ran=None, stage="ERROR") for i in (1101, 1103)]
-    assert ledger.refresh(first + blind).added == 602
+    assert ledger.record_finished(first + blind).added == 602
     assert sum(1 for e in ledger.entries() if not e.known) == 2
     again = [job(f"job{i:04d}") for i in range(1200)]  # the same 600, 600 new; 1101 and 1103 now timed
-    result = ledger.refresh(again)
+    result = ledger.record_finished(again)
     assert result.terminal == 1200
     assert len(ledger) == 1200 and all(e.known for e in ledger.entries())
-    assert ledger.refresh(again).added == 0  # idempotent
+    assert ledger.record_finished(again).added == 0  # idempotent

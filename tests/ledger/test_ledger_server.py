@@ -7,7 +7,7 @@ import math
 import pytest
 from huggingface_hub import HfApi
 
-from console.ledger import Ledger, refresh_from_api, summarize
+from console.ledger import Ledger, record_from_api, summarize
 from console.prices import shipped_price_book
 from console.server import LocalServer, ServerOptions
 
@@ -38,8 +38,8 @@ def test_two_finished_jobs_then_refresh_again_and_restart_add_nothing(api, tmp_p
     assert all(j.status.stage == "COMPLETED" for j in done.values())
 
     ledger = Ledger(tmp_path / "ledger.sqlite")
-    snap = refresh_from_api(ledger, api, namespace=NS)
-    assert snap.refresh.added == 2 and len(ledger) == 2
+    snap = record_from_api(ledger, api, namespace=NS)
+    assert snap.recorded.added == 2 and len(ledger) == 2
     assert snap.prices.source == "live"  # the server's list_jobs_hardware answered
     # the price in effect: what the server's hardware list says (per minute, x 60)
     prices = {hw.name: hw.unit_cost_usd * 60 for hw in api.list_jobs_hardware()}
@@ -51,9 +51,9 @@ def test_two_finished_jobs_then_refresh_again_and_restart_add_nothing(api, tmp_p
         assert e.cost_usd == pytest.approx(math.ceil(e.running_seconds / 60) * 60 / 3600 * e.price_per_hour)
     assert {ledger.get(a.id).tenant, ledger.get(b.id).tenant} == {"acme", "globex"}
 
-    assert refresh_from_api(ledger, api, namespace=NS).refresh.added == 0
+    assert record_from_api(ledger, api, namespace=NS).recorded.added == 0
     restarted = Ledger(tmp_path / "ledger.sqlite")
-    assert refresh_from_api(restarted, api, namespace=NS).refresh.added == 0
+    assert record_from_api(restarted, api, namespace=NS).recorded.added == 0
     assert len(restarted) == 2
 
 
@@ -63,7 +63,7 @@ def test_a_timed_out_job_is_wasted_spend(api, tmp_path):
     info = wait(api, job.id)
     assert info.status.stage == "ERROR"
     ledger = Ledger(tmp_path / "ledger.sqlite")
-    refresh_from_api(ledger, api, namespace=NS)
+    record_from_api(ledger, api, namespace=NS)
     e = ledger.get(job.id)
     assert e.wasted and e.stage == "ERROR"
     assert 1 <= e.running_seconds <= 4
@@ -77,9 +77,9 @@ def test_running_jobs_are_in_flight_until_they_end(api, tmp_path):
     job = run(api, "import time; print('up', flush=True); time.sleep(30)", flavor="l4x1", timeout=60)
     api.wait_for_job(job.id, timeout=10, poll_interval=0.05, namespace=NS, stages=["RUNNING"])
     ledger = Ledger(tmp_path / "ledger.sqlite")
-    snap = refresh_from_api(ledger, api, namespace=NS)
-    assert snap.refresh.added == 0 and [j.id for j in snap.refresh.active] == [job.id]
+    snap = record_from_api(ledger, api, namespace=NS)
+    assert snap.recorded.added == 0 and [j.id for j in snap.recorded.active] == [job.id]
     api.cancel_job(job_id=job.id, namespace=NS)
     wait(api, job.id)
-    assert refresh_from_api(ledger, api, namespace=NS).refresh.added == 1
+    assert record_from_api(ledger, api, namespace=NS).recorded.added == 1
     assert ledger.get(job.id).stage == "CANCELED"

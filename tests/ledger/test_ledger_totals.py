@@ -35,7 +35,7 @@ def _jobs() -> list:
 @pytest.fixture
 def ledger(tmp_path) -> Ledger:
     ledger = Ledger(tmp_path / "ledger.sqlite")
-    ledger.refresh(_jobs(), now=NOW)
+    ledger.record_finished(_jobs(), now=NOW)
     return ledger
 
 

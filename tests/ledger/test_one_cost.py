@@ -56,7 +56,7 @@ def test_the_config_picks_the_granularity_and_console_ledger_follows_it(tmp_path
     save(cfg)
     assert price_book(load()).granularity == "second"
     ledger = Ledger(tmp_path / "ledger.sqlite")
-    ledger.refresh([job("short", flavor="t4-small", ran=13, labels=tenant_labels("acme"))],
+    ledger.record_finished([job("short", flavor="t4-small", ran=13, labels=tenant_labels("acme"))],
                    price_book(load()))
     out = subprocess.run([sys.executable, "-m", "console", "ledger", "--no-refresh", "--json",
                           "--ledger", str(ledger.path)], capture_output=True, text=True, check=True)

@@ -28,7 +28,7 @@ def test_calibrated_from_the_ledger_and_plain_json_keys_unchanged():
     assert empty["calibrated"]["cost_per_run_usd"] == pytest.approx(empty["cost_per_run_usd"])
 
     hours = estimate_run(RunSpec(3, 1000, 3, "l4x1")).hours
-    Ledger(default_path()).refresh(
+    Ledger(default_path()).record_finished(
         [job(f"r{i}", ran=hours * 3600 * 0.8, labels=tenant_labels(f"t{i}")) for i in range(3)]
     )
     r = console("whatif", "--json", "--calibrated", "--model-b", "3", "--examples", "1000",
@@ -50,7 +50,7 @@ def test_calibrated_from_the_ledger_and_plain_json_keys_unchanged():
 
 def test_a_factor_blended_from_runs_far_apart_shows_their_spread():
     hours = estimate_run(RunSpec(3, 1000, 3, "l4x1")).hours
-    Ledger(default_path()).refresh([
+    Ledger(default_path()).record_finished([
         job("short", ran=hours * 3600 * 0.12, labels=tenant_labels("t1")),
         job("long", ran=hours * 3600 * 0.81, labels=tenant_labels("t2")),
     ])

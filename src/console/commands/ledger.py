@@ -85,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.no_refresh:
         snapshot = _refresh(ledger, cfg)
         if snapshot is not None:
-            r = snapshot.refresh
+            r = snapshot.recorded
             print(
                 f"ledger: {r.added} new entr{'y' if r.added == 1 else 'ies'} "
                 f"({r.terminal} finished, {len(r.active)} active job(s) seen; {r.price_source})",
@@ -128,7 +128,7 @@ def _entry_dict(entry) -> dict:
 
 def _refresh(ledger, cfg):
     from console.commands._common import CommandError
-    from console.ledger import LedgerError, refresh_from_api
+    from console.ledger import LedgerError, record_from_api
 
     try:
         from console import backend as backend_mod
@@ -145,7 +145,7 @@ def _refresh(ledger, cfg):
         raise CommandError(f"cannot reach the {cfg.backend} backend: {plain(exc)}") from None
     try:
         namespace = getattr(backend, "namespace", None) or cfg.namespace
-        return refresh_from_api(ledger, backend.api, namespace=namespace, granularity=cfg.billing.granularity)
+        return record_from_api(ledger, backend.api, namespace=namespace, granularity=cfg.billing.granularity)
     except LedgerError as exc:
         raise CommandError(str(exc)) from None
     except Exception as exc:

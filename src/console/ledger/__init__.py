@@ -11,7 +11,7 @@ sees into one row once the job is terminal, and answers the cost pane's question
 - :mod:`~console.ledger.calibration`: completed training runs as calibration observations;
 - :mod:`~console.ledger.forecast`: the month's spend and the projection to month end
   (:func:`summarize`);
-- :mod:`~console.ledger.live`: live prices and one read of a backend (:func:`refresh_from_api`);
+- :mod:`~console.ledger.live`: live prices and one read of a backend (:func:`record_from_api`);
 - :mod:`~console.ledger.fleet_rollup`: the scheduled fleet's monthly cost, for the what-if.
 
 Headless: no Textual, no console.ui or console.server, no trackio, no training stack, no network
@@ -43,14 +43,14 @@ from console.ledger.forecast import (
     remaining_firings,
     summarize,
 )
-from console.ledger.live import Snapshot, ledger_summary, live_prices, refresh_from_api, summary_for_config
+from console.ledger.live import Snapshot, ledger_summary, live_prices, record_from_api, summary_for_config
 from console.ledger.store import (
     LEDGER_FILENAME,
     SCHEMA_VERSION,
     FailureStreak,
     Ledger,
     LedgerError,
-    RefreshResult,
+    RecordResult,
     default_path,
 )
 
@@ -66,7 +66,7 @@ __all__ = [
     "LedgerError",
     "LedgerSummary",
     "ObservedCosts",
-    "RefreshResult",
+    "RecordResult",
     "ScheduleForecast",
     "Snapshot",
     "TenantSpend",
@@ -82,7 +82,7 @@ __all__ = [
     "month_end",
     "month_of",
     "observations_from",
-    "refresh_from_api",
+    "record_from_api",
     "remaining_firings",
     "running_seconds_of",
     "summarize",

@@ -17,7 +17,7 @@ Running time comes from what the Jobs API returns — evidence only, never a gue
 4. unknown — a finished job HF answers for without durations and without the timestamps that
    bound its run (legacy answers: ``durations: null``, no ``finishedAt``; huggingface_hub 2.4's
    own tests show such jobs). Its cost is not guessed: the entry says ``unknown``, costs nothing
-   in any total, and is listed as such; a later refresh costs it if HF then gives the evidence.
+   in any total, and is listed as such; a later recording costs it if HF then gives the evidence.
 
 The label readers here (`flavor_of`, `label_float`, `label_bool`) also serve the forecasts.
 

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from console.ledger.forecast import LedgerSummary, month_of, summarize
-from console.ledger.store import Ledger, RefreshResult
+from console.ledger.store import Ledger, RecordResult
 from console.prices import PriceBook, shipped_price_book
 
 
@@ -35,14 +35,14 @@ def live_prices(api: Any, granularity: str = "minute") -> PriceBook:
 class Snapshot:
     """One read of the backend: what the ledger recorded and what the summary needs."""
 
-    refresh: RefreshResult
+    recorded: RecordResult
     scheduled_jobs: list[Any]
     prices: PriceBook
     fetched_at: datetime
     seconds: float
 
 
-def refresh_from_api(
+def record_from_api(
     ledger: Ledger, api: Any, *, namespace: str | None = None, granularity: str = "minute"
 ) -> Snapshot:
     """List jobs and scheduled jobs, record every newly finished job, return what was read.
@@ -52,7 +52,7 @@ def refresh_from_api(
     t0 = time.monotonic()
     prices = live_prices(api, granularity)
     jobs = list(api.list_jobs(namespace=namespace))
-    result = ledger.refresh(jobs, prices)
+    result = ledger.record_finished(jobs, prices)
     try:
         scheduled = list(api.list_scheduled_jobs(namespace=namespace))
     except Exception:  # a projection without schedules is still a ledger
@@ -102,6 +102,6 @@ def summary_for_config(ledger: Ledger, cfg: Any, snapshot: Snapshot | None = Non
         seats=cfg.seats,
         budget_usd=cfg.monthly_budget_usd,
         scheduled_jobs=snapshot.scheduled_jobs if snapshot else (),
-        active_jobs=snapshot.refresh.active if snapshot else (),
+        active_jobs=snapshot.recorded.active if snapshot else (),
         prices=snapshot.prices if snapshot else None,
     )

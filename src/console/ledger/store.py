@@ -1,8 +1,8 @@
 """The ledger file: entries kept in SQLite so every finished job is counted once and never lost.
 
-Rows are keyed by job id and inserted with ``INSERT OR IGNORE``, so a refresh run twice, two
-consoles refreshing the same file, or a console restarted after ``kill -9`` never count a job
-twice; each refresh is one committed transaction in WAL mode, so nothing committed is lost.
+Rows are keyed by job id and inserted with ``INSERT OR IGNORE``, so a recording run twice, two
+consoles recording into the same file, or a console restarted after ``kill -9`` never count a job
+twice; each recording is one committed transaction in WAL mode, so nothing committed is lost.
 
 Imports the entries, the calibration and the standard library's sqlite3: no Textual, no
 console.ui or console.server, no network, no training stack.
@@ -181,9 +181,9 @@ ORDER BY r.sj, r.n
 
 
 @dataclass(frozen=True)
-class RefreshResult:
+class RecordResult:
     added: int
-    """New entries written by this refresh."""
+    """New entries written by this recording."""
     terminal: int
     """Terminal jobs seen (new or already in the ledger)."""
     active: list[Any]
@@ -253,9 +253,9 @@ class Ledger:
                 raise
         return added
 
-    def refresh(
+    def record_finished(
         self, jobs: Iterable[Any], prices: PriceBook | None = None, *, now: datetime | None = None
-    ) -> RefreshResult:
+    ) -> RecordResult:
         """Cost every terminal job not yet in the ledger, and those whose cost was unknown if the
         Jobs API now says how long they ran; idempotent."""
         prices = prices or shipped_price_book()
@@ -279,13 +279,13 @@ class Ledger:
             new.append(entry)
             known.add(job_id)
             unknown.discard(job_id)
-        return RefreshResult(self.record(new), terminal, active, prices.describe())
+        return RecordResult(self.record(new), terminal, active, prices.describe())
 
     # -- reading
 
     def _recorded(self, job_ids: list[str]) -> tuple[set[str], set[str]]:
         """Which of `job_ids` the ledger has, and which of those have an unknown cost: asked of
-        SQLite for these ids only (a refresh of a few jobs must not read 100,000 ids)."""
+        SQLite for these ids only (a recording of a few jobs must not read 100,000 ids)."""
         known: set[str] = set()
         unknown: set[str] = set()
         with self._connect() as conn:

@@ -6,7 +6,7 @@ A pass (:meth:`Watcher.check`) reads, through the `HfApi` it is given:
 1. the jobs that may be news, not the whole list: the head of the newest-first list down to the
    last pass (the look-back on the first), the active jobs, and any job active at the last pass
    that is no longer (inspected) — a few requests a pass, whether the namespace holds a hundred
-   jobs or a hundred thousand. The finished ones go into the cost ledger (`Ledger.refresh`, once
+   jobs or a hundred thousand. The finished ones go into the cost ledger (`Ledger.record_finished`, once
    per job id), and with the schedules give the month's projection (`console.ledger.summarize`,
    every `BUDGET_EVERY_S`): over `monthly_budget_usd` is an event, once per month and budget;
 2. each job that ended ERROR (or was killed on its timeout): an event with why it failed
@@ -323,7 +323,7 @@ class Watcher:
     def _budget(self, jobs: list[Any], now: datetime, prices: PriceBook,
                 report: WatchReport) -> list[Event]:
         try:
-            refreshed = self.ledger.refresh(jobs, prices, now=now)
+            refreshed = self.ledger.record_finished(jobs, prices, now=now)
         except Exception as exc:
             report.problems.append(f"ledger: {_short(exc)}")
             return []

@@ -184,5 +184,5 @@ class _LedgerHandle:
     def __init__(self, app: ConsoleBase) -> None:
         self._app = app
 
-    def refresh(self, jobs: Any, prices: Any = None) -> Any:
-        return self._app.ledger.refresh(jobs, prices)
+    def record_finished(self, jobs: Any, prices: Any = None) -> Any:
+        return self._app.ledger.record_finished(jobs, prices)

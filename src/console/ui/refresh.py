@@ -470,7 +470,7 @@ class Refresher:
 
     def _record(self, finished: list[Any]) -> None:
         if self.ledger is not None and finished:
-            self.ledger.refresh(finished, self.session.prices)
+            self.ledger.record_finished(finished, self.session.prices)
 
     def _derive(self, scheduled: list[Any], latest: LatestRuns) -> list[Any]:
         """The fleet rows from the scheduled jobs and each tenant's newest runs (kept for the

@@ -36,7 +36,7 @@ from textual.widgets import Static
 from textual.worker import Worker, WorkerState
 
 from console.jobs import clean_log_line
-from console.ledger import Ledger, LedgerSummary, TenantSpend, ledger_summary, refresh_from_api
+from console.ledger import Ledger, LedgerSummary, TenantSpend, ledger_summary, record_from_api
 from console.prices import PriceBook
 from console.ui import keys
 from console.ui.widgets.keyed_table import KeyedTable
@@ -222,7 +222,7 @@ class LedgerPane(Vertical):
                 now: datetime | None, active: list[Any]) -> None:
         started = time.monotonic()
         try:
-            added = self.ledger.refresh(jobs, prices, now=now).added if self.records else 0
+            added = self.ledger.record_finished(jobs, prices, now=now).added if self.records else 0
             summary = self._summarize(scheduled or [], active, prices, now)
             if self.on_summary is not None:
                 self.on_summary(summary)
@@ -237,14 +237,14 @@ class LedgerPane(Vertical):
           description="refresh the cost ledger from the backend")
     def _refresh_from(self, api: Any, namespace: str | None) -> None:
         try:
-            snap = refresh_from_api(self.ledger, api, namespace=namespace, granularity=self.cfg.billing.granularity)
+            snap = record_from_api(self.ledger, api, namespace=namespace, granularity=self.cfg.billing.granularity)
             self.scheduled, self.prices = snap.scheduled_jobs, snap.prices
-            self._active = {j.id: j for j in snap.refresh.active}
-            summary = self._summarize(snap.scheduled_jobs, snap.refresh.active, snap.prices, None)
+            self._active = {j.id: j for j in snap.recorded.active}
+            summary = self._summarize(snap.scheduled_jobs, snap.recorded.active, snap.prices, None)
         except Exception as exc:
             self.post_message(self.Failed(str(exc) or type(exc).__name__))
             return
-        self.post_message(self.Updated(summary, snap.refresh.added))
+        self.post_message(self.Updated(summary, snap.recorded.added))
 
     def _summarize(self, scheduled: Sequence[Any], active: Sequence[Any],
                    prices: PriceBook | None, now: datetime | None) -> LedgerSummary:
