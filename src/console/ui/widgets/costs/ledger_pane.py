@@ -9,7 +9,7 @@ Self-contained: construct it with a :class:`console.ledger.Ledger` and the confi
 
 * :meth:`LedgerPane.ingest` with the jobs and scheduled jobs the app already listed (no extra HTTP
   request: the ledger write and the summary run in a thread worker), or
-* :meth:`LedgerPane.refresh_from` with an `HfApi` and a namespace (the worker lists them itself).
+* :meth:`LedgerPane.record_from` with an `HfApi` and a namespace (the worker lists them itself).
 
 It posts :class:`LedgerPane.Updated` after every refresh and :class:`LedgerPane.BudgetExceeded`
 when the projection first goes over the budget in a month, once the schedules are known (a
@@ -186,9 +186,9 @@ class LedgerPane(Vertical):
         else:
             self._stale = True  # only the money in flight moved: brought up to date when shown
 
-    def refresh_from(self, api: Any, namespace: str | None) -> None:
+    def record_from(self, api: Any, namespace: str | None) -> None:
         """List jobs and schedules from the backend in a worker, record, redraw."""
-        self._refresh_from(api, namespace)
+        self._record_from(api, namespace)
 
     def load(self) -> None:
         """Redraw from what the ledger file holds (no backend)."""
@@ -235,7 +235,7 @@ class LedgerPane(Vertical):
 
     @work(thread=True, exclusive=True, group="ledger-read", exit_on_error=False,
           description="refresh the cost ledger from the backend")
-    def _refresh_from(self, api: Any, namespace: str | None) -> None:
+    def _record_from(self, api: Any, namespace: str | None) -> None:
         try:
             snap = record_from_api(self.ledger, api, namespace=namespace, granularity=self.cfg.billing.granularity)
             self.scheduled, self.prices = snap.scheduled_jobs, snap.prices
