@@ -311,6 +311,27 @@ async def test_w_keeps_the_log_where_it_was_following_or_reading(backend, cfg):
         assert not pane.follow and _top_line(pane) == reading
 
 
+async def test_the_mouse_wheel_up_pauses_following_and_scrolls(backend, cfg):
+    """Reading back with the wheel is reading back: the log stops jumping to its end."""
+    from textual.events import MouseScrollUp
+
+    job = run_python(backend, LONG_LINES)
+    assert await wait_thread(wait_stage, backend, job.id) == "COMPLETED"
+    app = ConsoleApp(cfg, backend, refresh_seconds=0.3, stream_metrics=False, watch_seconds=None)
+    async with app.run_test(size=(80, 24)) as pilot:
+        pane = app.log_pane
+        await wait_for(pilot, lambda: pane.job_id == job.id and pane.ended and pane.received >= 300, timeout=30,
+                       what="the whole log")
+        log = pane.log_widget
+        await pilot.pause(0.1)
+        assert pane.follow and log.scroll_y == log.max_scroll_y
+        for _ in range(3):  # what the terminal sends for the wheel over the log
+            log.post_message(MouseScrollUp(log, 2, 2, 0, -1, 0, False, False, False))
+        await wait_for(pilot, lambda: not pane.follow, what="follow paused")
+        await pilot.pause(0.1)
+        assert log.scroll_y < log.max_scroll_y
+
+
 async def test_the_bulk_dialog_lists_five_jobs_whole_and_moves_the_focus_only_if_it_stayed(backend, cfg):
     jobs = [run_python(backend, "import time; time.sleep(120)", tenant="acme") for _ in range(5)]
     gate = threading.Event()

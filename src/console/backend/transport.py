@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 
 import httpx2
 from huggingface_hub.utils import _http as hf_http
+from huggingface_hub.utils import set_client_factory
 
 from console.backend.errors import ServerUnreachable
 
@@ -226,13 +227,17 @@ def _client_factory() -> httpx2.Client:
 
 
 _FACTORY_LOCK = threading.Lock()
+_factory_installed = False
 
 
 def install_policy(url: str, policy: ClientPolicy) -> None:
-    """Apply `policy` to every request to `url`'s origin (installs the client factory once)."""
+    """Apply `policy` to every request to `url`'s origin (installs the client factory once, through
+    huggingface_hub's public `set_client_factory`)."""
+    global _factory_installed
     with _FACTORY_LOCK:
-        if hf_http._GLOBAL_CLIENT_FACTORY is not _client_factory:
-            hf_http.set_client_factory(_client_factory)
+        if not _factory_installed:
+            set_client_factory(_client_factory)
+            _factory_installed = True
     with _POLICIES_LOCK:
         _POLICIES[_origin(url)] = policy
 

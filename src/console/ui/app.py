@@ -48,7 +48,6 @@ from textual.app import ComposeResult, SystemCommand
 from textual.containers import Container, Horizontal, Vertical
 from textual.css.query import NoMatches
 from textual.reactive import reactive
-from textual.screen import Screen
 from textual.widgets import TabbedContent, TabPane
 from textual.worker import Worker, WorkerState
 
@@ -78,18 +77,6 @@ HIDDEN_TABS_AFTER_FRESH_SECONDS = 0.3
 HIDDEN_TABS_AFTER_SECONDS = 3.0
 """The tabs not on screen are mounted after the first fresh frame, or this long after the first
 frame when no fresh data has come by then (or at once when the user opens one)."""
-
-
-class MainScreen(Screen):
-    """The app's screen: its bindings keep the key table's order under the user's `[keys]`."""
-
-    @property
-    def _binding_chain(self) -> list[tuple[Any, Any]]:
-        chain = super()._binding_chain
-        if self.app._keymap:
-            for _node, bindings_map in chain:
-                keys.keep_order(bindings_map)
-        return chain
 
 
 class ConsoleApp(ConsoleBase):
@@ -145,9 +132,6 @@ class ConsoleApp(ConsoleBase):
         self.live = LiveVersions(self)
 
     # -- layout ----------------------------------------------------------------------------
-
-    def get_default_screen(self) -> Screen:
-        return MainScreen(id="_default")
 
     def compose(self) -> ComposeResult:
         yield StatusLine(

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from textual.binding import Binding, BindingsMap
+from textual.binding import Binding
 
 APP: list[Binding] = [
     Binding("1", "show_tab('fleet')", "Fleet", tooltip="The tenant fleet", id="tab-fleet"),
@@ -327,16 +327,6 @@ def check_theme(cfg: Any, available: Iterable[str]) -> str | None:
         return cfg.theme
     where = str(cfg.path) if cfg.path else "config"
     raise ConfigError(f"{where}: key 'theme': expected one of {' | '.join(names)}, got {cfg.theme!r}")
-
-
-def keep_order(bindings_map: BindingsMap) -> None:
-    """Put a bindings map back in the key table's order after Textual applied a keymap (it moves
-    remapped keys to the end, and the footer at 80 columns would lose `?` and `q`)."""
-    rank = {ident: i for i, ident in enumerate(binding_ids())}
-    items = list(bindings_map.key_to_bindings.items())
-    items.sort(key=lambda item: rank.get(item[1][0].id or "", len(rank)) if item[1] else len(rank))
-    bindings_map.key_to_bindings.clear()
-    bindings_map.key_to_bindings.update(items)
 
 
 def effective_key(binding: Binding, keymap: dict[str, str] | None = None) -> str:

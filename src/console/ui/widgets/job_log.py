@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from textual.events import MouseScrollUp
 from textual.message import Message
 from textual.widgets import Log
 
@@ -54,6 +55,6 @@ class JobLog(Log):
         self._pause()
         super().action_scroll_home()
 
-    def _on_mouse_scroll_up(self, event) -> None:  # noqa: ANN001 (Textual's event type)
+    def on_mouse_scroll_up(self, event: MouseScrollUp) -> None:  # noqa: ARG002 (the event itself says nothing more)
+        """The wheel up pauses following too (Textual's own handler scrolls, as before)."""
         self._pause()
-        super()._on_mouse_scroll_up(event)

@@ -1,0 +1,87 @@
+"""The parts of Textual, huggingface_hub and trackio the console uses that are not their public API,
+one test each: when an upgrade renames or reshapes one, the test that names it fails, instead of
+the console failing in front of a user. `pyproject.toml` pins each of these dependencies to the
+range these tests ran on; a new release is let in only once they pass on it.
+
+What each is for (and why no public API does it):
+
+- `App._display` (ConsoleApp): everything Textual writes for one screen update goes through it,
+  so the driver can tell a frame from other output and drop frames a slow terminal cannot take.
+- `LinuxDriver._file` / `Driver._app` (ConsoleDriver): where the frames go, and whose screen is
+  redrawn after frames were dropped.
+- `App._driver` (the on-call watch): a bell or desktop-notification escape written to the terminal
+  (Textual has `bell()` and `copy_to_clipboard()`, nothing for OSC 9 / 777).
+- `Screen._compositor.render_update` (the kept last frame): the composed screen as ANSI text.
+- `textual.widgets._footer.FooterKey` and `Footer._bindings_ready` (the footer fitted to the
+  width): Textual's own key widget, laid out by the console's order.
+- `huggingface_hub.utils._http.hf_request_event_hook`: the request hook huggingface_hub's own
+  client has, kept on the console's client with its resilient transport.
+- trackio's `sqlite_storage.TRACKIO_DIR` / `utils.TRACKIO_DIR`: where trackio reads, pointed at
+  the embedded server's store for one read at a time.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+
+def test_textual_writes_a_screen_update_through_app_display():
+    from textual.app import App
+
+    from console.ui.app import ConsoleApp
+
+    assert list(inspect.signature(App._display).parameters) == ["self", "screen", "renderable"]
+    assert "self._driver" in inspect.getsource(App._display)  # what it writes goes to the driver
+    assert "_display" in vars(ConsoleApp)
+
+
+def test_the_linux_driver_keeps_its_file_and_app():
+    from textual.driver import Driver
+    from textual.drivers.linux_driver import LinuxDriver
+
+    from console.ui.driver import ConsoleDriver
+
+    assert "self._file" in inspect.getsource(LinuxDriver.__init__)
+    assert "self._app = app" in inspect.getsource(Driver.__init__)
+    for name in ("write", "start_application_mode", "close"):
+        assert callable(getattr(LinuxDriver, name)) and name in vars(ConsoleDriver)
+
+
+def test_the_app_keeps_its_driver_as_app_driver():
+    from textual.app import App
+
+    assert "self._driver: Driver | None = None" in inspect.getsource(App.__init__)
+
+
+def test_a_screen_composes_through_its_compositor():
+    from textual._compositor import Compositor
+    from textual.screen import Screen
+
+    assert "self._compositor" in inspect.getsource(Screen.__init__)
+    assert "full" in inspect.signature(Compositor.render_update).parameters
+
+
+def test_the_footer_key_widget_and_its_readiness_flag():
+    from textual.widgets import Footer
+    from textual.widgets._footer import FooterKey
+
+    params = list(inspect.signature(FooterKey.__init__).parameters)
+    assert params[:5] == ["self", "key", "key_display", "description", "action"]
+    assert {"disabled", "tooltip", "classes"} <= set(params)
+    assert "_bindings_ready" in inspect.getsource(Footer)
+
+
+def test_huggingface_hub_has_its_request_hook_and_a_public_client_factory():
+    from huggingface_hub.utils import _http, set_client_factory
+
+    assert callable(_http.hf_request_event_hook) and callable(set_client_factory)
+    assert list(inspect.signature(_http.hf_request_event_hook).parameters) == ["request"]
+
+
+def test_trackio_reads_from_its_module_level_folder():
+    import trackio.sqlite_storage as storage
+    import trackio.utils as tutils
+
+    assert hasattr(storage, "TRACKIO_DIR") and hasattr(tutils, "TRACKIO_DIR")
+    assert "TRACKIO_DIR" in inspect.getsource(storage.SQLiteStorage.get_project_db_path)
+    assert callable(storage.SQLiteStorage.get_logs)
