@@ -226,8 +226,9 @@ def test_bad_ref_names_and_pull_requests_are_refused(server, api: HfApi) -> None
     assert refs.tags == [] and [b.name for b in refs.branches] == ["main"]
 
 
-def test_without_the_token_nothing_is_served(server, api: HfApi) -> None:
-    api.create_repo(REPO)
+def test_without_the_token_a_private_repo_is_not_served(server, api: HfApi) -> None:
+    """(A public repo reads without a token, as on the Hub: tests/server/test_repo_fidelity.py.)"""
+    api.create_repo(REPO, private=True)
     for method, path in (("GET", f"/api/models/{REPO}"), ("GET", f"/{REPO}/resolve/main/.gitattributes"),
                          ("POST", "/api/repos/create")):
         assert httpx.request(method, server.url + path).status_code == 401

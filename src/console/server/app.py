@@ -1,6 +1,7 @@
 """The embedded Jobs server over HTTP: the HF Jobs REST + SSE routes huggingface_hub 2.4 uses.
 
-Routes (all under a bearer token; anything else is 401):
+Routes (all under a bearer token; anything else is 401, but for reads of public model and dataset
+repos, which need no token, as on the Hub):
 
 - ``GET  /api/whoami-v2``                                  the config's namespace
 - ``GET  /api/jobs/hardware``                              flavors and prices (console.prices)
@@ -52,7 +53,7 @@ from console.server.bucket_routes import bucket_routes
 from console.server.core import JobsService
 from console.server.metrics import TreeSampler
 from console.server.openapi import openapi_doc
-from console.server.repo_routes import repo_routes
+from console.server.repo_routes import ANONYMOUS, repo_routes
 from console.server.reserve import is_disk_full
 from console.server.store import TERMINAL_STAGES
 from console.server.wire import (
@@ -118,16 +119,26 @@ class _Json(JSONResponse):
         return _dumps(content)
 
 
-def guard(service: JobsService, token: str) -> Callable[[Handler], Handler]:
+_PUBLIC_METHODS = ("GET", "HEAD", "POST")
+
+
+def guard(service: JobsService, token: str) -> Callable[..., Handler]:
     """What every route goes through: the bearer token (401 without it, compared in constant
     time), the namespace it names (404 unless it is the server's), and the answer to whatever the
-    route raises: its own 4xx, 507 for a full disk, a logged JSON 500 for anything else."""
+    route raises: its own 4xx, 507 for a full disk, a logged JSON 500 for anything else.
+
+    A route guarded with `public=True` (the model and dataset repo reads, as the Hub serves public
+    repos to anyone) also takes a request with no Authorization header at all: it runs marked
+    anonymous (`repo_routes.ANONYMOUS` in its scope) and itself serves only reads of public repos
+    to it. A wrong or malformed header is a 401 there too."""
     expected = f"Bearer {token}".encode()
 
-    def guarded(fn: Handler) -> Handler:
+    def guarded(fn: Handler, public: bool = False) -> Handler:
         async def handler(request: Request) -> Response:
-            given = request.headers.get("authorization", "").encode()
-            if not hmac.compare_digest(given, expected):
+            given = request.headers.get("authorization")
+            if given is None and public and request.method in _PUBLIC_METHODS:
+                request.scope[ANONYMOUS] = True
+            elif not hmac.compare_digest((given or "").encode(), expected):
                 return _error(401, "Invalid credentials in Authorization header")
             try:
                 raw = request.scope.get("raw_path")
@@ -353,7 +364,8 @@ def create_app(service: JobsService, token: str, models: Iterable[str] = ()) -> 
         *[Route(path, guarded(fn), methods=methods)
           for path, fn, methods in bucket_routes(service.hub, service.namespace)],
         *cas_routes(lambda: service.hub.cas),
-        *[Route(path, guarded(fn), methods=methods) for path, fn, methods in repo_guarded],
+        *[Route(path, guarded(fn, public=getattr(fn, "public_reads", False)), methods=methods)
+          for path, fn, methods in repo_guarded],
         *[Route(path, fn, methods=methods) for path, fn, methods in repo_signed],
         Route("/api/settings/webhooks", guarded(webhooks), methods=all_methods),
         Route("/api/settings/webhooks/{rest:path}", guarded(webhooks), methods=all_methods),

@@ -11,6 +11,8 @@
 - ``GET    /api/buckets/{ns}/{name}/tree[/{prefix}]``  every file below, as the Hub lists; with
   ``recursive=false`` the top level only (files and folders)
 - ``POST   /api/buckets/{ns}/{name}/paths-info``  ``{"paths": [...]}``
+- ``PUT    /api/buckets/{ns}/{name}/settings``    ``{"private": bool}``; a bucket is renamed by
+  ``POST /api/repos/move`` ``{"fromRepo", "toRepo", "type": "bucket"}`` (:mod:`console.server.repo_routes`)
 - ``HEAD|GET /buckets/{ns}/{name}/resolve/{path}``  the file, with ``X-Xet-Hash`` and the refresh route
 
 The namespace ``me`` means the server's own, as on the Hub. Every call first brings the bucket's
@@ -100,6 +102,14 @@ def bucket_routes(hub: LocalHub, namespace: str) -> list[tuple[str, Any, list[st
         search = request.query_params.get("search")
         return JSONResponse(await asyncio.to_thread(hub.buckets.list, ns, search))
 
+    async def settings(request: Request) -> Response:
+        payload = await read_json_body(request)
+        private = payload.get("private") if isinstance(payload, dict) else None
+        if not isinstance(private, bool):
+            raise ApiError(400, 'private: expected true or false ({"private": bool})')
+        await asyncio.to_thread(hub.buckets.set_private, bucket_id(request), private)
+        return JSONResponse({})
+
     async def xet_token(request: Request) -> Response:
         bid = bucket_id(request)
         await asyncio.to_thread(hub.buckets.require, bid)
@@ -178,6 +188,7 @@ def bucket_routes(hub: LocalHub, namespace: str) -> list[tuple[str, Any, list[st
         (bucket, item, ["GET", "POST", "DELETE"]),
         (bucket + "/xet-{scope}-token", xet_token, ["GET"]),
         (bucket + "/xet-{scope}-token/{rev}", xet_token, ["GET"]),
+        (bucket + "/settings", settings, ["PUT"]),
         (bucket + "/batch", batch, ["POST"]),
         (bucket + "/tree", tree, ["GET"]),
         (bucket + "/tree/{prefix:path}", tree, ["GET"]),

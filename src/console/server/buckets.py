@@ -153,6 +153,42 @@ class BucketStore:
             self._db.execute("DELETE FROM buckets WHERE id = ?", (bucket_id,))
         shutil.rmtree(self.folder(bucket_id), ignore_errors=True)
 
+    def set_private(self, bucket_id: str, private: bool) -> None:
+        self.require(bucket_id)
+        with self._lock:
+            self._db.execute("UPDATE buckets SET private = ? WHERE id = ?", (int(private), bucket_id))
+
+    def move(self, from_id: str, to_id: str, namespace: str) -> None:
+        """Rename a bucket within `namespace` (its folder and index go with it); 409 if `to_id` exists."""
+        for field, bid in (("fromRepo", from_id), ("toRepo", to_id)):
+            if bid.split("/")[0] != namespace:
+                raise ApiError(403, f"{field}: namespace {bid.split('/')[0]!r} is not served here: this local "
+                               f"server holds {namespace!r}'s buckets")
+        self.require(from_id)
+        if from_id == to_id:
+            return
+        first, second = sorted((from_id, to_id))  # one order, so two moves cannot wait on each other
+        with self.bucket_lock(first), self.bucket_lock(second):
+            if self.exists(to_id):
+                raise ApiError(409, f"A bucket called {to_id} already exists")
+            old, new = self.folder(from_id), self.folder(to_id)
+            new.parent.mkdir(parents=True, exist_ok=True)
+            if old.exists():
+                os.replace(old, new)
+            else:
+                new.mkdir(exist_ok=True)
+            with self._lock:
+                self._db.execute("BEGIN IMMEDIATE")
+                try:
+                    self._db.execute("UPDATE buckets SET id = ? WHERE id = ?", (to_id, from_id))
+                    self._db.execute("UPDATE files SET bucket = ? WHERE bucket = ?", (to_id, from_id))
+                    self._db.execute("COMMIT")
+                except BaseException:
+                    self._db.execute("ROLLBACK")
+                    if new.exists() and not old.exists():
+                        os.replace(new, old)
+                    raise
+
     # -- files ---------------------------------------------------------------------------
 
     def _row(self, bucket_id: str, path: str) -> FileRow | None:

@@ -2,26 +2,41 @@
 
 - ``POST   /api/repos/create`` ``{"name", "organization", "type", "visibility"}`` (409 when it exists)
 - ``DELETE /api/repos/delete`` ``{"name", "organization", "type"}``
+- ``POST   /api/repos/move`` ``{"fromRepo", "toRepo", "type"}``  rename a repo, or a bucket (``type: bucket``)
+- ``GET    /api/{models|datasets}`` ``author``, ``search``, ``limit``  the repos, newest first
 - ``GET    /api/{models|datasets}/{repo}[/revision/{rev}]``       info (``siblings``, ``sha``, ...)
-- ``POST   /api/{type}s/{repo}/preupload/{rev}``                 each file's upload mode (regular / lfs)
+- ``PUT    /api/{type}s/{repo}/settings`` ``{"visibility"}`` (or ``{"private"}``)
+- ``GET    /api/{type}s/{repo}/auth-check[/write]``
+- ``POST   /api/{type}s/{repo}/preupload/{rev}``                 each file's upload mode (regular / lfs, by
+  size, content and the branch's ``.gitattributes``) and ``shouldIgnore`` (the commit's ``gitIgnore`` or
+  the branch's ``.gitignore``)
 - ``GET    /api/{type}s/{repo}/xet-write-token/{rev}`` | ``xet-read-token``  a token for the Xet CAS
 - ``POST   /api/{type}s/{repo}/commit/{rev}``                    NDJSON header + file / lfsFile /
-  deletedFile / deletedFolder
-- ``GET    /api/{type}s/{repo}/tree/{rev}[/{path}]``              ``recursive=true|false``
-- ``POST   /api/{type}s/{repo}/paths-info/{rev}``                ``paths=...`` (form or JSON)
-- ``GET    /api/{type}s/{repo}/refs`` | ``/commits/{rev}``
+  deletedFile / deletedFolder (a deletedFile naming a folder deletes it); a stale ``parentCommit`` is a 412
+- ``GET    /api/{type}s/{repo}/tree/{rev}[/{path}]``              ``recursive=true|false``, ``expand=true``
+  (each entry's ``lastCommit``)
+- ``POST   /api/{type}s/{repo}/paths-info/{rev}``                ``paths=...`` (form or JSON), ``expand``
+- ``GET    /api/{type}s/{repo}/refs`` | ``/commits/{rev}`` (``expand[]=formatted``)
 - ``POST|DELETE /api/{type}s/{repo}/branch/{name}``; ``POST /tag/{rev}`` ``{"tag"}``, ``DELETE /tag/{tag}``
 - ``HEAD|GET /{repo}/resolve/{rev}/{path}``, ``/datasets/{repo}/resolve/...``  the file, with ``ETag``,
   ``X-Repo-Commit``, and ``X-Linked-Etag`` / ``X-Linked-Size`` for LFS files
-- ``POST   /api/validate-yaml``                                   accepts any README metadata
+- ``POST   /api/validate-yaml``                                   a README's metadata: a warning when it has
+  none, a 400 when it is not a YAML mapping or its ``model-index`` is not a list
 - ``POST   /{repo}.git/info/lfs/objects/batch`` (and ``/datasets/...``): the legacy LFS upload of a file
   huggingface_hub cannot send through Xet (an open binary buffer): ``basic`` transfer to a signed
   ``PUT /api/lfs-upload/{sha256}/{size}?sig=...``, checked against its digest and size
 
 A missing repo, revision or file is a 404 with the Hub's ``X-Error-Code`` (``RepoNotFound``,
-``RevisionNotFound``, ``EntryNotFound``), so huggingface_hub raises its own exception classes.
-Revisions and paths are read from the raw (percent-encoded) URL: a branch ``a/b`` arrives as
-``a%2Fb`` and is one segment. Pull requests (``create_pr``) are refused with a 400.
+``RevisionNotFound``, ``EntryNotFound``) and an ``X-Request-Id``, so huggingface_hub raises its own
+exception classes with its own text. A revision is a branch, a tag, ``refs/heads/x``, ``refs/tags/x``
+or a commit id (full, or a prefix of 7 or more that names one commit). Repo ids are case-insensitive.
+Revisions and paths are read from the raw (percent-encoded) URL: a branch ``a/b`` arrives as ``a%2Fb``
+and is one segment. Pull requests (``create_pr``) are refused with a 400.
+
+Without any Authorization header (``token=False``), the reads of a public repo (info, tree,
+paths-info, refs, commits, auth-check, resolve, the listings) are served, as on the Hub; a private or
+missing repo is then a 401 ``RepoNotFound`` alike, and every other call the app's 401. Such a caller
+gets an LFS file's bytes over HTTP, never a Xet CAS token (those are not scoped to a repo here).
 """
 
 from __future__ import annotations
@@ -29,6 +44,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import hmac
+import html
 import json
 import secrets
 from typing import Any
@@ -39,19 +55,47 @@ from starlette.responses import FileResponse, JSONResponse, Response
 
 from console.server import xetclient
 from console.server.buckets import LocalHub, check_path, check_repo_id
-from console.server.repos import HubError, RepoStore, check_ref_name, check_type, open_repo_store
+from console.server.repos import (
+    HubError,
+    RepoStore,
+    check_card_metadata,
+    check_ref_name,
+    check_type,
+    open_repo_store,
+)
 from console.server.wire import ApiError, check_unicode, iso, read_json_body
 
 MAX_COMMIT_BYTES = 512 * 1024 * 1024
 """The largest commit body read (regular files travel in it, base64)."""
 
 
-def _coded(exc: HubError) -> Response:
+ANONYMOUS = "console.anonymous"
+"""The request-scope key the app's guard sets on a request that came without any Authorization
+header to a route that serves public reads (marked `public_reads`)."""
+INVALID_CREDENTIALS = "Invalid credentials in Authorization header"
+REPO_NOT_FOUND = "Repository not found"
+"""The Hub's words for a repo that is missing or not visible to the caller (huggingface_hub shows
+its own longer text and adds this only when it says something more)."""
+_READS = {("GET", ""), ("GET", "revision"), ("GET", "tree"), ("GET", "refs"), ("GET", "commits"),
+          ("POST", "paths-info"), ("GET", "auth-check")}
+"""The repo API calls a caller without a token may make, on a public repo."""
+
+
+def _coded(exc: ApiError) -> Response:
     header = "".join(ch if " " <= ch <= "~" else "?" for ch in exc.message[:500])
-    headers = {"X-Error-Message": header}
+    headers = {"X-Error-Message": header, "X-Request-Id": secrets.token_hex(12)}
     if exc.code:
         headers["X-Error-Code"] = exc.code
     return JSONResponse({"error": exc.message}, status_code=exc.status, headers=headers)
+
+
+def _anonymous(request: Request) -> bool:
+    return bool(request.scope.get(ANONYMOUS))
+
+
+def _public(fn: Any) -> Any:
+    fn.public_reads = True
+    return fn
 
 
 def repo_routes(
@@ -90,10 +134,26 @@ def repo_routes(
         async def handler(request: Request) -> Response:
             try:
                 return await fn(request)
-            except HubError as exc:
+            except ApiError as exc:  # with a request id, as the Hub's errors have
                 return _coded(exc)
 
+        if getattr(fn, "public_reads", False):
+            _public(handler)
         return handler
+
+    def visible(s: RepoStore, request: Request, repo_type: str, repo_id: str, read: bool = False) -> str:
+        """The stored id of the repo `repo_id` names (in any case; for a `read`, also the id a
+        renamed repo had), if this caller may see it: any repo with the token, a public one without
+        (else 401, as the Hub answers an anonymous caller, for a private repo and a missing one
+        alike)."""
+        found = s.canonical(repo_type, repo_id, follow_renames=read) if _valid_id(repo_id) else None
+        if _anonymous(request):
+            if found is None or s.private(repo_type, found):
+                raise HubError(401, REPO_NOT_FOUND, "RepoNotFound")
+            return found
+        if found is None:
+            raise HubError(404, REPO_NOT_FOUND, "RepoNotFound")
+        return found
 
     # -- create / delete -------------------------------------------------------------------
 
@@ -124,12 +184,51 @@ def repo_routes(
 
     async def delete(request: Request) -> Response:
         repo_type, repo_id = repo_from_body(await read_json_body(request))
-        await call(store().delete, repo_type, repo_id)
+        s = store()
+        await call(s.delete, repo_type, visible(s, request, repo_type, repo_id))
+        return JSONResponse({})
+
+    async def move(request: Request) -> Response:
+        """``POST /api/repos/move`` ``{"fromRepo", "toRepo", "type"}``: rename a model or dataset repo,
+        or a bucket (``type: bucket``), within the namespaces served here."""
+        payload = await read_json_body(request)
+        if not isinstance(payload, dict):
+            raise ApiError(400, "the body must be a JSON object with fromRepo, toRepo and type")
+        src, dst, kind = payload.get("fromRepo"), payload.get("toRepo"), payload.get("type", "model")
+        for field, value in (("fromRepo", src), ("toRepo", dst)):
+            if not isinstance(value, str) or not value:
+                raise ApiError(400, f"{field}: expected namespace/name")
+        if kind == "bucket":
+            await call(hub.buckets.move, check_repo_id(src), check_repo_id(dst), namespace)
+            return JSONResponse({})
+        repo_type = check_type(kind)
+        s = store()
+        await call(s.move, repo_type, visible(s, request, repo_type, src), check_repo_id(dst, f"{repo_type} repo"))
         return JSONResponse({})
 
     async def validate_yaml(request: Request) -> Response:
-        await read_json_body(request)
-        return JSONResponse({"errors": [], "warnings": []})
+        payload = await read_json_body(request)
+        content = payload.get("content") if isinstance(payload, dict) else None
+        if not isinstance(content, str):
+            raise ApiError(400, "content: expected the README's text")
+        errors, warnings = check_card_metadata(content)
+        return JSONResponse({"errors": errors, "warnings": warnings}, status_code=400 if errors else 200)
+
+    def listing(repo_type: str) -> Any:
+        async def handler(request: Request) -> Response:
+            """``GET /api/{models|datasets}`` (``author``, ``search``, ``limit``): a caller without a
+            token sees the public repos only."""
+            params = request.query_params
+            limit_text = params.get("limit", "1000")
+            if not limit_text.isdigit() or not 1 <= int(limit_text) <= 10_000:
+                raise ApiError(400, "limit: expected a whole number from 1 to 10000")
+            if params.getlist("filter"):  # tags: the repos here carry none
+                return JSONResponse([])
+            items = await call(store().listing, repo_type, params.get("author"), params.get("search"),
+                               _anonymous(request), int(limit_text))
+            return JSONResponse(items)
+
+        return _public(handler)
 
     # -- /api/{type}s/{repo}/... ---------------------------------------------------------
 
@@ -139,17 +238,22 @@ def repo_routes(
         async def dispatch(request: Request) -> Response:
             parts = segments(request, prefix)
             method = request.method
+            anonymous = _anonymous(request)
             if len(parts) < 2 or not parts[1]:
+                if anonymous:
+                    raise HubError(401, REPO_NOT_FOUND, "RepoNotFound")
                 if repo_type == "model" and method == "GET" and "/".join(parts) in known_models:
                     return known_model("/".join(parts))
-                raise HubError(404, f"{repo_type} repository {'/'.join(parts)[:200]!r} not found", "RepoNotFound")
+                raise HubError(404, REPO_NOT_FOUND, "RepoNotFound")
             repo_id = f"{parts[0]}/{parts[1]}"
             action, rest = (parts[2], parts[3:]) if len(parts) > 2 else ("", [])
+            if anonymous and (method, action) not in _READS:
+                raise ApiError(401, INVALID_CREDENTIALS)
             s = store()
-            if not _valid_id(repo_id) or not s.exists(repo_type, repo_id):
-                if repo_type == "model" and action in ("", "revision") and method == "GET" and repo_id in known_models:
-                    return known_model(repo_id)
-                raise HubError(404, f"{repo_type} repository {repo_id[:200]!r} not found", "RepoNotFound")
+            if not anonymous and repo_type == "model" and action in ("", "revision") and method == "GET" \
+                    and repo_id in known_models and s.canonical(repo_type, repo_id) is None:
+                return known_model(repo_id)
+            repo_id = visible(s, request, repo_type, repo_id, read=(method, action) in _READS)
             rev = rest[0] if rest else "main"
             if action in ("", "revision") and method == "GET":
                 if action == "revision" and (len(rest) != 1 or not rest[0]):
@@ -161,7 +265,8 @@ def repo_routes(
                 no_pr(request)
                 payload = await read_json_body(request)
                 files = payload.get("files") if isinstance(payload, dict) else None
-                return JSONResponse(await call(s.upload_modes, repo_type, repo_id, rev, files))
+                gitignore = payload.get("gitIgnore") if isinstance(payload, dict) else None
+                return JSONResponse(await call(s.upload_modes, repo_type, repo_id, rev, files, gitignore))
             if action in ("xet-write-token", "xet-read-token") and method == "GET":
                 if action == "xet-write-token":
                     no_pr(request)
@@ -177,19 +282,34 @@ def repo_routes(
                 at = await call(s.resolve, repo_type, repo_id, rev)
                 path = "/".join(rest[1:])
                 recursive = request.query_params.get("recursive", "false").lower() in ("true", "1")
-                return JSONResponse(await call(s.tree_listing, at, path, recursive))
+                items = await call(s.tree_listing, at, path, recursive)
+                if request.query_params.get("expand", "false").lower() in ("true", "1"):
+                    items = await call(s.add_last_commits, repo_type, repo_id, at, items)
+                return JSONResponse(items)
             if action == "paths-info" and method == "POST":
                 at = await call(s.resolve, repo_type, repo_id, rev)
-                wanted = await paths_from_body(request)
-                return JSONResponse(await call(s.paths_info, at, wanted))
+                wanted, expand = await paths_from_body(request)
+                items = await call(s.paths_info, at, wanted)
+                if expand:
+                    items = await call(s.add_last_commits, repo_type, repo_id, at, items)
+                return JSONResponse(items)
+            if action == "auth-check" and method == "GET" and rest in ([], ["write"]):
+                if anonymous and rest:
+                    raise ApiError(401, INVALID_CREDENTIALS)
+                return JSONResponse({})
+            if action == "settings" and method == "PUT" and not rest:
+                return await settings(request, s, repo_type, repo_id)
             if action == "refs" and method == "GET":
                 return JSONResponse(await call(s.refs, repo_type, repo_id))
             if action == "commits" and method == "GET":
                 history = await call(s.history, repo_type, repo_id, rev)
                 author = [{"user": repo_id.split("/")[0]}]
+                formatted = "formatted" in request.query_params.getlist("expand[]")
                 return JSONResponse([
                     {"id": c.oid, "title": c.title, "message": c.message, "date": iso(c.created_at),
-                     "authors": author} for c in history
+                     "authors": author, **({"formatted": {"title": html.escape(c.title),
+                                                          "message": html.escape(c.message)}} if formatted else {})}
+                    for c in history
                 ])
             if action == "branch" and method in ("POST", "DELETE") and len(rest) == 1:
                 name = check_ref_name(rest[0], "branch")
@@ -208,12 +328,32 @@ def repo_routes(
                     return JSONResponse({})
                 payload = await read_json_body(request)
                 tag = payload.get("tag") if isinstance(payload, dict) else None
-                await call(s.create_ref, repo_type, repo_id, "tag", check_ref_name(tag, "tag"), rev)
+                await call(s.create_ref, repo_type, repo_id, "tag", tag, rev)  # the revision is checked first
                 return JSONResponse({})
             raise ApiError(404, f"{method} {request.url.path[:200]} is not a {repo_type} repo call the local "
                            "Hub serves")
 
-        return dispatch
+        return _public(dispatch)
+
+    async def settings(request: Request, s: RepoStore, repo_type: str, repo_id: str) -> Response:
+        """``PUT /api/{type}s/{repo}/settings`` ``{"visibility": "public"|"private"}`` (or ``"private"``);
+        gated access is for Hub users other than the owner, whom this server does not have."""
+        payload = await read_json_body(request)
+        if not isinstance(payload, dict):
+            raise ApiError(400, "the body must be a JSON object of settings")
+        gated = payload.get("gated")
+        if gated not in (None, False):
+            raise ApiError(400, "gated: gated repos are not supported by the local Hub (it has one user)")
+        visibility, private = payload.get("visibility"), payload.get("private")
+        if visibility is not None:
+            if visibility not in ("public", "private"):
+                raise ApiError(400, f"visibility: expected public or private, got {str(visibility)[:40]!r}")
+            private = visibility == "private"
+        if private is not None:
+            if not isinstance(private, bool):
+                raise ApiError(400, "private: expected true or false")
+            await call(s.set_private, repo_type, repo_id, private)
+        return JSONResponse({})
 
     def no_pr(request: Request) -> None:
         if request.query_params.get("create_pr") not in (None, "", "0", "false"):
@@ -225,19 +365,22 @@ def repo_routes(
                              "private": False, "gated": False, "disabled": False,
                              "siblings": [{"rfilename": "config.json"}]})
 
-    async def paths_from_body(request: Request) -> list[str]:
+    async def paths_from_body(request: Request) -> tuple[list[str], bool]:
+        """The paths asked for, and whether their last commits are (``expand``)."""
         raw = await request.body()
         if request.headers.get("content-type", "").startswith("application/json"):
             payload = await read_json_body(request)
             wanted = payload.get("paths") if isinstance(payload, dict) else None
+            expand = payload.get("expand") if isinstance(payload, dict) else None
         else:
             try:
-                wanted = parse_qs(raw.decode(), keep_blank_values=True, strict_parsing=False).get("paths")
+                form = parse_qs(raw.decode(), keep_blank_values=True, strict_parsing=False)
             except UnicodeDecodeError:
                 raise ApiError(400, "paths: the body must be UTF-8") from None
+            wanted, expand = form.get("paths"), (form.get("expand") or [None])[-1]
         if not isinstance(wanted, list) or not all(isinstance(p, str) for p in wanted):
             raise ApiError(400, "paths: expected a list of paths")
-        return wanted
+        return wanted, expand is True or str(expand).lower() in ("true", "1")
 
     async def commit(request: Request, s: RepoStore, repo_type: str, repo_id: str, branch: str) -> Response:
         no_pr(request)
@@ -273,8 +416,7 @@ def repo_routes(
         async def batch(request: Request) -> Response:
             repo_id = check_repo_id(f"{request.path_params['ns']}/{request.path_params['name']}", f"{repo_type} repo")
             s = store()
-            if not s.exists(repo_type, repo_id):
-                raise HubError(404, f"{repo_type} repository {repo_id!r} not found", "RepoNotFound")
+            visible(s, request, repo_type, repo_id)
             payload = await read_json_body(request)
             if not isinstance(payload, dict) or payload.get("operation") != "upload":
                 raise ApiError(400, 'operation: only "upload" is served (downloads go through resolve)')
@@ -335,8 +477,7 @@ def repo_routes(
                 raise ApiError(404, f"{request.url.path[:200]}: expected /{{repo}}/resolve/{{revision}}/{{path}}")
             repo_id, rev, path = f"{parts[0]}/{parts[1]}", parts[3], "/".join(parts[4:])
             s = store()
-            if not _valid_id(repo_id) or not s.exists(repo_type, repo_id):
-                raise HubError(404, f"{repo_type} repository {repo_id[:200]!r} not found", "RepoNotFound")
+            repo_id = visible(s, request, repo_type, repo_id, read=True)
             try:
                 check_path(path)
             except ApiError:
@@ -349,8 +490,10 @@ def repo_routes(
             if entry.lfs:
                 headers.update({"ETag": f'"{entry.sha256}"', "X-Linked-Etag": f'"{entry.sha256}"',
                                 "X-Linked-Size": str(entry.size)})
-                xet_hash = await call(hub.cas.file_for_sha256, entry.sha256)
-                if xet_hash is not None:  # as the Hub does for Xet files: the client reads it from the CAS
+                # as the Hub does for Xet files: the client reads it from the CAS (a caller without a
+                # token is sent the bytes over HTTP instead: the CAS tokens here are not per repo)
+                xet_hash = None if _anonymous(request) else await call(hub.cas.file_for_sha256, entry.sha256)
+                if xet_hash is not None:
                     kind = "datasets" if repo_type == "dataset" else "models"
                     headers.update({"X-Xet-Hash": xet_hash, "X-Xet-Refresh-Route":
                                     f"{base(request)}/api/{kind}/{repo_id}/xet-read-token/{at.oid}"})
@@ -360,18 +503,27 @@ def repo_routes(
                 return Response(b"", headers={**headers, "Content-Length": str(entry.size)})
             return FileResponse(s.blob_path(entry.sha256), headers=headers)
 
-        return resolve
+        return _public(resolve)
+
+    async def resolve_one_segment(request: Request) -> Response:
+        """``/{name}/resolve/...``: a repo id without its namespace names no repo here."""
+        raise HubError(401 if _anonymous(request) else 404, REPO_NOT_FOUND, "RepoNotFound")
 
     routes = [
         ("/datasets/{ns}/{name}.git/info/lfs/objects/batch", lfs_batch("dataset"), ["POST"]),
         ("/{ns}/{name}.git/info/lfs/objects/batch", lfs_batch("model"), ["POST"]),
         ("/api/repos/create", create, ["POST"]),
         ("/api/repos/delete", delete, ["DELETE"]),
+        ("/api/repos/move", move, ["POST"]),
         ("/api/validate-yaml", validate_yaml, ["POST"]),
-        ("/api/models/{rest:path}", api_dispatch("model"), ["GET", "POST", "DELETE"]),
-        ("/api/datasets/{rest:path}", api_dispatch("dataset"), ["GET", "POST", "DELETE"]),
+        ("/api/models", listing("model"), ["GET"]),
+        ("/api/datasets", listing("dataset"), ["GET"]),
+        ("/api/models/{rest:path}", api_dispatch("model"), ["GET", "POST", "PUT", "DELETE"]),
+        ("/api/datasets/{rest:path}", api_dispatch("dataset"), ["GET", "POST", "PUT", "DELETE"]),
         ("/datasets/{ns}/{name}/resolve/{rest:path}", resolver("dataset"), ["GET", "HEAD"]),
         ("/{ns}/{name}/resolve/{rest:path}", resolver("model"), ["GET", "HEAD"]),
+        ("/datasets/{name}/resolve/{rest:path}", _public(resolve_one_segment), ["GET", "HEAD"]),
+        ("/{name}/resolve/{rest:path}", _public(resolve_one_segment), ["GET", "HEAD"]),
     ]
     guarded = [(path, coded(fn), methods) for path, fn, methods in routes]
     return guarded, [("/api/lfs-upload/{oid}/{size}", lfs_put, ["PUT"])]

@@ -19,6 +19,7 @@ import binascii
 import hashlib
 import json
 import os
+import re
 import shutil
 import sqlite3
 import threading
@@ -29,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from console.server import paths
-from console.server.buckets import LocalHub, check_path, check_repo_id
+from console.server.buckets import LocalHub, check_repo_id
 from console.server.wire import ApiError, iso
 from console.server.xetcas import CasStore
 
@@ -126,6 +127,137 @@ def check_ref_name(name: Any, field: str) -> str:
     return name
 
 
+def check_repo_path(path: str, field: str = "path") -> str:
+    """A file path in a repo: relative, no empty, `.` or `..` part, and not leading up from its
+    start with a Windows separator either (`..\\x`); anything else is a 422, as on the Hub (which
+    keeps a backslash later in a name as a character of it)."""
+    parts = path.split("/")
+    if not path or path.startswith("/") or "\0" in path or any(p in ("", ".", "..") for p in parts) \
+            or path.startswith(("..\\", ".\\", "\\")):
+        raise ApiError(422, f"{field}: invalid path {path[:200]!r}")
+    return path
+
+
+def check_card_metadata(content: str) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
+    """(errors, warnings) of a README's YAML metadata, as the Hub's `validate-yaml` gives them:
+    a warning when there is none, an error when it is not a YAML mapping or its `model-index`
+    is not a list (the Hub checks more fields than this)."""
+    import yaml  # huggingface_hub's own dependency
+
+    match = re.match(r"\A\ufeff?\s*---[ \t]*\r?\n(.*?)(?:\r?\n)?^---[ \t]*$", content, re.DOTALL | re.MULTILINE)
+    if match is None or not match.group(1).strip():
+        return [], [{"message": "empty or missing yaml metadata in repo card"}]
+    try:
+        data = yaml.safe_load(match.group(1))
+    except yaml.YAMLError as exc:
+        return [{"message": f"the metadata is not valid YAML: {str(exc)[:300]}"}], []
+    if data is None:
+        return [], [{"message": "empty or missing yaml metadata in repo card"}]
+    if not isinstance(data, dict):
+        return [{"message": "the metadata must be a YAML mapping"}], []
+    if "model-index" in data and not isinstance(data["model-index"], list):
+        return [{"message": '"model-index" must be an array'}], []
+    return [], []
+
+
+def _glob_regex(pattern: str) -> str:
+    """A gitignore / gitattributes glob as a regex fragment (`*` stays within a folder, `**` does not)."""
+    out, i = [], 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif ch == "*":
+            out.append("[^/]*")
+            i += 1
+        elif ch == "?":
+            out.append("[^/]")
+            i += 1
+        elif ch == "[" and "]" in pattern[i + 2:]:
+            end = pattern.index("]", i + 2)
+            body = pattern[i + 1:end]
+            body = "^" + body[1:] if body.startswith("!") else body
+            out.append("[" + body.replace("\\", "\\\\").replace("[", "\\[") + "]")
+            i = end + 1
+        elif ch == "\\" and i + 1 < len(pattern):
+            out.append(re.escape(pattern[i + 1]))
+            i += 2
+        else:
+            out.append(re.escape(ch))
+            i += 1
+    return "".join(out)
+
+
+def gitignore_matcher(text: str) -> Callable[[str], bool]:
+    """Whether a repo path is ignored by a `.gitignore` (the last matching rule wins; `!` re-includes;
+    a rule with a `/` is anchored at the root; a trailing `/` matches folders only)."""
+    rules: list[tuple[re.Pattern[str], bool]] = []
+    for raw in text.splitlines():
+        line = raw.rstrip()
+        if not line or line.startswith("#"):
+            continue
+        negate = line.startswith("!")
+        line = line[1:] if negate else line
+        folder_only = line.endswith("/")
+        line = line.rstrip("/")
+        if not line:
+            continue
+        anchored = "/" in line
+        body = _glob_regex(line.lstrip("/"))
+        lead = "" if anchored else "(?:.*/)?"
+        tail = "/.+" if folder_only else "(?:/.*)?"
+        try:
+            rules.append((re.compile(f"^{lead}{body}{tail}$", re.DOTALL), not negate))
+        except re.error:
+            continue
+
+    def ignored(path: str) -> bool:
+        verdict = False
+        for rx, value in rules:
+            if rx.match(path):
+                verdict = value
+        return verdict
+
+    return ignored
+
+
+def lfs_matcher(gitattributes: str) -> Callable[[str], bool]:
+    """Whether a `.gitattributes` puts a path under `filter=lfs` (the last line naming the filter
+    for a matching pattern wins; a pattern without a `/` matches the file name in any folder)."""
+    rules: list[tuple[re.Pattern[str], bool]] = []
+    for raw in gitattributes.splitlines():
+        fields = raw.split()
+        if not fields or fields[0].startswith("#"):
+            continue
+        pattern, attrs = fields[0], fields[1:]
+        value = None
+        for attr in attrs:
+            if attr == "filter=lfs":
+                value = True
+            elif attr in ("-filter", "!filter") or attr.startswith("filter="):
+                value = False
+        if value is None:
+            continue
+        lead = "" if "/" in pattern.rstrip("/") else "(?:.*/)?"
+        try:
+            rules.append((re.compile(f"^{lead}{_glob_regex(pattern.lstrip('/'))}$", re.DOTALL), value))
+        except re.error:
+            continue
+
+    def lfs(path: str) -> bool:
+        verdict = False
+        for rx, value in rules:
+            if rx.match(path):
+                verdict = value
+        return verdict
+
+    return lfs
+
+
 class RepoStore:
     """Every model and dataset repo of the local Hub stand-in (one SQLite file, one blob store)."""
 
@@ -146,6 +278,8 @@ class RepoStore:
                 created_at REAL, tree TEXT, PRIMARY KEY (type, repo, oid));
             CREATE TABLE IF NOT EXISTS refs (
                 type TEXT, repo TEXT, kind TEXT, name TEXT, oid TEXT, PRIMARY KEY (type, repo, kind, name));
+            CREATE TABLE IF NOT EXISTS renames (
+                type TEXT, old TEXT COLLATE NOCASE, new TEXT, PRIMARY KEY (type, old));
             """
         )
         self._lock = threading.RLock()
@@ -162,6 +296,22 @@ class RepoStore:
 
     def exists(self, repo_type: str, repo_id: str) -> bool:
         return bool(self._q("SELECT 1 FROM repos WHERE type = ? AND id = ?", (repo_type, repo_id)))
+
+    def canonical(self, repo_type: str, repo_id: str, follow_renames: bool = False) -> str | None:
+        """The stored id of a repo named in any case (repo ids are case-insensitive on the Hub), or None.
+        With `follow_renames`, an id a repo had before it was moved names it too (as the Hub
+        redirects reads of a renamed repo)."""
+        if self.exists(repo_type, repo_id):
+            return repo_id
+        rows = self._q("SELECT id FROM repos WHERE type = ? AND id = ? COLLATE NOCASE ORDER BY id LIMIT 1",
+                       (repo_type, repo_id))
+        if rows:
+            return rows[0][0]
+        if follow_renames:
+            rows = self._q("SELECT new FROM renames WHERE type = ? AND old = ?", (repo_type, repo_id))
+            if rows:
+                return self.canonical(repo_type, rows[0][0])
+        return None
 
     def require(self, repo_type: str, repo_id: str) -> None:
         if not self.exists(repo_type, repo_id):
@@ -180,11 +330,14 @@ class RepoStore:
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
-                cur = self._db.execute("INSERT OR IGNORE INTO repos VALUES (?, ?, ?, ?)",
-                                       (repo_type, repo_id, int(private), now))
-                if cur.rowcount != 1:
+                taken = self._db.execute("SELECT 1 FROM repos WHERE type = ? AND id = ? COLLATE NOCASE",
+                                         (repo_type, repo_id)).fetchall()
+                cur = None if taken else self._db.execute("INSERT OR IGNORE INTO repos VALUES (?, ?, ?, ?)",
+                                                          (repo_type, repo_id, int(private), now))
+                if cur is None or cur.rowcount != 1:
                     self._db.execute("ROLLBACK")
                     return False
+                self._db.execute("DELETE FROM renames WHERE type = ? AND old = ?", (repo_type, repo_id))
                 oid = self._insert_commit(repo_type, repo_id, None, "initial commit", "", now, tree)
                 self._db.execute("INSERT INTO refs VALUES (?, ?, 'branch', ?, ?)",
                                  (repo_type, repo_id, DEFAULT_BRANCH, oid))
@@ -200,10 +353,72 @@ class RepoStore:
         with self._lock:
             self.require(repo_type, repo_id)
             self._db.execute("BEGIN IMMEDIATE")
-            for table, col in (("refs", "repo"), ("commits", "repo"), ("repos", "id")):
+            for table, col in (("refs", "repo"), ("commits", "repo"), ("repos", "id"), ("renames", "new")):
                 self._db.execute(f"DELETE FROM {table} WHERE type = ? AND {col} = ?", (repo_type, repo_id))
             self._db.execute("COMMIT")
             shutil.rmtree(self.checkout_dir(repo_type, repo_id), ignore_errors=True)
+
+    def set_private(self, repo_type: str, repo_id: str, private: bool) -> None:
+        with self._lock:
+            self.require(repo_type, repo_id)
+            self._db.execute("UPDATE repos SET private = ? WHERE type = ? AND id = ?",
+                             (int(private), repo_type, repo_id))
+
+    def move(self, repo_type: str, from_id: str, to_id: str) -> None:
+        """Rename a repo (its commits, refs and checkout go with it); 409 if `to_id` is taken."""
+        check_repo_id(to_id, f"{repo_type} repo")
+        if to_id.split("/")[0] not in (self.namespace, *HUB_ORGS):
+            raise ApiError(403, f"toRepo: {to_id.split('/')[0]!r} is not served here: this local server holds "
+                           f"{self.namespace!r}'s repos and {', '.join(map(repr, HUB_ORGS))}'s")
+        with self._lock:
+            self.require(repo_type, from_id)
+            clash = self._db.execute("SELECT id FROM repos WHERE type = ? AND id = ? COLLATE NOCASE",
+                                     (repo_type, to_id)).fetchall()
+            if clash and [r[0] for r in clash] != [from_id]:
+                raise ApiError(409, f"A {repo_type} repository called {to_id} already exists")
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                for table, col in (("refs", "repo"), ("commits", "repo"), ("repos", "id")):
+                    self._db.execute(f"UPDATE {table} SET {col} = ? WHERE type = ? AND {col} = ?",
+                                     (to_id, repo_type, from_id))
+                # reads of the old id (and of ids that led to it) now lead to the new one
+                self._db.execute("DELETE FROM renames WHERE type = ? AND old = ?", (repo_type, to_id))
+                self._db.execute("UPDATE renames SET new = ? WHERE type = ? AND new = ?", (to_id, repo_type, from_id))
+                self._db.execute("INSERT OR REPLACE INTO renames VALUES (?, ?, ?)", (repo_type, from_id, to_id))
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            old, new = self.checkout_dir(repo_type, from_id), self.checkout_dir(repo_type, to_id)
+            if old.exists() and old != new:
+                new.parent.mkdir(parents=True, exist_ok=True)
+                shutil.rmtree(new, ignore_errors=True)
+                os.replace(old, new)
+
+    def listing(self, repo_type: str, author: str | None, search: str | None, public_only: bool,
+                limit: int) -> list[dict[str, Any]]:
+        """The repos of a type, newest first, as the Hub lists them (`author`, `search` in the name,
+        any case); `public_only` for a caller without a token."""
+        rows = self._q("SELECT id, private, created_at FROM repos WHERE type = ? ORDER BY created_at DESC, id",
+                       (repo_type,))
+        out = []
+        for repo_id, private, created in rows:
+            if (public_only and private) or (author and repo_id.split("/")[0].lower() != author.lower()):
+                continue
+            if search and search.lower() not in repo_id.lower():
+                continue
+            head = self.ref(repo_type, repo_id, "branch", DEFAULT_BRANCH)
+            item: dict[str, Any] = {
+                "_id": hashlib.sha1(f"{repo_type}/{repo_id}".encode()).hexdigest()[:24], "id": repo_id,
+                "author": repo_id.split("/")[0], "private": bool(private), "createdAt": iso(created),
+                "sha": head, "downloads": 0, "likes": 0, "tags": [],
+            }
+            if repo_type == "model":
+                item["modelId"] = repo_id
+            out.append(item)
+            if len(out) >= limit:
+                break
+        return out
 
     def private(self, repo_type: str, repo_id: str) -> bool:
         rows = self._q("SELECT private FROM repos WHERE type = ? AND id = ?", (repo_type, repo_id))
@@ -251,6 +466,11 @@ class RepoStore:
                 return self.commit(repo_type, repo_id, oid)
         if len(revision) == 40 and all(c in "0123456789abcdef" for c in revision):
             return self.commit(repo_type, repo_id, revision)
+        if 7 <= len(revision) < 40 and all(c in "0123456789abcdef" for c in revision):
+            rows = self._q("SELECT oid FROM commits WHERE type = ? AND repo = ? AND substr(oid, 1, ?) = ? LIMIT 2",
+                           (repo_type, repo_id, len(revision), revision))
+            if len(rows) == 1:  # a commit's short id, as git takes it when it names one commit only
+                return self.commit(repo_type, repo_id, rows[0][0])
         raise HubError(404, f"revision {revision[:200]!r} not found in {repo_type} repo {repo_id!r}",
                        "RevisionNotFound")
 
@@ -272,22 +492,24 @@ class RepoStore:
         return out
 
     def create_ref(self, repo_type: str, repo_id: str, kind: str, name: str, revision: str) -> None:
-        """A new branch or tag at `revision`; 409 if one of that name exists."""
-        check_ref_name(name, "branch" if kind == "branch" else "tag")
+        """A new branch or tag at `revision` (RevisionNotFound first, as on the Hub); 409 if one of
+        that name exists."""
         with self._lock:
             target = self.resolve(repo_type, repo_id, revision)
+            check_ref_name(name, "branch" if kind == "branch" else "tag")
             if self.ref(repo_type, repo_id, kind, name) is not None:
-                raise ApiError(409, f"{'branch' if kind == 'branch' else 'tag'} {name!r} already exists")
+                full = f"refs/{'heads' if kind == 'branch' else 'tags'}/{name}"
+                raise ApiError(409, f"Reference {full} already exists")
             self._db.execute("INSERT INTO refs VALUES (?, ?, ?, ?, ?)", (repo_type, repo_id, kind, name, target.oid))
 
     def delete_ref(self, repo_type: str, repo_id: str, kind: str, name: str) -> None:
         with self._lock:
             self.require(repo_type, repo_id)
             if kind == "branch" and name == DEFAULT_BRANCH:
-                raise ApiError(403, f"branch: the default branch {DEFAULT_BRANCH!r} cannot be deleted")
+                raise ApiError(403, f"Cannot delete refs/heads/{DEFAULT_BRANCH}: it is the default branch")
             if self.ref(repo_type, repo_id, kind, name) is None:
-                raise HubError(404, f"{'branch' if kind == 'branch' else 'tag'} {name[:200]!r} not found",
-                               "RevisionNotFound")
+                what = "branch" if kind == "branch" else "tag"
+                raise HubError(404, f"Invalid rev id: {name[:200]} (no {what} of that name)", "RevisionNotFound")
             self._db.execute("DELETE FROM refs WHERE type = ? AND repo = ? AND kind = ? AND name = ?",
                              (repo_type, repo_id, kind, name))
 
@@ -352,11 +574,22 @@ class RepoStore:
 
     # -- commits -------------------------------------------------------------------------
 
-    def upload_modes(self, repo_type: str, repo_id: str, revision: str, files: Any) -> dict[str, Any]:
-        """The preupload answer: each file's upload mode and the oid it has at `revision`."""
+    def upload_modes(self, repo_type: str, repo_id: str, revision: str, files: Any,
+                     gitignore: Any = None) -> dict[str, Any]:
+        """The preupload answer: each file's upload mode and the oid it has at `revision`, as the Hub
+        gives it: LFS for a big or binary file or one the branch's `.gitattributes` puts under
+        `filter=lfs`; `shouldIgnore` for one that `gitignore` (the `.gitignore` the commit brings)
+        or else the branch's `.gitignore` excludes."""
         if not isinstance(files, list):
             raise ApiError(400, 'files: the body must be {"files": [{"path", "size", "sample"}, ...]}')
+        if gitignore is not None and not isinstance(gitignore, str):
+            raise ApiError(400, "gitIgnore: expected the text of a .gitignore")
         tree = self._head_tree(repo_type, repo_id, revision)
+        attributes = self._text(tree.get(".gitattributes")) if tree is not None else None
+        in_lfs = lfs_matcher(GITATTRIBUTES if attributes is None else attributes)
+        if gitignore is None and tree is not None:
+            gitignore = self._text(tree.get(".gitignore"))
+        ignored = gitignore_matcher(gitignore or "")
         out = []
         for i, item in enumerate(files):
             if not isinstance(item, dict):
@@ -364,19 +597,28 @@ class RepoStore:
             path, size, sample = item.get("path"), item.get("size"), item.get("sample", "")
             if not isinstance(path, str):
                 raise ApiError(400, f"files[{i}].path: expected a string")
-            check_path(path)
+            check_repo_path(path, f"files[{i}].path")
             if not isinstance(size, int) or isinstance(size, bool) or size < 0:
                 raise ApiError(400, f"files[{i}].size: expected a whole number of bytes")
             try:
                 head = base64.b64decode(sample or "", validate=True)
             except (binascii.Error, TypeError, ValueError):
                 raise ApiError(400, f"files[{i}].sample: not base64") from None
-            lfs = size >= MAX_REGULAR_BYTES or b"\0" in head or path.lower().endswith(LFS_SUFFIXES)
+            lfs = size >= MAX_REGULAR_BYTES or b"\0" in head or in_lfs(path)
             entry = tree.get(path) if tree is not None else None
             known = None if entry is None else (entry.sha256 if entry.lfs else entry.oid)
-            out.append({"path": path, "uploadMode": "lfs" if lfs else "regular", "shouldIgnore": False,
+            out.append({"path": path, "uploadMode": "lfs" if lfs else "regular", "shouldIgnore": ignored(path),
                         "oid": known})
         return {"files": out, "commitOid": None}
+
+    def _text(self, entry: Entry | None) -> str | None:
+        """A small regular file's text (a .gitattributes or .gitignore), or None."""
+        if entry is None or entry.lfs or entry.size > 1024 * 1024:
+            return None
+        try:
+            return self.blob_path(entry.sha256).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return None
 
     def _head_tree(self, repo_type: str, repo_id: str, revision: str) -> Tree | None:
         """The tree of branch `revision`, or None for a branch that a commit would create."""
@@ -410,10 +652,12 @@ class RepoStore:
             if not isinstance(value, dict) or not isinstance(value.get("path"), str):
                 raise ApiError(400, f"line {i}: value.path: expected {{\"key\", \"value\": {{\"path\", ...}}}}")
             path = value["path"]
+            if key in ("deletedFile", "deletedFolder"):
+                path = path.rstrip("/")  # a folder may be named with its trailing slash
             try:
-                check_path(path)
+                check_repo_path(path)
             except ApiError:
-                raise ApiError(400, f"line {i}: value.path: invalid path {path[:200]!r}") from None
+                raise ApiError(422, f"line {i}: value.path: invalid path {path[:200]!r}") from None
             if key == "file":
                 content = value.get("content")
                 if not isinstance(content, str):
@@ -437,7 +681,7 @@ class RepoStore:
                     raise ApiError(400, f"line {i}: value.size: expected a whole number of bytes")
                 adds[path] = (None, Entry(oid, size, git_blob_oid(lfs_pointer(oid, size)), True))
             elif key in ("deletedFile", "deletedFolder"):
-                deletes.append((path.rstrip("/"), key == "deletedFolder"))
+                deletes.append((path, key == "deletedFolder"))
             else:
                 raise ApiError(400, f"line {i}: key: unknown operation {str(key)[:40]!r}")
         for data, entry in adds.values():
@@ -451,10 +695,12 @@ class RepoStore:
                 raise HubError(404, f"branch {branch[:200]!r} not found in {repo_type} repo {repo_id!r}",
                                "RevisionNotFound")
             if parent_commit is not None and parent_commit != head:
-                raise ApiError(412, f"parentCommit: {str(parent_commit)[:60]} is not the head of {branch!r} ({head})")
+                raise ApiError(412, "The branch was updated since you opened this page. Please refresh and try "
+                               f"again. (parentCommit {str(parent_commit)[:60]} is not the head of {branch!r}: {head})")
             tree = dict(self.commit(repo_type, repo_id, head).tree)
-            for path, folder in deletes:
-                gone = [p for p in tree if p == path or (folder and p.startswith(path + "/"))]
+            for path, _folder in deletes:
+                # a deletedFile naming a folder deletes the folder, as on the Hub
+                gone = [p for p in tree if p == path or p.startswith(path + "/")]
                 if not gone:
                     raise HubError(404, f"{path[:200]!r} not found in {repo_id!r} at {branch!r}", "EntryNotFound")
                 for p in gone:
@@ -561,6 +807,36 @@ class RepoStore:
                 out.append({"type": "directory", "oid": hashlib.sha1(f"{commit.oid}:{path}".encode()).hexdigest(),
                             "size": 0, "path": path})
         return out
+
+    def add_last_commits(self, repo_type: str, repo_id: str, commit: Commit, items: list[dict[str, Any]],
+                         limit: int = 1000) -> list[dict[str, Any]]:
+        """Give each listed file or folder its `lastCommit` (`expand=true`): the newest commit, from
+        `commit` back, that changed it (within `limit` commits)."""
+        def state(tree: Tree, path: str) -> Any:
+            if path in tree:
+                return tree[path]
+            return tuple(sorted((p, e.oid, e.sha256) for p, e in tree.items() if p.startswith(path + "/"))) or None
+
+        pending = {item["path"] for item in items}
+        found: dict[str, Commit] = {}
+        cur, now = commit, {p: state(commit.tree, p) for p in pending}
+        for _ in range(limit):
+            if not pending:
+                break
+            parent = self.commit(repo_type, repo_id, cur.parent) if cur.parent else None
+            before = {p: state(parent.tree, p) if parent else None for p in pending}
+            for p in list(pending):
+                if before[p] != now[p]:
+                    found[p] = cur
+                    pending.discard(p)
+            if parent is None:
+                break
+            cur, now = parent, before
+        for item in items:
+            c = found.get(item["path"])
+            if c is not None:
+                item["lastCommit"] = {"id": c.oid, "title": c.title, "date": iso(c.created_at)}
+        return items
 
     def info(self, repo_type: str, repo_id: str, commit: Commit, files_metadata: bool) -> dict[str, Any]:
         siblings = []
