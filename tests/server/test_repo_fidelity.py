@@ -319,6 +319,18 @@ def test_settings_and_moves_of_repos(server, api: HfApi, tmp_path) -> None:
     assert exc.value.response.status_code == 403
 
 
+def test_the_hf_cli_moves_repos_and_buckets_and_sets_privacy(server, api: HfApi, hf) -> None:
+    hf("repos", "create", "cli-repo", "--repo-type", "dataset")
+    hf("repos", "settings", f"{NAMESPACE}/cli-repo", "--repo-type", "dataset", "--private")
+    assert api.dataset_info(f"{NAMESPACE}/cli-repo").private is True
+    hf("repos", "move", f"{NAMESPACE}/cli-repo", f"{NAMESPACE}/cli-moved", "--repo-type", "dataset")
+    assert api.dataset_info(f"{NAMESPACE}/cli-moved").private is True
+    assert {d.id for d in api.list_datasets()} == {f"{NAMESPACE}/cli-moved"}
+    hf("buckets", "create", f"{NAMESPACE}/cli-bucket")
+    hf("buckets", "move", f"{NAMESPACE}/cli-bucket", f"{NAMESPACE}/cli-bucket-2")
+    assert api.bucket_info(f"{NAMESPACE}/cli-bucket-2").id == f"{NAMESPACE}/cli-bucket-2"
+
+
 def test_settings_and_moves_of_buckets(server, api: HfApi, hf) -> None:
     bucket = f"{NAMESPACE}/bkt"
     api.create_bucket(bucket)
