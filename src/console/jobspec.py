@@ -587,51 +587,140 @@ def build_submission(
     `owners` (`dataset_owners` of the known fleet): a dataset another tenant trains on is refused.
     A run whose estimated GPU memory does not fit its flavor is refused with the estimate and the
     cheapest flavor that fits. Raises SubmissionError with a reason for anything HF would refuse
-    or the cost model rejects.
+    or the cost model rejects. Its parts: :func:`refusal` (what is refused), :func:`estimate`
+    (the cost and the timeout), :func:`job_labels` and :func:`job_command`.
     """
     prices = prices or shipped_price_book()
     req = for_backend(req, backend_kind)
-    if req.kind not in KINDS:
-        raise SubmissionError(f"kind must be one of {', '.join(KINDS)}, got {req.kind!r}")
-    if not is_label_name(req.tenant):
-        raise SubmissionError(f"tenant id {req.tenant!r} {NAME_RULE}")
-    if not req.dataset:
-        raise SubmissionError("dataset is required")
-    if owners and (why := foreign_dataset(req, owners)):
+    if why := refusal(req, backend_kind=backend_kind, token=token, prices=prices, owners=owners):
         raise SubmissionError(why)
+    flavor = PREFLIGHT_FLAVOR if req.kind == "validate" else req.flavor
+    est = estimate(req, prices, timeout_buffer=timeout_buffer, timeout_overhead_s=timeout_overhead_s)
+    if req.scheduled:
+        run_name = f"{req.tenant}-scheduled"
+    else:  # the run label and the Trackio run are one name, and a label HF accepts
+        run_name = label_value(req.run_name or "") or default_run_name(req.tenant, req.kind)
+    env = {k: str(v) for k, v in req.extra_env.items()}
+    cache = datasets_cache_volume(req)
+    if cache is not None:
+        env["HF_DATASETS_CACHE"] = DATASETS_CACHE_DIR
+    secrets: dict[str, str] = {}
+    if token and (backend_kind == "hub" or names_hub_repo(req)):
+        # a Hub run pushes with it; a local run that names a repo reads from and pushes to the
+        # local server's Hub ($HF_ENDPOINT, set by the server) as it would huggingface.co: with a
+        # token, and online (local jobs run offline otherwise)
+        secrets["HF_TOKEN"] = token
+        if backend_kind != "hub":
+            env.setdefault("HF_HUB_OFFLINE", "0")
+    script = SCRIPTS[req.kind]
+    # on both backends the recipe and jobkit travel through the jobs-artifacts bucket, as
+    # `hf jobs uv run` ships a local script: no path of this machine is in the job
+    ships = tuple((name, str(path)) for name, path in bundle_files((script_dir or paths.training_dir()), script))
+    return Submission(
+        image=HUB_IMAGE if backend_kind == "hub" else LOCAL_IMAGE,
+        command=job_command(req, run_name, backend_kind),
+        env=env,
+        secrets=secrets,
+        flavor=flavor,
+        timeout_seconds=est.timeout_seconds,
+        labels=job_labels(req, run_name, est.timeout_seconds),
+        ssh=req.ssh,
+        estimate_hours=est.hours,
+        estimate_usd=est.usd,
+        timeout_rule=est.rule,
+        timeout_warning=est.warning,
+        warnings=submission_warnings(req, backend_kind),
+        dataset=req.dataset,
+        destination=destination_of(req, run_name),
+        ships=ships,
+        bundle_id=bundle_name(ships),
+        volumes=(cache,) if cache is not None else (),
+    )
+
+
+def refusal(
+    req: TrainingRequest,
+    *,
+    backend_kind: str = "local",
+    token: str | None = None,
+    prices: PriceBook | None = None,
+    owners: Mapping[str, str] | None = None,
+) -> str | None:
+    """Why `req` is not sent, in one line, or None: what HF would refuse, what the references rule
+    out (a full fine-tune over 7B, a Hub run with nowhere to push or on the toy model), another
+    tenant's dataset, a run its flavor's GPU cannot hold."""
+    prices = prices or shipped_price_book()
+    if req.kind not in KINDS:
+        return f"kind must be one of {', '.join(KINDS)}, got {req.kind!r}"
+    if not is_label_name(req.tenant):
+        return f"tenant id {req.tenant!r} {NAME_RULE}"
+    if not req.dataset:
+        return "dataset is required"
+    if owners and (why := foreign_dataset(req, owners)):
+        return why
     training = req.kind in TRAINING_KINDS
     if req.full and req.kind != "builder":
-        raise SubmissionError("a full fine-tune is the builder model's (kind builder); tenants train LoRA adapters")
+        return "a full fine-tune is the builder model's (kind builder); tenants train LoRA adapters"
     if req.full and req.model_b > LORA_REQUIRED_ABOVE_B:
-        raise SubmissionError(
-            f"a full fine-tune of a {req.model_b:g}B model is refused: the reference mandates LoRA for models "
-            f"over {LORA_REQUIRED_ABOVE_B:g}B (§2); train the builder with LoRA (drop full)")
+        return (f"a full fine-tune of a {req.model_b:g}B model is refused: the reference mandates LoRA for models "
+                f"over {LORA_REQUIRED_ABOVE_B:g}B (§2); train the builder with LoRA (drop full)")
     if req.kind == "embedding" and (req.encoder or "bi") not in ENCODERS:
-        raise SubmissionError(f"encoder must be one of {', '.join(ENCODERS)}, got {req.encoder!r}")
+        return f"encoder must be one of {', '.join(ENCODERS)}, got {req.encoder!r}"
     if training and req.hub_model_id and (why := hub_model_id_problem(req.hub_model_id)):
-        raise SubmissionError(f"hub_model_id {why}")
+        return f"hub_model_id {why}"
     if req.resume_from is not None and (not training or not req.hub_model_id):
-        raise SubmissionError("resume_from needs a training run with a hub_model_id (the repo holding the checkpoint)")
+        return "resume_from needs a training run with a hub_model_id (the repo holding the checkpoint)"
     if backend_kind == "hub" and training:
         if not req.hub_model_id:
-            raise SubmissionError(
+            return (
                 "a run on HF Jobs needs a destination (hub_model_id): the job's disk is thrown away "
                 "when it ends, and weights not pushed are lost; name one, or give every tenant one with "
                 "hub_model_id = \"org/adapter-{tenant}\" in the fleet file or defaults.hub_model_id in the config"
             )
         if not token:
-            raise SubmissionError("a run on HF Jobs needs a token to push with: `hf auth login` or set HF_TOKEN")
+            return "a run on HF Jobs needs a token to push with: `hf auth login` or set HF_TOKEN"
         if why := hub_base_model_problem(req.base_model):
-            raise SubmissionError(why)
+            return why
     if not is_label_name(req.env):
-        raise SubmissionError(f"env {req.env!r} {NAME_RULE}")
+        return f"env {req.env!r} {NAME_RULE}"
     flavor = PREFLIGHT_FLAVOR if req.kind == "validate" else req.flavor
     if flavor not in prices:
-        raise SubmissionError(f"unknown flavor {flavor!r}")
+        return f"unknown flavor {flavor!r}"
     if training and prices.get(flavor).is_gpu and (why := fit_problem(req, prices)):
-        raise SubmissionError(why)
+        return why
+    if req.timeout_seconds is not None and req.timeout_seconds <= 0:
+        return "timeout must be longer than zero"
+    if req.datasets_cache and (why := bucket_id_problem(req.datasets_cache)):
+        return f"datasets_cache {why}"
+    return None
+
+
+@dataclass(frozen=True)
+class JobEstimate:
+    """What a submission is expected to cost and how long it may run."""
+
+    hours: float
+    usd: float
+    timeout_seconds: int
+    rule: str
+    """How the timeout was set, in words (`costs.timeout_rule`, a fixed one, or by hand)."""
+    warning: str = ""
+    """A timeout set by hand below the padded estimate, in words; else empty."""
+
+
+def estimate(
+    req: TrainingRequest,
+    prices: PriceBook,
+    *,
+    timeout_buffer: float = DEFAULT_TIMEOUT_BUFFER,
+    timeout_overhead_s: float = DEFAULT_TIMEOUT_OVERHEAD_S,
+) -> JobEstimate:
+    """A training run's estimate and padded timeout (`costs.estimate_run`, the one cost
+    function), or a dataset check's fixed timeout and its cost at that; a timeout set by hand
+    replaces the padded one, with a warning when it is below it. Raises SubmissionError for what
+    the cost model rejects."""
     try:
-        if training:
+        if req.kind in TRAINING_KINDS:
             est = estimate_run(
                 req.run_spec(), prices, timeout_buffer=timeout_buffer, timeout_overhead_s=timeout_overhead_s
             )
@@ -640,27 +729,25 @@ def build_submission(
         else:
             timeout = PREFLIGHT_TIMEOUT_SECONDS
             rule = f"{timeout} s, fixed for a dataset check"
-            hours = timeout / 3600 / DEFAULT_TIMEOUT_BUFFER
-            usd = hours * prices.price_per_hour(flavor)
+            hours = timeout / 3600 / timeout_buffer  # the fixed timeout is the padded estimate
+            usd = hours * prices.price_per_hour(PREFLIGHT_FLAVOR)
     except CostInputError as exc:
         raise SubmissionError(str(exc)) from None
+    if req.timeout_seconds is None:
+        return JobEstimate(hours, usd, timeout, rule)
     warning = ""
-    if req.timeout_seconds is not None:
-        if req.timeout_seconds <= 0:
-            raise SubmissionError("timeout must be longer than zero")
-        if training and req.timeout_seconds < timeout:
-            warning = (
-                f"timeout {format_duration(req.timeout_seconds)} is below the padded estimate "
-                f"{format_duration(timeout)} ({rule}): the run is likely killed before it finishes and pushes"
-            )
-        timeout = int(req.timeout_seconds)
-        rule = "set by hand"
+    if req.kind in TRAINING_KINDS and req.timeout_seconds < timeout:
+        warning = (
+            f"timeout {format_duration(req.timeout_seconds)} is below the padded estimate "
+            f"{format_duration(timeout)} ({rule}): the run is likely killed before it finishes and pushes"
+        )
+    return JobEstimate(hours, usd, int(req.timeout_seconds), "set by hand", warning)
 
-    if req.scheduled:
-        run_name = f"{req.tenant}-scheduled"
-    else:  # the run label and the Trackio run are one name, and a label HF accepts
-        run_name = label_value(req.run_name or "") or default_run_name(req.tenant, req.kind)
-    labels = {
+
+def job_labels(req: TrainingRequest, run_name: str, timeout_seconds: int) -> dict[str, str]:
+    """The labels of a console job: what any console needs to rebuild the fleet and its costs
+    from HF Jobs alone (DESIGN: tenant, env, kind and the cost model's inputs)."""
+    return {
         "app": "console",
         "tenant": req.tenant,
         "env": req.env,
@@ -674,60 +761,19 @@ def build_submission(
         **({"encoder": req.encoder} if req.kind == "embedding" and req.encoder else {}),
         # HF does not always echo a timeout back (huggingface_hub's JobSpec reads `timeout`, the
         # API sends `timeoutSeconds`; JobInfo has none): the label keeps it readable
-        "timeout": str(int(timeout)),
+        "timeout": str(int(timeout_seconds)),
     }
+
+
+def job_command(req: TrainingRequest, run_name: str, backend_kind: str) -> list[str]:
+    """`uv run /console-training/<recipe> <arguments>`: the shipped recipe with the request's
+    arguments (a Hub run with Unsloth asks uv for it: CUDA-only wheels, not in the headers)."""
     args = _script_args(replace(req, run_name=None if req.scheduled else run_name))
-    if req.scheduled and training:
+    if req.scheduled and req.kind in TRAINING_KINDS:
         # each scheduled run names itself <tenant>-<job id>: see trackio_run_name()
         args += ["--run-name-prefix", req.tenant]
-    script = SCRIPTS[req.kind]
-    env = {k: str(v) for k, v in req.extra_env.items()}
-    if req.datasets_cache and (why := bucket_id_problem(req.datasets_cache)):
-        raise SubmissionError(f"datasets_cache {why}")
-    cache = datasets_cache_volume(req)
-    if cache is not None:
-        env["HF_DATASETS_CACHE"] = DATASETS_CACHE_DIR
-    secrets: dict[str, str] = {}
-    source = (script_dir or paths.training_dir()) / script
-    # on both backends the recipe and jobkit travel through the jobs-artifacts bucket, as
-    # `hf jobs uv run` ships a local script: no path of this machine is in the job
-    ships = tuple((name, str(path)) for name, path in bundle_files(source.parent, script))
-    bundle_id = bundle_name(ships)
-    if backend_kind == "hub":
-        if token:
-            secrets["HF_TOKEN"] = token
-        # Unsloth is not in the recipes' PEP 723 headers (CUDA-only wheels): the job asks uv for it
-        extra = ("unsloth",) if req.unsloth and req.kind in LORA_KINDS else ()
-        command = hub_command(script, args, with_packages=extra)
-        image = HUB_IMAGE
-    else:
-        command = hub_command(script, args)
-        image = LOCAL_IMAGE
-        if token and names_hub_repo(req):
-            # the run reads from and pushes to the local server's Hub ($HF_ENDPOINT, set by the
-            # server), as it would huggingface.co: with a token, and online (jobs run offline otherwise)
-            secrets["HF_TOKEN"] = token
-            env.setdefault("HF_HUB_OFFLINE", "0")
-    return Submission(
-        image=image,
-        command=command,
-        env=env,
-        secrets=secrets,
-        flavor=flavor,
-        timeout_seconds=timeout,
-        labels=labels,
-        ssh=req.ssh,
-        estimate_hours=hours,
-        estimate_usd=usd,
-        timeout_rule=rule,
-        timeout_warning=warning,
-        warnings=submission_warnings(req, backend_kind),
-        dataset=req.dataset,
-        destination=destination_of(req, run_name),
-        ships=ships,
-        bundle_id=bundle_id,
-        volumes=(cache,) if cache is not None else (),
-    )
+    extra = ("unsloth",) if backend_kind == "hub" and req.unsloth and req.kind in LORA_KINDS else ()
+    return hub_command(SCRIPTS[req.kind], args, with_packages=extra)
 
 
 def names_hub_repo(req: TrainingRequest) -> bool:

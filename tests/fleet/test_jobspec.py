@@ -278,3 +278,13 @@ def test_a_typed_timeout_below_the_padded_estimate_is_warned_about():
     assert "likely killed before it finishes" in short.timeout_warning
     assert build_submission(dataclasses.replace(req, timeout_seconds=48 * 3600)).timeout_warning == ""
     assert build_submission(req).timeout_warning == ""
+
+
+def test_a_dataset_checks_estimate_follows_the_configured_buffer():
+    """Its fixed timeout is the padded estimate: unpadded by the buffer the config sets, not by a
+    hard-coded 1.3."""
+    check = dataclasses.replace(REQ, kind="validate")
+    for buffer in (1.3, 2.0):
+        sub = build_submission(check, timeout_buffer=buffer)
+        assert sub.timeout_seconds == jobspec.PREFLIGHT_TIMEOUT_SECONDS
+        assert sub.estimate_hours == pytest.approx(jobspec.PREFLIGHT_TIMEOUT_SECONDS / 3600 / buffer)
