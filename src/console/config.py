@@ -8,9 +8,12 @@ mid-save leaves the old file intact. Any problem is a
 expected; a file with an error is never rewritten. The config never holds a token: authentication is
 huggingface_hub's own (`HF_TOKEN`, `hf auth login`).
 
-Why one module of over 500 lines: it is the config's schema — every key, its type, range,
-default and message — in one place, which the docs, `console config` and the forms all read; split
-by table, one key's rules would live apart from its neighbours' (one truth per setting).
+Each key is declared once, as a field of its table's dataclass (:func:`setting`): its type, its
+default, its check and, in the docstring under it, its description. :data:`SCHEMA` (the dotted keys
+`console config set` takes), the file's reading and writing, `console config keys` and the README's
+table are all read off those declarations. Why one module of over 500 lines: every key's rules in
+one place; split by table, one key's rules would live apart from its neighbours' (one truth per
+setting).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import tempfile
 import tomllib
 import urllib.parse
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -53,216 +56,17 @@ class ConfigError(ValueError):
     """A config file that cannot be used; the message is one line, ready to show."""
 
 
-@dataclass
-class Defaults:
-    """Defaults for new submissions."""
-
-    flavor: str = "l4x1"
-    """Hardware flavor for a training job (reference §3: l4x1 is the best $/perf for tenant adapters)."""
-    timeout_buffer: float = DEFAULT_TIMEOUT_BUFFER
-    """Timeout = (estimated time + timeout_overhead_s) x this (reference: x 1.3)."""
-    timeout_overhead_s: int = DEFAULT_TIMEOUT_OVERHEAD_S
-    """Seconds added to every training estimate before the buffer: the environment install (~48 s
-    for a cold `uv run`), model and dataset downloads, the Hub push."""
-    env: str = "dev"
-    """The `env=` label put on every job the console starts."""
-    hub_model_id: str | None = None
-    """Where a tenant's adapter is pushed when neither the tenant nor the fleet file says: a Hub
-    model id with {tenant} in it, e.g. "org/adapter-{tenant}". A run on HF Jobs with no
-    destination is refused (its container's disk is thrown away)."""
-    datasets_cache: str | None = None
-    """A bucket (e.g. "org/datasets-cache") mounted read-write at /data in every run of a Hub
-    dataset, with HF_DATASETS_CACHE=/data/datasets, so a run does not download its dataset again
-    (the training reference: the container's own cache is thrown away with it). Created if missing."""
+def setting(default: Any = None, check: Callable[[Any], Any] | None = None, **kw: Any) -> Any:
+    """A config key declared in its dataclass: its default and the check a value read from the
+    file or typed in `console config set` goes through (a TypeError saying what was expected); the
+    docstring under the field is its description. :data:`SCHEMA` is read off these."""
+    meta = {"check": check}
+    if "default_factory" in kw:
+        return field(default_factory=kw["default_factory"], metadata=meta)
+    return field(default=default, metadata=meta)
 
 
-@dataclass
-class TrackioSettings:
-    """Where training metrics go."""
-
-    project: str = "console"
-    """Trackio project the training scripts log to."""
-    space_id: str | None = None
-    """A HF Space (`org/trackio`) every run on HF Jobs logs to (fleet, form, rerun, trigger), so its
-    metrics outlive the job's container; the console reads them back from it. Local runs use the
-    server's own Trackio store."""
-
-
-@dataclass
-class ServerSettings:
-    """The embedded Jobs server (backend = "local")."""
-
-    port: int = 0
-    """Port on 127.0.0.1; 0 picks a free one."""
-    max_running_jobs: int = 2
-    """Jobs running at once; the rest wait in SCHEDULING."""
-    python: str = "self"
-    """How `uv run SCRIPT` commands run: "self" (the server's own Python environment), "uv" (real uv),
-    "auto" (uv when installed, else self)."""
-
-
-@dataclass
-class BillingSettings:
-    """How the console turns a job's running time into money."""
-
-    granularity: str = "minute"
-    """minute: each job's running time rounded up to whole minutes, as HF Jobs bills ("per minute
-    while Starting/Running", reference §1); second: exact, to compare with a bill that is."""
-
-
-NOTIFY_DESKTOP = ("off", "osc9", "osc777")
-
-
-@dataclass
-class NotifySettings:
-    """On-call notifications (`console watch` and the app): which events, and where they go."""
-
-    bell: bool = False
-    """Ring the terminal bell on each notification."""
-    desktop: str = "off"
-    """A desktop notification by terminal escape: off | osc9 (iTerm2, WezTerm, kitty, Windows
-    Terminal, foot) | osc777 (VTE terminals such as GNOME Terminal). Inside tmux they pass through
-    only with `set -g allow-passthrough on`."""
-    webhook_url: str | None = None
-    """POST each notification here: Slack and Discord webhook URLs get their own message format,
-    any other URL the event as a JSON object."""
-    webhook_urls: list[str] = field(default_factory=list)
-    """More webhooks, as a list: ["https://hooks.slack.com/services/...", "https://example.com/hook"]."""
-    webhook_timeout_s: float = 5.0
-    """Seconds one webhook POST may take before it is given up (it never holds up the console)."""
-    stall_after_s: int = 600
-    """A RUNNING job with no new log line, no new Trackio step and about-zero CPU for this long is
-    stalled (and still billing)."""
-    stall_cpu_pct: float = 1.0
-    """CPU use (percent of the job's machine, as the Jobs metrics report it) at or under which a
-    job counts as idle."""
-    scheduling_after_s: int = 1800
-    """A job waiting in SCHEDULING (no free machine of its flavor) longer than this is notified,
-    once, with its flavor and how long it has waited."""
-    schedule_failures: int = 3
-    """A schedule whose runs failed this many times in a row is flagged (`console watch`, the TUI)
-    and notified once, until one of its runs passes again."""
-    stale_live_periods: int = 3
-    """A scheduled tenant whose live adapter version is older than this many of its schedule's
-    periods (its runs keep not becoming live) is flagged and notified once per live version; 0: off."""
-    osc52: bool = False
-    """Put an incident bundle's path on the terminal's clipboard (OSC 52) when one is written."""
-
-
-@dataclass
-class Config:
-    namespace: str = field(default_factory=lambda: _default_namespace())
-    """The HF user or org that jobs run under (and that `whoami` answers locally). Unset on the hub
-    backend: the token's user, from `whoami`; one the token cannot use is refused."""
-    plan: str = "pro"
-    """free | pro | team | enterprise. Jobs need a paid plan."""
-    seats: int = 1
-    """Seats on the plan; the plan floor is seats x the plan's price for team / enterprise."""
-    backend: str = "local"
-    """local (the embedded Jobs server) or hub (huggingface.co)."""
-    endpoint: str | None = None
-    """Override the backend's URL (e.g. a shared `console serve` on another port)."""
-    monthly_budget_usd: float | None = None
-    """Warn when the month's projection exceeds this."""
-    read_only: bool = False
-    """Refuse every action that changes anything."""
-    theme: str | None = None
-    """The TUI's colours: a Textual theme (textual-dark, textual-light, nord, gruvbox, dracula,
-    tokyo-night, monokai, solarized-light, ...); unset is Textual's default."""
-    keys: dict[str, str] = field(default_factory=dict)
-    """The `[keys]` table: a binding's id -> its key(s), e.g. `quit = "ctrl+q"`,
-    `help = ["?", "f1"]` (ids in docs/keys.md); checked against the app's keys when it starts."""
-    defaults: Defaults = field(default_factory=Defaults)
-    trackio: TrackioSettings = field(default_factory=TrackioSettings)
-    server: ServerSettings = field(default_factory=ServerSettings)
-    billing: BillingSettings = field(default_factory=BillingSettings)
-    notify: NotifySettings = field(default_factory=NotifySettings)
-    path: Path | None = field(default=None, compare=False)
-    """The file this config was read from (None for pure defaults)."""
-    _raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
-
-    _text: str | None = field(default=None, compare=False, repr=False)
-    """The text of the file this config was read from (None when there was no file)."""
-    _unset: set[str] = field(default_factory=set, compare=False, repr=False)
-    """Keys put back to their defaults since it was read: their lines go at the next save."""
-
-    def to_toml_text(self) -> str:
-        """The file to write: the text it was read from with only the changed keys edited.
-
-        Comments, blank lines, order and keys the console does not know stay as they are; a key
-        whose value did not change keeps its line as written; a key at its default that the file
-        does not hold is not written; an unset key's line is removed."""
-        import tomlkit
-
-        if self._text is not None:
-            doc = tomlkit.parse(self._text)
-        else:  # read from a dict, or no file yet
-            doc = tomlkit.document()
-            doc.update(copy.deepcopy(self._raw))
-        default = Config()
-        for key, check in SCHEMA.items():
-            section, _, name = key.rpartition(".")
-            held = self._raw.get(section, {}) if section else self._raw
-            value = _get_attr(self, key)
-            if key in self._unset or value is None:
-                _toml_remove(doc, section, name)
-            elif name in held:
-                try:
-                    same = check(held[name]) == value
-                except TypeError:
-                    same = False
-                if not same:
-                    _toml_put(doc, section, name, value)
-            elif value != _get_attr(default, key):
-                _toml_put(doc, section, name, value)
-        held_keys = self._raw.get("keys", {})
-        for action in held_keys:
-            if action not in self.keys:
-                _toml_remove(doc, "keys", action)
-        for action, value in self.keys.items():
-            try:
-                same = action in held_keys and _key_list(held_keys[action]) == value
-            except TypeError:
-                same = False
-            if not same:
-                _toml_put(doc, "keys", action, value)
-        return tomlkit.dumps(doc)
-
-
-def _toml_put(doc: Any, section: str, name: str, value: Any) -> None:
-    """Set `name` in the tomlkit document's top level or `[section]` (added at the end if missing)."""
-    import tomlkit
-
-    if not section:
-        doc[name] = value
-        return
-    if section not in doc:
-        doc.add(section, tomlkit.table())
-    doc[section][name] = value
-
-
-def _toml_remove(doc: Any, section: str, name: str) -> None:
-    table = doc.get(section) if section else doc
-    if table is not None and name in table:
-        del table[name]
-
-
-def _default_namespace() -> str:
-    try:
-        name = getpass.getuser()
-    except Exception:  # no user name in this environment
-        name = "local"
-    return name or "local"
-
-
-def namespace_is_set(cfg: Config) -> bool:
-    """Whether the namespace was chosen (in the file, or given in code) rather than left at its
-    default, the OS user name: on the hub an unchosen namespace is the token's user (`whoami`)."""
-    return "namespace" in cfg._raw or cfg.namespace != _default_namespace()
-
-
-# ---------------------------------------------------------------------------------------------
-# Validation: one table of every known key, its type and its rule.
+# -- the checks (each raises TypeError with what was expected) -------------------------------------
 
 
 def _expect_str(value: Any) -> str:
@@ -420,41 +224,235 @@ def _project(value: Any) -> str:
     return s
 
 
-# key -> (attribute path, checker)
-SCHEMA: dict[str, Callable[[Any], Any]] = {
-    "namespace": _namespace,
-    "plan": _choice(tuple(PLANS)),
-    "seats": _int_range(1, 100_000),
-    "backend": _choice(BACKENDS),
-    "endpoint": _endpoint,  # optional keys: absent means unset (TOML has no null)
-    "monthly_budget_usd": _float_range(0, 1e9),
-    "read_only": _bool,
-    "theme": _theme,
-    "defaults.flavor": _flavor,
-    "defaults.timeout_buffer": _float_range(1.0, 5.0),
-    "defaults.timeout_overhead_s": _int_range(0, 6 * 3600),
-    "defaults.env": _env_label,
-    "defaults.hub_model_id": _hub_template,
-    "defaults.datasets_cache": _bucket_id,
-    "trackio.project": _project,
-    "trackio.space_id": _space_id,
-    "server.port": _int_range(0, 65535),
-    "server.max_running_jobs": _int_range(1, 64),
-    "server.python": _choice(SERVER_PYTHON_MODES),
-    "billing.granularity": _choice(BILLING_GRANULARITIES),
-    "notify.bell": _bool,
-    "notify.desktop": _choice(NOTIFY_DESKTOP),
-    "notify.webhook_url": _webhook,
-    "notify.webhook_urls": _webhooks,
-    "notify.webhook_timeout_s": _float_range(0.5, 60),
-    "notify.stall_after_s": _int_range(10, 7 * 86400),
-    "notify.stall_cpu_pct": _float_range(0, 100),
-    "notify.scheduling_after_s": _int_range(60, 7 * 86400),
-    "notify.schedule_failures": _int_range(1, 1000),
-    "notify.stale_live_periods": _int_range(0, 1000),
-    "notify.osc52": _bool,
-}
+
+@dataclass
+class Defaults:
+    """Defaults for new submissions."""
+
+    flavor: str = setting("l4x1", _flavor)
+    """Hardware flavor for a training job (reference §3: l4x1 is the best $/perf for tenant adapters)."""
+    timeout_buffer: float = setting(DEFAULT_TIMEOUT_BUFFER, _float_range(1.0, 5.0))
+    """Timeout = (estimated time + timeout_overhead_s) x this (reference: x 1.3)."""
+    timeout_overhead_s: int = setting(DEFAULT_TIMEOUT_OVERHEAD_S, _int_range(0, 6 * 3600))
+    """Seconds added to every training estimate before the buffer: the environment install (~48 s
+    for a cold `uv run`), model and dataset downloads, the Hub push."""
+    env: str = setting("dev", _env_label)
+    """The `env=` label put on every job the console starts."""
+    hub_model_id: str | None = setting(None, _hub_template)
+    """Where a tenant's adapter is pushed when neither the tenant nor the fleet file says: a Hub
+    model id with {tenant} in it, e.g. "org/adapter-{tenant}". A run on HF Jobs with no
+    destination is refused (its container's disk is thrown away)."""
+    datasets_cache: str | None = setting(None, _bucket_id)
+    """A bucket (e.g. "org/datasets-cache") mounted read-write at /data in every run of a Hub
+    dataset, with HF_DATASETS_CACHE=/data/datasets, so a run does not download its dataset again
+    (the training reference: the container's own cache is thrown away with it). Created if missing."""
+
+
+@dataclass
+class TrackioSettings:
+    """Where training metrics go."""
+
+    project: str = setting("console", _project)
+    """Trackio project the training scripts log to."""
+    space_id: str | None = setting(None, _space_id)
+    """A HF Space (`org/trackio`) every run on HF Jobs logs to (fleet, form, rerun, trigger), so its
+    metrics outlive the job's container; the console reads them back from it. Local runs use the
+    server's own Trackio store."""
+
+
+@dataclass
+class ServerSettings:
+    """The embedded Jobs server (backend = "local")."""
+
+    port: int = setting(0, _int_range(0, 65535))
+    """Port on 127.0.0.1; 0 picks a free one."""
+    max_running_jobs: int = setting(2, _int_range(1, 64))
+    """Jobs running at once; the rest wait in SCHEDULING."""
+    python: str = setting("self", _choice(SERVER_PYTHON_MODES))
+    """How `uv run SCRIPT` commands run: "self" (the server's own Python environment), "uv" (real uv),
+    "auto" (uv when installed, else self)."""
+
+
+@dataclass
+class BillingSettings:
+    """How the console turns a job's running time into money."""
+
+    granularity: str = setting("minute", _choice(BILLING_GRANULARITIES))
+    """minute: each job's running time rounded up to whole minutes, as HF Jobs bills ("per minute
+    while Starting/Running", reference §1); second: exact, to compare with a bill that is."""
+
+
+NOTIFY_DESKTOP = ("off", "osc9", "osc777")
+
+
+@dataclass
+class NotifySettings:
+    """On-call notifications (`console watch` and the app): which events, and where they go."""
+
+    bell: bool = setting(False, _bool)
+    """Ring the terminal bell on each notification."""
+    desktop: str = setting("off", _choice(NOTIFY_DESKTOP))
+    """A desktop notification by terminal escape: off | osc9 (iTerm2, WezTerm, kitty, Windows
+    Terminal, foot) | osc777 (VTE terminals such as GNOME Terminal). Inside tmux they pass through
+    only with `set -g allow-passthrough on`."""
+    webhook_url: str | None = setting(None, _webhook)
+    """POST each notification here: Slack and Discord webhook URLs get their own message format,
+    any other URL the event as a JSON object."""
+    webhook_urls: list[str] = setting(check=_webhooks, default_factory=list)
+    """More webhooks, as a list: ["https://hooks.slack.com/services/...", "https://example.com/hook"]."""
+    webhook_timeout_s: float = setting(5.0, _float_range(0.5, 60))
+    """Seconds one webhook POST may take before it is given up (it never holds up the console)."""
+    stall_after_s: int = setting(600, _int_range(10, 7 * 86400))
+    """A RUNNING job with no new log line, no new Trackio step and about-zero CPU for this long is
+    stalled (and still billing)."""
+    stall_cpu_pct: float = setting(1.0, _float_range(0, 100))
+    """CPU use (percent of the job's machine, as the Jobs metrics report it) at or under which a
+    job counts as idle."""
+    scheduling_after_s: int = setting(1800, _int_range(60, 7 * 86400))
+    """A job waiting in SCHEDULING (no free machine of its flavor) longer than this is notified,
+    once, with its flavor and how long it has waited."""
+    schedule_failures: int = setting(3, _int_range(1, 1000))
+    """A schedule whose runs failed this many times in a row is flagged (`console watch`, the TUI)
+    and notified once, until one of its runs passes again."""
+    stale_live_periods: int = setting(3, _int_range(0, 1000))
+    """A scheduled tenant whose live adapter version is older than this many of its schedule's
+    periods (its runs keep not becoming live) is flagged and notified once per live version; 0: off."""
+    osc52: bool = setting(False, _bool)
+    """Put an incident bundle's path on the terminal's clipboard (OSC 52) when one is written."""
+
+
+@dataclass
+class Config:
+    namespace: str = setting(check=_namespace, default_factory=lambda: _default_namespace())
+    """The HF user or org that jobs run under (and that `whoami` answers locally). Unset on the hub
+    backend: the token's user, from `whoami`; one the token cannot use is refused."""
+    plan: str = setting("pro", _choice(tuple(PLANS)))
+    """free | pro | team | enterprise. Jobs need a paid plan."""
+    seats: int = setting(1, _int_range(1, 100_000))
+    """Seats on the plan; the plan floor is seats x the plan's price for team / enterprise."""
+    backend: str = setting("local", _choice(BACKENDS))
+    """local (the embedded Jobs server) or hub (huggingface.co)."""
+    endpoint: str | None = setting(None, _endpoint)
+    """Override the backend's URL (e.g. a shared `console serve` on another port)."""
+    monthly_budget_usd: float | None = setting(None, _float_range(0, 1e9))
+    """Warn when the month's projection exceeds this."""
+    read_only: bool = setting(False, _bool)
+    """Refuse every action that changes anything."""
+    theme: str | None = setting(None, _theme)
+    """The TUI's colours: a Textual theme (textual-dark, textual-light, nord, gruvbox, dracula,
+    tokyo-night, monokai, solarized-light, ...); unset is Textual's default."""
+    keys: dict[str, str] = field(default_factory=dict)
+    """The `[keys]` table: a binding's id -> its key(s), e.g. `quit = "ctrl+q"`,
+    `help = ["?", "f1"]` (ids in docs/keys.md); checked against the app's keys when it starts."""
+    defaults: Defaults = field(default_factory=Defaults)
+    trackio: TrackioSettings = field(default_factory=TrackioSettings)
+    server: ServerSettings = field(default_factory=ServerSettings)
+    billing: BillingSettings = field(default_factory=BillingSettings)
+    notify: NotifySettings = field(default_factory=NotifySettings)
+    path: Path | None = field(default=None, compare=False)
+    """The file this config was read from (None for pure defaults)."""
+    _raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    _text: str | None = field(default=None, compare=False, repr=False)
+    """The text of the file this config was read from (None when there was no file)."""
+    _unset: set[str] = field(default_factory=set, compare=False, repr=False)
+    """Keys put back to their defaults since it was read: their lines go at the next save."""
+
+    def to_toml_text(self) -> str:
+        """The file to write: the text it was read from with only the changed keys edited.
+
+        Comments, blank lines, order and keys the console does not know stay as they are; a key
+        whose value did not change keeps its line as written; a key at its default that the file
+        does not hold is not written; an unset key's line is removed."""
+        import tomlkit
+
+        if self._text is not None:
+            doc = tomlkit.parse(self._text)
+        else:  # read from a dict, or no file yet
+            doc = tomlkit.document()
+            doc.update(copy.deepcopy(self._raw))
+        default = Config()
+        for key, check in SCHEMA.items():
+            section, _, name = key.rpartition(".")
+            held = self._raw.get(section, {}) if section else self._raw
+            value = _get_attr(self, key)
+            if key in self._unset or value is None:
+                _toml_remove(doc, section, name)
+            elif name in held:
+                try:
+                    same = check(held[name]) == value
+                except TypeError:
+                    same = False
+                if not same:
+                    _toml_put(doc, section, name, value)
+            elif value != _get_attr(default, key):
+                _toml_put(doc, section, name, value)
+        held_keys = self._raw.get("keys", {})
+        for action in held_keys:
+            if action not in self.keys:
+                _toml_remove(doc, "keys", action)
+        for action, value in self.keys.items():
+            try:
+                same = action in held_keys and _key_list(held_keys[action]) == value
+            except TypeError:
+                same = False
+            if not same:
+                _toml_put(doc, "keys", action, value)
+        return tomlkit.dumps(doc)
+
+
 SECTIONS = ("defaults", "trackio", "server", "billing", "notify", "keys")
+
+
+def _declared(cls: type, prefix: str = "") -> dict[str, Callable[[Any], Any]]:
+    return {f"{prefix}{f.name}": f.metadata["check"] for f in fields(cls) if f.metadata.get("check")}
+
+
+_TABLES: dict[str, type] = {f.name: f.default_factory for f in fields(Config) if f.name in SECTIONS[:-1]}  # type: ignore[misc]
+SCHEMA: dict[str, Callable[[Any], Any]] = {
+    **_declared(Config),
+    **{key: check for section, cls in _TABLES.items() for key, check in _declared(cls, f"{section}.").items()},
+}
+"""Every key of the config (dotted for a table's: `defaults.flavor`) -> its check, read off the
+declared settings, in the order the docs list them."""
+
+
+def _toml_put(doc: Any, section: str, name: str, value: Any) -> None:
+    """Set `name` in the tomlkit document's top level or `[section]` (added at the end if missing)."""
+    import tomlkit
+
+    if not section:
+        doc[name] = value
+        return
+    if section not in doc:
+        doc.add(section, tomlkit.table())
+    doc[section][name] = value
+
+
+def _toml_remove(doc: Any, section: str, name: str) -> None:
+    table = doc.get(section) if section else doc
+    if table is not None and name in table:
+        del table[name]
+
+
+def _default_namespace() -> str:
+    try:
+        name = getpass.getuser()
+    except Exception:  # no user name in this environment
+        name = "local"
+    return name or "local"
+
+
+def namespace_is_set(cfg: Config) -> bool:
+    """Whether the namespace was chosen (in the file, or given in code) rather than left at its
+    default, the OS user name: on the hub an unchosen namespace is the token's user (`whoami`)."""
+    return "namespace" in cfg._raw or cfg.namespace != _default_namespace()
+
+
+# ---------------------------------------------------------------------------------------------
+# Validation: one table of every known key, its type and its rule.
+
+
 
 
 def _get_attr(cfg: Config, key: str) -> Any:
