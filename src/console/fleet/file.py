@@ -21,7 +21,7 @@ console.server, no network, no training stack.
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,27 +35,56 @@ from console.prices import PriceBook, shipped_price_book
 FLEET_FILE_MAX_BYTES = 16 * MIB
 """A fleet file of 100,000 tenants is about 10 MiB; a bigger file is not read."""
 
-_TENANT_KEYS = {
-    "id",
-    "dataset",
-    "examples",
-    "base_model",
-    "model_b",
-    "flavor",
-    "epochs",
-    "schedule",
-    "max_steps",
-    "learning_rate",
-    "lora_r",
-    "lora_alpha",
-    "unsloth",
-    "hub_model_id",
-    "promote",
-    "suspend",
-    "kind",
-    "method",  # the older name of `kind`, still read
-    "encoder",
+@dataclass(frozen=True)
+class Key:
+    """One key of a tenant (or builder) table: its TOML type, whether a tenant must have it (in
+    its table or from the top level), and what else its value must be."""
+
+    kind: type | tuple[type, ...]
+    required: bool = False
+    check: Callable[[Any], str | None] | None = None
+    """The problem with a value of the right type, after the key's name (None: none)."""
+
+
+def _at_least(lo: int) -> Callable[[Any], str | None]:
+    return lambda v: None if v >= lo else f"must be at least {lo}"
+
+
+def _whole(lo: int, hi: int) -> Callable[[Any], str | None]:
+    return lambda v: None if lo <= v <= hi else f"must be a whole number from {lo} to {hi}, got {v!r}"
+
+
+def _one_of(options: Sequence[str]) -> Callable[[Any], str | None]:
+    return lambda v: None if v in options else f"{v!r} must be one of {', '.join(options)}"
+
+
+# `not (lo < x <= hi)`, never `x <= lo or x > hi`: NaN fails every comparison and must be refused
+TENANT_KEYS: dict[str, Key] = {
+    "id": Key(str, True, lambda v: None if is_label_name(v) else f"{v!r} {NAME_RULE}"),
+    "dataset": Key(str, True),
+    "examples": Key(int, True, _at_least(1)),
+    "base_model": Key(str, True),
+    "model_b": Key((int, float), True, lambda v: None if 0 < v <= 2000 else "must be from 0.001 to 2000"),
+    "flavor": Key(str, True),
+    "epochs": Key((int, float), True, lambda v: None if 0 < v <= 1000 else "must be from 0.01 to 1000"),
+    "schedule": Key(str, True),
+    "max_steps": Key(int, check=_at_least(1)),
+    "learning_rate": Key((int, float), check=lambda v: None if 0 < v <= 1
+                         else f"must be a number above 0 and at most 1, got {v!r}"),
+    "lora_r": Key(int, check=_whole(1, 1024)),
+    "lora_alpha": Key(int, check=_whole(1, 4096)),
+    "unsloth": Key(bool),
+    "hub_model_id": Key(str),
+    "promote": Key(str, check=_one_of(jobspec.PROMOTE_POLICIES)),
+    "suspend": Key(bool),
+    "kind": Key(str),
+    "method": Key(str),  # the older name of `kind`, still read
+    "encoder": Key(str, check=_one_of(jobspec.ENCODERS)),
+    "full": Key(bool),  # the builder's only
 }
+"""Every key a `[[tenant]]` or `[builder]` table may hold, declared once: the reading, the
+messages and the docs follow from it."""
+_TENANT_KEYS = set(TENANT_KEYS) - {"full"}
 _BUILDER_KEYS = (_TENANT_KEYS - {"kind", "method", "encoder"}) | {"full"}
 _BUILDER_OWN = ("base_model", "model_b", "flavor")
 """What the builder table must say itself (the top-level defaults are the tenants')."""
@@ -307,68 +336,35 @@ def _tenant(
         errors.extend(f"{where}: {key} is required in [builder] (the defaults are the tenants')"
                       for key in _BUILDER_OWN if key not in raw)
     merged = {**defaults, **raw}
+    if not builder and "kind" in raw and "method" in raw:
+        errors.append(f"{where}: kind and method are one setting (method is its older name): keep kind")
+    kind_key = "method" if "method" in raw and "kind" not in raw else "kind"
+    v = {name: _read(name, merged, where, errors) for name in TENANT_KEYS
+         if name not in ("kind", "method") and (builder or name != "full") and (not builder or name != "encoder")}
 
-    def get(name: str, kind: type | tuple[type, ...], required: bool = True) -> Any:
-        value = merged.get(name)
-        if value is None:
-            if required:
-                errors.append(f"{where}: {name} is required (in the tenant or at the top level)")
-            return None
-        if isinstance(value, bool) and kind is not bool:
-            errors.append(f"{where}: {name} must be a {_kind_name(kind)}, got {value!r}")
-            return None
-        if not isinstance(value, kind):
-            errors.append(f"{where}: {name} must be a {_kind_name(kind)}, got {value!r}")
-            return None
-        return value
-
-    tid = get("id", str)
-    if tid is not None and not is_label_name(tid):
-        errors.append(f"{where}: id {tid!r} {NAME_RULE}")
-    dataset = get("dataset", str)
-    if dataset is not None:
-        dataset = _resolve_dataset(dataset, base, backend_kind, where, errors)
-    examples = get("examples", int)
-    base_model = get("base_model", str)
-    model_b = get("model_b", (int, float))
-    flavor = get("flavor", str)
-    epochs = get("epochs", (int, float))
-    schedule = get("schedule", str)
-    max_steps = get("max_steps", int, required=False)
-    learning_rate = get("learning_rate", (int, float), required=False)
-    lora_r = get("lora_r", int, required=False)
-    lora_alpha = get("lora_alpha", int, required=False)
-    unsloth = get("unsloth", bool, required=False) or False
-    hub_model_id = get("hub_model_id", str, required=False)
+    tid, hub_model_id, promote = v["id"], v["hub_model_id"], v["promote"]
+    if v["dataset"] is not None:
+        v["dataset"] = _resolve_dataset(v["dataset"], base, backend_kind, where, errors)
     if hub_model_id is not None and tid is not None:
         hub_model_id = jobspec.hub_model_id_for(tid, hub_model_id)  # org/adapter-{tenant}
         if "hub_model_id" in raw and (why := jobspec.hub_model_id_problem(hub_model_id)):
             errors.append(f"{where}: hub_model_id {why}")
-    promote = get("promote", str, required=False)
-    if promote is not None and promote not in jobspec.PROMOTE_POLICIES:
-        errors.append(f"{where}: promote {promote!r} must be one of {', '.join(jobspec.PROMOTE_POLICIES)}")
-        promote = None
     if promote is not None and hub_model_id is None:
         errors.append(f"{where}: promote is for a tenant with a hub_model_id (the repo whose live tag it moves)")
     promote = None if promote == "manual" else promote  # manual is the default: nothing to pass
-    suspend = get("suspend", bool, required=False) or False
-    full = bool(get("full", bool, required=False)) if builder else False
     kind, encoder = "builder", None
     if not builder:
-        key = "method" if "method" in raw and "kind" not in raw else "kind"
-        if "kind" in raw and "method" in raw:
-            errors.append(f"{where}: kind and method are one setting (method is its older name): keep kind")
-        kind = get(key, str, required=False) or "sft"
+        kind = _read(kind_key, merged, where, errors) or "sft"
         if kind not in METHODS:
-            errors.append(f"{where}: {key} {kind!r} must be one of {', '.join(METHODS)}")
+            errors.append(f"{where}: {kind_key} {kind!r} must be one of {', '.join(METHODS)}")
             kind = "sft"
-        encoder = get("encoder", str, required=False)
+        encoder = v["encoder"]
         if encoder is not None and kind != "embedding":
             errors.append(f"{where}: encoder is for kind = \"embedding\"")
-        elif encoder is not None and encoder not in jobspec.ENCODERS:
-            errors.append(f"{where}: encoder {encoder!r} must be one of {', '.join(jobspec.ENCODERS)}")
         elif kind == "embedding":
             encoder = encoder or "bi"
+    full = bool(v.get("full"))
+    schedule, flavor, model_b = v["schedule"], v["flavor"], v["model_b"]
     if schedule is not None:
         try:
             schedule = normalize_cron(schedule)
@@ -376,61 +372,72 @@ def _tenant(
             errors.append(f"{where}: schedule: {exc}")
             schedule = None
     if flavor is not None:
-        if flavor not in prices:
-            known = ", ".join(f.name for f in prices.gpu_flavors()[:8])
-            errors.append(f"{where}: unknown flavor {flavor!r} (known: {known}, ...)")
-            flavor = None
-        elif not prices.get(flavor).is_gpu:
-            errors.append(f"{where}: {flavor} is a CPU flavor; training needs a GPU flavor")
-            flavor = None
-        elif isinstance(model_b, (int, float)) and 0 < model_b <= 2000:
-            req = TrainingRequest(
-                tenant="t", dataset="d", model_b=float(model_b), flavor=flavor, kind=kind, full=full,
-                lora_r=lora_r if isinstance(lora_r, int) and lora_r > 0 else None, unsloth=bool(unsloth),
-            )
-            if why := jobspec.fit_problem(req, prices):
-                errors.append(f"{where}: a {model_b:g}B model does not fit {flavor}: {why}")
-    if examples is not None and examples < 1:
-        errors.append(f"{where}: examples must be at least 1")
-    if epochs is not None and not (0 < epochs <= 1000):
-        errors.append(f"{where}: epochs must be from 0.01 to 1000")
-    if model_b is not None and not (0 < model_b <= 2000):
-        errors.append(f"{where}: model_b must be from 0.001 to 2000")
-    if max_steps is not None and max_steps < 1:
-        errors.append(f"{where}: max_steps must be at least 1")
-    # `not (lo < x <= hi)`, not `x <= lo or x > hi`: NaN fails every comparison and must be refused
-    if learning_rate is not None and not (0 < learning_rate <= 1):
-        errors.append(f"{where}: learning_rate must be a number above 0 and at most 1, got {learning_rate!r}")
-    if lora_r is not None and not (1 <= lora_r <= 1024):
-        errors.append(f"{where}: lora_r must be a whole number from 1 to 1024, got {lora_r!r}")
-    if lora_alpha is not None and not (1 <= lora_alpha <= 4096):
-        errors.append(f"{where}: lora_alpha must be a whole number from 1 to 4096, got {lora_alpha!r}")
-    if errors or None in (tid, dataset, examples, base_model, model_b, flavor, epochs, schedule):
+        flavor = _check_flavor(flavor, model_b, kind, full, v["lora_r"], bool(v["unsloth"]), prices, where, errors)
+    required = (tid, v["dataset"], v["examples"], v["base_model"], model_b, flavor, v["epochs"], schedule)
+    if errors or None in required:
         return None, errors
+    learning_rate = v["learning_rate"]
     return (
         TenantSpec(
             id=tid,
-            dataset=dataset,
-            examples=int(examples),
-            base_model=base_model,
+            dataset=v["dataset"],
+            examples=int(v["examples"]),
+            base_model=v["base_model"],
             model_b=float(model_b),
             flavor=flavor,
-            epochs=float(epochs),
+            epochs=float(v["epochs"]),
             schedule=schedule,
-            max_steps=max_steps,
+            max_steps=v["max_steps"],
             learning_rate=float(learning_rate) if learning_rate is not None else None,
-            lora_r=lora_r,
-            lora_alpha=lora_alpha,
-            unsloth=bool(unsloth),
+            lora_r=v["lora_r"],
+            lora_alpha=v["lora_alpha"],
+            unsloth=bool(v["unsloth"]),
             hub_model_id=hub_model_id,
             promote=promote,
-            suspend=bool(suspend),
+            suspend=bool(v["suspend"]),
             kind=kind,
             encoder=encoder,
             full=full,
         ),
         errors,
     )
+
+
+def _read(name: str, merged: dict[str, Any], where: str, errors: list[str]) -> Any:
+    """The value of key `name` as :data:`TENANT_KEYS` declares it, or None (absent, or a problem,
+    which goes to `errors` in one line naming the key)."""
+    key = TENANT_KEYS[name]
+    value = merged.get(name)
+    if value is None:
+        if key.required:
+            errors.append(f"{where}: {name} is required (in the tenant or at the top level)")
+        return None
+    if (isinstance(value, bool) and key.kind is not bool) or not isinstance(value, key.kind):
+        errors.append(f"{where}: {name} must be a {_kind_name(key.kind)}, got {value!r}")
+        return None
+    if key.check is not None and (why := key.check(value)):
+        errors.append(f"{where}: {name} {why}")
+        return None
+    return value
+
+
+def _check_flavor(flavor: str, model_b: float | None, kind: str, full: bool, lora_r: int | None, unsloth: bool,
+                  prices: PriceBook, where: str, errors: list[str]) -> str | None:
+    """`flavor` when it is a known GPU flavor that holds the run (the memory estimate), else None
+    with the reason in `errors`."""
+    if flavor not in prices:
+        known = ", ".join(f.name for f in prices.gpu_flavors()[:8])
+        errors.append(f"{where}: unknown flavor {flavor!r} (known: {known}, ...)")
+        return None
+    if not prices.get(flavor).is_gpu:
+        errors.append(f"{where}: {flavor} is a CPU flavor; training needs a GPU flavor")
+        return None
+    if model_b is not None:
+        req = TrainingRequest(tenant="t", dataset="d", model_b=float(model_b), flavor=flavor, kind=kind, full=full,
+                              lora_r=lora_r, unsloth=unsloth)
+        if why := jobspec.fit_problem(req, prices):
+            errors.append(f"{where}: a {model_b:g}B model does not fit {flavor}: {why}")
+    return flavor
 
 
 def _kind_name(kind: type | tuple[type, ...]) -> str:
