@@ -1,7 +1,10 @@
 """The guard every route of the embedded Jobs server goes through, seen by an API user: without the
-exact `Authorization: Bearer <token>` header every route answers 401; a namespace other than the
-server's is a 403; whatever a route raises becomes an answer (its own 4xx, 507 for a full disk, a
-logged JSON 500 naming the exception class) and never a dropped connection.
+exact `Authorization: Bearer <token>` header every route answers 401, but for the reads of public
+model and dataset repos, which a request with no Authorization header at all may make (a private
+or missing repo is then a 401 RepoNotFound alike; an empty or wrong header is refused); a
+namespace other than the server's is a 403; a job id is checked as sent (`%2F` included);
+whatever a route raises becomes an answer (its own 4xx with the Hub's X-Error-Code, 507 for a full
+disk, a logged JSON 500 naming the exception class) and never a dropped connection.
 
 The app is called in-process (Starlette's TestClient: no uvicorn, no port) over a real, unstarted
 `JobsService` in a tmp folder; the raising cases wrap handlers of their own with `guard`."""
@@ -148,6 +151,123 @@ def test_a_refused_request_runs_and_schedules_nothing(client):
     assert client.get(f"/api/scheduled-jobs/{NAMESPACE}", headers=GOOD).json() == []
 
 
+# -- without any token: public repos read, nothing else ------------------------------------------
+
+OPEN = f"{NAMESPACE}/open-model"
+CLOSED = f"{NAMESPACE}/closed-data"
+NOT_FOUND = {"error": "Repository not found"}
+
+
+@pytest.fixture
+def repos(client: TestClient) -> TestClient:
+    """The client, with a public model repo and a private dataset repo made with the token."""
+    for body in ({"name": "open-model"}, {"name": "closed-data", "type": "dataset", "private": True}):
+        assert client.post("/api/repos/create", json=body, headers=GOOD).status_code == 200
+    return client
+
+
+def header_refused(response) -> None:
+    """The guard's 401 where there is no body to read (HEAD)."""
+    assert response.status_code == 401
+    assert response.headers["x-error-message"] == INVALID
+
+
+def test_a_public_repo_reads_without_any_authorization_header(repos):
+    info = repos.get(f"/api/models/{OPEN}")
+    assert info.status_code == 200
+    assert info.json()["id"] == OPEN and info.json()["private"] is False
+    assert info.json()["sha"] == repos.get(f"/api/models/{OPEN}", headers=GOOD).json()["sha"]
+    assert [f["path"] for f in repos.get(f"/api/models/{OPEN}/tree/main").json()] == [".gitattributes"]
+    assert [b["name"] for b in repos.get(f"/api/models/{OPEN}/refs").json()["branches"]] == ["main"]
+    assert [c["title"] for c in repos.get(f"/api/models/{OPEN}/commits/main").json()] == ["initial commit"]
+    assert repos.get(f"/api/models/{OPEN}/auth-check").status_code == 200
+    # paths-info is a POST, and a read
+    paths = repos.post(f"/api/models/{OPEN}/paths-info/main", data={"paths": ".gitattributes"})
+    assert [p["path"] for p in paths.json()] == [".gitattributes"]
+    download = repos.get(f"/{OPEN}/resolve/main/.gitattributes")
+    assert download.status_code == 200 and download.content
+    head = repos.head(f"/{OPEN}/resolve/main/.gitattributes")
+    assert head.status_code == 200 and "x-error-message" not in head.headers
+
+
+def test_the_listing_without_a_token_shows_the_public_repos_only(repos):
+    assert [m["id"] for m in repos.get("/api/models", params={"author": NAMESPACE}).json()] == [OPEN]
+    assert repos.get("/api/datasets", params={"author": NAMESPACE}).json() == []
+    assert [d["id"] for d in repos.get("/api/datasets", params={"author": NAMESPACE}, headers=GOOD).json()] \
+        == [CLOSED]
+
+
+@pytest.mark.parametrize("repo_id", [CLOSED, f"{NAMESPACE}/absent"], ids=["private", "missing"])
+def test_a_private_or_missing_repo_without_a_token_is_a_401_repo_not_found_alike(repos, repo_id):
+    for method, path in (("GET", f"/api/datasets/{repo_id}"), ("GET", f"/api/datasets/{repo_id}/tree/main"),
+                         ("GET", f"/api/datasets/{repo_id}/refs"), ("GET", f"/api/datasets/{repo_id}/auth-check"),
+                         ("GET", f"/datasets/{repo_id}/resolve/main/.gitattributes")):
+        response = repos.request(method, path)
+        assert (response.status_code, response.json()) == (401, NOT_FOUND), path
+        assert response.headers["x-error-code"] == "RepoNotFound"
+    head = repos.head(f"/datasets/{repo_id}/resolve/main/.gitattributes")
+    assert (head.status_code, head.headers["x-error-code"]) == (401, "RepoNotFound")
+    # with the token the private one reads and the missing one is a 404
+    expected = 200 if repo_id == CLOSED else 404
+    assert repos.get(f"/api/datasets/{repo_id}", headers=GOOD).status_code == expected
+
+
+@pytest.mark.parametrize(("method", "path"), [
+    ("POST", f"/api/models/{OPEN}/commit/main"),
+    ("POST", f"/api/models/{OPEN}/preupload/main"),
+    ("POST", f"/api/models/{OPEN}/branch/dev"),
+    ("DELETE", f"/api/models/{OPEN}/branch/main"),
+    ("PUT", f"/api/models/{OPEN}/settings"),
+    ("GET", f"/api/models/{OPEN}/xet-read-token/main"),
+    ("GET", f"/api/models/{OPEN}/auth-check/write"),
+    ("POST", "/api/repos/create"),
+    ("DELETE", "/api/repos/delete"),
+    ("POST", "/api/repos/move"),
+])
+def test_without_a_token_a_write_or_a_token_route_of_a_public_repo_is_refused(repos, method, path):
+    body = {"name": "open-model", "fromRepo": OPEN, "toRepo": f"{NAMESPACE}/moved", "visibility": "private"}
+    refused(repos.request(method, path, json=body))
+    # nothing changed: the repo is still there, public, with its one branch and one commit
+    info = repos.get(f"/api/models/{OPEN}", headers=GOOD).json()
+    assert info["private"] is False
+    assert [b["name"] for b in repos.get(f"/api/models/{OPEN}/refs").json()["branches"]] == ["main"]
+    assert len(repos.get(f"/api/models/{OPEN}/commits/main").json()) == 1
+
+
+@pytest.mark.parametrize("method", ["PUT", "DELETE", "PATCH"])
+def test_a_method_other_than_a_read_without_a_token_is_refused_on_a_public_repo(repos, method):
+    for path in (f"/api/models/{OPEN}", f"/api/models/{OPEN}/tree/main"):
+        refused(repos.request(method, path))
+    assert repos.get(f"/api/models/{OPEN}").status_code == 200
+
+
+@pytest.mark.parametrize("path", ["/api/whoami-v2", "/api/jobs/hardware", f"/api/jobs/{NAMESPACE}", JOB,
+                                  f"{JOB}/logs", f"/api/scheduled-jobs/{NAMESPACE}", f"/api/buckets/{NAMESPACE}",
+                                  f"/api/buckets/{NAMESPACE}/some-bucket"])
+def test_without_a_token_jobs_buckets_and_whoami_are_refused_on_get_and_head(repos, path):
+    refused(repos.get(path))
+    header_refused(repos.head(path))
+
+
+@pytest.mark.parametrize(
+    "authorization",
+    [
+        pytest.param("", id="empty-header"),
+        pytest.param("Bearer ", id="bearer-without-token"),
+        pytest.param("Bearer wrong", id="wrong-token"),
+        pytest.param(f"Bearer {TOKEN}x", id="token-with-one-more-character"),
+        pytest.param(TOKEN, id="bare-token"),
+    ],
+)
+def test_an_empty_or_wrong_header_is_refused_on_a_public_repo_too(repos, authorization):
+    headers = {"Authorization": authorization}
+    refused(repos.get(f"/api/models/{OPEN}", headers=headers))
+    refused(repos.get(f"/{OPEN}/resolve/main/.gitattributes", headers=headers))
+    refused(repos.post(f"/api/models/{OPEN}/paths-info/main", data={"paths": ".gitattributes"}, headers=headers))
+    header_refused(repos.head(f"/{OPEN}/resolve/main/.gitattributes", headers=headers))
+    refused(repos.get("/api/models", headers=headers))
+
+
 # -- the namespace -------------------------------------------------------------------------------
 
 
@@ -167,6 +287,39 @@ def test_another_namespace_is_a_403_naming_both(client, path):
 
 def test_another_namespace_without_the_token_is_a_401_not_a_403(client):
     refused(client.get("/api/jobs/someone-else"))
+
+
+# -- the id in a job path, as sent ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("path", "field", "value"), [
+    (f"/api/jobs/{NAMESPACE}/a%2Fb", "job_id", "a/b"),
+    (f"/api/jobs/{NAMESPACE}/a%2Fb/logs", "job_id", "a/b"),
+    (f"/api/jobs/{NAMESPACE}/%2E%2E%2Fx/cancel", "job_id", "../x"),
+    (f"/api/scheduled-jobs/{NAMESPACE}/a%2F..", "sj_id", "a/.."),
+])
+def test_an_encoded_slash_in_a_job_id_is_a_400_naming_the_field(client, path, field, value):
+    """The id is read from the path as sent: `%2F` would otherwise become a separator and the
+    request reach another route (or none) with part of the id."""
+    response = client.request("POST" if path.endswith("cancel") else "GET", path, headers=GOOD)
+    what = "job" if field == "job_id" else "scheduled job"
+    message = f"{field} {value!r} is not a {what} id: letters and digits only"
+    assert (response.status_code, response.json()) == (400, {"error": message})
+
+
+def test_a_server_that_sends_no_raw_path_gets_the_id_checked_on_the_decoded_path(service):
+    """ASGI makes `raw_path` optional: without it the path Starlette decoded is checked."""
+    app = create_app(service, TOKEN)
+
+    async def without_raw_path(scope, receive, send):
+        scope.pop("raw_path", None)
+        await app(scope, receive, send)
+
+    client = TestClient(without_raw_path)
+    response = client.get(f"/api/jobs/{NAMESPACE}/a%20b", headers=GOOD)
+    assert (response.status_code, response.json()) == (
+        400, {"error": "job_id 'a b' is not a job id: letters and digits only"})
+    assert client.get(f"/api/jobs/{NAMESPACE}", headers=GOOD).status_code == 200
 
 
 def test_nothing_is_run_or_scheduled_in_another_namespace(client):
@@ -201,6 +354,20 @@ def test_a_route_that_raises_an_api_error_answers_its_status_and_message(service
     assert response.status_code == 409
     assert response.json() == {"error": "job abc is already finished"}
     assert response.headers["x-error-message"] == "job abc is already finished"
+
+
+def test_an_api_error_with_the_hubs_error_code_carries_it_in_x_error_code(service):
+    response = raising(service, ApiError(404, "bucket 'x' not found", "RepoNotFound")).get("/boom", headers=GOOD)
+    assert (response.status_code, response.json()) == (404, {"error": "bucket 'x' not found"})
+    assert response.headers["x-error-code"] == "RepoNotFound"
+    # without a code there is no X-Error-Code header
+    assert "x-error-code" not in raising(service, ApiError(409, "taken")).get("/boom", headers=GOOD).headers
+
+
+def test_a_missing_bucket_is_a_404_with_the_hubs_repo_not_found_code(client):
+    response = client.get(f"/api/buckets/{NAMESPACE}/absent", headers=GOOD)
+    assert response.status_code == 404
+    assert response.headers["x-error-code"] == "RepoNotFound"
 
 
 def test_a_route_that_returns_is_answered_as_it_returned(service):
