@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -23,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from console import sqldb
 from console.server import paths
 from console.server.wire import ApiError, iso
 from console.server.xetcas import EMPTY_FILE_HASH, HASH_RE, CasStore
@@ -81,8 +81,7 @@ class BucketStore:
     def __init__(self, root: Path, cas: CasStore) -> None:
         self.root = root
         self.cas = cas
-        self._db = sqlite3.connect(root / "index.sqlite3", check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db = sqldb.connect(root / "index.sqlite3", threads=True)
         self._db.executescript(
             """
             CREATE TABLE IF NOT EXISTS buckets (id TEXT PRIMARY KEY, private INTEGER, created_at REAL);

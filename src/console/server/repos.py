@@ -21,7 +21,6 @@ import json
 import os
 import re
 import shutil
-import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -29,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from console import sqldb
 from console.server import paths
 from console.server.buckets import LocalHub, check_repo_id
 from console.server.wire import ApiError, iso
@@ -267,8 +267,7 @@ class RepoStore:
         self.hub_root = hub_root
         self.blobs = hub_root / "repos" / "blobs"
         self.blobs.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(hub_root / "repos.sqlite3", check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db = sqldb.connect(hub_root / "repos.sqlite3", threads=True)
         self._db.executescript(
             """
             CREATE TABLE IF NOT EXISTS repos (
