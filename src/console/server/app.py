@@ -51,11 +51,11 @@ from starlette.routing import Route
 from console.server import paths
 from console.server.bucket_routes import bucket_routes
 from console.server.core import JobsService
-from console.server.metrics import TreeSampler
 from console.server.openapi import openapi_doc
 from console.server.repo_routes import ANONYMOUS, repo_routes
 from console.server.reserve import is_disk_full
 from console.server.store import TERMINAL_STAGES
+from console.server.usage import TreeSampler
 from console.server.wire import (
     MAX_BODY_BYTES,
     ApiError,
