@@ -11,8 +11,9 @@ server's SQLite store), serves it with a real `console serve` process on loopbac
 1. start-up (at 1,000 tenants and 10,000 jobs): process spawn to the kept picture of the last
    screen, painted before Textual loads (`frame`), to Textual's frame painted from the local
    cache (`snapshot`), to the first frame with fresh data (`fresh`) and to the frame with
-   every job known (`full`), for the real `console` in an 80x24 pseudo-terminal (the app stamps
-   `$CONSOLE_BENCH_READY_FILE` after each is painted), warm (a cache from the last run) and cold
+   every job known (`full`), for the real `console` in an 80x24 pseudo-terminal (run through
+   `stamped_console.py`, which stamps `$CONSOLE_BENCH_READY_FILE` after each is painted), warm
+   (a cache from the last run) and cold
    (none); beside `hf jobs ps -a` and `hf jobs ps -a --limit 0` against the same server, and the
    floors (the same Python importing textual and huggingface_hub; a bare Textual app); the
    import-time profile of the start path;

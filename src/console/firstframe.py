@@ -36,9 +36,6 @@ from console.inputs import format_coarse
 FILE_NAME = "last-frame"
 MAX_BYTES = 4 * 1024 * 1024
 """A kept picture larger than this is not read (a 400x120 screen in truecolor is about 1 MB)."""
-READY_ENV = "CONSOLE_BENCH_READY_FILE"
-"""The start-up benchmark's stamp file: `frame <time>` is appended once the picture is painted."""
-
 _state: dict[str, Any] = {"key": None, "attrs": None, "painted": False}
 
 
@@ -176,7 +173,6 @@ def paint(argv: Sequence[str]) -> bool:
         release()
         return False
     _state["painted"] = True
-    _stamp("frame")
     return True
 
 
@@ -228,14 +224,3 @@ def took_over() -> None:
     """Textual has the terminal: the picture is its to replace (nothing to leave on a failure)."""
     release()
     _state["painted"] = False
-
-
-def _stamp(what: str) -> None:
-    path = os.environ.get(READY_ENV)
-    if not path:
-        return
-    try:
-        with open(path, "a", encoding="utf-8") as out:
-            out.write(f"{what} {time.time():.6f}\n")
-    except OSError:
-        pass

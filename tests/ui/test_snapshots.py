@@ -37,6 +37,7 @@ def make_app(tab: str = "jobs") -> ConsoleApp:
         refresh_seconds=3600,
         start_tab=tab,
         stream_metrics=True,
+        watch_seconds=None,  # no on-call pass: its marks and toasts would come at a time of their own
     )
 
 

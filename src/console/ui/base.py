@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from textual.app import App
 from textual.coordinate import Coordinate
+from textual.css.query import NoMatches
 from textual.widgets import TabbedContent
 
 from console import paths
@@ -22,10 +23,12 @@ from console.config import Config, price_book
 from console.jobs import JobRow, Prefetch, clean_log_line
 from console.prices import PriceBook
 from console.ui.job_view import JobView
-from console.ui.refresh import DataRefreshed, Refresher
+from console.ui.refresh import SNAPSHOT_ROWS, DataRefreshed, JobsChanged, Refresher
 from console.ui.session import Session
+from console.ui.widgets.jobs_pane import JobsPane
 from console.ui.widgets.jobs_table import JobsTable
 from console.ui.widgets.log_pane import LogPane
+from console.ui.widgets.status_line import StatusLine
 
 if TYPE_CHECKING:
     from console.fleet import TenantRow
@@ -64,8 +67,43 @@ class ConsoleBase(App[None]):
             ledger=_LedgerHandle(self),
             on_fleet=self.fleet_changed,
             on_ledger=self.ledger_news,
-            on_connected=self.job_view.connected,
+            on_connected=self._backend_connected,
+            on_jobs=self._jobs_changed,
+            on_snapshot=self._snapshot_painted,
+            on_fresh=self._fresh_data,
+            on_outcomes=self._outcomes_read,
         )
+
+    # what the refresher tells the screen (UI thread), routed to the widgets that show it
+
+    def _jobs_changed(self, change: JobsChanged) -> None:
+        pane = self.query_one(JobsPane)
+        if change.reload:
+            pane.reload()
+        else:
+            pane.apply_changes(change.rows, change.gone, top=change.top)
+
+    def _snapshot_painted(self, at: datetime) -> None:
+        self.query_one(JobsPane).reload(limit=SNAPSHOT_ROWS)
+        self.query_one(StatusLine).mark_snapshot(at)
+
+    def _fresh_data(self, at: datetime) -> None:
+        self.query_one(StatusLine).mark_ok(at)
+
+    def _backend_connected(self, endpoint: str) -> None:
+        try:
+            self.query_one(StatusLine).set_endpoint(endpoint)
+        except NoMatches:  # closing
+            return
+        self.job_view.connected()
+
+    def _outcomes_read(self, rows: list[TenantRow]) -> None:
+        from console.ui.widgets.fleet_table import FleetTable
+
+        try:
+            self.query_one(FleetTable).refresh_rows(rows, self.clock())
+        except NoMatches:  # the fleet tab is not mounted yet: it draws the fleet rows when it is
+            pass
 
     @property
     def ledger(self) -> Any:

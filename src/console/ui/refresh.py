@@ -22,9 +22,15 @@ and the outcomes read from finished runs' log tails.
 * A second worker (group "outcomes") reads a few log tails per refresh for the fleet's last loss
   and adapter, the tenants on screen first.
 
-It talks to the backend only through `HfApi` (`session.api`) and to the screen only through the
-panes' own update methods. It must not import the app module (the app imports it) nor the server.
-The fleet's code is imported in the workers, after the first frame.
+Who owns what: everything on the `Refresher` belongs to the UI thread. A refresh starts there
+(`refresh`), which freezes what the read needs into a :class:`ReadPlan` (the jobs last seen
+active, whether to read the head of the list or everything, the first frame's prefetch); the
+worker reads only that plan, the cache (its own connection) and the backend, asks the UI thread
+for a copy of anything else it needs (`_from_ui`), and hands back a `DataRefreshed`, which only
+`apply`, on the UI thread, merges. The screen is told through the callbacks the app gives (the
+app routes them to its widgets); the refresher queries no widget. It talks to the backend only
+through `HfApi` (`session.api`), and must not import the app module (the app imports it) nor the
+server. The fleet's code is imported in the workers, after the first frame.
 
 Why one module of over 500 lines: it is the one refresh coordinator (as Dolphie keeps its
 workers apart from its panels). What a refresh reads depends on what the last one found (the
@@ -37,7 +43,6 @@ split across modules, the rules would be too. What stands alone lives beside it:
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -47,7 +52,6 @@ from functools import partial
 from typing import Any
 
 from textual.app import App
-from textual.css.query import NoMatches
 from textual.message import Message
 from textual.worker import get_current_worker
 
@@ -56,9 +60,8 @@ from console.cache.docs import job_info
 from console.cache.latest import LatestRuns
 from console.cache.store import PUT_BATCH
 from console.jobs import ACTIVE_STAGES, JobRow, Prefetch, job_row
+from console.memory import give_back_memory
 from console.ui.session import Session
-from console.ui.widgets.jobs_pane import JobsPane
-from console.ui.widgets.status_line import StatusLine
 
 REFRESH_SECONDS = 2.0
 FULL_SYNC_SECONDS = 900.0
@@ -84,9 +87,6 @@ screen before its heavier reads, which would compete with the paint for the inte
 SNAPSHOT_SAVE_SECONDS = 60.0
 """The fleet rows kept for the next start are written at most this often between whole reads."""
 TERMINAL = ("COMPLETED", "ERROR", "CANCELED", "DELETED")
-BENCH_READY_ENV = "CONSOLE_BENCH_READY_FILE"
-"""If set, the app appends `<what> <time.time()>` lines to this file: `snapshot` once the cached
-picture is painted, `fresh` once the first fresh data is, `full` once every job is known."""
 
 
 @dataclass
@@ -148,6 +148,39 @@ class _Stopped(Exception):
     """The refresh worker was cancelled (the app is closing) in the middle of a read."""
 
 
+@dataclass(frozen=True)
+class ReadPlan:
+    """What one refresh reads, frozen on the UI thread when it starts: the worker reads this, never
+    the refresher's own (UI-thread) state."""
+
+    full: bool
+    """Read the whole list (asked for, or FULL_SYNC_SECONDS since the last whole read)."""
+    scheduled: bool
+    """Read the scheduled jobs (an action touched them)."""
+    head_scan: bool
+    """Read the head of the list (every HEAD_SCAN_EVERY refreshes)."""
+    synced: bool
+    """Every job is known already."""
+    warm: bool
+    """The cache held jobs at start: catch up from it."""
+    connected: bool
+    active: frozenset[str]
+    """The jobs last seen SCHEDULING or RUNNING."""
+    first_frame: Prefetch | None = None
+    """The first page read before the app started (the first refresh only)."""
+
+
+@dataclass(frozen=True)
+class JobsChanged:
+    """What the jobs table shows again after a refresh: everything (`reload`), or `rows` and
+    the `gone` ids; `top`: new rows go to the top (a picture from the cache is on screen)."""
+
+    reload: bool
+    rows: list[JobRow]
+    gone: list[str]
+    top: bool = False
+
+
 class Refresher:
     """The app's data and the polling that keeps it fresh (see the module docstring)."""
 
@@ -163,12 +196,20 @@ class Refresher:
         ledger: Any = None,
         on_fleet: Callable[[list[Any]], None] = lambda rows: None,
         on_ledger: Callable[[DataRefreshed], None] = lambda message: None,
-        on_connected: Callable[[], None] = lambda: None,
+        on_connected: Callable[[str], None] = lambda endpoint: None,
+        on_jobs: Callable[[JobsChanged], None] = lambda change: None,
+        on_snapshot: Callable[[datetime], None] = lambda at: None,
+        on_fresh: Callable[[datetime], None] = lambda at: None,
+        on_outcomes: Callable[[list[Any]], None] = lambda rows: None,
     ) -> None:
-        """`on_rows`: called with the rows that changed after each refresh (the job on screen
-        follows them); `tenants_in_view`: the tenants whose last outcome to read first;
-        `ledger`: where a whole read records the finished jobs (`console.ledger.Ledger`);
-        `on_fleet`: the fleet rows changed; `on_ledger`: a refresh for the costs pane."""
+        """The screen is told through these, on the UI thread: `on_rows`, the rows that changed
+        after each refresh (the job on screen follows them); `on_jobs`, what the jobs table shows
+        again; `on_fleet`, the fleet rows changed; `on_outcomes`, fleet rows whose last loss and
+        adapter were read; `on_snapshot`, the picture from the cache is painted (with its age);
+        `on_fresh`, fresh data came (with its time); `on_connected`, the backend answered (its
+        endpoint); `on_ledger`, a refresh for the costs pane. `tenants_in_view`: the tenants whose
+        last outcome to read first; `ledger`: where finished jobs are recorded (from the worker:
+        it opens its own connection)."""
         self.app = app
         self.session = session
         self.cache = session.cache
@@ -178,6 +219,10 @@ class Refresher:
         self.on_fleet = on_fleet
         self.on_ledger = on_ledger
         self.on_connected = on_connected
+        self.on_jobs = on_jobs
+        self.on_snapshot = on_snapshot
+        self.on_fresh = on_fresh
+        self.on_outcomes = on_outcomes
         self.interval = interval
         self._first_frame = first_frame
         self.job_infos: dict[str, Any] = {}
@@ -219,7 +264,6 @@ class Refresher:
         """The cache held jobs at start: catch up from it instead of reading everything."""
         self._timer: Any = None
         self._last_full = 0.0
-        self._stamped: set[str] = set()
         self._fleet_saved = 0.0
         self._painted = threading.Event()
         """Set once the first fresh rows are on screen (the worker waits for it: see
@@ -241,9 +285,7 @@ class Refresher:
         active = cache.active()
         self.active_ids = {r.id for r in active}
         self.job_rows.update((r.id, r) for r in active)
-        self.app.query_one(JobsPane).reload(limit=SNAPSHOT_ROWS)
-        self.app.query_one(StatusLine).mark_snapshot(at)
-        self._stamp("snapshot")
+        self.on_snapshot(at)
 
     def load_snapshot_fleet(self) -> None:
         """The fleet rows kept from the last run, while no fresh ones have come (the fleet tab
@@ -264,8 +306,20 @@ class Refresher:
         one fired or an action touched them. Each refresh costs a few requests whatever the
         number of tenants; a full re-read (every FULL_SYNC_SECONDS, and `ctrl+r`) catches the rest
         (label edits, jobs that started and ended between two refreshes)."""
+        plan = ReadPlan(
+            full=full or time.monotonic() - self._last_full >= FULL_SYNC_SECONDS,
+            scheduled=scheduled,
+            head_scan=self.refresh_count % HEAD_SCAN_EVERY == 0,
+            synced=self.synced,
+            warm=self._warm,
+            connected=self.connected,
+            active=frozenset(self.active_ids),
+            first_frame=None if self.synced else self._first_frame,
+        )
+        if not self.synced:
+            self._first_frame = None  # read once, by this refresh
         self.app.run_worker(
-            partial(self._read, full, scheduled),
+            partial(self._read, plan),
             thread=True,
             exclusive=True,
             group="refresh",
@@ -273,22 +327,28 @@ class Refresher:
             description="refresh jobs and scheduled jobs",
         )
 
-    def _read(self, full: bool, scheduled: bool) -> None:
+    def _read(self, plan: ReadPlan) -> None:
         try:
-            if not self.connected:
+            if not plan.connected:
                 self.session.ensure_connected()  # huggingface_hub loads here, after the first frame
-                self.connected = True
-                self.app.call_from_thread(self._on_connected)
-            self._read_changes(full, scheduled)
+                self._from_ui(self._on_connected)
+            self._read_changes(plan)
         except _Stopped:
             return  # the app is closing: a long read (the whole list) stops between two items
 
-    def _on_connected(self) -> None:
+    def _from_ui(self, func: Callable[[], Any]) -> Any:
+        """Run `func` on the UI thread and return what it returns (the worker's one way to the
+        refresher's state); a closing app stops the read."""
+        if get_current_worker().is_cancelled:
+            raise _Stopped
         try:
-            self.app.query_one(StatusLine).set_endpoint(self.session.endpoint)
-        except NoMatches:  # closing
-            return
-        self.on_connected()
+            return self.app.call_from_thread(func)
+        except RuntimeError:  # the app's loop is gone
+            raise _Stopped from None
+
+    def _on_connected(self) -> None:
+        self.connected = True
+        self.on_connected(self.session.endpoint)
 
     def _lister(self) -> tuple[Callable[..., Iterator[Any]], Callable[[], list[Any]]]:
         from console import jobspec
@@ -315,16 +375,17 @@ class Refresher:
         self.cache.put(((rows[j.id], j) for j in jobs), sync=sync)
         return rows
 
-    def _read_changes(self, full: bool, scheduled: bool) -> None:
+    def _read_changes(self, plan: ReadPlan) -> None:
         api, ns = self.session.api, self.session.namespace
         at = self.session.clock()
         list_jobs, list_scheduled = self._lister()
-        if not self.synced:
-            if self._warm:
-                self._catch_up(list_jobs, list_scheduled)
+        full = plan.full
+        if not plan.synced:
+            if plan.warm:
+                self._catch_up(plan, list_jobs, list_scheduled)
                 return
             # first run on this cache: the newest page and every active job, then the whole list
-            pre, self._first_frame = self._first_frame, None
+            pre = plan.first_frame
             head = None
             if pre is not None:
                 try:
@@ -339,16 +400,13 @@ class Refresher:
             self._record([j for j in head if j.status.stage in TERMINAL])
             self._post(DataRefreshed(head, None, at, full=False, rows=rows))
             full = True
-        if full or time.monotonic() - self._last_full >= FULL_SYNC_SECONDS:
+        if full:
             self._read_all(list_jobs, list_scheduled)
             return
         changed: list[Any] = []
-        if self.refresh_count % HEAD_SCAN_EVERY == 0:
-            known = self.job_rows
+        if plan.head_scan:
             for job in list_jobs():
-                old = known.get(job.id)
-                stage = old.stage if old is not None else self.cache.stages([job.id]).get(job.id)
-                if stage in TERMINAL and job.status.stage in TERMINAL:
+                if job.status.stage in TERMINAL and self.cache.stages([job.id]).get(job.id) in TERMINAL:
                     break
                 changed.append(job)
         seen = {j.id for j in changed}
@@ -356,13 +414,14 @@ class Refresher:
             if job.id not in seen:
                 changed.append(job)
                 seen.add(job.id)
-        gone = self._inspect_vanished(seen)
+        gone = self._inspect_vanished(plan.active, seen)
         changed += gone[1]
-        fired = any(j.id not in self.job_rows and _initiated_by_schedule(j) for j in changed)
-        sched = list_scheduled() if (scheduled or fired) else None
+        known = self.cache.stages([j.id for j in changed if _initiated_by_schedule(j)])
+        fired = any(_initiated_by_schedule(j) and j.id not in known for j in changed)  # a new run of a schedule
+        sched = list_scheduled() if (plan.scheduled or fired) else None
         fleet = None
         if sched is not None:
-            latest = self.latest.copy()
+            latest = self._from_ui(self.latest.copy)
             latest.observe_all(changed)
             latest.forget(gone[0])
             fleet = self._derive(sched, latest)
@@ -372,7 +431,7 @@ class Refresher:
         if gone[0]:
             self.cache.remove(gone[0])
 
-    def _inspect_vanished(self, seen: set[str]) -> tuple[list[str], list[Any]]:
+    def _inspect_vanished(self, active: frozenset[str], seen: set[str]) -> tuple[list[str], list[Any]]:
         """The jobs last seen active that the active list no longer has: (deleted ids, their
         current state)."""
         from console import jobspec
@@ -380,7 +439,7 @@ class Refresher:
         api, ns = self.session.api, self.session.namespace
         gone: list[str] = []
         found: list[Any] = []
-        for job_id in [i for i in self.active_ids if i not in seen]:
+        for job_id in [i for i in active if i not in seen]:
             try:
                 found.append(jobspec.compact_job(api.inspect_job(job_id=job_id, namespace=ns)))
             except Exception as exc:  # deleted meanwhile: drop it; anything else: retry later
@@ -390,7 +449,8 @@ class Refresher:
                     raise
         return gone, found
 
-    def _catch_up(self, list_jobs: Callable[..., Iterator[Any]], list_scheduled: Callable[[], list[Any]]) -> None:
+    def _catch_up(self, plan: ReadPlan, list_jobs: Callable[..., Iterator[Any]],
+                  list_scheduled: Callable[[], list[Any]]) -> None:
         """Start from the cache: read what changed since it was written (the newest jobs down to
         the first one it already knows finished, the active ones) and show it at once; then
         the jobs last seen active, the scheduled jobs and each tenant's newest runs for the
@@ -416,7 +476,7 @@ class Refresher:
                 seen.add(job.id)
         self._post(DataRefreshed(changed, None, at, full=False, rows=self._rows(changed)))
         self._painted.wait(FRESH_PAINT_WAIT_SECONDS)  # the fresh frame first, the heavy reads after
-        gone, found = self._inspect_vanished(seen)
+        gone, found = self._inspect_vanished(plan.active, seen)
         cache.remove(gone)
         self._record([j for j in changed + found if j.status.stage in TERMINAL])
         sched = list_scheduled()
@@ -477,8 +537,9 @@ class Refresher:
         next start too, by `_post`)."""
         from console.fleet import derive_fleet
 
+        outcomes = self._from_ui(lambda: dict(self.outcomes))
         return derive_fleet(scheduled, latest.jobs(), now=self.session.clock(), prices=self.session.prices,
-                            outcomes=dict(self.outcomes))
+                            outcomes=outcomes)
 
     def _post(self, message: DataRefreshed) -> None:
         """Hand a refresh to the UI thread; then keep the fleet it derived for the next start
@@ -487,12 +548,12 @@ class Refresher:
         self.app.post_message(message)
         if message.fleet is not None:
             snapshot.save_fleet(self.cache, message.fleet)
-            self._fleet_saved = time.monotonic()
 
     def fetch_outcomes(self, job_ids: list[str]) -> None:
         """Read the last loss and adapter of these finished runs from their log tails."""
+        labels = {i: dict(getattr(self.job_infos.get(i), "labels", None) or {}) for i in job_ids}
         self.app.run_worker(
-            partial(self._read_outcomes, job_ids),
+            partial(self._read_outcomes, labels),
             thread=True,
             exclusive=True,
             group="outcomes",
@@ -500,23 +561,21 @@ class Refresher:
             description="read the last runs' outcomes",
         )
 
-    def _read_outcomes(self, job_ids: list[str]) -> None:
+    def _read_outcomes(self, labels_of: dict[str, dict[str, str]]) -> None:
         from console import jobspec
         from console.fleet import parse_outcome
         from console.trackio_metrics import spark_text
 
         session = self.session
         found: dict[str, Any] = {}
-        for job_id in job_ids:
+        for job_id, labels in labels_of.items():
             try:
                 lines = session.api.fetch_job_logs(job_id=job_id, namespace=session.namespace, follow=False, tail=40)
                 tail = list(lines)
             except Exception:  # the outcome is a nicety; a later refresh retries
                 continue
             outcome = parse_outcome(tail)
-            info = self.job_infos.get(job_id)
-            labels = getattr(info, "labels", None) if info is not None else None
-            run = jobspec.trackio_run_name(job_id, labels)
+            run = jobspec.trackio_run_name(job_id, labels or None)
             if run:
                 try:
                     curve = session.metrics_reader.run_metrics(session.cfg.trackio.project, run).loss
@@ -575,13 +634,14 @@ class Refresher:
             changed_rows: list[JobRow] = []
         else:
             changed_rows = self._apply_changes(message, rows, touched, now)
-        pane = app.query_one(JobsPane)
         if message.full:
-            pane.reload()
+            self.on_jobs(JobsChanged(True, [], list(message.gone)))
             self.news.reloaded = True
         else:
-            pane.apply_changes(changed_rows, message.gone, top=self.snapshot_at is not None)
+            self.on_jobs(JobsChanged(False, changed_rows, list(message.gone), top=self.snapshot_at is not None))
             self.news.rows(changed_rows)
+        if message.fleet is not None:
+            self._fleet_saved = time.monotonic()  # the worker kept it for the next start
         if message.scheduled is not None:
             self.scheduled = {s.id: s for s in message.scheduled}
             self.scheduled_read = True
@@ -590,15 +650,12 @@ class Refresher:
         self.refresh_count += 1
         if self.snapshot_at is not None:
             self.snapshot_at = None
-        app.query_one(StatusLine).mark_ok(message.at)
-        self._stamp("fresh")
+        self.on_fresh(message.at)
         if not self._painted.is_set():
             app.call_after_refresh(self._painted.set)
-        if message.full and self.synced:
-            self._stamp("full")
         self.on_ledger(message)
         if message.full:
-            app.call_after_refresh(_give_back_memory)
+            app.call_after_refresh(give_back_memory)
         self.on_rows({r.id: r for r in changed_rows} if not message.full else self.job_rows)
         if self.synced:
             self._want_outcomes()
@@ -611,7 +668,7 @@ class Refresher:
         Work follows the change: the jobs it brought, the active ones (their time and cost tick)
         and the ids that may have stopped being kept (no longer active, no longer a tenant's
         newest runs, or kept only because the last refresh brought them). `job_infos` and
-        `job_rows` change in place (the refresh worker only looks ids up in them)."""
+        `job_rows` change in place: only the UI thread reads them."""
         infos, job_rows, prices = self.job_infos, self.job_rows, self.session.prices
         for job_id in message.gone:
             infos.pop(job_id, None)
@@ -637,7 +694,7 @@ class Refresher:
                 endpoint = getattr(self.session.api, "endpoint", None)
                 self.latest.observe_all(job_info(d, endpoint) for d in self.cache.latest_runs(lost))
                 touched |= lost
-        active = set(self.active_ids)  # a new set: the refresh worker may be reading the old one
+        active = set(self.active_ids)
         for job_id in fresh:
             row = job_rows.get(job_id)
             if row is not None and row.stage not in TERMINAL:
@@ -727,12 +784,7 @@ class Refresher:
                 row.loss_trend = outcome.loss_trend
                 touched.append(row)
         if touched:
-            try:
-                from console.ui.widgets.fleet_table import FleetTable
-
-                self.app.query_one(FleetTable).refresh_rows(touched, self.session.clock())
-            except NoMatches:  # the fleet tab is not mounted yet: it draws fleet_rows when it is
-                pass
+            self.on_outcomes(touched)
 
     def failed(self) -> None:
         """A refresh worker failed (the status line says why): try again soon."""
@@ -754,44 +806,6 @@ class Refresher:
         picked = picked[:OUTCOME_FETCHES_PER_REFRESH]
         if picked:
             self.fetch_outcomes(picked)
-
-    def _stamp(self, what: str) -> None:
-        ready_file = os.environ.get(BENCH_READY_ENV)
-        if not ready_file or what in self._stamped:
-            return
-        self._stamped.add(what)
-        self.app.call_after_refresh(_write_ready_stamp, ready_file, what)
-
-
-def _give_back_memory() -> None:
-    """Return the heap freed after reading the whole job list to the system (glibc only).
-
-    Reading 10,000 jobs parses tens of MB of JSON page by page; the pages are freed, but the
-    allocator keeps their memory for reuse, and the console would sit at that peak for good.
-    """
-    import ctypes
-    import ctypes.util
-
-    global _LIBC
-    try:
-        if _LIBC is None:
-            _LIBC = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        _LIBC.malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc: nothing to do
-        pass
-
-
-_LIBC: Any = None
-
-
-def _write_ready_stamp(path: str, what: str) -> None:
-    """The start-up benchmark's hook: a frame is on screen (`snapshot`: the cached picture,
-    `fresh`: the first fresh data, `full`: every job known), with the time."""
-    try:
-        with open(path, "a", encoding="utf-8") as out:
-            out.write(f"{what} {time.time():.6f}\n")
-    except OSError:
-        pass
 
 
 def _initiated_by_schedule(job: Any) -> bool:
