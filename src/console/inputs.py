@@ -16,6 +16,8 @@ import stat
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from console import labels
+
 # Limits on what-if and submission inputs: beyond them a number is a typo, not a plan.
 LIMITS = {
     "model_b": (0.001, 2000.0),
@@ -24,7 +26,7 @@ LIMITS = {
     "tenants": (0, 1_000_000),
     "seats": (1, 100_000),
 }
-LABEL_VALUE_RE = re.compile(r"^[A-Za-z0-9_-]{1,63}$")
+LABEL_VALUE_RE = labels.NAME_RE
 """A tenant id or an env the console accepts: what HF accepts in a label value (letters, digits,
 '-', '_'; huggingface_hub 2.4: "only alphanumeric characters, dashes, and underscores", no '.'),
 short enough that the run names built from it stay labels too."""
@@ -33,7 +35,7 @@ NAME_RULE = "must be letters, digits, '-' and '_' (at most 63; HF refuses '.' an
 
 def is_label_name(text: object) -> bool:
     """Whether `text` can be a tenant id or an env: a label value HF accepts, as it is."""
-    return isinstance(text, str) and LABEL_VALUE_RE.fullmatch(text) is not None
+    return labels.is_name(text)
 
 
 _BUCKET_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}")

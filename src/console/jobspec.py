@@ -39,7 +39,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from console import paths, vram
+from console import labels, paths, vram
 from console.costs import CostInputError, RunSpec, estimate_run, format_duration, timeout_rule
 from console.inputs import NAME_RULE, bucket_id_problem, is_label_name
 from console.prices import (
@@ -135,10 +135,10 @@ class SubmissionError(ValueError):
 
 
 def label_value(value: Any) -> str:
-    """A label value HF accepts: [A-Za-z0-9_-], at most 63 characters (other characters, '.'
-    included, -> '-')."""
-    text = re.sub(r"[^A-Za-z0-9_-]", "-", str(value)).strip("-")
-    return text[:63]
+    """A label value HF accepts (`console.labels`), at most `labels.NAME_MAX` characters (other
+    characters, '.' included, -> '-')."""
+    text = labels.NOT_LABEL_CHARS.sub("-", str(value)).strip("-")
+    return text[:labels.NAME_MAX]
 
 
 def format_number(value: float) -> str:

@@ -21,17 +21,16 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
+from console import labels
 from console.prices import HF_DEFAULT_TIMEOUT_SECONDS, SHIPPED_FLAVORS
 from console.server.store import JobRecord, ScheduledJobRecord
 
 KNOWN_FLAVORS = {f.name: f for f in SHIPPED_FLAVORS}
-# huggingface_hub 2.4 (`update_job_labels`): "Both keys and values must be max 100 characters and
-# contain only alphanumeric characters, dashes, and underscores"; a job's `name` is a label too,
-# and is also stored as a tag, with the same characters. HF answers anything else with a 400.
-# (`\Z`, not `$`: `$` also matches before a trailing newline, and "A\n" is no variable name.)
-_LABEL_RE = re.compile(r"[A-Za-z0-9_-]{1,100}\Z")
-_LABEL_VALUE_RE = re.compile(r"[A-Za-z0-9_-]{0,100}\Z")
-_LABEL_RULE = "only alphanumeric characters, dashes and underscores, at most 100 characters"
+# HF's label rule (`console.labels`); a job's `name` is a label too, and is also stored as a tag,
+# with the same characters. HF answers anything else with a 400.
+_LABEL_RE = labels.KEY_RE
+_LABEL_VALUE_RE = labels.VALUE_RE
+_LABEL_RULE = labels.LABEL_RULE
 _ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,255}\Z")
 MAX_TIMEOUT_SECONDS = 7 * 24 * 3600
 MAX_ENTRIES = 1000
