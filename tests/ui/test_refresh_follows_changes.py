@@ -116,3 +116,24 @@ async def test_a_run_that_completes_or_fails_updates_its_tenant_and_a_quiet_refr
         assert tenants < OTHER_TENANTS and rows < OTHER_TENANTS  # its tenant and its rows, not the fleet
         before, after = await _quiet(pilot, app)
         assert after == before
+
+
+async def test_a_schedule_read_asked_for_is_not_lost_when_the_next_refresh_replaces_its_worker(backend, cfg):
+    """An action asks for the schedules to be read (a reschedule), and the periodic refresh starts
+    right after, replacing that read's worker before it got to the schedules: the schedules are
+    still read, and the fleet shows the new cron."""
+    from tests.ui.conftest import schedule_python
+
+    sj = schedule_python(backend)
+    app = ConsoleApp(cfg, backend, refresh_seconds=3600, stream_metrics=False, watch_seconds=None,
+                     start_tab="fleet")
+    async with app.run_test(size=(120, 30)) as pilot:
+        await wait_for(pilot, lambda: "acme" in app.fleet_table.rows_by_tenant, what="the fleet")
+        await asyncio.to_thread(backend.api.update_scheduled_job_schedule, scheduled_job_id=sj.id,
+                                schedule="15 6 * * 2", namespace=backend.namespace)
+        for _ in range(3):  # asked for, then replaced at once by plain refreshes (a timer, ctrl+r's neighbours)
+            app.refresher.refresh(scheduled=True)
+            app.refresher.refresh()
+            app.refresher.refresh()
+        await wait_for(pilot, lambda: app.fleet_table.rows_by_tenant["acme"].schedule == "15 6 * * 2",
+                       what="the new cron in the fleet")

@@ -110,6 +110,8 @@ class DataRefreshed(Message):
     """Each tenant's newest runs, when the worker read them all (a whole read or a catch-up)."""
     fleet: list[Any] | None = None
     """The fleet rows, when the worker derived them (it had the scheduled jobs)."""
+    plan: int = 0
+    """The number of the refresh that read it (`ReadPlan.number`; 0: not from a refresh)."""
 
 
 @dataclass
@@ -168,6 +170,8 @@ class ReadPlan:
     """The jobs last seen SCHEDULING or RUNNING."""
     first_frame: Prefetch | None = None
     """The first page read before the app started (the first refresh only)."""
+    number: int = 0
+    """This refresh's number (they count up): what it brings answers what was asked before it."""
 
 
 @dataclass(frozen=True)
@@ -265,6 +269,14 @@ class Refresher:
         self._timer: Any = None
         self._last_full = 0.0
         self._fleet_saved = 0.0
+        self._plans = 0
+        self._want_full = 0
+        self._want_scheduled = 0
+        """The number of the refresh that asked for a whole read / a read of the schedules, until
+        one that did it, started then or later, is applied (0: none wanted): each refresh asks
+        again (a refresh replaces the one before it, which may have stopped before it got there)."""
+        self._reading = threading.local()
+        """The plan of the refresh a worker thread is reading (for `_post`)."""
         self._painted = threading.Event()
         """Set once the first fresh rows are on screen (the worker waits for it: see
         FRESH_PAINT_WAIT_SECONDS)."""
@@ -306,15 +318,21 @@ class Refresher:
         one fired or an action touched them. Each refresh costs a few requests whatever the
         number of tenants; a full re-read (every FULL_SYNC_SECONDS, and `ctrl+r`) catches the rest
         (label edits, jobs that started and ended between two refreshes)."""
+        self._plans += 1
+        if full and not self._want_full:
+            self._want_full = self._plans
+        if scheduled and not self._want_scheduled:
+            self._want_scheduled = self._plans
         plan = ReadPlan(
-            full=full or time.monotonic() - self._last_full >= FULL_SYNC_SECONDS,
-            scheduled=scheduled,
+            full=bool(self._want_full) or time.monotonic() - self._last_full >= FULL_SYNC_SECONDS,
+            scheduled=bool(self._want_scheduled),
             head_scan=self.refresh_count % HEAD_SCAN_EVERY == 0,
             synced=self.synced,
             warm=self._warm,
             connected=self.connected,
             active=frozenset(self.active_ids),
             first_frame=None if self.synced else self._first_frame,
+            number=self._plans,
         )
         if not self.synced:
             self._first_frame = None  # read once, by this refresh
@@ -328,6 +346,7 @@ class Refresher:
         )
 
     def _read(self, plan: ReadPlan) -> None:
+        self._reading.plan = plan.number
         try:
             if not plan.connected:
                 self.session.ensure_connected()  # huggingface_hub loads here, after the first frame
@@ -544,6 +563,7 @@ class Refresher:
     def _post(self, message: DataRefreshed) -> None:
         """Hand a refresh to the UI thread; then keep the fleet it derived for the next start
         (after the post: writing 10,000 rows is not on the way to the frame that shows them)."""
+        message.plan = getattr(self._reading, "plan", 0)
         snapshot.save_seen(self.cache, message.at)
         self.app.post_message(message)
         if message.fleet is not None:
@@ -645,6 +665,10 @@ class Refresher:
         if message.scheduled is not None:
             self.scheduled = {s.id: s for s in message.scheduled}
             self.scheduled_read = True
+            if message.plan >= self._want_scheduled:
+                self._want_scheduled = 0
+        if message.full and message.plan >= self._want_full:
+            self._want_full = 0
         self._update_fleet(message, touched, now)
         self.last_refresh = message.at
         self.refresh_count += 1
