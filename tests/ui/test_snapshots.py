@@ -49,7 +49,9 @@ async def _settle(pilot) -> None:
 
     def settled() -> bool:
         reading = any(w.is_running for w in app.workers if w.group in PANE_READS)
-        return app.refresher.synced and app.log_pane.ended and not app.refresher.outcomes_pending and not reading
+        costs = [pane for pane in app.query("LedgerPane") if pane.updating]  # its paced second summary
+        return (app.refresher.synced and app.log_pane.ended and not app.refresher.outcomes_pending and not reading
+                and not costs)
 
     calm = 0
     for _ in range(200):

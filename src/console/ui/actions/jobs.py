@@ -19,7 +19,6 @@ from textual.worker import get_current_worker
 from console import jobspec, paths
 from console.jobs import format_cost
 from console.jobspec import TrainingRequest
-from console.ledger import timed_out
 from console.ship import BaseModelCheck, ship
 from console.ui.actions import (
     ActionDone,
@@ -206,6 +205,8 @@ def rerun(app: ConsoleBase) -> None:
         return
     request = jobspec.read_request(info)
     run_name = jobspec.trackio_run_name(job.id, jobspec.labels_of(info)) if request else None
+    from console.ledger import timed_out  # the ledger's modules load with the costs tab, not the first frame
+
     if request is not None and request.hub_model_id and run_name and timed_out(info):
         from console.adapters import last_checkpoint
 

@@ -196,6 +196,11 @@ class LedgerPane(Vertical):
             self._pending, self._pending_now = {}, None
         self._next_update()
 
+    @property
+    def updating(self) -> bool:
+        """An update is running, or waiting its turn (paced)."""
+        return self._busy or self._pending is not None
+
     def _next_update(self) -> None:
         """Start the waiting update unless one is running (refreshes come every few seconds; an
         update at 1,000 tenants can take longer, and threads must not pile up)."""
