@@ -357,13 +357,29 @@ class Refresher:
 
     def _from_ui(self, func: Callable[[], Any]) -> Any:
         """Run `func` on the UI thread and return what it returns (the worker's one way to the
-        refresher's state); a closing app stops the read."""
-        if get_current_worker().is_cancelled:
+        refresher's state). The worker waits for it by a posted callback, checking as it waits
+        that it was not replaced and the app is not closing (then the read stops): a loop that
+        stops first never leaves it waiting."""
+        worker = get_current_worker()
+        box: dict[str, Any] = {}
+        done = threading.Event()
+
+        def run() -> None:
+            try:
+                box["value"] = func()
+            except BaseException as exc:  # handed to the worker, which raises it
+                box["error"] = exc
+            finally:
+                done.set()
+
+        if worker.is_cancelled or not self.app.call_later(run):
             raise _Stopped
-        try:
-            return self.app.call_from_thread(func)
-        except RuntimeError:  # the app's loop is gone
-            raise _Stopped from None
+        while not done.wait(0.05):
+            if worker.is_cancelled or not self.app.is_running:
+                raise _Stopped
+        if "error" in box:
+            raise box["error"]
+        return box["value"]
 
     def _on_connected(self) -> None:
         self.connected = True
