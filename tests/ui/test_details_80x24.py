@@ -279,18 +279,29 @@ def _top_line(pane) -> str:
     return row.split()[1] if row.startswith("line ") else row
 
 
-async def test_w_keeps_the_log_where_it_was_following_or_reading(backend, cfg):
+async def _long_log_app(backend, cfg) -> tuple[object, ConsoleApp]:
+    """A finished job of 300 long lines, and an app to show it."""
     job = run_python(backend, LONG_LINES)
     assert await wait_thread(wait_stage, backend, job.id) == "COMPLETED"
-    app = ConsoleApp(cfg, backend, refresh_seconds=0.3, stream_metrics=False, watch_seconds=None)
+    return job, ConsoleApp(cfg, backend, refresh_seconds=0.3, stream_metrics=False, watch_seconds=None)
+
+
+async def _whole_log(pilot, job):
+    """The log pane once it holds the job's whole log, following its end: (pane, log widget)."""
+    pane = pilot.app.log_pane
+    await wait_for(pilot, lambda: pane.job_id == job.id and pane.ended and pane.received >= 300, timeout=30,
+                   what="the whole log")
+    log = pane.log_widget
+    log.focus()
+    await pilot.pause(0.1)
+    assert pane.follow and log.scroll_y == log.max_scroll_y
+    return pane, log
+
+
+async def test_w_keeps_the_log_where_it_was_following_or_reading(backend, cfg):
+    job, app = await _long_log_app(backend, cfg)
     async with app.run_test(size=(80, 24)) as pilot:
-        pane = app.log_pane
-        await wait_for(pilot, lambda: pane.job_id == job.id and pane.ended and pane.received >= 300, timeout=30,
-                       what="the whole log")
-        log = pane.log_widget
-        log.focus()
-        await pilot.pause(0.1)
-        assert pane.follow and log.scroll_y == log.max_scroll_y
+        pane, log = await _whole_log(pilot, job)
         await pilot.press("w")  # following: still at the end, still following
         await pilot.pause(0.2)
         assert pane.wrap and pane.follow and log.max_scroll_y > 0 and log.scroll_y == log.max_scroll_y
@@ -315,16 +326,9 @@ async def test_the_mouse_wheel_up_pauses_following_and_scrolls(backend, cfg):
     """Reading back with the wheel is reading back: the log stops jumping to its end."""
     from textual.events import MouseScrollUp
 
-    job = run_python(backend, LONG_LINES)
-    assert await wait_thread(wait_stage, backend, job.id) == "COMPLETED"
-    app = ConsoleApp(cfg, backend, refresh_seconds=0.3, stream_metrics=False, watch_seconds=None)
+    job, app = await _long_log_app(backend, cfg)
     async with app.run_test(size=(80, 24)) as pilot:
-        pane = app.log_pane
-        await wait_for(pilot, lambda: pane.job_id == job.id and pane.ended and pane.received >= 300, timeout=30,
-                       what="the whole log")
-        log = pane.log_widget
-        await pilot.pause(0.1)
-        assert pane.follow and log.scroll_y == log.max_scroll_y
+        pane, log = await _whole_log(pilot, job)
         for _ in range(3):  # what the terminal sends for the wheel over the log
             log.post_message(MouseScrollUp(log, 2, 2, 0, -1, 0, False, False, False))
         await wait_for(pilot, lambda: not pane.follow, what="follow paused")
