@@ -57,6 +57,7 @@ from harness import (  # noqa: E402
     PtyProcess,
     SharedServer,
     Workspace,
+    compile_console,
     median,
     p95,
     peak_rss,
@@ -900,6 +901,7 @@ def main() -> int:
                         help="seed into this folder and keep it (a second run reuses its seeds)")
     parser.add_argument("--no-write", action="store_true", help="print only, keep BENCHMARKS.md")
     args = parser.parse_args()
+    compile_console()
     only = set(args.only.split(","))
     scales = _scales(args.scales)
     base_point = _scales(args.base)[0]
