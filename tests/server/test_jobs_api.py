@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 
@@ -329,3 +330,18 @@ def test_list_is_paginated_for_long_histories(api: HfApi, server) -> None:
     assert listed[0].id == jobs[-1].id and listed[-1].id == jobs[0].id
     t1 = list(api.list_jobs(labels={"tenant": "t1"}, namespace=NAMESPACE))
     assert len(t1) == len([j for j in jobs if j.labels["tenant"] == "t1"])
+
+
+def test_jobs_share_the_cores_among_the_slots_unless_they_set_their_threads(api: HfApi, monkeypatch) -> None:
+    """Four job slots on this machine: each job's OpenMP / MKL pools get its share of the cores, so
+    jobs running side by side do not spin against each other (a tiny model's step took seconds)."""
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.delenv("MKL_NUM_THREADS", raising=False)
+    code = "import os; print(os.environ.get('OMP_NUM_THREADS'), os.environ.get('MKL_NUM_THREADS'))"
+    shared = run_py(api, code)
+    own = run_py(api, code, env={"OMP_NUM_THREADS": "3"})
+    share = max(1, len(os.sched_getaffinity(0)) // 4)  # make_server: max_running_jobs=4
+    assert wait_stage(api, shared.id).status.stage == "COMPLETED"
+    assert wait_stage(api, own.id).status.stage == "COMPLETED"
+    assert list(api.fetch_job_logs(job_id=shared.id, namespace=NAMESPACE)) == [f"{share} {share}"]
+    assert list(api.fetch_job_logs(job_id=own.id, namespace=NAMESPACE)) == [f"3 {share}"]

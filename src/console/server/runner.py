@@ -81,7 +81,20 @@ def format_seconds(seconds: float) -> str:
     return f"{h}h {m}m" if m else f"{h}h"
 
 
-def job_environment(job: JobRecord, *, sandboxed: bool = False, hub_endpoint: str | None = None) -> dict[str, str]:
+def cpu_share(max_running: int) -> int:
+    """The threads a job's numeric libraries may use: this machine's cores shared among the
+    server's job slots (at least one). Jobs on HF Jobs have their flavor's cores to themselves;
+    here up to `max_running` jobs share one machine, and BLAS / OpenMP pools sized to every core
+    spin against each other when several run (a step of a tiny model then takes seconds)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    return max(1, cores // max(1, max_running))
+
+
+def job_environment(job: JobRecord, *, sandboxed: bool = False, hub_endpoint: str | None = None,
+                    threads: int | None = None) -> dict[str, str]:
     """The environment a job's process starts with.
 
     A clean base (PATH, HOME, locale, caches; never the server's own tokens), the server's Python
@@ -93,6 +106,8 @@ def job_environment(job: JobRecord, *, sandboxed: bool = False, hub_endpoint: st
     `hub_endpoint`: this server's URL, the job's $HF_ENDPOINT unless it sets one: the local Hub
     its repos and downloads go to, as a job on HF Jobs reaches huggingface.co (with the token it
     is given as a secret, if any; none is given otherwise).
+    `threads`: $OMP_NUM_THREADS and $MKL_NUM_THREADS (the job's share of the cores,
+    :func:`cpu_share`) unless the server's environment or the job sets them.
     """
     env = {
         k: v for k, v in os.environ.items() if k in _PASS_ENV or k.startswith(_PASS_PREFIXES)
@@ -107,6 +122,9 @@ def job_environment(job: JobRecord, *, sandboxed: bool = False, hub_endpoint: st
     env["TRACKIO_DIR"] = str(paths.trackio_dir())
     if hub_endpoint:
         env["HF_ENDPOINT"] = hub_endpoint
+    if threads:
+        for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+            env.setdefault(name, str(threads))
     if sandboxed:
         env.update(sandbox.job_environment(paths.job_workdir(job.id)))
     user_env = dict(job.spec.get("environment") or {})
@@ -364,7 +382,8 @@ class Runner:
         started = time.time()
         clock = time.monotonic()  # the job's timeout counts from here, as its running time does
         isolation = sandbox.detect()
-        env = job_environment(job, sandboxed=isolation.available, hub_endpoint=self.hub_endpoint)
+        env = job_environment(job, sandboxed=isolation.available, hub_endpoint=self.hub_endpoint,
+                              threads=cpu_share(self.max_running))
         Path(env["TMPDIR"]).mkdir(parents=True, exist_ok=True)
         writable = [Path(env["CONSOLE_ARTIFACTS_DIR"]), paths.trackio_dir(), *sandbox.shared_caches()]
         try:
