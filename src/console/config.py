@@ -267,7 +267,8 @@ class ServerSettings:
     port: int = setting(0, _int_range(0, 65535))
     """Port on 127.0.0.1; 0 picks a free one."""
     max_running_jobs: int = setting(2, _int_range(1, 64))
-    """Jobs running at once; the rest wait in SCHEDULING."""
+    """Jobs running at once; the rest wait in SCHEDULING. Each job's OpenMP / MKL threads default
+    to its share of the cores (the cores over this number)."""
     python: str = setting("self", _choice(SERVER_PYTHON_MODES))
     """How `uv run SCRIPT` commands run: "self" (the server's own Python environment), "uv" (real uv),
     "auto" (uv when installed, else self)."""
