@@ -15,6 +15,7 @@ the whole wait.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import fcntl
 import logging
 import os
@@ -121,6 +122,26 @@ class _Server(uvicorn.Server):
     def __init__(self, config: uvicorn.Config, followers: _Followers) -> None:
         super().__init__(config)
         self.followers = followers
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._exit_wanted: asyncio.Event | None = None
+
+    async def main_loop(self) -> None:
+        # uvicorn's loop, which also wakes at once when `exit_soon` asks (it looks every 0.1 s)
+        self._exit_wanted = asyncio.Event()
+        self._loop = asyncio.get_running_loop()
+        counter = 0
+        while not await self.on_tick(counter):
+            counter = (counter + 1) % 864000
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._exit_wanted.wait(), 0.1)
+
+    def exit_soon(self) -> None:
+        """Stop serving (from any thread): the server begins its shutdown now, not at its next tick."""
+        self.should_exit = True
+        loop, wanted = self._loop, self._exit_wanted
+        if loop is not None and wanted is not None:
+            with contextlib.suppress(RuntimeError):  # the loop has already closed
+                loop.call_soon_threadsafe(wanted.set)
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         closer = asyncio.get_running_loop().create_task(self._close_followers())
@@ -253,7 +274,7 @@ class LocalServer:
 
     def stop(self) -> None:
         if self._uvicorn is not None:
-            self._uvicorn.should_exit = True
+            self._uvicorn.exit_soon()
         if self._thread is not None:
             self._thread.join(timeout=10)
             self._thread = None
