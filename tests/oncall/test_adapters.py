@@ -8,7 +8,6 @@ import json
 import os
 from pathlib import Path
 
-import pytest
 from huggingface_hub import HfApi
 from tests.oncall.conftest import NAMESPACE
 
@@ -41,17 +40,19 @@ def _live(api: HfApi) -> str | None:
     return {t.name: t.target_commit for t in api.list_repo_refs(REPO).tags}.get("live")
 
 
-@pytest.fixture
-def trained(server):
+def test_versions_promote_refusals_roll_back_and_promote_on_one_tenants_runs(server, capsys):
+    """One tenant's runs, trained once (they are the test's cost): its versions with their
+    verdicts, the refusals, then a third run promoted, rolled back and promoted again."""
     save(Config(namespace=NAMESPACE, endpoint=server.url), os.environ["CONSOLE_CONFIG"])
     api = HfApi(endpoint=server.url, token=server.token)
     good = _train(server, api, "acme-good", 5e-3)
     bad = _train(server, api, "acme-dead", 1e3)
-    return api, good, bad
+    _versions_list_both_runs_with_verdicts_and_the_live_tag_on_the_passing_one(api, good, bad, capsys)
+    _a_failed_run_cannot_be_promoted_and_read_only_refuses(api, capsys)
+    _roll_back_moves_live_to_the_earlier_version_and_promote_brings_it_back(api, server, capsys)
 
 
-def test_versions_list_both_runs_with_verdicts_and_the_live_tag_on_the_passing_one(trained, capsys):
-    api, good, bad = trained
+def _versions_list_both_runs_with_verdicts_and_the_live_tag_on_the_passing_one(api, good, bad, capsys):
     code, out, err = _adapters(capsys, "--repo", REPO, "--json")
     assert code == 0, err
     doc = json.loads(out)
@@ -72,8 +73,7 @@ def test_versions_list_both_runs_with_verdicts_and_the_live_tag_on_the_passing_o
     assert any(line.startswith("* ") and "acme-good" in line for line in out.splitlines())
 
 
-def test_a_failed_run_cannot_be_promoted_and_read_only_refuses(trained, capsys):
-    api, _, _ = trained
+def _a_failed_run_cannot_be_promoted_and_read_only_refuses(api, capsys):
     live = _live(api)
     code, _, err = _adapters(capsys, "--repo", REPO, "--promote", "acme-dead", "--yes")
     assert code == 2 and "acme-dead" in err and "cannot be live" in err and "FAIL (zero_grad)" in err
@@ -83,8 +83,7 @@ def test_a_failed_run_cannot_be_promoted_and_read_only_refuses(trained, capsys):
     assert _live(api) == live
 
 
-def test_roll_back_moves_live_to_the_earlier_version_and_promote_brings_it_back(trained, server, capsys):
-    api, _, _ = trained
+def _roll_back_moves_live_to_the_earlier_version_and_promote_brings_it_back(api, server, capsys):
     first_live = _live(api)
     _train(server, api, "acme-better", 5e-3)
     assert _live(api) == first_live  # manual policy: the new pass is on main, not live
