@@ -300,3 +300,18 @@ async def test_ledger_pane_updates_on_every_refresh_only_while_on_screen(tmp_pat
         pane.ingest([done], None, full=False)  # a finished job: recorded now
         await wait_for(pilot, lambda: pane.refreshes >= 4)
         assert len(ledger) == 1 and pane.summary.entries == 1
+
+
+async def test_an_update_arriving_as_the_pane_is_taken_down_is_dropped_without_a_crash(tmp_path):
+    """Quitting while a ledger update is on its way: the pane's children go first, then the
+    update arrives; it is kept (not drawn), and the app does not end in a traceback."""
+    ledger = Ledger(tmp_path / "ledger.sqlite")
+    pane = LedgerPane(ledger, cfg(plan="pro"), id="ledger")
+    app = Host(pane=pane)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: pane.refreshes >= 1)
+        summary = pane.summary
+        await pane.remove_children()
+        pane.post_message(LedgerPane.Updated(summary, 0))
+        await wait_for(pilot, lambda: pane.refreshes >= 2)
+        assert pane.summary is summary  # leaving the `async with` re-raises what the app raised

@@ -62,6 +62,8 @@ async def test_the_budget_toast_at_start_says_the_projection_console_ledger_says
                        what="the budget toast")
         await wait_for(pilot, lambda: app.oncall.passes >= 2, timeout=60, what="two on-call passes")
         toasted = [m.group(1) for n in notes(app) for m in re.finditer(r"projected \$([\d,.]+)", n)]
+        # the costs tab is mounted a moment after the fresh frame (later on a loaded machine)
+        await wait_for(pilot, lambda: app.query(LedgerPane), timeout=30, what="the costs pane")
         pane = app.query_one(LedgerPane)
         await wait_for(pilot, lambda: pane.summary is not None and pane.summary.schedules, timeout=30,
                        what="the costs pane's projection with the schedules")

@@ -287,6 +287,8 @@ class LedgerPane(Vertical):
             self.post_message(self.BudgetExceeded(s.budget_warning))
 
     def _draw(self, s: LedgerSummary) -> None:
+        if not self.query("#ledger-summary"):
+            return  # composing, or being taken down as the app quits: the summary is kept
         text = self._summary_text(s)
         if self.kept_from:
             text.append(f"  ({self.kept_from}: refreshing)", style="bold yellow")
