@@ -404,9 +404,13 @@ class Refresher:
         return list_jobs, list_scheduled
 
     def _rows(self, jobs: list[Any], *, sync: int = 0) -> dict[str, JobRow]:
-        """Rows of `jobs`, written to the cache with their documents."""
+        """Rows of `jobs`, written to the cache with their documents (not by a worker that was
+        cancelled: the app is closing or a newer refresh replaced it, and what it read may be
+        older than what the cache holds)."""
         now, prices = self.session.clock(), self.session.prices
         rows = {j.id: job_row(j, now=now, prices=prices) for j in jobs}
+        if get_current_worker().is_cancelled:
+            raise _Stopped
         self.cache.put(((rows[j.id], j) for j in jobs), sync=sync)
         return rows
 
