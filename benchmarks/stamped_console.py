@@ -5,6 +5,7 @@
 It appends `<what> <time.time()>` lines to `$CONSOLE_BENCH_READY_FILE`, once each:
 
 - `frame`: the kept picture is on the terminal (before Textual is imported);
+- `painted`: Textual's first frame (on a first start: the screens, before any data);
 - `snapshot`: the app has painted its picture from the cache;
 - `fresh`: the first fresh data is on screen;
 - `full`: every job is known and on screen.
@@ -42,12 +43,13 @@ def stamp(what: str) -> None:
 
 
 def _wrap_refresher(module: Any) -> None:
-    """Stamp `snapshot`, `fresh` and `full` once the frame that shows each is painted."""
+    """Stamp `painted`, `snapshot`, `fresh` and `full` once the frame that shows each is painted."""
     refresher = module.Refresher
     paint, apply = refresher.paint_snapshot, refresher.apply
 
     def paint_snapshot(self: Any) -> None:
         paint(self)
+        self.app.call_after_refresh(stamp, "painted")  # Textual's first frame, with or without a picture
         if self.snapshot_at is not None:
             self.app.call_after_refresh(stamp, "snapshot")
 
