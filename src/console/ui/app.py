@@ -208,9 +208,15 @@ class ConsoleApp(ConsoleBase):
             kept = snapshot.load_ledger(self.session.cache) if self.refresher.snapshot_at else None
             if pane is not None and kept is not None:
                 pane.show_kept(kept)
-            if pane is not None and self.refresher.scheduled_read:
-                # the schedules read before the tab mounted: re-read only every full sync (minutes)
-                pane.ingest([], list(self.refresher.scheduled.values()), self.prices, full=False)
+            if pane is not None:
+                # the jobs running now (their money in flight) and the schedules, as read before the
+                # tab mounted: the next refresh may be seconds away, the next schedule read minutes
+                refresher = self.refresher
+                infos = refresher.job_infos
+                active = [infos[i] for i in refresher.active_ids if i in infos]
+                scheduled = list(refresher.scheduled.values()) if refresher.scheduled_read else None
+                if active or scheduled is not None:
+                    pane.ingest(active, scheduled, self.prices, full=False)
         elif tab in ("training", "metrics"):
             tables = self.query(JobsTable)
             if tables:  # none while the app is closing
