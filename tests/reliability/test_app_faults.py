@@ -69,17 +69,20 @@ async def test_hangs_and_drops_never_freeze_or_crash_the_app(server, backend, cf
 
 async def test_the_log_pane_shows_every_line_once_across_cut_streams(server, backend, cfg):
     job = run_python(backend, COUNTER.format(n=400, pause=0.004))
+    # armed before the app starts: the pane follows the only job as soon as its row shows, and
+    # each of its log requests (the first one and every reconnect) meets the next fault
+    server.faults.add(Fault("cut", path="/logs$", after_events=60),
+                      Fault("cut", path="/logs$", after_events=150, drop=True),
+                      Fault("status", path="/logs$", status=500),
+                      Fault("cut", path="/logs$", after_events=300, drop=True))
     app = ConsoleApp(cfg, backend, refresh_seconds=0.3, stream_metrics=False)
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: job.id in app.jobs_table.rows_by_id, what="the job row")
-        server.faults.add(Fault("cut", path="/logs$", after_events=60),
-                          Fault("cut", path="/logs$", after_events=150, drop=True),
-                          Fault("status", path="/logs$", status=500),
-                          Fault("cut", path="/logs$", after_events=300, drop=True))
         app.jobs_table.select_job(job.id)
         pane = app.log_pane
         await wait_for(pilot, lambda: pane.job_id == job.id and pane.ended, timeout=40,
                        what="the end of the stream")
+        assert not server.faults.armed()  # the pane went through every cut
         await wait_thread(wait_stage, backend, job.id)
         full = list(backend.api.fetch_job_logs(job_id=job.id, namespace=backend.namespace))
         assert full == [f"line {i}" for i in range(400)]
