@@ -1,10 +1,12 @@
 """Where a run's weights land on the Hub: each run pushes its checkpoints to a branch of its own
-(`runs/<run name>`), and only a passing run's final adapter lands on `main`, where serving reads.
+(`runs/<run name>`), only a passing run's final adapter lands on `main`, where serving reads, and
+the `live` tag moves by the promotion policy.
 
-Real CPU runs of training/sft_lora.py pushing to a model repo on the embedded server through
-`HF_ENDPOINT`: one that passes, then one that fails (a dead learning rate) after pushing
-checkpoints. The failed run's checkpoints are kept on its branch (a timeout keeps what was
-pushed) and `main` still holds the passing adapter.
+Real CPU runs of training/sft_lora.py pushing to one model repo on the embedded server through
+`HF_ENDPOINT`, in turn: one that passes (the first passing run becomes live), one that fails (a
+dead learning rate) after pushing checkpoints, whose checkpoints stay on its branch while `main`
+and `live` keep the passing adapter, then a passing run under the manual policy (main moves, live
+stays) and one under `on_pass` (live follows).
 """
 
 from __future__ import annotations
@@ -24,7 +26,15 @@ def _file(hub, name: str, tmp_path, revision: str = "main") -> bytes:
         return fh.read()
 
 
-def test_a_failed_run_leaves_main_on_the_last_passing_adapter(hub, tmp_path):
+def _live(api: HfApi) -> str | None:
+    return {t.name: t.target_commit for t in api.list_repo_refs(REPO).tags}.get("live")
+
+
+def _main(api: HfApi) -> str:
+    return {b.name: b.target_commit for b in api.list_repo_refs(REPO).branches}["main"]
+
+
+def test_runs_land_on_their_branches_main_keeps_the_passing_adapter_and_live_follows_the_policy(hub, tmp_path):
     env = hub_env(tmp_path, hub)
     api = HfApi(endpoint=hub.url, token=hub.token)
 
@@ -44,8 +54,10 @@ def test_a_failed_run_leaves_main_on_the_last_passing_adapter(hub, tmp_path):
     # the passing run's own branch holds what it pushed, checkpoints included
     good_commits = [c.title for c in api.list_repo_commits(REPO, revision="runs/acme-good")]
     assert any("checkpoint" in t.lower() or "training in progress" in t.lower() for t in good_commits), good_commits
+    assert _live(api) == _main(api)  # nothing was live: the first passing run is
+    live = _live(api)
 
-    bad = run(SFT, sft_hub_args("acme-dead", REPO, learning_rate="1e3", max_steps=12), env)
+    bad = run(SFT, sft_hub_args("acme-dead", REPO, "--promote", "on_pass", learning_rate="1e3", max_steps=12), env)
     assert bad.returncode == 1, bad.stdout[-3000:] + bad.stderr[-3000:]
     assert bad.last_line.startswith("VERDICT: FAIL zero_grad: "), bad.last_line
 
@@ -62,35 +74,16 @@ def test_a_failed_run_leaves_main_on_the_last_passing_adapter(hub, tmp_path):
     dead_files = api.list_repo_files(REPO, revision="runs/acme-dead")
     assert "adapter_model.safetensors" in dead_files
     assert _file(hub, "adapter_model.safetensors", tmp_path, revision="runs/acme-dead") != passing_adapter
+    assert _live(api) == live == _main(api)  # a failed run never becomes live, even on_pass
 
-
-def _live(api: HfApi) -> str | None:
-    return {t.name: t.target_commit for t in api.list_repo_refs(REPO).tags}.get("live")
-
-
-def _main(api: HfApi) -> str:
-    return {b.name: b.target_commit for b in api.list_repo_refs(REPO).branches}["main"]
-
-
-def test_the_live_tag_follows_a_passing_run_only_when_the_policy_says_so(hub, tmp_path):
-    env = hub_env(tmp_path, hub)
-    api = HfApi(endpoint=hub.url, token=hub.token)
-
-    first = run(SFT, sft_hub_args("acme-1", REPO, learning_rate="5e-3", max_steps=12), env)
-    assert first.returncode == 0, first.stdout[-3000:]
-    assert _live(api) == _main(api)  # nothing was live: the first passing run is
-    live = _live(api)
-
-    dead = run(SFT, sft_hub_args("acme-2", REPO, "--promote", "on_pass", learning_rate="1e3", max_steps=12), env)
-    assert dead.returncode == 1 and _live(api) == live == _main(api)  # a failed run never becomes live
-
-    manual = run(SFT, sft_hub_args("acme-3", REPO, learning_rate="5e-3", max_steps=12), env)
+    manual = run(SFT, sft_hub_args("acme-manual", REPO, learning_rate="5e-3", max_steps=12), env)
     assert manual.returncode == 0, manual.stdout[-3000:]
     assert _main(api) != live and _live(api) == live  # main moved on, live stays where it was
     assert "live tag live left where it is (promote=manual)" in manual.stdout
 
-    on_pass = run(SFT, sft_hub_args("acme-4", REPO, "--promote", "on_pass", learning_rate="5e-3", max_steps=12), env)
+    on_pass = run(SFT, sft_hub_args("acme-on-pass", REPO, "--promote", "on_pass", learning_rate="5e-3",
+                                    max_steps=12), env)
     assert on_pass.returncode == 0, on_pass.stdout[-3000:]
     assert _live(api) == _main(api) != live
     live_manifest = json.loads(_file(hub, "manifest.json", tmp_path, revision="live"))
-    assert live_manifest["run_name"] == "acme-4" and live_manifest["verdict"] == "PASS"
+    assert live_manifest["run_name"] == "acme-on-pass" and live_manifest["verdict"] == "PASS"
