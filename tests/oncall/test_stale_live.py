@@ -75,3 +75,76 @@ def test_a_live_adapter_older_than_three_periods_is_flagged_and_notified_once(ba
     cfg.notify.stale_live_periods = 0
     assert check(100).stale_live == []
     assert len(posted()) == 1
+
+
+class _Counting:
+    """The backend's HfApi, noting each repo whose refs are read (the first of `live_since`'s two
+    requests)."""
+
+    def __init__(self, api) -> None:
+        self.api, self.read = api, []
+
+    def list_repo_refs(self, repo_id, **kwargs):
+        self.read.append(repo_id)
+        return self.api.list_repo_refs(repo_id, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.api, name)
+
+
+def test_live_versions_are_read_once_then_when_they_may_be_stale_or_are_due_and_a_restart_reads_none(
+        backend, cfg, tmp_path, monkeypatch):
+    """A pass does not read every tenant's live tag: what was read is kept in the on-call store,
+    a repo is read again when by that it may have gone stale, else once per LIVE_RECHECK_S, a
+    few a pass, the longest unread first (at 10,000 tenants every pass read 20,000 requests)."""
+    from console.oncall import watcher as watcher_module
+
+    monkeypatch.setattr(watcher_module, "LIVE_RECHECKS_PER_PASS", 3, raising=False)
+    api = HfApi(endpoint=backend.api.endpoint, token=backend.api.token)
+    repos = [f"{NAMESPACE}/adapter-t{i}" for i in range(8)]
+    for i, repo in enumerate(repos):
+        api.create_repo(repo)
+        manifest = tmp_path / f"t{i}.json"
+        manifest.write_text(json.dumps({"run_name": f"t{i}-1", "verdict": "PASS"}))
+        info = api.upload_file(path_or_fileobj=str(manifest), path_in_repo="manifest.json", repo_id=repo)
+        api.create_tag(repo, tag="live", revision=info.oid)
+        req = TrainingRequest(tenant=f"t{i}", dataset=str(DATA / "acme.jsonl"), hub_model_id=repo, scheduled=True)
+        sub = jobspec.build_submission(req, backend_kind="local", token=backend.api.token)
+        backend.api.create_scheduled_job(**ship(backend.api, sub, NAMESPACE).scheduled_kwargs("0 3 * * *"),
+                                         namespace=NAMESPACE)  # daily: stale after 3 days
+    store = OnCallStore(tmp_path / "oncall.sqlite")
+    now = datetime.now(UTC)
+    counting = _Counting(backend.api)
+
+    def watcher():
+        clock = {"hours": 0.0}
+        watch = Watcher(counting, cfg, namespace=NAMESPACE, store=store,
+                        clock=lambda: now + timedelta(hours=clock["hours"]))
+
+        def check(hours: float) -> list[str]:
+            clock["hours"] = hours
+            del counting.read[:]
+            watch._live_at = None  # a live pass every check (one is due every LIVE_EVERY_S)
+            report = watch.check()
+            assert report.stale_live == [] or hours >= 72, report.stale_live
+            return list(counting.read)
+
+        return check
+
+    check = watcher()
+    assert sorted(check(1)) == repos  # never read: every one
+    assert check(1.2) == []  # read, and cannot be stale before three days: none
+    assert watcher()(2) == []  # a restart: what was read is kept
+
+    moved = api.upload_file(path_or_fileobj=b"{}", path_in_repo="notes.json", repo_id=repos[0]).oid
+    api.delete_tag(repos[0], tag="live")
+    api.create_tag(repos[0], tag="live", revision=moved)  # a tag moved by hand
+    check = watcher()
+    rounds = [check(7), check(7.2), check(7.4), check(7.6)]  # 6 h after the read: due, 3 a pass
+    assert [len(r) for r in rounds] == [3, 3, 2, 0] and sorted(sum(rounds, [])) == repos
+    assert store.live_reads()[repos[0]].commit == moved
+
+    stale = Watcher(counting, cfg, namespace=NAMESPACE, store=store, clock=lambda: now + timedelta(hours=80))
+    del counting.read[:]
+    assert sorted(s.repo_id for s in stale.check().stale_live) == repos  # may be stale: read, and they are
+    assert sorted(counting.read) == repos

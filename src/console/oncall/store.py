@@ -1,5 +1,5 @@
-"""What on-call must remember across restarts: the events already sent, and each running job's
-last sign of activity.
+"""What on-call must remember across restarts: the events already sent, each running job's last
+sign of activity, and each adapter repo's live version as last read.
 
 One SQLite file in the data dir (`oncall.sqlite`), shared by every console and every `console
 watch` of that data dir. Claiming an event is one ``INSERT OR IGNORE``: of two watchers that see
@@ -40,6 +40,12 @@ CREATE TABLE IF NOT EXISTS activity (
     active_at   REAL NOT NULL,
     seen_at     REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS live (
+    repo_id TEXT PRIMARY KEY,
+    commit_id TEXT,
+    made_at REAL,
+    read_at REAL NOT NULL
+);
 CREATE TABLE IF NOT EXISTS meta (
     name  TEXT PRIMARY KEY,
     value TEXT NOT NULL
@@ -64,6 +70,19 @@ class ActivityMark:
     """Unix time of the last observation that showed activity (new log, new step or CPU)."""
     seen_at: float
     """Unix time of the last observation."""
+
+
+@dataclass(frozen=True)
+class LiveRead:
+    """An adapter repo's live version as it was last read."""
+
+    repo_id: str
+    commit: str | None
+    """The commit its live tag pointed at; None: no live tag (or no repo) then."""
+    made_at: float | None
+    """Unix time that commit was made."""
+    read_at: float
+    """Unix time of the read (the watcher's clock)."""
 
 
 def default_path() -> Path:
@@ -142,6 +161,22 @@ class OnCallStore:
             gone = [r[0] for r in conn.execute("SELECT job_id FROM activity") if r[0] not in keep]
             conn.executemany("DELETE FROM activity WHERE job_id = ?", [(j,) for j in gone])
         return len(gone)
+
+    # -- live adapter versions
+
+    def live_reads(self) -> dict[str, LiveRead]:
+        with self._connect() as conn:
+            rows = conn.execute("SELECT repo_id, commit_id, made_at, read_at FROM live").fetchall()
+        return {r[0]: LiveRead(*r) for r in rows}
+
+    def save_live_reads(self, reads: Iterable[LiveRead]) -> None:
+        with self._connect() as conn:
+            conn.executemany(
+                "INSERT INTO live (repo_id, commit_id, made_at, read_at) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (repo_id) DO UPDATE SET commit_id = excluded.commit_id, "
+                "made_at = excluded.made_at, read_at = excluded.read_at",
+                [(r.repo_id, r.commit, r.made_at, r.read_at) for r in reads],
+            )
 
     # -- small facts
 

@@ -44,7 +44,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import Any
 
 from console import jobspec
@@ -54,7 +54,7 @@ from console.ledger import FailureStreak, Ledger, LedgerSummary, ledger_summary,
 from console.oncall.forecast import JobForecast, forecast_job
 from console.oncall.notify import Event, Notifier
 from console.oncall.stall import StallDetector, StallStatus, cpu_percent
-from console.oncall.store import OnCallStore
+from console.oncall.store import LiveRead, OnCallStore
 from console.oncall.why import why_failed
 from console.prices import PriceBook
 from console.trackio_metrics import MetricsReader, RunMetrics, reader_for
@@ -72,11 +72,17 @@ MIN_RATE_POINTS = 5
 """A running job is called an overrun only once its rate rests on this many logged steps."""
 READ_THREADS = 4
 BUDGET_EVERY_S = 300.0
-LIVE_EVERY_S = 600.0
-"""How often the live adapter versions are read (two requests per scheduled tenant's repo)."""
 """The month's projection (the schedules read, every schedule's remaining runs) is worked out at
 most this often: it moves by a run's cost, not in seconds, and at 10,000 schedules it is the
 dearest part of a pass."""
+LIVE_EVERY_S = 600.0
+"""How often the live adapter versions are looked at (`Watcher._read_stale_live` says which are read)."""
+LIVE_RECHECK_S = 6 * 3600.0
+"""A repo's live version is read again at least this often, even when by what was read it cannot
+have gone stale yet (a roll back or a tag moved by hand makes it older)."""
+LIVE_RECHECKS_PER_PASS = 250
+"""At most this many of those re-reads a pass, the longest unread first: at 10,000 tenants they
+spread over the passes instead of coming all at once."""
 HEAD_OVERLAP_S = 120.0
 """The head of the job list is read back to this long before the last pass began (clock skew
 between this machine and the backend, jobs listed late)."""
@@ -233,6 +239,9 @@ class Watcher:
         """The schedules the last projection read (the stale-live check reuses them)."""
         self._live_at: float | None = None
         self._live: list[StaleLive] = []
+        self._periods: dict[tuple[str, date], float | None] = {}
+        self.live_reads = 0
+        """Live versions read so far (each two requests)."""
 
     # -- reads
 
@@ -504,8 +513,14 @@ class Watcher:
         return events
 
     def _read_stale_live(self, now: datetime, periods: int, report: WatchReport) -> list[StaleLive]:
+        """The scheduled tenants whose live version is older than `periods` of their schedule's.
+
+        A repo's live version is read (`live_since`, two requests) when it was never read, when by
+        what was read it may have gone stale since, and else once per `LIVE_RECHECK_S` (a roll back
+        or a tag moved by hand can make it older), at most `LIVE_RECHECKS_PER_PASS` of those a pass,
+        the longest unread first. What was read is kept in the on-call store: a pass at 10,000
+        tenants reads a few repos, not 20,000 requests, and a restart does not read them again."""
         from console.adapters import AdapterError, live_since
-        from console.cron import next_runs
 
         scheduled = self._scheduled
         if scheduled is None:
@@ -514,34 +529,70 @@ class Watcher:
             except Exception as exc:
                 report.problems.append(f"schedules: {_short(exc)}")
                 return []
-        found: list[StaleLive] = []
+        at = now.timestamp()
+        tenants: list[tuple[Any, jobspec.TrainingRequest, float]] = []
         seen: set[str] = set()
         for sj in scheduled:
             req = jobspec.read_request(sj)
             if req is None or not req.hub_model_id or req.hub_model_id in seen or getattr(sj, "suspend", False):
                 continue
             seen.add(req.hub_model_id)
-            try:  # the schedule's period: the longest gap between its next firings
-                fires = next_runs(str(getattr(sj, "schedule", "") or ""), 4, after=now)
-            except Exception:  # noqa: BLE001 - a schedule the cron reader does not know: no period
-                continue
-            gaps = [(b - a).total_seconds() for a, b in itertools.pairwise(fires)]
-            if not gaps or max(gaps) <= 0:
-                continue
-            period_s = max(gaps)
+            period_s = self._period(str(getattr(sj, "schedule", "") or ""), now)
+            if period_s is not None:
+                tenants.append((sj, req, period_s))
+        known = self.store.live_reads()
+
+        def may_be_stale(read: LiveRead, period_s: float) -> bool:
+            return read.made_at is not None and at - read.made_at > periods * period_s
+
+        first: list[str] = []  # never read, or stale by what was read (read again: it may have moved)
+        again: list[str] = []
+        for _sj, req, period_s in tenants:
+            read = known.get(req.hub_model_id)
+            if read is None or may_be_stale(read, period_s):
+                first.append(req.hub_model_id)
+            elif at - read.read_at >= LIVE_RECHECK_S or at < read.read_at:
+                again.append(req.hub_model_id)
+        again.sort(key=lambda repo: known[repo].read_at)
+        fresh: list[LiveRead] = []
+        for repo_id in first + again[:LIVE_RECHECKS_PER_PASS]:
             try:
-                live = live_since(self.api, req.hub_model_id)
+                live = live_since(self.api, repo_id)
             except AdapterError as exc:
-                report.problems.append(f"{req.hub_model_id}: {_short(exc)}")
+                report.problems.append(f"{repo_id}: {_short(exc)}")
                 continue
-            if live is None:
-                continue
-            commit, made = live
-            age = (now - made).total_seconds()
-            if age > periods * period_s:
-                found.append(StaleLive(tenant=req.tenant, repo_id=req.hub_model_id, commit=commit, age_s=age,
-                                       period_s=period_s, scheduled_job_id=sj.id))
+            read = LiveRead(repo_id, live[0] if live else None, live[1].timestamp() if live else None, at)
+            known[repo_id] = read
+            fresh.append(read)
+        if fresh:
+            self.store.save_live_reads(fresh)
+        self.live_reads += len(fresh)
+        found: list[StaleLive] = []
+        for sj, req, period_s in tenants:
+            read = known.get(req.hub_model_id)
+            if read is not None and read.commit is not None and may_be_stale(read, period_s):
+                found.append(StaleLive(tenant=req.tenant, repo_id=req.hub_model_id, commit=read.commit,
+                                       age_s=at - (read.made_at or at), period_s=period_s,
+                                       scheduled_job_id=sj.id))
         return found
+
+    def _period(self, schedule: str, now: datetime) -> float | None:
+        """A schedule's period: the longest gap between its next firings (worked out once a day
+        per schedule: thousands of tenants share a handful of schedules); None when the cron
+        reader does not know it."""
+        from console.cron import next_runs
+
+        key = (schedule, now.date())
+        if key not in self._periods:
+            if len(self._periods) > 4096:
+                self._periods.clear()
+            try:
+                fires = next_runs(schedule, 4, after=now)
+            except Exception:  # noqa: BLE001 - a schedule the cron reader does not know: no period
+                fires = []
+            gaps = [(b - a).total_seconds() for a, b in itertools.pairwise(fires)]
+            self._periods[key] = max(gaps) if gaps and max(gaps) > 0 else None
+        return self._periods[key]
 
     def _alerts(self, jobs: list[Any], now: datetime, since: float, report: WatchReport) -> list[Event]:
         try:
