@@ -146,13 +146,16 @@ class FailureReasons:
             tenant = self._fleet_missing.pop(job_id, None)
             if tenant is not None and self._fleet_job.get(tenant) == job_id:
                 del self._fleet_job[tenant]
-        self.show()
+        self.show(message.reasons)
 
-    def show(self) -> None:
-        """Give the tables what is known (a table mounted later gets it when it mounts), and the
-        log pane's header the reason of the failed job on screen."""
+    def show(self, reasons: dict[str, tuple[str, str]] | None = None) -> None:
+        """Give the tables these reasons, just read (by default every one known: a table mounted
+        later gets them when it mounts), and the log pane's header the reason of the failed job on
+        screen."""
         if not self.known:
             return
+        if reasons is None:
+            reasons = self.known
         job_id = self.app.job_view.job_id
         row = self.app.refresher.job_rows.get(job_id or "")
         if job_id in self.known and (row is None or row.stage == "ERROR"):
@@ -161,10 +164,10 @@ class FailureReasons:
             except NoMatches:
                 pass
         try:
-            self.app.jobs_table.show_reasons(self.known)
+            self.app.jobs_table.show_reasons(reasons)
         except NoMatches:
             pass
         try:
-            self.app.fleet_table.show_reasons({k: tag for k, (tag, _text) in self.known.items()})
+            self.app.fleet_table.show_reasons({k: tag for k, (tag, _text) in reasons.items()})
         except NoMatches:
             pass

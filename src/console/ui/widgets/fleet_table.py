@@ -105,6 +105,8 @@ class FleetTable(KeyedTable):
         super().__init__(id=id, cursor_type="row", fixed_columns=1)  # the Tenant stays as it scrolls
         self.column_keys = tuple(key for key, _, _ in COLUMNS)
         self.rows_by_tenant: dict[str, TenantRow] = {}
+        self._tenant_of_job: dict[str, str] = {}
+        """Each tenant's last run (job id -> tenant): which rows a job's news is for."""
         self._pending: tuple[list[TenantRow], datetime] | None = None
         """Rows given while the table was hidden, drawn when it shows."""
         self.reasons: dict[str, str] = {}
@@ -226,6 +228,7 @@ class FleetTable(KeyedTable):
         """Show the fleet `rows`. While the table is not on screen only the rows are kept; they
         are drawn when it shows (`draw_pending`): a hidden pane does no per-tenant rendering."""
         self.rows_by_tenant = {r.tenant: r for r in rows}
+        self._tenant_of_job = {r.last_job_id: r.tenant for r in rows if r.last_job_id}
         self._pending = (rows, now)
         if self.is_on_screen:
             self.draw_pending()
@@ -254,6 +257,8 @@ class FleetTable(KeyedTable):
         for row in rows:
             if row.tenant in self.rows_by_tenant:
                 self.rows_by_tenant[row.tenant] = row
+                if row.last_job_id:
+                    self._tenant_of_job[row.last_job_id] = row.tenant
         if self._pending is not None:
             return  # drawn with the rest when the table shows
         with self.app.batch_update():
@@ -267,7 +272,8 @@ class FleetTable(KeyedTable):
         if not new:
             return
         self.reasons.update(new)
-        rows = [r for r in self.rows_by_tenant.values() if r.failed and r.last_job_id in new]
+        rows = [r for job_id in new if (r := self.rows_by_tenant.get(self._tenant_of_job.get(job_id, "")))
+                is not None and r.failed and r.last_job_id == job_id]
         if rows:
             self.refresh_rows(rows, self._now or datetime.now(UTC))
 
