@@ -345,11 +345,15 @@ class Watcher:
         self._summary = report.summary
         return list(self._budget_events)
 
+    def _read_scheduled(self) -> list[Any]:
+        """The schedules, compacted as the app keeps them (their strings shared with its own copy:
+        kept between passes, 10,000 of them weigh tens of MB as they come)."""
+        return [jobspec.compact_job(sj) for sj in self.api.list_scheduled_jobs(namespace=self.namespace)]
+
     def _project(self, refreshed: Any, now: datetime, prices: PriceBook,
                  report: WatchReport) -> list[Event]:
         try:
-            scheduled = list(self.api.list_scheduled_jobs(namespace=self.namespace))
-            self._scheduled = scheduled
+            scheduled = self._scheduled = self._read_scheduled()
         except Exception as exc:
             report.problems.append(f"schedules: {_short(exc)}")
             scheduled = []
@@ -525,7 +529,7 @@ class Watcher:
         scheduled = self._scheduled
         if scheduled is None:
             try:
-                scheduled = self._scheduled = list(self.api.list_scheduled_jobs(namespace=self.namespace))
+                scheduled = self._scheduled = self._read_scheduled()
             except Exception as exc:
                 report.problems.append(f"schedules: {_short(exc)}")
                 return []
