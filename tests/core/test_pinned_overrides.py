@@ -18,6 +18,10 @@ What each is for (and why no public API does it):
   client has, kept on the console's client with its resilient transport.
 - trackio's `sqlite_storage.TRACKIO_DIR` / `utils.TRACKIO_DIR`: where trackio reads, pointed at
   the embedded server's store for one read at a time.
+- uvicorn's `Server.main_loop` / `on_tick` / `should_exit` and `Server.shutdown`, its
+  `server_state.connections` and each connection's `cycle.scope` and `transport` (the embedded
+  server's `_Server`): a stop that begins at once instead of at the loop's next 0.1 s tick, and a
+  shutdown that closes the log followers' streams instead of waiting them out.
 """
 
 from __future__ import annotations
@@ -85,3 +89,23 @@ def test_trackio_reads_from_its_module_level_folder():
     assert hasattr(storage, "TRACKIO_DIR") and hasattr(tutils, "TRACKIO_DIR")
     assert "TRACKIO_DIR" in inspect.getsource(storage.SQLiteStorage.get_project_db_path)
     assert callable(storage.SQLiteStorage.get_logs)
+
+
+def test_uvicorn_ticks_its_main_loop_and_keeps_its_connections_and_their_cycles():
+    import uvicorn
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+    from uvicorn.server import Server, ServerState
+
+    from console.server.serve import _Server
+
+    loop = inspect.getsource(Server.main_loop)
+    assert "await self.on_tick(counter)" in loop and "asyncio.sleep(0.1)" in loop  # what _Server repeats
+    assert list(inspect.signature(Server.on_tick).parameters) == ["self", "counter"]
+    assert "self.should_exit" in inspect.getsource(Server.on_tick)
+    assert list(inspect.signature(Server.shutdown).parameters) == ["self", "sockets"]
+    assert "self.server_state" in inspect.getsource(Server.__init__)
+    assert "self.connections" in inspect.getsource(ServerState.__init__)
+    init = inspect.getsource(H11Protocol.__init__)
+    assert "self.transport" in init and "self.cycle" in init
+    assert "scope" in inspect.signature(uvicorn.protocols.http.h11_impl.RequestResponseCycle.__init__).parameters
+    assert {"main_loop", "shutdown"} <= set(vars(_Server))
