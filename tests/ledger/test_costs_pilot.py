@@ -302,6 +302,43 @@ async def test_ledger_pane_updates_on_every_refresh_only_while_on_screen(tmp_pat
         assert len(ledger) == 1 and pane.summary.entries == 1
 
 
+async def test_quiet_refreshes_while_an_update_runs_off_screen_queue_no_other_update(tmp_path):
+    """Off screen, the update a finished job started runs once: the quiet refreshes that come
+    while it runs (nothing finished, no schedule change) leave nothing queued behind it. (They
+    did: at 10,000 tenants each update summarizes every schedule, and updates ran back to back
+    for as long as refreshes came.)"""
+    import threading
+
+    release, running = threading.Event(), threading.Event()
+
+    def hold(_summary) -> None:  # the update's last step, in its worker thread
+        running.set()
+        release.wait(10)
+
+    ledger = Ledger(tmp_path / "ledger.sqlite")
+    pane = LedgerPane(ledger, cfg(plan="pro"), id="ledger", on_summary=hold)
+    app = Host(pane=pane)
+    live = job("live", stage="RUNNING", ran=600, labels=tenant_labels("acme"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        release.set()
+        await wait_for(pilot, lambda: pane.refreshes >= 1 and not pane.updating)
+        pane.display = False
+        await wait_for(pilot, lambda: not pane.is_on_screen)
+        release.clear()
+        running.clear()
+        pane.ingest([job("done", ran=1800, labels=tenant_labels("acme"))], None, full=False)
+        await wait_for(pilot, running.is_set)  # the finished job's update runs, held here
+        for _ in range(3):
+            pane.ingest([live], None, full=False)  # quiet refreshes meanwhile
+        release.set()
+        await wait_for(pilot, lambda: not pane.updating)
+        assert pane.refreshes == 2 and len(ledger) == 1
+        pane.display = True  # shown again (as the app says when its tab opens): the money in
+        pane.shown()  # flight is brought up to date, once
+        await wait_for(pilot, lambda: pane.refreshes == 3 and not pane.updating)
+        assert pane.summary.in_flight_usd > 0
+
+
 async def test_an_update_arriving_as_the_pane_is_taken_down_is_dropped_without_a_crash(tmp_path):
     """Quitting while a ledger update is on its way: the pane's children go first, then the
     update arrives; it is kept (not drawn), and the app does not end in a traceback."""

@@ -177,14 +177,16 @@ class LedgerPane(Vertical):
             else:
                 self._active.pop(job.id, None)
                 finished = True
+        news = full or finished or scheduled is not None or bool(gone)
+        if not (news or self.is_on_screen):
+            # only the money in flight moved (the active jobs are kept above): nothing is queued,
+            # or an update running now would be followed by another after every quiet refresh
+            self._stale = True  # brought up to date when shown
+            return
         pending = self._pending if self._pending is not None else {}
         pending.update((job.id, job) for job in jobs)
         self._pending, self._pending_now = pending, now
-        news = full or finished or scheduled is not None or bool(gone)
-        if news or self.is_on_screen:
-            self._next_update()
-        else:
-            self._stale = True  # only the money in flight moved: brought up to date when shown
+        self._next_update()
 
     def record_from(self, api: Any, namespace: str | None) -> None:
         """List jobs and schedules from the backend in a worker, record, redraw."""
@@ -353,6 +355,8 @@ class LedgerPane(Vertical):
             self._next_update()
         if self._stale:
             self._stale = False
+            if self._pending is None:
+                self._pending, self._pending_now = {}, None
             self._next_update()
 
     def _draw_tenants(self) -> None:
