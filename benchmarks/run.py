@@ -69,6 +69,8 @@ from harness import (  # noqa: E402
 REPO = Path(__file__).resolve().parents[1]
 REPORT = REPO / "BENCHMARKS.md"
 START, END = "<!-- figures:start -->", "<!-- figures:end -->"
+QUIET_REFRESHES = 24
+"""Refreshes a quiet-refresh figure is the mean of (a few milliseconds each: fewer read noise as a trend)."""
 DEFAULT_SCALES = "100x10000,1000x10000,1000x50000,1000x100000,10000x100000"
 MIB = 2**20
 REOPENED = "reopened console: first frame with jobs (the kept picture) vs hf jobs ps -a, same server"
@@ -422,7 +424,7 @@ def bench_scale(res: Results, ws: Workspace, server: SharedServer, tenants: int,
     fulls = [full] + [_console_start(ws, ready, ("full",))["full"] for _ in range(max(0, warm_runs - 1))]
     env = server.hf_env()
     hf_all = [_run_wall([str(HF_BIN), "jobs", "ps", "-a", "--limit", "0"], env) for _ in range(hf_runs)]
-    steady = _steady_in_subprocess(ws, 8)
+    steady = _steady_in_subprocess(ws, QUIET_REFRESHES)
     srv = psutil.Process(server.proc.pid)
     srv_rss, srv_peak = srv.memory_info().rss, peak_rss(server.proc.pid)
     key = f"{tenants}x{jobs}"
