@@ -204,7 +204,7 @@ def test_after_frames_were_dropped_the_screen_is_what_a_full_redraw_shows(daemon
         reader.read_for(FLOOD_SECONDS)
         sentinel.touch()
         assert _wait_stage(daemon_api, flood.id, ("COMPLETED", "ERROR")) == "COMPLETED"
-        settled = _settle(fd, screen, decode)
+        settled = _settle(fd, screen, decode, until="flood line")
         assert "flood line" in settled and "1 Fleet" in settled
 
         os.write(fd, b"\x1a")  # ctrl+z, then fg: every cell drawn again
@@ -238,15 +238,16 @@ def _below_status(text: str) -> list[str]:
     return text.split("\n")[1:]  # the status line's "refreshed 3s ago" ticks
 
 
-def _settle(fd: int, screen: Screen, decode, timeout: float = 20.0) -> str:
-    """The screen once two looks a second apart agree below the status line."""
+def _settle(fd: int, screen: Screen, decode, timeout: float = 20.0, until: str = "") -> str:
+    """The screen once two looks a second apart agree below the status line (and show `until`:
+    a busy machine can take seconds to read a finished job's log into the pane)."""
     deadline = time.monotonic() + timeout
     _feed(fd, screen, decode, 1.0)
     before = screen.text()
     while time.monotonic() < deadline:
         _feed(fd, screen, decode, 1.0)
         now = screen.text()
-        if _below_status(now) == _below_status(before):
+        if _below_status(now) == _below_status(before) and until in now:
             return now
         before = now
     return before

@@ -67,7 +67,7 @@ async def test_submit_creates_a_job_with_the_padded_timeout_and_labels(backend, 
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: app.refresher.refresh_count > 0)
         await pilot.press("s")
-        await wait_for(pilot, lambda: isinstance(app.screen, SubmitScreen))
+        await wait_for(pilot, lambda: isinstance(app.screen, SubmitScreen) and bool(app.screen.query("#f-tenant")))
         form = app.screen
         await type_into(pilot, form.query_one("#f-tenant", Input), "acme")
         await type_into(pilot, form.query_one("#f-dataset", Input), dataset)
