@@ -240,8 +240,6 @@ class Watcher:
         self._live_at: float | None = None
         self._live: list[StaleLive] = []
         self._periods: dict[tuple[str, date], float | None] = {}
-        self.live_reads = 0
-        """Live versions read so far (each two requests)."""
 
     # -- reads
 
@@ -570,7 +568,6 @@ class Watcher:
             fresh.append(read)
         if fresh:
             self.store.save_live_reads(fresh)
-        self.live_reads += len(fresh)
         found: list[StaleLive] = []
         for sj, req, period_s in tenants:
             read = known.get(req.hub_model_id)

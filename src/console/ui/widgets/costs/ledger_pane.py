@@ -355,9 +355,7 @@ class LedgerPane(Vertical):
             self._next_update()
         if self._stale:
             self._stale = False
-            if self._pending is None:
-                self._pending, self._pending_now = {}, None
-            self._next_update()
+            self.load()  # an update from what is kept: the money in flight brought up to date
 
     def _draw_tenants(self) -> None:
         """Spend by tenant, by key: a row is rebuilt only when its numbers changed (compared as
