@@ -536,16 +536,18 @@ def calibrate(observations: Iterable[Observation]) -> Calibration:
     a flavor with no runs of its own falls back to the fit over all runs.
     """
     by_flavor: dict[str, list[tuple[float, float]]] = {}
+    heuristic: dict[RunSpec, float | None] = {}  # a fleet's runs come in a few shapes
     for ob in observations:
         if ob.running_seconds <= 0:
             continue
-        try:
-            predicted = estimate_run(
-                RunSpec(ob.model_b, int(ob.examples), ob.epochs, ob.flavor, ob.unsloth, ob.max_steps, ob.batch_size)
-            ).hours
-        except CostInputError:
-            continue
-        if predicted <= 0:
+        spec = RunSpec(ob.model_b, int(ob.examples), ob.epochs, ob.flavor, ob.unsloth, ob.max_steps, ob.batch_size)
+        if spec not in heuristic:
+            try:
+                heuristic[spec] = estimate_run(spec).hours
+            except CostInputError:
+                heuristic[spec] = None
+        predicted = heuristic[spec]
+        if predicted is None or predicted <= 0:
             continue
         by_flavor.setdefault(ob.flavor, []).append((ob.running_seconds / 3600.0, predicted))
     per: dict[str, FlavorCalibration] = {}

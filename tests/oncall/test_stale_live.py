@@ -148,3 +148,52 @@ def test_live_versions_are_read_once_then_when_they_may_be_stale_or_are_due_and_
     del counting.read[:]
     assert sorted(s.repo_id for s in stale.check().stale_live) == repos  # may be stale: read, and they are
     assert sorted(counting.read) == repos
+
+
+class _CountingSchedules(_Counting):
+    """The backend's HfApi, noting each read of the whole schedule list."""
+
+    def __init__(self, api) -> None:
+        super().__init__(api)
+        self.schedule_reads = 0
+
+    def list_scheduled_jobs(self, **kwargs):
+        self.schedule_reads += 1
+        return self.api.list_scheduled_jobs(**kwargs)
+
+
+def test_a_watcher_beside_the_app_projects_and_flags_from_the_apps_schedules_and_reads_none_of_its_own(
+        backend, cfg, tmp_path):
+    """In the TUI the app's refresher already keeps every schedule: its watcher uses that copy (a
+    second one of 10,000 schedules, read every few minutes, was tens of MB). Until the app has read
+    them, a pass reads them itself."""
+    api = HfApi(endpoint=backend.api.endpoint, token=backend.api.token)
+    api.create_repo(REPO)
+    first = _land(api, "acme-1", tmp_path)
+    req = TrainingRequest(tenant="acme", dataset=str(DATA / "acme.jsonl"), hub_model_id=REPO, scheduled=True)
+    sub = jobspec.build_submission(req, backend_kind="local", token=backend.api.token)
+    sj = backend.api.create_scheduled_job(**ship(backend.api, sub, NAMESPACE).scheduled_kwargs("@hourly"),
+                                          namespace=NAMESPACE)
+    store = OnCallStore(tmp_path / "oncall.sqlite")
+    later = datetime.now(UTC) + timedelta(hours=4)  # four hourly periods: stale
+    counting = _CountingSchedules(backend.api)
+    kept: dict[str, list | None] = {"schedules": None}
+
+    def check():
+        return Watcher(counting, cfg, namespace=NAMESPACE, store=store, clock=lambda: later,
+                       schedules=lambda: kept["schedules"]).check()
+
+    report = check()  # the app has not read them yet: the pass reads them
+    assert counting.schedule_reads == 1
+    assert [(s.tenant, s.commit) for s in report.stale_live] == [("acme", first)]
+    assert [f.scheduled_job_id for f in report.summary.schedules] == [sj.id]
+
+    kept["schedules"] = [jobspec.compact_job(s) for s in backend.api.list_scheduled_jobs(namespace=NAMESPACE)]
+    report = check()
+    assert counting.schedule_reads == 1  # none of its own
+    assert [(s.tenant, s.commit) for s in report.stale_live] == [("acme", first)]
+    assert [f.scheduled_job_id for f in report.summary.schedules] == [sj.id]
+
+    kept["schedules"] = []  # the app's last read found none: neither does the pass
+    report = check()
+    assert counting.schedule_reads == 1 and report.stale_live == [] and report.summary.schedules == []

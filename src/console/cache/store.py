@@ -23,6 +23,7 @@ console.server.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import sqlite3
 import threading
@@ -238,10 +239,20 @@ class JobCache:
 
     def put(self, rows: Iterable[tuple[JobRow, Any]], *, sync: int = 0) -> int:
         """Insert or replace jobs: (row, its JobInfo or None to keep the stored doc). Returns how
-        many were written. `sync`: the full read this belongs to (see `begin_sync`)."""
-        values = [self._values(row, info, sync) for row, info in rows]
-        if not values:
+        many were written. `sync`: the full read this belongs to (see `begin_sync`). The rows are
+        packed as they are written, not all first (10,000 packed docs held at once are tens of MB)."""
+        packed = (self._values(row, info, sync) for row, info in rows)
+        first = next(packed, None)
+        if first is None:
             return 0
+        written = 0
+
+        def values() -> Iterator[tuple[Any, ...]]:
+            nonlocal written
+            for value in itertools.chain((first,), packed):
+                written += 1
+                yield value
+
         with self._write() as conn:
             conn.executemany(
                 "INSERT INTO jobs (id, rank, created, stage, tenant, kind, flavor, started, finished, "
@@ -254,9 +265,9 @@ class JobCache:
                 "ssh_url=excluded.ssh_url, scheduled_job_id=excluded.scheduled_job_id, owner=excluded.owner, "
                 "train=excluded.train, search=excluded.search, "
                 "sync=MAX(jobs.sync, excluded.sync), doc=COALESCE(excluded.doc, jobs.doc)",
-                values,
+                values(),
             )
-        return len(values)
+        return written
 
     def remove(self, job_ids: Iterable[str]) -> None:
         ids = [(i,) for i in job_ids]
@@ -318,14 +329,15 @@ class JobCache:
         r = self._conn.execute("SELECT doc FROM jobs WHERE id = ?", (job_id,)).fetchone()
         return unpack(r[0]) if r and r[0] else None
 
-    def latest_runs(self, tenants: Iterable[str] | None = None) -> list[dict[str, Any]]:
+    def latest_runs(self, tenants: Iterable[str] | None = None) -> Iterator[dict[str, Any]]:
         """The docs of each tenant's newest training run and newest completed one (by when it
-        finished): what the fleet's last-run columns need, without the rest of the history."""
+        finished): what the fleet's last-run columns need, without the rest of the history.
+        Read a batch at a time as they are iterated: 20,000 docs are not all held at once."""
         wanted = None if tenants is None else list(tenants)
         scope, args = "", []
         if wanted is not None:
             if not wanted:
-                return []
+                return
             scope = f" AND tenant IN ({','.join('?' * len(wanted))})"
             args = wanted
         # the window ranks row ids only: carrying each job's doc through the sort of every
@@ -340,11 +352,10 @@ class JobCache:
             "  ORDER BY COALESCE(finished, started, created) DESC, id DESC) AS n"
             f" FROM jobs WHERE train = 1 AND stage = 'COMPLETED'{scope}) WHERE n = 1"
         )
-        rids = [r[0] for r in self._conn.execute(sql, [*args, *args])]
-        docs: dict[int, bytes] = {}
-        for chunk, marks in in_batches(list(dict.fromkeys(rids))):
-            docs.update(self._conn.execute(f"SELECT rowid, doc FROM jobs WHERE rowid IN ({marks})", chunk))
-        return [unpack(blob) for rid in rids if (blob := docs.get(rid))]
+        rids = list(dict.fromkeys(r[0] for r in self._conn.execute(sql, [*args, *args])))
+        for chunk, marks in in_batches(rids):
+            docs = dict(self._conn.execute(f"SELECT rowid, doc FROM jobs WHERE rowid IN ({marks})", chunk))
+            yield from (unpack(blob) for rid in chunk if (blob := docs.get(rid)))
 
     # -- the snapshot ----------------------------------------------------------------------
 

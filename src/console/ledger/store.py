@@ -383,35 +383,38 @@ class Ledger:
 
     def calibration_from_store(self) -> tuple[Calibration, str]:
         """:func:`estimate_calibration` of every entry, from the columns it reads (no entry is
-        loaded); cached until an entry is recorded or costed."""
+        loaded, and the rows are streamed: 100,000 finished runs are not held at once); cached
+        until an entry is recorded or costed."""
         version = self._version()
         cached = self._store_calibration
         if cached is not None and cached[0] == version:
             return cached[1]
-        hf: list[Observation] = []
-        local: list[Observation] = []
-        loopback: dict[str, bool] = {}
+        where = ("stage = 'COMPLETED' AND kind IN ('sft', '') AND running_source != ? "
+                 "AND running_seconds > 0 AND model_b IS NOT NULL AND examples AND epochs IS NOT NULL")
         with self._connect() as conn:
-            rows = conn.execute(
-                "SELECT flavor, model_b, examples, epochs, running_seconds, unsloth, endpoint FROM entries "
-                "WHERE stage = 'COMPLETED' AND kind IN ('sft', '') AND running_source != ? "
-                "AND running_seconds > 0 AND model_b IS NOT NULL AND examples AND epochs IS NOT NULL "
-                "ORDER BY COALESCE(started_at, created_at, recorded_at), job_id",  # as entries() are
-                (UNKNOWN,),
-            ).fetchall()
-        for flavor, model_b, examples, epochs, running, unsloth, endpoint in rows:
-            if endpoint not in loopback:
-                loopback[endpoint] = is_loopback(endpoint)
-            (local if loopback[endpoint] else hf).append(Observation(
-                flavor=flavor, model_b=model_b, examples=examples, epochs=epochs,
-                running_seconds=running, unsloth=bool(unsloth),
-            ))
-        found = calibrate(hf)
-        if found.runs:
-            result = (found, "hf")
-        else:
-            found = calibrate(local)
-            result = (found, "local" if found.runs else "none")
+            endpoints = [e for (e,) in conn.execute(f"SELECT DISTINCT endpoint FROM entries WHERE {where}",
+                                                    (UNKNOWN,))]
+
+            def observed(among: list[str]) -> Iterator[Observation]:
+                if not among:
+                    return
+                rows = conn.execute(
+                    "SELECT flavor, model_b, examples, epochs, running_seconds, unsloth FROM entries "
+                    f"WHERE {where} AND endpoint IN ({','.join('?' * len(among))}) "
+                    "ORDER BY COALESCE(started_at, created_at, recorded_at), job_id",  # as entries() are
+                    (UNKNOWN, *among),
+                )
+                for flavor, model_b, examples, epochs, running, unsloth in rows:
+                    yield Observation(flavor=flavor, model_b=model_b, examples=examples, epochs=epochs,
+                                      running_seconds=running, unsloth=bool(unsloth))
+
+            local = [e for e in endpoints if is_loopback(e)]
+            found = calibrate(observed([e for e in endpoints if e not in local]))
+            if found.runs:
+                result = (found, "hf")
+            else:
+                found = calibrate(observed(local))
+                result = (found, "local" if found.runs else "none")
         self._store_calibration = (version, result)
         return result
 

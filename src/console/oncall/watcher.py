@@ -209,6 +209,7 @@ class Watcher:
         clock: Callable[[], datetime] | None = None,
         lookback_s: float = LOOKBACK_S,
         since: float | None = None,
+        schedules: Callable[[], list[Any] | None] | None = None,
     ) -> None:
         self.api = api
         self.cfg = cfg
@@ -237,6 +238,10 @@ class Watcher:
         self._summary: LedgerSummary | None = None
         self._scheduled: list[Any] | None = None
         """The schedules the last projection read (the stale-live check reuses them)."""
+        self._kept_schedules = schedules
+        """The schedules a caller already keeps (the app's, as its last refresh read them), or None
+        until it has them; without it (or before then) a pass reads them itself. 10,000 schedules
+        are tens of MB as they come: the TUI keeps one copy, not two."""
         self._live_at: float | None = None
         self._live: list[StaleLive] = []
         self._periods: dict[tuple[str, date], float | None] = {}
@@ -344,8 +349,10 @@ class Watcher:
         return list(self._budget_events)
 
     def _read_scheduled(self) -> list[Any]:
-        """The schedules, compacted as the app keeps them (their strings shared with its own copy:
-        kept between passes, 10,000 of them weigh tens of MB as they come)."""
+        """The schedules: the caller's (`schedules`) when it has them, else read, compacted as the
+        app keeps them (their strings shared with its own copy)."""
+        if self._kept_schedules is not None and (kept := self._kept_schedules()) is not None:
+            return kept
         return [jobspec.compact_job(sj) for sj in self.api.list_scheduled_jobs(namespace=self.namespace)]
 
     def _project(self, refreshed: Any, now: datetime, prices: PriceBook,
@@ -525,6 +532,8 @@ class Watcher:
         from console.adapters import AdapterError, live_since
 
         scheduled = self._scheduled
+        if self._kept_schedules is not None and (kept := self._kept_schedules()) is not None:
+            scheduled = kept  # the caller's, as fresh as what it shows
         if scheduled is None:
             try:
                 scheduled = self._scheduled = self._read_scheduled()

@@ -40,6 +40,9 @@ WATCH_SECONDS = 30.0
 """Seconds between on-call passes in the TUI (`console watch --interval` for the headless one)."""
 FIRST_WATCH_SECONDS = 5.0
 """The first pass comes this long after start (after the first frame and the first reads)."""
+FIRST_WATCH_WAITS = 120
+"""The first pass waits, a second at a time, up to this many times for the app's first reads of the
+whole fleet to end (an unreachable backend never ends them: the pass then runs and says so)."""
 TOASTS_PER_PASS = 3
 """A pass with more events than this shows the first ones as toasts (errors first) and one toast
 for the rest: a night of 40 failed jobs is not 40 toasts over the screen for 15 s. Every event
@@ -80,6 +83,7 @@ class OnCallWatch:
         self._lock = threading.Lock()
         self._running = False
         self._failing = False
+        self._first_waits = 0
         self.passes = 0
         """Passes that ended (with a report or not)."""
         self.last_report: WatchReport | None = None
@@ -95,6 +99,13 @@ class OnCallWatch:
         self.app.set_timer(self.first_delay, self._first_pass)
 
     def _first_pass(self) -> None:
+        waited = self.app.refresher.synced or self._make_watcher is not None
+        if not waited and self._first_waits < FIRST_WATCH_WAITS:
+            # the app's first reads are still going (at 10,000 tenants, tens of seconds): a pass
+            # beside them would read every schedule a second time at the same moment
+            self._first_waits += 1
+            self.app.set_timer(1.0, self._first_pass)
+            return
         self.run_pass()
         if self.interval is not None:
             self.app.set_interval(self.interval, self.run_pass)
@@ -122,7 +133,15 @@ class OnCallWatch:
         session.ensure_connected()
         return Watcher(session.api, session.cfg, namespace=session.namespace,
                        backend_kind=session.backend_kind, reader=session.metrics_reader,
-                       ledger=self.app.ledger, write=self._write, clock=session.clock)
+                       ledger=self.app.ledger, write=self._write, clock=session.clock,
+                       schedules=self._kept_schedules)
+
+    def _kept_schedules(self) -> list[Any] | None:
+        """The schedules as the app's last refresh read them (None until one has): the pass's
+        projection and stale-live check use the app's copy instead of reading their own. Called
+        from the pass's thread: the refresher replaces its dict, never changes it in place."""
+        refresher = self.app.refresher
+        return list(refresher.scheduled.values()) if refresher.scheduled_read else None
 
     def _check(self) -> None:
         try:
