@@ -936,7 +936,15 @@ def compact_job(info: Any) -> Any:
             items = getattr(spec, name, None)
             if items:
                 setattr(spec, name, [shared(x) for x in items])
-        for obj, names in ((spec, ("docker_image", "flavor")), (info, ("endpoint",)),
+        secrets = getattr(spec, "secrets", None)  # their names: a dict (values hidden) or a list
+        if isinstance(secrets, dict) and secrets:
+            spec.secrets = {shared(k): v for k, v in secrets.items()}
+        elif isinstance(secrets, list) and secrets:
+            spec.secrets = [shared(x) for x in secrets]
+        volumes = getattr(spec, "volumes", None)
+        if volumes:
+            spec.volumes = [_shared_volume(v) for v in volumes]
+        for obj, names in ((spec, ("docker_image", "flavor")), (info, ("endpoint", "schedule")),
                            (getattr(info, "status", None), ("stage", "message")),
                            (getattr(info, "owner", None), ("id", "name", "type"))):
             for name in names:
@@ -946,6 +954,30 @@ def compact_job(info: Any) -> Any:
     except AttributeError:  # a read-only (frozen) record: kept as it came
         pass
     return info
+
+
+_VOLUMES: dict[tuple[Any, ...], Any] = {}
+"""One copy of each mount the kept jobs name (a fleet's jobs mount the same few)."""
+_VOLUME_FIELDS = ("type", "source", "mount_path", "revision", "read_only", "path")
+
+
+def _shared_volume(volume: Any) -> Any:
+    """`volume`, or the one kept copy of an equal mount (never changed in place: a job's volumes
+    are read back, not edited)."""
+    try:
+        key = (type(volume), *(getattr(volume, name) for name in _VOLUME_FIELDS))
+        hash(key)
+    except (AttributeError, TypeError):  # not a Volume as huggingface_hub 2.4 makes them
+        return volume
+    kept = _VOLUMES.get(key)
+    if kept is not None:
+        return kept
+    if len(_VOLUMES) < 4096:
+        for name in ("type", "source", "mount_path", "path"):
+            if isinstance(value := getattr(volume, name), str):
+                setattr(volume, name, shared(value))
+        _VOLUMES[key] = volume
+    return volume
 
 
 def command_of(info: Any) -> list[str]:

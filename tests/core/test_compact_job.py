@@ -46,3 +46,19 @@ def test_compacted_jobs_share_their_repeated_strings():
     a, b = jobspec.compact_job(a_raw), jobspec.compact_job(b_raw)
     assert a.labels["tenant"] is b.labels["tenant"]
     assert a.command[-1] is b.command[-1] and a.flavor is b.flavor
+
+
+def test_compacted_jobs_share_one_copy_of_a_mount_and_read_back_as_they_came():
+    def wire(job_id: str, path: str) -> JobInfo:
+        raw = _hub_job(job_id)
+        raw["volumes"] = [{"type": "bucket", "source": "ops/acme-data", "mountPath": "/data", "path": path}]
+        return JobInfo(**json.loads(json.dumps(raw)))
+
+    a, b, c = (jobspec.compact_job(wire(i, p)) for i, p in (("j1", "chats"), ("j2", "chats"), ("j3", "other")))
+    assert a.volumes[0] is b.volumes[0]  # 10,000 jobs mounting the same bucket keep one mount
+    assert c.volumes[0] is not a.volumes[0] and c.volumes[0].path == "other"
+    # nothing a user reads back changed: the mount, the secrets' names, the request
+    for job_id, path, kept in (("j1", "chats", a), ("j3", "other", c)):
+        fresh = wire(job_id, path)
+        assert kept.volumes == fresh.volumes and kept.secrets == fresh.secrets == ["HF_TOKEN"]
+        assert jobspec.read_request(kept) == jobspec.read_request(fresh)
