@@ -878,6 +878,15 @@ def labels_of(info: Any) -> dict[str, str]:
     return dict(labels or {})
 
 
+def labels_held(info: Any) -> dict[str, str]:
+    """The labels dict a JobInfo or ScheduledJobInfo holds (its job_spec's), not a copy: to read
+    and keep beside the record (a job's row), never to change. {} when it has none."""
+    labels = getattr(info, "labels", None)
+    if labels is None and getattr(info, "job_spec", None) is not None:
+        labels = info.job_spec.labels
+    return labels if isinstance(labels, dict) else dict(labels or {})
+
+
 def is_console_job(info: Any) -> bool:
     return labels_of(info).get("app") == "console"
 
