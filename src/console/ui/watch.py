@@ -1,7 +1,8 @@
 """The on-call watcher inside the TUI: the same passes as `console watch`, off the UI thread.
 
-Every `interval` seconds (the first pass a few seconds after start) one thread worker (group
-"oncall") runs `console.oncall.Watcher.check()`: failed and timed-out jobs, stalls, jobs that will
+Every `interval` seconds (the first pass a few seconds after start, once the app's first reads of
+the fleet are done: the passes use the refresher's schedules, not a copy of their own) one thread
+worker (group "oncall") runs `console.oncall.Watcher.check()`: failed and timed-out jobs, stalls, jobs that will
 hit their timeout, Trackio ERROR alerts, the month over budget. The events it sends for the first
 time (the on-call store keeps what was sent, so a restart repeats nothing, and a `console watch`
 on the same data dir shares it) become Textual notifications here (a pass with many shows a few
