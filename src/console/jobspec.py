@@ -871,11 +871,8 @@ def hub_command(script: str, args: list[str], with_packages: Iterable[str] = ())
 
 
 def labels_of(info: Any) -> dict[str, str]:
-    """Labels of a JobInfo or ScheduledJobInfo (its job_spec's), never None."""
-    labels = getattr(info, "labels", None)
-    if labels is None and getattr(info, "job_spec", None) is not None:
-        labels = info.job_spec.labels
-    return dict(labels or {})
+    """Labels of a JobInfo or ScheduledJobInfo (its job_spec's), never None: a copy to change."""
+    return dict(labels_held(info))
 
 
 def labels_held(info: Any) -> dict[str, str]:

@@ -34,8 +34,8 @@ def _land(api: HfApi, run: str, tmp_path: Path) -> str:
     return info.oid
 
 
-def test_a_live_adapter_older_than_three_periods_is_flagged_and_notified_once(backend, cfg, listener, tmp_path):
-    cfg.notify.webhook_url = listener.url + "/hook"
+def _acme_live_and_hourly(backend, tmp_path: Path):
+    """acme's repo with a passing run live, and acme's hourly schedule: (HfApi, live commit, schedule)."""
     api = HfApi(endpoint=backend.api.endpoint, token=backend.api.token)
     api.create_repo(REPO)
     first = _land(api, "acme-1", tmp_path)
@@ -43,6 +43,12 @@ def test_a_live_adapter_older_than_three_periods_is_flagged_and_notified_once(ba
     sub = jobspec.build_submission(req, backend_kind="local", token=backend.api.token)
     sj = backend.api.create_scheduled_job(**ship(backend.api, sub, NAMESPACE).scheduled_kwargs("@hourly"),
                                           namespace=NAMESPACE)
+    return api, first, sj
+
+
+def test_a_live_adapter_older_than_three_periods_is_flagged_and_notified_once(backend, cfg, listener, tmp_path):
+    cfg.notify.webhook_url = listener.url + "/hook"
+    api, first, sj = _acme_live_and_hourly(backend, tmp_path)
     store = OnCallStore(tmp_path / "oncall.sqlite")
     now = datetime.now(UTC)
 
@@ -167,13 +173,7 @@ def test_a_watcher_beside_the_app_projects_and_flags_from_the_apps_schedules_and
     """In the TUI the app's refresher already keeps every schedule: its watcher uses that copy (a
     second one of 10,000 schedules, read every few minutes, was tens of MB). Until the app has read
     them, a pass reads them itself."""
-    api = HfApi(endpoint=backend.api.endpoint, token=backend.api.token)
-    api.create_repo(REPO)
-    first = _land(api, "acme-1", tmp_path)
-    req = TrainingRequest(tenant="acme", dataset=str(DATA / "acme.jsonl"), hub_model_id=REPO, scheduled=True)
-    sub = jobspec.build_submission(req, backend_kind="local", token=backend.api.token)
-    sj = backend.api.create_scheduled_job(**ship(backend.api, sub, NAMESPACE).scheduled_kwargs("@hourly"),
-                                          namespace=NAMESPACE)
+    api, first, sj = _acme_live_and_hourly(backend, tmp_path)
     store = OnCallStore(tmp_path / "oncall.sqlite")
     later = datetime.now(UTC) + timedelta(hours=4)  # four hourly periods: stale
     counting = _CountingSchedules(backend.api)

@@ -245,16 +245,8 @@ class JobCache:
         first = next(packed, None)
         if first is None:
             return 0
-        written = 0
-
-        def values() -> Iterator[tuple[Any, ...]]:
-            nonlocal written
-            for value in itertools.chain((first,), packed):
-                written += 1
-                yield value
-
         with self._write() as conn:
-            conn.executemany(
+            written = conn.executemany(
                 "INSERT INTO jobs (id, rank, created, stage, tenant, kind, flavor, started, finished, "
                 "running, cost, labels, message, ssh_url, scheduled_job_id, owner, train, search, sync, doc) "
                 "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
@@ -265,8 +257,8 @@ class JobCache:
                 "ssh_url=excluded.ssh_url, scheduled_job_id=excluded.scheduled_job_id, owner=excluded.owner, "
                 "train=excluded.train, search=excluded.search, "
                 "sync=MAX(jobs.sync, excluded.sync), doc=COALESCE(excluded.doc, jobs.doc)",
-                values(),
-            )
+                itertools.chain((first,), packed),
+            ).rowcount  # an insert or an update: one change a row
         return written
 
     def remove(self, job_ids: Iterable[str]) -> None:

@@ -348,10 +348,15 @@ class Watcher:
         self._summary = report.summary
         return list(self._budget_events)
 
+    def _callers_schedules(self) -> list[Any] | None:
+        """The schedules the caller keeps (`schedules`), or None when it has none (yet)."""
+        return self._kept_schedules() if self._kept_schedules is not None else None
+
     def _read_scheduled(self) -> list[Any]:
-        """The schedules: the caller's (`schedules`) when it has them, else read, compacted as the
-        app keeps them (their strings shared with its own copy)."""
-        if self._kept_schedules is not None and (kept := self._kept_schedules()) is not None:
+        """The schedules: the caller's when it has them, else read, compacted as the app keeps
+        them (their strings shared with its own copy)."""
+        kept = self._callers_schedules()
+        if kept is not None:
             return kept
         return [jobspec.compact_job(sj) for sj in self.api.list_scheduled_jobs(namespace=self.namespace)]
 
@@ -531,9 +536,9 @@ class Watcher:
         tenants reads a few repos, not 20,000 requests, and a restart does not read them again."""
         from console.adapters import AdapterError, live_since
 
-        scheduled = self._scheduled
-        if self._kept_schedules is not None and (kept := self._kept_schedules()) is not None:
-            scheduled = kept  # the caller's, as fresh as what it shows
+        scheduled = self._callers_schedules()  # the caller's, as fresh as what it shows
+        if scheduled is None:
+            scheduled = self._scheduled
         if scheduled is None:
             try:
                 scheduled = self._scheduled = self._read_scheduled()

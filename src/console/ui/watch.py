@@ -2,8 +2,8 @@
 
 Every `interval` seconds (the first pass a few seconds after start, once the app's first reads of
 the fleet are done: the passes use the refresher's schedules, not a copy of their own) one thread
-worker (group "oncall") runs `console.oncall.Watcher.check()`: failed and timed-out jobs, stalls, jobs that will
-hit their timeout, Trackio ERROR alerts, the month over budget. The events it sends for the first
+worker (group "oncall") runs `console.oncall.Watcher.check()`: failed and timed-out jobs, stalls,
+jobs that will hit their timeout, Trackio ERROR alerts, the month over budget. The events it sends for the first
 time (the on-call store keeps what was sent, so a restart repeats nothing, and a `console watch`
 on the same data dir shares it) become Textual notifications here (a pass with many shows a few
 and counts the rest in one, `TOASTS_PER_PASS`; the first, at start-up, one in all), and each
@@ -100,8 +100,8 @@ class OnCallWatch:
         self.app.set_timer(self.first_delay, self._first_pass)
 
     def _first_pass(self) -> None:
-        waited = self.app.refresher.synced or self._make_watcher is not None
-        if not waited and self._first_waits < FIRST_WATCH_WAITS:
+        ready = self.app.refresher.synced or self._make_watcher is not None
+        if not ready and self._first_waits < FIRST_WATCH_WAITS:
             # the app's first reads are still going (at 10,000 tenants, tens of seconds): a pass
             # beside them would read every schedule a second time at the same moment
             self._first_waits += 1
