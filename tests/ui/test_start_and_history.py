@@ -8,6 +8,7 @@ every job. Hidden panes keep their rows and draw them when shown.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -82,6 +83,27 @@ async def test_the_snapshot_is_painted_marked_with_its_age_then_replaced(backend
         assert "SNAPSHOT" not in text and "refreshed" in text
         assert app.refresher.snapshot_at is None
         assert "globex" in app.refresher.fleet_rows
+
+
+async def test_a_refresh_that_starts_as_the_console_closes_keeps_nothing_for_the_next_start(backend, cfg):
+    """A refresh timer can fire while the app shuts down, after its workers were cancelled: what
+    that late read finds is not the console's picture (the next start paints the cache as it was
+    at quit, then catches up), so it writes nothing."""
+    first = run_python(backend, "print('one')", tenant="acme")
+    await wait_thread(wait_stage, backend, first.id, ("COMPLETED",))
+    app = ConsoleApp(cfg, backend, refresh_seconds=30, stream_metrics=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.refresher.synced and first.id in app.jobs_table.rows_by_id)
+    second = run_python(backend, "import time; time.sleep(60)", tenant="globex")
+    await wait_thread(wait_stage, backend, second.id, ("RUNNING",))
+    app.refresher.refresh()  # as the refresh timer does when it fires in the shutdown window
+    deadline = time.monotonic() + 20
+    while any(w.is_running for w in app.workers) and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    assert not any(w.is_running for w in app.workers)
+    cache = app.refresher.cache
+    assert cache.row(first.id) is not None and cache.row(second.id) is None
+    backend.api.cancel_job(job_id=second.id, namespace=backend.namespace)
 
 
 def _bulk_history(backend, count: int, tenants: int = 3) -> list[str]:

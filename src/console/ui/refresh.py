@@ -146,6 +146,15 @@ class News:
         return out
 
 
+def _stop_if_closing(app: Any) -> None:
+    """Stop the worker thread that calls this if it was cancelled or the app is closing: a read
+    that outlived its app (a refresh timer can fire in the shutdown window, after the workers
+    were cancelled, and its thread may start late under load) writes nothing to the cache, which
+    the next start paints as the picture at quit."""
+    if get_current_worker().is_cancelled or not app.is_running:
+        raise _Stopped
+
+
 class _Stopped(Exception):
     """The refresh worker was cancelled (the app is closing) in the middle of a read."""
 
@@ -318,6 +327,8 @@ class Refresher:
         one fired or an action touched them. Each refresh costs a few requests whatever the
         number of tenants; a full re-read (every FULL_SYNC_SECONDS, and `ctrl+r`) catches the rest
         (label edits, jobs that started and ended between two refreshes)."""
+        if not self.app.is_running:
+            return  # a timer that fired as the app closes
         self._plans += 1
         if full and not self._want_full:
             self._want_full = self._plans
@@ -375,8 +386,7 @@ class Refresher:
         if worker.is_cancelled or not self.app.call_later(run):
             raise _Stopped
         while not done.wait(0.05):
-            if worker.is_cancelled or not self.app.is_running:
-                raise _Stopped
+            _stop_if_closing(self.app)
         if "error" in box:
             raise box["error"]
         return box["value"]
@@ -409,8 +419,7 @@ class Refresher:
         older than what the cache holds)."""
         now, prices = self.session.clock(), self.session.prices
         rows = {j.id: job_row(j, now=now, prices=prices) for j in jobs}
-        if get_current_worker().is_cancelled:
-            raise _Stopped
+        _stop_if_closing(self.app)
         self.cache.put(((rows[j.id], j) for j in jobs), sync=sync)
         return rows
 
@@ -551,11 +560,13 @@ class Refresher:
             else:
                 active[job.id] = job
             if len(batch) >= PUT_BATCH:
+                _stop_if_closing(self.app)
                 cache.put(batch, sync=sync)
                 batch = []
             if len(finished) >= LEDGER_BATCH:
                 self._record(finished)
                 finished = []
+        _stop_if_closing(self.app)
         cache.put(batch, sync=sync)
         self._record(finished)
         gone = cache.end_sync(sync)
