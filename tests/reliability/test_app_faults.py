@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from tests.jobwait import wait_stage
 from tests.reliability.conftest import COUNTER, run_python
-from tests.ui.conftest import wait_for, wait_thread
+from tests.ui.conftest import screen_rows, wait_for, wait_thread
 from textual.widgets import TabbedContent
 
 from console.server.faults import Fault
@@ -26,10 +26,20 @@ async def test_a_failing_api_leaves_the_last_data_marked_stale_and_recovers(serv
         text = status.render_text().plain
         assert "STALE" in text and "last ok" in text and "ago" in text and "503" in text
         assert job.id in app.jobs_table.rows_by_id  # the last good data is still shown
+        # as drawn on the terminal (the line is redrawn only when its text changes)
+        await wait_for(pilot, lambda: "STALE" in _status_row(app), what="STALE on screen")
         server.faults.clear()
         await wait_for(pilot, lambda: not status.stale, timeout=15, what="recovery")
         assert "refreshed" in status.render_text().plain
+        await wait_for(pilot, lambda: "refreshed" in _status_row(app) and "STALE" not in _status_row(app),
+                       what="the recovered line on screen")
         assert app.is_running
+
+
+def _status_row(app) -> str:
+    """The status line's row as the terminal shows it."""
+    row = app.query_one(StatusLine).region.y
+    return screen_rows(app)[row]
 
 
 async def test_hangs_and_drops_never_freeze_or_crash_the_app(server, backend, cfg):

@@ -57,6 +57,8 @@ class StatusLine(Static):
         """Running jobs the last on-call pass found stalled / about to hit their timeout."""
         self.failing = 0
         """Schedules whose runs failed `notify.schedule_failures` times in a row (the last pass)."""
+        self._shown: Text | None = None
+        """The text last drawn (`refresh_text` draws only a change)."""
 
     def on_mount(self) -> None:
         self.refresh_text()
@@ -148,5 +150,11 @@ class StatusLine(Static):
         return text
 
     def refresh_text(self) -> None:
-        # one docked row: its size never changes, so no layout pass (this runs every second)
-        self.update(self.render_text(), layout=False)
+        """Draw the line if its text changed (each second and each refresh ask: "refreshed 0s
+        ago" after a refresh that came a second after the last one is the same line)."""
+        text = self.render_text()
+        if text == self._shown:
+            return
+        self._shown = text
+        # one docked row: its size never changes, so no layout pass
+        self.update(text, layout=False)
