@@ -49,7 +49,7 @@ from console.prices import (
     PriceBook,
     shipped_price_book,
 )
-from console.strings import shared
+from console.strings import shared, shared_owner, shared_record, shared_status
 
 SCRIPT_ENV = "CONSOLE_SCRIPT_B64"
 """Where jobs of older consoles carried their scripts (a tar.gz in base64); still dropped from
@@ -928,7 +928,10 @@ def compact_job(info: Any) -> Any:
     environment, about 28 KB; a list of 10,000 jobs would keep 280 MB of them. What the console
     reads back from a job (its request, labels and times) never needs the script: a rerun builds
     a fresh submission. The JSON decoder makes a new string for every label, argument and flavor
-    of every job; most are the same few hundred strings, so each is kept once.
+    of every job; most are the same few hundred strings, so each is kept once, and so are the
+    small records jobs repeat: their mounts, their owner, a finished job's status
+    (`console.strings.shared_record`). An empty environment, secrets or arguments is kept as
+    None, as huggingface_hub itself keeps no volumes.
     """
     try:
         spec = getattr(info, "job_spec", None) or info
@@ -951,39 +954,30 @@ def compact_job(info: Any) -> Any:
         if volumes:
             spec.volumes = [_shared_volume(v) for v in volumes]
         for obj, names in ((spec, ("docker_image", "flavor")), (info, ("endpoint", "schedule")),
-                           (getattr(info, "status", None), ("stage", "message")),
-                           (getattr(info, "owner", None), ("id", "name", "type"))):
+                           (getattr(info, "status", None), ("stage", "message"))):
             for name in names:
                 value = getattr(obj, name, None) if obj is not None else None
                 if isinstance(value, str):
                     setattr(obj, name, shared(value))
+        for name in ("environment", "secrets", "arguments"):
+            # an empty one as the API may send it, None (huggingface_hub's own for no volumes):
+            # 10,000 kept jobs would hold 30,000 empty dicts and lists
+            if getattr(spec, name, None) is not None and not getattr(spec, name):
+                setattr(spec, name, None)
+        if getattr(info, "owner", None) is not None:
+            info.owner = shared_owner(info.owner)
+        if spec is info and getattr(info, "status", None) is not None:  # a job, not a schedule
+            info.status = shared_status(info.status)
     except AttributeError:  # a read-only (frozen) record: kept as it came
         pass
     return info
 
 
-_VOLUMES: dict[tuple[Any, ...], Any] = {}
-"""One copy of each mount the kept jobs name (a fleet's jobs mount the same few)."""
 _VOLUME_FIELDS = ("type", "source", "mount_path", "revision", "read_only", "path")
 
 
 def _shared_volume(volume: Any) -> Any:
-    """`volume`, or the one kept copy of an equal mount (never changed in place: a job's volumes
-    are read back, not edited)."""
-    try:
-        key = (type(volume), *(getattr(volume, name) for name in _VOLUME_FIELDS))
-        hash(key)
-    except (AttributeError, TypeError):  # not a Volume as huggingface_hub 2.4 makes them
-        return volume
-    kept = _VOLUMES.get(key)
-    if kept is not None:
-        return kept
-    if len(_VOLUMES) < 4096:
-        for name in ("type", "source", "mount_path", "path"):
-            if isinstance(value := getattr(volume, name), str):
-                setattr(volume, name, shared(value))
-        _VOLUMES[key] = volume
-    return volume
+    return shared_record(volume, _VOLUME_FIELDS, "volume")
 
 
 def command_of(info: Any) -> list[str]:

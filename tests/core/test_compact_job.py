@@ -62,3 +62,36 @@ def test_compacted_jobs_share_one_copy_of_a_mount_and_read_back_as_they_came():
         fresh = wire(job_id, path)
         assert kept.volumes == fresh.volumes and kept.secrets == fresh.secrets == ["HF_TOKEN"]
         assert jobspec.read_request(kept) == jobspec.read_request(fresh)
+
+
+def test_compacted_jobs_share_their_owner_and_how_they_ended_but_not_a_live_jobs_status():
+    def wire(job_id: str, stage: str, message: str | None = None) -> JobInfo:
+        raw = _hub_job(job_id)
+        raw["status"] = {"stage": stage, "message": message}
+        return JobInfo(**json.loads(json.dumps(raw)))
+
+    done_a, done_b, failed, running = (
+        jobspec.compact_job(wire(i, s, m)) for i, s, m in
+        (("j1", "COMPLETED", None), ("j2", "COMPLETED", None), ("j3", "ERROR", "exit code 1"), ("j4", "RUNNING", None))
+    )
+    assert done_a.owner is done_b.owner is failed.owner is running.owner
+    assert done_a.status is done_b.status  # 10,000 finished jobs keep one COMPLETED
+    assert failed.status is not done_a.status and failed.status.message == "exit code 1"
+    assert running.status is not jobspec.compact_job(wire("j5", "RUNNING", None)).status
+    for kept, (job_id, stage, message) in ((done_b, ("j2", "COMPLETED", None)),
+                                           (failed, ("j3", "ERROR", "exit code 1"))):
+        fresh = wire(job_id, stage, message)
+        assert kept.status == fresh.status and kept.owner == fresh.owner
+        # no arguments: kept as None, as huggingface_hub keeps no volumes; the command reads the same
+        assert fresh.arguments == [] and kept.arguments is None
+        assert jobspec.command_of(kept) == jobspec.command_of(fresh)
+
+
+def test_jobs_rebuilt_from_the_cache_share_their_owner_and_finished_status():
+    from console.cache.docs import job_doc, job_info
+
+    raw = _hub_job("j1")
+    kept = jobspec.compact_job(JobInfo(**json.loads(json.dumps(raw))))
+    a, b = (job_info(json.loads(json.dumps(job_doc(kept)))) for _ in range(2))
+    assert a.owner is b.owner is kept.owner and a.status is b.status is kept.status
+    assert jobspec.read_request(a) == jobspec.read_request(kept)

@@ -17,7 +17,7 @@ import zlib
 from datetime import UTC, datetime
 from typing import Any
 
-from console.strings import shared
+from console.strings import shared, shared_owner, shared_status
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -116,4 +116,6 @@ def job_info(doc: dict[str, Any], endpoint: str | None = None) -> Any:
     if info.environment:
         info.environment = {shared(k): shared(v) for k, v in info.environment.items()}
     info.status.stage = shared(info.status.stage)
+    info.status = shared_status(info.status)
+    info.owner = shared_owner(info.owner)
     return info
