@@ -162,7 +162,7 @@ def label_number(text: Any) -> float | None:
         return None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TrainingRequest:
     """What one tenant's run is. Every field is plain data (round-trips through labels + args)."""
 
