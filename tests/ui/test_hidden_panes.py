@@ -127,3 +127,23 @@ async def test_a_hidden_costs_pane_after_a_slow_summary_waits_and_catches_up_whe
         pane.shown()  # the costs tab opens: the shown pace (3 s after the last one) applies
         await _until(pilot, lambda: pane.refreshes >= 2, tries=600)
         assert pane.summary.entries == 5
+
+
+async def test_a_hidden_costs_pane_waits_for_the_apps_first_reads_and_not_once_it_is_opened(tmp_path):
+    reading = [True]  # the app's first reads (the whole list, every schedule) are under way
+    ledger = Ledger(tmp_path / "ledger.sqlite")
+    ledger.record_finished([job("j0", ran=600, labels=tenant_labels("acme"))], None, now=NOW)
+    pane = LedgerPane(ledger, Config(namespace="ops"), id="ledger", hold=lambda: reading[0])
+    pane.display = False  # mounted hidden, as in a tab not open
+    async with Host(pane).run_test(size=(100, 30)) as pilot:
+        await pilot.pause(1.5)
+        assert pane.refreshes == 0 and pane.summary is None  # held: nothing summarized yet
+        reading[0] = False  # the reads are done: the held summary goes at the next look
+        await _until(pilot, lambda: pane.refreshes >= 1, tries=200)
+        assert pane.summary.entries == 1
+    reading[0] = True
+    pane = LedgerPane(ledger, Config(namespace="ops"), id="ledger", hold=lambda: reading[0])
+    async with Host(pane).run_test(size=(100, 30)) as pilot:
+        # on screen from the start (the user opened the costs tab): never held
+        await _until(pilot, lambda: pane.refreshes >= 1, tries=100)
+        assert pane.summary.entries == 1

@@ -171,7 +171,8 @@ class ConsoleApp(ConsoleBase):
             from console.ui.widgets.costs import LedgerPane
 
             pane = LedgerPane(self.ledger, self.cfg, id="ledger-widget", records=False,
-                              on_summary=partial(snapshot.save_ledger, self.session.cache))
+                              on_summary=partial(snapshot.save_ledger, self.session.cache),
+                              hold=lambda: not self.refresher.synced)
             return [Container(pane, id="ledger-pane")]
         if tab == "metrics":
             from console.ui.widgets.training import MetricsPanel

@@ -49,6 +49,10 @@ a core while the pane is shown, a twentieth while hidden); one of 100 takes mill
 not held back."""
 
 
+HOLD_RETRY_SECONDS = 1.0
+"""How often a held update (see `LedgerPane`'s `hold`) looks again."""
+
+
 def pace_wait(last_took: float, since_done: float, shown: bool) -> float:
     """Seconds the next update waits, after one that took `last_took` s and ended `since_done` s ago."""
     return max(0.0, last_took * (PACE_SHOWN if shown else PACE_HIDDEN) - since_done)
@@ -106,16 +110,20 @@ class LedgerPane(Vertical):
 
     def __init__(self, ledger: Ledger, cfg: Any, *, id: str | None = None,
                  classes: str | None = None, records: bool = True,
-                 on_summary: Callable[[LedgerSummary], Any] | None = None) -> None:
+                 on_summary: Callable[[LedgerSummary], Any] | None = None,
+                 hold: Callable[[], bool] | None = None) -> None:
         """`records=False`: the jobs given to `ingest` are already in the ledger (the app's
         refresher records them), so only the summary is brought up to date. `on_summary` is
         called (in the worker) with each new summary: the app keeps the last one for its next
-        start."""
+        start. `hold`: while it says so and the pane is hidden, updates wait (the app's first
+        reads are under way: at 10,000 tenants a summary beside them doubles the start's peak
+        memory, and nobody is looking at it yet)."""
         super().__init__(id=id, classes=classes)
         self.ledger = ledger
         self.cfg = cfg
         self.records = records
         self.on_summary = on_summary
+        self.hold = hold
         self.kept_from: str | None = None
         """Shown while the summary on screen is the one kept from the last run (its age)."""
         self.summary: LedgerSummary | None = None
@@ -208,7 +216,10 @@ class LedgerPane(Vertical):
         update at 1,000 tenants can take longer, and threads must not pile up)."""
         if self._busy or self._pending is None:
             return
-        wait = pace_wait(self._took, time.monotonic() - self._done_at, self.is_on_screen)
+        if self.hold is not None and not self.is_on_screen and self.hold():
+            wait = HOLD_RETRY_SECONDS
+        else:
+            wait = pace_wait(self._took, time.monotonic() - self._done_at, self.is_on_screen)
         if wait > 0:
             if self._pace_timer is None:
                 self._pace_timer = self.set_timer(wait, self._paced)
