@@ -88,8 +88,13 @@ async def test_a_planted_secret_is_never_written_or_shown(monkeypatch, tmp_path,
             await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen),
                            what="the rerun confirmation")
             await pilot.press("y")
-            await wait_for(pilot, lambda: any(n.message.startswith(f"Rerun of {job.id}: ")
-                                              for n in shown(app)), what="the rerun")
+            # the rerun first ships the training scripts to the namespace's bucket: seconds
+            # alone, more under a loaded suite
+            try:
+                await wait_for(pilot, lambda: any(n.message.startswith(f"Rerun of {job.id}: ")
+                                                  for n in shown(app)), timeout=60, what="the rerun")
+            except AssertionError as exc:  # say what the console said instead
+                raise AssertionError(f"{exc}; notifications: {[n.message for n in shown(app)]}") from None
             painted = screen_text(app)
             notes = " ".join(n.message for n in shown(app))
             for secret in (ENV_SECRET, JOB_SECRET):
