@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 import json
 
 from huggingface_hub._jobs_api import JobInfo
@@ -11,13 +12,19 @@ from console import jobspec
 
 
 def _hub_job(job_id: str) -> dict:
+    return {**copy.deepcopy(_one_submission()), "id": job_id}
+
+
+@functools.cache
+def _one_submission() -> dict:
+    # built once: a submission names its run by the second, so two builds can differ across a tick
     request = jobspec.TrainingRequest(
         tenant="acme", dataset="ops/acme-chats", base_model="Qwen/Qwen2.5-3B", model_b=3.0, examples=1200, epochs=2.0,
         flavor="a10g-small", env="prod", learning_rate=1e-4, hub_model_id="ops/adapter-acme",
     )
     sub = jobspec.build_submission(request, backend_kind="hub", token="hf_not_a_real_token")
     return {
-        "id": job_id, "createdAt": "2026-12-01T03:00:00Z", "dockerImage": sub.image,
+        "id": "j0", "createdAt": "2026-12-01T03:00:00Z", "dockerImage": sub.image,
         # a job of an older console: its scripts in its environment (base64 of a tar.gz)
         "command": list(sub.command), "arguments": [],
         "environment": {**sub.env, jobspec.SCRIPT_ENV: "H4sI" + "A" * 49_000, "LOG_LEVEL": "info"},
