@@ -17,6 +17,7 @@ from hf_shapes import NOW, SCHEDULE_ID, job_json, jobs, scheduled_from_submissio
 from huggingface_hub import JobInfo
 
 from console import jobspec, paths
+from console.cache.latest import LatestRuns, RunMark
 from console.fleet import derive_fleet, desired_submission, load_fleet_file, plan_apply
 from console.jobs import job_row
 from console.ledger import Ledger, entry_from_job, running_seconds_of, summarize
@@ -144,6 +145,25 @@ def test_a_suspended_schedule_and_a_changed_timeout_are_still_seen(fleet):
     longer = plan_apply(fleet, [sj], timeout_buffer=2.0)
     [action] = longer.actions
     assert action.op == "change" and f"timeout {sub.timeout_seconds}s -> " in "; ".join(action.changes)
+
+
+def test_the_fleet_from_each_tenants_kept_runs_reads_as_from_every_job(fleet):
+    j = jobs()
+    _, sj = _hf_schedule(fleet)
+    latest = LatestRuns()
+    latest.observe_all(j.values())
+    kept = latest.jobs()
+    assert kept and all(type(m) is RunMark and not hasattr(m, "command") for m in kept)  # not the whole job
+    whole = {job.id: job for job in j.values()}
+    asked: list[str] = []
+
+    def request_of(mark):  # the refresher reads the whole job from the cache
+        asked.append(mark.id)
+        return jobspec.read_request(whole[mark.id])
+
+    assert derive_fleet([sj], kept, now=NOW, request_of=request_of) == derive_fleet([sj], list(j.values()), now=NOW)
+    # only tenants with no schedule need their last run's request
+    assert asked and {whole[i].labels["tenant"] for i in asked} == {"globex", "initech"}
 
 
 def test_fleet_derivation_reads_hfs_shapes(fleet):

@@ -57,6 +57,32 @@ def test_the_calibration_from_the_store_is_the_one_from_the_entries(ledger):
     assert ledger.calibration_from_store() == estimate_calibration(ledger.entries())
 
 
+def test_the_costs_pane_and_the_watcher_asking_together_read_the_entries_once(ledger, monkeypatch):
+    import threading
+    import time
+
+    from console.ledger import store
+
+    fits = []
+
+    def slow_calibrate(observations):  # a 100,000-entry ledger takes seconds: the two asks overlap
+        fits.append(threading.current_thread().name)
+        time.sleep(0.3)
+        return calibrate(observations)
+
+    calibrate = store.calibrate
+    monkeypatch.setattr(store, "calibrate", slow_calibrate)
+    answers = []
+    asks = [threading.Thread(target=lambda: answers.append(ledger.calibration_from_store()), name=name)
+            for name in ("costs pane", "watcher")]
+    for ask in asks:
+        ask.start()
+    for ask in asks:
+        ask.join()
+    assert answers[0] == answers[1] == estimate_calibration(ledger.entries())
+    assert len(set(fits)) == 1  # one of them read the entries; the other took its answer
+
+
 def test_a_summary_from_the_store_equals_the_summary_of_the_entries(ledger):
     unlabelled = scheduled("s-none", "0 3 * * 1", flavor="l4x1",
                            labels={"app": "console", "tenant": "t3", "kind": "sft"})

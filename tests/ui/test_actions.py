@@ -266,9 +266,12 @@ async def test_hub_jobs_of_older_consoles_are_kept_without_their_shipped_script(
     assert jobspec.SCRIPT_ENV in raw_job(backend, job.id)["environment"]
     app = ConsoleApp(cfg, backend, refresh_seconds=0.3, start_tab="fleet", stream_metrics=False)
     async with app.run_test(size=(80, 24)) as pilot:
-        await wait_for(pilot, lambda: "acme" in app.fleet_table.rows_by_tenant and job.id in app.refresher.job_infos)
+        await wait_for(pilot, lambda: "acme" in app.fleet_table.rows_by_tenant
+                       and "globex" in app.fleet_table.rows_by_tenant and app.refresher.job_row(job.id))
         row = app.fleet_table.rows_by_tenant["acme"]
         assert row.request.dataset == "ops/acme-chats" and row.flavor == "l4x1" and row.suspended
-        assert jobspec.SCRIPT_ENV not in (app.refresher.job_infos[job.id].environment or {})
+        kept = app.refresher.job_info(job.id)  # finished: from the cache, as it was kept
+        assert jobspec.SCRIPT_ENV not in (kept.environment or {})
+        assert app.fleet_table.rows_by_tenant["globex"].request == jobspec.read_request(kept) is not None
         assert jobspec.SCRIPT_ENV not in (app.refresher.scheduled[sj.id].job_spec.environment or {})
         assert jobspec.read_request(app.refresher.scheduled[sj.id]).dataset == "ops/acme-chats"

@@ -4,6 +4,8 @@
 jobs and its last success (loss, adapter, staleness) from the newest completed one. Given only
 those two jobs per tenant it derives the same rows as from the whole history, so the console
 keeps these (a few per tenant) in memory and the history in the cache (`console.cache.store`).
+Of each it keeps a `RunMark`: what those columns read, a tenth of a `JobInfo`; the whole job is
+in the cache (`JobCache.doc`).
 
 Headless: no Textual, no console.ui or console.server.
 """
@@ -11,6 +13,7 @@ Headless: no Textual, no console.ui or console.server.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -26,6 +29,24 @@ def _labels(job: Any) -> dict[str, str]:
     return labels or {}
 
 
+MARK_LABELS = ("app", "tenant", "kind", "env")
+"""The labels a `RunMark` keeps: whose run it is and what kind (what the fleet's rows read)."""
+
+
+@dataclass(slots=True, eq=False)
+class RunMark:
+    """What is kept of a tenant's newest run or newest completed one: its id, whose run it is
+    (`MARK_LABELS`), when it was created, started and finished, and its status. Read like a
+    `JobInfo` by the fleet (`derive_fleet`); everything else about the job is in the cache."""
+
+    id: str
+    labels: dict[str, str]
+    created_at: datetime | None
+    started_at: datetime | None
+    finished_at: datetime | None
+    status: Any
+
+
 def finished_when(job: Any) -> datetime:
     """When a run ended (else started, else was created): how the fleet orders completed runs."""
     for attr in ("finished_at", "started_at", "created_at"):
@@ -36,15 +57,15 @@ def finished_when(job: Any) -> datetime:
 
 
 class LatestRuns:
-    """tenant -> its newest training run and its newest completed one (`JobInfo`s).
+    """tenant -> its newest training run and its newest completed one (a `RunMark` of each).
 
     Every change is per job: `observe` and `forget` touch one tenant each, and what stops being
     kept is noted (`take_displaced`), so the refresher drops it from memory without rescanning
     every tenant's runs."""
 
     def __init__(self) -> None:
-        self.newest: dict[str, Any] = {}
-        self.completed: dict[str, Any] = {}
+        self.newest: dict[str, RunMark] = {}
+        self.completed: dict[str, RunMark] = {}
         self._kept: dict[str, list[Any]] = {}
         """job id -> [its tenant, how many of newest / completed hold it (1 or 2)]."""
         self._displaced: set[str] = set()
@@ -59,7 +80,7 @@ class LatestRuns:
         other._kept = {job_id: list(entry) for job_id, entry in self._kept.items()}
         return other
 
-    def _hold(self, kept: dict[str, Any], tenant: str, job: Any) -> None:
+    def _hold(self, kept: dict[str, RunMark], tenant: str, job: RunMark) -> None:
         old = kept.get(tenant)
         kept[tenant] = job
         if old is not None and old.id == job.id:
@@ -74,7 +95,7 @@ class LatestRuns:
             entry[1] += 1
         self._ids = None
 
-    def _drop(self, kept: dict[str, Any], tenant: str) -> None:
+    def _drop(self, kept: dict[str, RunMark], tenant: str) -> None:
         self._release(kept.pop(tenant).id)
         self._ids = None
 
@@ -94,20 +115,35 @@ class LatestRuns:
             return None
         tenant = labels["tenant"]
         changed = False
+        mark = None
         newest = self.newest.get(tenant)
         created = job.created_at or _EPOCH
         if newest is None or newest.id == job.id or created > (newest.created_at or _EPOCH):
-            self._hold(self.newest, tenant, job)
+            mark = self._mark(job, tenant, labels)
+            self._hold(self.newest, tenant, mark)
             changed = True
         best = self.completed.get(tenant)
         if job.status.stage == "COMPLETED":
             if best is None or best.id == job.id or finished_when(job) > finished_when(best):
-                self._hold(self.completed, tenant, job)
+                self._hold(self.completed, tenant, mark or self._mark(job, tenant, labels))
                 changed = True
         elif best is not None and best.id == job.id:
             self._drop(self.completed, tenant)  # no longer completed (not something HF does; stay exact)
             changed = True
         return tenant if changed else None
+
+    def _mark(self, job: Any, tenant: str, labels: dict[str, str]) -> RunMark:
+        """The mark of `job` (itself if it is one); its labels shared with the tenant's other
+        kept run when they read the same."""
+        if isinstance(job, RunMark):
+            return job
+        kept = {name: labels[name] for name in MARK_LABELS if name in labels}
+        for other in (self.newest.get(tenant), self.completed.get(tenant)):
+            if other is not None and other.labels == kept:
+                kept = other.labels
+                break
+        return RunMark(job.id, kept, job.created_at, getattr(job, "started_at", None),
+                       getattr(job, "finished_at", None), job.status)
 
     def observe_all(self, jobs: Iterable[Any]) -> set[str]:
         return {t for job in jobs if (t := self.observe(job)) is not None}
@@ -137,8 +173,8 @@ class LatestRuns:
         out, self._displaced = self._displaced, set()
         return out
 
-    def jobs(self) -> list[Any]:
-        """Every kept job once (a tenant's newest run is often its newest completed one)."""
+    def jobs(self) -> list[RunMark]:
+        """Every kept run's mark once (a tenant's newest run is often its newest completed one)."""
         out = {job.id: job for job in self.newest.values()}
         for job in self.completed.values():
             out.setdefault(job.id, job)

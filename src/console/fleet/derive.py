@@ -16,7 +16,7 @@ console.ui or console.server, no network, no training stack.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -127,10 +127,13 @@ def derive_fleet(
     now: datetime | None = None,
     prices: PriceBook | None = None,
     outcomes: dict[str, RunOutcome] | None = None,
+    request_of: Callable[[Any], TrainingRequest | None] = jobspec.read_request,
 ) -> list[TenantRow]:
     """The fleet, one row per tenant, from scheduled jobs and job labels (console jobs only).
 
     `outcomes` maps finished job ids to what their logs said (last loss, adapter), when known.
+    `request_of` reads the training request of a tenant's last run, for a tenant with no
+    schedule: given `RunMark`s (`console.cache.latest`), it finds the whole job.
     """
     prices = prices or shipped_price_book()
     now = now or datetime.now(UTC)
@@ -188,7 +191,7 @@ def derive_fleet(
         row.last_stage = job.status.stage
         row.last_at = _when(job)
         if row.request is None:
-            _fill_from_request(row, jobspec.read_request(job), prices)
+            _fill_from_request(row, request_of(job), prices)
     for tenant, job in latest_success.items():
         row = rows[tenant]
         row.last_success_at = _when(job)

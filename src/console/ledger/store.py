@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -208,6 +209,9 @@ class Ledger:
         self._cache: tuple[tuple[int, int], list[LedgerEntry]] | None = None
         self._calibration: tuple[tuple[int, int], tuple[Calibration, str]] | None = None
         self._store_calibration: tuple[tuple[int, int], tuple[Calibration, str]] | None = None
+        self._calibrating = threading.Lock()
+        """One calibration at a time: the costs pane and the watcher ask together, and the second
+        takes the first one's answer instead of reading every entry again beside it."""
         self._store_totals: tuple[tuple[tuple[int, int], str], SpendTotals] | None = None
         with self._connect() as conn:
             version = conn.execute("PRAGMA user_version").fetchone()[0]
@@ -385,6 +389,10 @@ class Ledger:
         """:func:`estimate_calibration` of every entry, from the columns it reads (no entry is
         loaded, and the rows are streamed: 100,000 finished runs are not held at once); cached
         until an entry is recorded or costed."""
+        with self._calibrating:
+            return self._calibration_from_store()
+
+    def _calibration_from_store(self) -> tuple[Calibration, str]:
         version = self._version()
         cached = self._store_calibration
         if cached is not None and cached[0] == version:

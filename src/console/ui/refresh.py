@@ -57,7 +57,7 @@ from textual.worker import get_current_worker
 
 from console.cache import snapshot
 from console.cache.docs import job_info
-from console.cache.latest import LatestRuns
+from console.cache.latest import LatestRuns, RunMark
 from console.cache.store import PUT_BATCH
 from console.jobs import ACTIVE_STAGES, JobRow, Prefetch, job_row
 from console.memory import give_back_memory
@@ -239,10 +239,11 @@ class Refresher:
         self.interval = interval
         self._first_frame = first_frame
         self.job_infos: dict[str, Any] = {}
-        """The jobs kept in memory: the active ones, each tenant's newest runs, and those the last
-        refresh brought (every other job is in the cache: `job_info`)."""
+        """The whole jobs kept in memory: the active ones (every other job is in the cache:
+        `job_info`)."""
         self.job_rows: dict[str, JobRow] = {}
-        """The rows of `job_infos`, and of the active jobs the snapshot showed."""
+        """The rows of `job_infos`, of each tenant's newest runs (`latest`) and of the active jobs
+        the snapshot showed."""
         self.active_ids: set[str] = set()
         """Ids of the jobs last seen SCHEDULING or RUNNING (kept in step with `job_rows`)."""
         self.latest = LatestRuns()
@@ -258,8 +259,8 @@ class Refresher:
         """job id -> tenant: the newest successes whose outcome is not read yet (what
         `_want_outcomes` picks from), kept in step with `newest_success` and `outcomes`."""
         self._passing: set[str] = set()
-        """Ids held in `job_infos` / `job_rows` only because the last refresh brought them (not
-        active, not a tenant's newest runs): dropped at the next refresh unless kept again."""
+        """Ids held in `job_rows` only because the last refresh brought them (not active, not a
+        tenant's newest runs): dropped at the next refresh unless kept again."""
         self.news = News()
         """What changed since the reasons for failed runs were last looked for (`ui/reasons.py`)."""
         self.work = {"jobs_checked": 0, "tenants_checked": 0}
@@ -530,15 +531,17 @@ class Refresher:
         sched = list_scheduled()
         latest = LatestRuns()
         endpoint = getattr(self.session.api, "endpoint", None)
-        latest.observe_all(job_info(doc, endpoint) for doc in cache.latest_runs())
+        kept_rows: dict[str, JobRow] = {}
+        now, prices = self.session.clock(), self.session.prices
+        for job in map(partial(job_info, endpoint=endpoint), cache.latest_runs()):
+            _observe_keeping_row(latest, job, kept_rows, lambda j: job_row(j, now=now, prices=prices))
         latest.observe_all(found)
         latest.forget(gone)
         fleet = self._derive(sched, latest)
-        keep = {j.id: j for j in changed + found if j.status.stage not in TERMINAL}
-        keep.update((j.id, j) for j in latest.jobs())
-        jobs = list(keep.values())
+        jobs = list({j.id: j for j in changed + found if j.status.stage not in TERMINAL}.values())
+        rows = self._rows(found + jobs)
         self._post(DataRefreshed(jobs, sched, self.session.clock(), full=True, gone=gone,
-                                 rows=self._rows(found + jobs), latest=latest, fleet=fleet))
+                                 rows=_with_kept_rows(rows, kept_rows, latest), latest=latest, fleet=fleet))
 
     def _read_all(self, list_jobs: Callable[..., Iterator[Any]], list_scheduled: Callable[[], list[Any]]) -> None:
         """Read the whole job list into the cache, a batch at a time; keep the active jobs and
@@ -548,13 +551,14 @@ class Refresher:
         now = self.session.clock()
         sync = cache.begin_sync()
         latest = LatestRuns()
+        kept_rows: dict[str, JobRow] = {}
         active: dict[str, Any] = {}
         batch: list[tuple[JobRow, Any]] = []
         finished: list[Any] = []
         for job in list_jobs():
             row = job_row(job, now=now, prices=prices)
             batch.append((row, job))
-            latest.observe(job)
+            _observe_keeping_row(latest, job, kept_rows, lambda _job, row=row: row)
             if row.stage in TERMINAL:
                 finished.append(job)
             else:
@@ -572,11 +576,10 @@ class Refresher:
         gone = cache.end_sync(sync)
         sched = list_scheduled()
         fleet = self._derive(sched, latest)
-        keep = dict(active)
-        keep.update((j.id, j) for j in latest.jobs())
-        jobs = list(keep.values())
+        jobs = list(active.values())
+        rows = self._rows(jobs, sync=sync)
         self._post(DataRefreshed(jobs, sched, self.session.clock(), full=True, gone=gone,
-                                 rows=self._rows(jobs, sync=sync), latest=latest, fleet=fleet))
+                                 rows=_with_kept_rows(rows, kept_rows, latest), latest=latest, fleet=fleet))
 
     def _record(self, finished: list[Any]) -> None:
         if self.ledger is not None and finished:
@@ -589,7 +592,14 @@ class Refresher:
 
         outcomes = self._from_ui(lambda: dict(self.outcomes))
         return derive_fleet(scheduled, latest.jobs(), now=self.session.clock(), prices=self.session.prices,
-                            outcomes=outcomes)
+                            outcomes=outcomes, request_of=self._request_of)
+
+    def _request_of(self, run: Any) -> Any:
+        """The training request of a kept run (read from the whole job: memory, else the cache)."""
+        from console import jobspec
+
+        info = self.job_info(run.id) if isinstance(run, RunMark) else run
+        return jobspec.read_request(info) if info is not None else None
 
     def _post(self, message: DataRefreshed) -> None:
         """Hand a refresh to the UI thread; then keep the fleet it derived for the next start
@@ -602,7 +612,7 @@ class Refresher:
 
     def fetch_outcomes(self, job_ids: list[str]) -> None:
         """Read the last loss and adapter of these finished runs from their log tails."""
-        labels = {i: dict(getattr(self.job_infos.get(i), "labels", None) or {}) for i in job_ids}
+        labels = {i: dict(getattr(self.job_info(i), "labels", None) or {}) for i in job_ids}
         self.app.run_worker(
             partial(self._read_outcomes, labels),
             thread=True,
@@ -677,9 +687,9 @@ class Refresher:
             else:
                 self.latest.observe_all(message.jobs)
             self.latest.take_displaced()
-            self.job_infos = {j.id: j for j in message.jobs}
             self.job_rows = dict(rows)
             self.active_ids = {i for i, r in rows.items() if r.stage not in TERMINAL}
+            self.job_infos = {j.id: j for j in message.jobs if j.id in self.active_ids}
             self._passing = {i for i in rows if i not in self.active_ids and not self.latest.keeps(i)}
             self.work["jobs_checked"] += len(rows)
             changed_rows: list[JobRow] = []
@@ -736,7 +746,10 @@ class Refresher:
                 tenant = self.latest.observe(j)
                 if tenant is not None:
                     touched.add(tenant)
-            infos[j.id] = j
+            if rows[j.id].stage in TERMINAL:
+                infos.pop(j.id, None)  # a finished job is in the cache (`job_info`)
+            else:
+                infos[j.id] = j
             job_rows[j.id] = rows[j.id]
         # active jobs' running time and cost tick between refreshes
         for job_id in self.active_ids - fresh:
@@ -784,7 +797,8 @@ class Refresher:
 
             scheduled = [sj for sj in self.scheduled.values() if tenant_of(sj) in touched]
             jobs = [j for t in touched for j in (self.latest.newest.get(t), self.latest.completed.get(t)) if j]
-            rows = derive_fleet(scheduled, jobs, now=now, prices=self.session.prices, outcomes=self.outcomes)
+            rows = derive_fleet(scheduled, jobs, now=now, prices=self.session.prices, outcomes=self.outcomes,
+                                request_of=self._request_of)
             merged = dict(self.fleet_rows)
             for tenant in touched:
                 merged.pop(tenant, None)
@@ -861,6 +875,25 @@ class Refresher:
         picked = picked[:OUTCOME_FETCHES_PER_REFRESH]
         if picked:
             self.fetch_outcomes(picked)
+
+
+def _observe_keeping_row(latest: LatestRuns, job: Any, rows: dict[str, JobRow],
+                         row_of: Callable[[Any], JobRow]) -> None:
+    """Observe `job` in `latest`, keeping in `rows` the row of each run `latest` keeps (and only
+    those): a whole read keeps the kept runs' rows, not their jobs."""
+    if latest.observe(job) is None:
+        return
+    if latest.keeps(job.id):
+        rows[job.id] = row_of(job)
+    for job_id in latest.take_displaced():
+        rows.pop(job_id, None)
+
+
+def _with_kept_rows(rows: dict[str, JobRow], kept_rows: dict[str, JobRow], latest: LatestRuns) -> dict[str, JobRow]:
+    """`rows` and the rows of the runs `latest` keeps (as `rows` has them where it has them)."""
+    out = {i: r for i, r in kept_rows.items() if latest.keeps(i)}
+    out.update(rows)
+    return out
 
 
 def _initiated_by_schedule(job: Any) -> bool:
