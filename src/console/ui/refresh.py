@@ -2,9 +2,9 @@
 
 `Refresher` owns the app's picture of the backend and the polling that keeps it current. The
 history lives in the local cache (`console.cache.JobCache`, SQLite in the data dir); memory holds
-only what the screens need at once: the active jobs, each tenant's newest and newest completed
-run (`console.cache.LatestRuns`, all the fleet needs), the scheduled jobs, the derived fleet rows
-and the outcomes read from finished runs' log tails.
+only what the screens need at once: the active jobs, a mark of each tenant's newest and newest
+completed run (`console.cache.LatestRuns`, all the fleet needs), the scheduled jobs, the derived
+fleet rows and the outcomes read from finished runs' log tails.
 
 * Start: `paint_snapshot` shows the last picture from the cache at once, marked with its age
   (before huggingface_hub is even imported); the first refresh connects the backend in its worker
@@ -239,11 +239,10 @@ class Refresher:
         self.interval = interval
         self._first_frame = first_frame
         self.job_infos: dict[str, Any] = {}
-        """The whole jobs kept in memory: the active ones (every other job is in the cache:
-        `job_info`)."""
+        """The jobs kept whole in memory: the active ones. Every job is in the cache (`job_info`);
+        each tenant's newest runs are also kept as marks (`latest`)."""
         self.job_rows: dict[str, JobRow] = {}
-        """The rows of `job_infos`, of each tenant's newest runs (`latest`) and of the active jobs
-        the snapshot showed."""
+        """The rows of `job_infos`, and of the active jobs the snapshot showed (`job_row`)."""
         self.active_ids: set[str] = set()
         """Ids of the jobs last seen SCHEDULING or RUNNING (kept in step with `job_rows`)."""
         self.latest = LatestRuns()
@@ -258,9 +257,6 @@ class Refresher:
         self.outcomes_missing: dict[str, str] = {}
         """job id -> tenant: the newest successes whose outcome is not read yet (what
         `_want_outcomes` picks from), kept in step with `newest_success` and `outcomes`."""
-        self._passing: set[str] = set()
-        """Ids held in `job_rows` only because the last refresh brought them (not active, not a
-        tenant's newest runs): dropped at the next refresh unless kept again."""
         self.news = News()
         """What changed since the reasons for failed runs were last looked for (`ui/reasons.py`)."""
         self.work = {"jobs_checked": 0, "tenants_checked": 0}
@@ -531,17 +527,13 @@ class Refresher:
         sched = list_scheduled()
         latest = LatestRuns()
         endpoint = getattr(self.session.api, "endpoint", None)
-        kept_rows: dict[str, JobRow] = {}
-        now, prices = self.session.clock(), self.session.prices
-        for job in map(partial(job_info, endpoint=endpoint), cache.latest_runs()):
-            _observe_keeping_row(latest, job, kept_rows, lambda j: job_row(j, now=now, prices=prices))
+        latest.observe_all(job_info(doc, endpoint) for doc in cache.latest_runs())
         latest.observe_all(found)
         latest.forget(gone)
         fleet = self._derive(sched, latest)
         jobs = list({j.id: j for j in changed + found if j.status.stage not in TERMINAL}.values())
-        rows = self._rows(found + jobs)
         self._post(DataRefreshed(jobs, sched, self.session.clock(), full=True, gone=gone,
-                                 rows=_with_kept_rows(rows, kept_rows, latest), latest=latest, fleet=fleet))
+                                 rows=self._rows(found + jobs), latest=latest, fleet=fleet))
 
     def _read_all(self, list_jobs: Callable[..., Iterator[Any]], list_scheduled: Callable[[], list[Any]]) -> None:
         """Read the whole job list into the cache, a batch at a time; keep the active jobs and
@@ -551,14 +543,13 @@ class Refresher:
         now = self.session.clock()
         sync = cache.begin_sync()
         latest = LatestRuns()
-        kept_rows: dict[str, JobRow] = {}
         active: dict[str, Any] = {}
         batch: list[tuple[JobRow, Any]] = []
         finished: list[Any] = []
         for job in list_jobs():
             row = job_row(job, now=now, prices=prices)
             batch.append((row, job))
-            _observe_keeping_row(latest, job, kept_rows, lambda _job, row=row: row)
+            latest.observe(job)
             if row.stage in TERMINAL:
                 finished.append(job)
             else:
@@ -577,9 +568,8 @@ class Refresher:
         sched = list_scheduled()
         fleet = self._derive(sched, latest)
         jobs = list(active.values())
-        rows = self._rows(jobs, sync=sync)
         self._post(DataRefreshed(jobs, sched, self.session.clock(), full=True, gone=gone,
-                                 rows=_with_kept_rows(rows, kept_rows, latest), latest=latest, fleet=fleet))
+                                 rows=self._rows(jobs, sync=sync), latest=latest, fleet=fleet))
 
     def _record(self, finished: list[Any]) -> None:
         if self.ledger is not None and finished:
@@ -687,10 +677,9 @@ class Refresher:
             else:
                 self.latest.observe_all(message.jobs)
             self.latest.take_displaced()
-            self.job_rows = dict(rows)
             self.active_ids = {i for i, r in rows.items() if r.stage not in TERMINAL}
+            self.job_rows = {i: rows[i] for i in self.active_ids}
             self.job_infos = {j.id: j for j in message.jobs if j.id in self.active_ids}
-            self._passing = {i for i in rows if i not in self.active_ids and not self.latest.keeps(i)}
             self.work["jobs_checked"] += len(rows)
             changed_rows: list[JobRow] = []
         else:
@@ -721,7 +710,7 @@ class Refresher:
         self.on_ledger(message)
         if message.full:
             app.call_after_refresh(give_back_memory)
-        self.on_rows({r.id: r for r in changed_rows} if not message.full else self.job_rows)
+        self.on_rows({r.id: r for r in changed_rows} if not message.full else rows)
         if self.synced:
             self._want_outcomes()
             self.arm(self.interval)
@@ -730,56 +719,45 @@ class Refresher:
                        now: datetime) -> list[JobRow]:
         """Merge a refresh that brought only what changed; returns the rows to show again.
 
-        Work follows the change: the jobs it brought, the active ones (their time and cost tick)
-        and the ids that may have stopped being kept (no longer active, no longer a tenant's
-        newest runs, or kept only because the last refresh brought them). `job_infos` and
-        `job_rows` change in place: only the UI thread reads them."""
+        Work follows the change: the jobs it brought and the active ones (their time and cost
+        tick). A job that finished leaves `job_infos` and `job_rows` (it is in the cache); they
+        change in place: only the UI thread reads them."""
         infos, job_rows, prices = self.job_infos, self.job_rows, self.session.prices
+        active = self.active_ids
         for job_id in message.gone:
             infos.pop(job_id, None)
             job_rows.pop(job_id, None)
-        brought = {j.id for j in message.jobs}
-        fresh = set(brought)
+            active.discard(job_id)
+        changed: dict[str, JobRow] = {}
         for j in message.jobs:
+            row = rows[j.id]
             old = job_rows.get(j.id)
-            if old is None or old.stage != j.status.stage:
+            if old is None or old.stage != row.stage:
                 tenant = self.latest.observe(j)
                 if tenant is not None:
                     touched.add(tenant)
-            if rows[j.id].stage in TERMINAL:
-                infos.pop(j.id, None)  # a finished job is in the cache (`job_info`)
+            changed[j.id] = row
+            if row.stage in TERMINAL:
+                infos.pop(j.id, None)
+                job_rows.pop(j.id, None)
+                active.discard(j.id)
             else:
                 infos[j.id] = j
-            job_rows[j.id] = rows[j.id]
+                job_rows[j.id] = row
+                active.add(j.id)
         # active jobs' running time and cost tick between refreshes
-        for job_id in self.active_ids - fresh:
+        for job_id in active - changed.keys():
             if job_id in infos:
-                job_rows[job_id] = job_row(infos[job_id], now=now, prices=prices)
-                fresh.add(job_id)
+                job_rows[job_id] = changed[job_id] = job_row(infos[job_id], now=now, prices=prices)
         if message.gone:
             lost = self.latest.forget(message.gone)
             if lost:
                 endpoint = getattr(self.session.api, "endpoint", None)
                 self.latest.observe_all(job_info(d, endpoint) for d in self.cache.latest_runs(lost))
                 touched |= lost
-        active = set(self.active_ids)
-        for job_id in fresh:
-            row = job_rows.get(job_id)
-            if row is not None and row.stage not in TERMINAL:
-                active.add(job_id)
-            else:
-                active.discard(job_id)
-        active -= set(message.gone)
-        recheck = (self._passing | (self.active_ids - active) | self.latest.take_displaced()) - brought
-        self.active_ids = active
-        latest = self.latest
-        for job_id in recheck:
-            if job_id not in active and not latest.keeps(job_id):
-                infos.pop(job_id, None)
-                job_rows.pop(job_id, None)
-        self._passing = {i for i in brought if i not in active and not latest.keeps(i)}
-        self.work["jobs_checked"] += len(recheck) + len(brought)
-        return [job_rows[i] for i in fresh if i in job_rows]
+        self.latest.take_displaced()
+        self.work["jobs_checked"] += len(message.jobs)
+        return list(changed.values())
 
     def _update_fleet(self, message: DataRefreshed, touched: set[str], now: datetime) -> None:
         """The fleet rows after a refresh: as the worker derived them, or re-derived here for the
@@ -875,25 +853,6 @@ class Refresher:
         picked = picked[:OUTCOME_FETCHES_PER_REFRESH]
         if picked:
             self.fetch_outcomes(picked)
-
-
-def _observe_keeping_row(latest: LatestRuns, job: Any, rows: dict[str, JobRow],
-                         row_of: Callable[[Any], JobRow]) -> None:
-    """Observe `job` in `latest`, keeping in `rows` the row of each run `latest` keeps (and only
-    those): a whole read keeps the kept runs' rows, not their jobs."""
-    if latest.observe(job) is None:
-        return
-    if latest.keeps(job.id):
-        rows[job.id] = row_of(job)
-    for job_id in latest.take_displaced():
-        rows.pop(job_id, None)
-
-
-def _with_kept_rows(rows: dict[str, JobRow], kept_rows: dict[str, JobRow], latest: LatestRuns) -> dict[str, JobRow]:
-    """`rows` and the rows of the runs `latest` keeps (as `rows` has them where it has them)."""
-    out = {i: r for i, r in kept_rows.items() if latest.keeps(i)}
-    out.update(rows)
-    return out
 
 
 def _initiated_by_schedule(job: Any) -> bool:

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from textual.message import Message
 
 from console.jobs import queue_tag
+from console.memory import give_back_memory
 from console.ui.widgets.jobs_table import OnCallMark, oncall_marks
 from console.ui.widgets.status_line import StatusLine
 
@@ -149,6 +150,7 @@ class OnCallWatch:
             if self._watcher is None:
                 self._watcher = self._new_watcher()
             report = self._watcher.check()
+            give_back_memory()  # a pass's budget projection reads every schedule and the ledger
             failures = self._watcher.notifier.failures
             self._watcher.notifier.webhooks.failures.clear()
             message = OnCallChecked(report, webhook_failures=failures)

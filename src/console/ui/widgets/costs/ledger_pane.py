@@ -37,6 +37,7 @@ from textual.worker import Worker, WorkerState
 
 from console.jobs import clean_log_line
 from console.ledger import Ledger, LedgerSummary, TenantSpend, ledger_summary, record_from_api
+from console.memory import give_back_memory
 from console.prices import PriceBook
 from console.ui import keys
 from console.ui.widgets.keyed_table import KeyedTable
@@ -249,6 +250,7 @@ class LedgerPane(Vertical):
             return
         finally:
             self._took, self._done_at = time.monotonic() - started, time.monotonic()
+        give_back_memory()  # a summary at 10,000 schedules passes through tens of MB
         self.post_message(self.Updated(summary, added, with_schedules=scheduled is not None))
 
     @work(thread=True, exclusive=True, group="ledger-read", exit_on_error=False,
