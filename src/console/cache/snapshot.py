@@ -101,11 +101,19 @@ def _summary_dict(summary: Any) -> dict[str, Any]:
     """`asdict(summary)` without its deep copy: the summary's lists hold flat frozen records
     (10,000 schedules and 10,000 tenants: 13 ms here, 138 ms through `asdict`)."""
     d = {f.name: getattr(summary, f.name) for f in fields(summary)}
-    d["by_tenant"] = [dict(vars(t)) for t in summary.by_tenant]
-    d["schedules"] = [dict(vars(f)) for f in summary.schedules]
+    d["by_tenant"] = _records(summary.by_tenant)
+    d["schedules"] = _records(summary.schedules)
     d["by_month"] = dict(summary.by_month)
     d["unknown_jobs"] = list(summary.unknown_jobs)
     return d
+
+
+def _records(records: list[Any]) -> list[dict[str, Any]]:
+    """Flat (slotted) records as dicts, their fields' names read once."""
+    if not records:
+        return []
+    names = [f.name for f in fields(records[0])]
+    return [{name: getattr(r, name) for name in names} for r in records]
 
 
 def load_ledger(cache: JobCache) -> Any | None:

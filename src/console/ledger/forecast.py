@@ -62,9 +62,9 @@ def _firings_after_minute(cron: str, minute: datetime, end: datetime) -> int:
     return count_firings(cron, minute, end)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ScheduleForecast:
-    """What one scheduled job will still cost this month."""
+    """What one scheduled job will still cost this month (slotted: one per schedule)."""
 
     scheduled_job_id: str
     tenant: str
@@ -169,7 +169,7 @@ def forecast_schedule(
     )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TenantSpend:
     tenant: str
     runs: int
