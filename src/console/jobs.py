@@ -22,8 +22,8 @@ from typing import Any
 from console import jobspec
 from console.costs import format_duration, job_cost
 from console.prices import PriceBook, shipped_price_book
+from console.stages import ACTIVE_STAGES
 
-ACTIVE_STAGES = ("SCHEDULING", "RUNNING")
 STAGE_ORDER = {"RUNNING": 0, "SCHEDULING": 1, "ERROR": 2, "CANCELED": 3, "COMPLETED": 4}
 
 # ESC [ ... final byte | ESC ] ... BEL/ST | ESC P/X/^/_ ... ST | two-byte ESC sequences

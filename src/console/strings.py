@@ -11,6 +11,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from console.stages import TERMINAL_STAGES
+
 MAX_SHARED = 4096
 """Longer strings are kept as they are (rarely repeated, and hashing them costs)."""
 
@@ -47,7 +49,7 @@ def shared_record(record: Any, names: tuple[str, ...], kind: str) -> Any:
 
 _OWNER_FIELDS = ("id", "name", "type")
 _STATUS_FIELDS = ("stage", "message", "expose_urls", "ssh_url")
-_FINISHED_STAGES = frozenset({"COMPLETED", "ERROR", "CANCELED", "DELETED"})
+_FINISHED_STAGES = frozenset(TERMINAL_STAGES)
 
 
 def shared_owner(owner: Any) -> Any:

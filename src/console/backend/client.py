@@ -16,6 +16,7 @@ from huggingface_hub import HfApi
 from console.backend.errors import ReadOnlyError
 from console.backend.job_ids import check_job_id
 from console.backend.transport import RETRY_STATUSES, ClientPolicy
+from console.stages import TERMINAL_STAGES
 
 # What a read-only console may call: reads only. Everything else public is refused, so a method
 # added to HfApi later is refused until someone decides it only reads.
@@ -215,7 +216,7 @@ class JobsApi(HfApi):
 
 _LOG_READ_TIMEOUT = 120
 """Seconds a followed log may stay silent before it is reopened (HF sends a keep-alive every 30)."""
-_TERMINAL = ("COMPLETED", "ERROR", "CANCELED", "DELETED")
+_TERMINAL = TERMINAL_STAGES
 _STARTED = "===== Job started"
 
 

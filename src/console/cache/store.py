@@ -37,6 +37,7 @@ from console import paths, sqldb
 from console.cache.docs import job_doc, pack, unpack
 from console.jobs import JobFilter, JobRow
 from console.sqldb import in_batches
+from console.stages import TERMINAL_STAGES
 from console.strings import shared
 
 PAGE_CACHE_KIB = 256
@@ -46,7 +47,7 @@ MiB of a console's memory at 100,000 jobs. The operating system keeps the file's
 
 SCHEMA_VERSION = 2
 """2: `train` counts every training kind (a cache written by version 1 is rebuilt)."""
-TERMINAL = ("COMPLETED", "ERROR", "CANCELED", "DELETED")
+TERMINAL = TERMINAL_STAGES
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (

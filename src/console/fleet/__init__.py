@@ -28,9 +28,10 @@ from console.fleet.apply import (
     normalize_or_same,
     plan_apply,
 )
-from console.fleet.derive import TERMINAL_STAGES, TenantRow, cadence_seconds, derive_fleet
+from console.fleet.derive import TenantRow, cadence_seconds, derive_fleet
 from console.fleet.file import FleetFile, FleetFileError, TenantSpec, load_fleet_file, parse_fleet
 from console.fleet.outcome import RunOutcome, parse_outcome
+from console.stages import TERMINAL_STAGES
 
 __all__ = [
     "TERMINAL_STAGES",

@@ -27,8 +27,6 @@ from console.fleet.outcome import RunOutcome
 from console.jobspec import TrainingRequest
 from console.prices import PriceBook, shipped_price_book
 
-TERMINAL_STAGES = ("COMPLETED", "ERROR", "CANCELED", "DELETED")
-
 
 @dataclass(slots=True)
 class TenantRow:

@@ -32,9 +32,10 @@ from typing import Any
 from console import jobspec, paths
 from console.jobspec import TrainingRequest
 from console.ship import ship
+from console.stages import TERMINAL_STAGES
 
 STORE_NAME = "preflight.json"
-TERMINAL = ("COMPLETED", "ERROR", "CANCELED", "DELETED")
+TERMINAL = TERMINAL_STAGES
 LOCAL_CHECK_TIMEOUT_S = 120.0
 
 

@@ -36,8 +36,8 @@ from typing import Any
 from console.costs import job_cost
 from console.jobspec import exposed_ports_of, label_number, run_limit_seconds
 from console.prices import PriceBook, shipped_price_book
+from console.stages import TERMINAL_STAGES
 
-TERMINAL_STAGES = frozenset({"COMPLETED", "ERROR", "CANCELED", "DELETED"})
 _RAN_STAGES = frozenset({"COMPLETED", "ERROR"})
 """Terminal stages a job may reach only after running (a CANCELED one may never have started)."""
 UNKNOWN = "unknown"

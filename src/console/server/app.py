@@ -54,7 +54,6 @@ from console.server.core import JobsService
 from console.server.openapi import openapi_doc
 from console.server.repo_routes import ANONYMOUS, repo_routes
 from console.server.reserve import is_disk_full
-from console.server.store import TERMINAL_STAGES
 from console.server.usage import TreeSampler
 from console.server.wire import (
     MAX_BODY_BYTES,
@@ -66,6 +65,7 @@ from console.server.wire import (
     whoami_json,
 )
 from console.server.xetcas import cas_routes
+from console.stages import TERMINAL_STAGES
 
 PAGE_SIZE = 100
 """Jobs per page of the job list: a client that wants the newest few reads one small page."""

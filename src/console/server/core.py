@@ -23,8 +23,6 @@ from console.server.runner import Runner
 from console.server.scheduler import Scheduler, is_valid_schedule, next_run_after
 from console.server.specextras import parse_expose, parse_spec
 from console.server.store import (
-    ACTIVE_STAGES,
-    TERMINAL_STAGES,
     JobRecord,
     ScheduledJobRecord,
     Store,
@@ -37,6 +35,7 @@ from console.server.wire import (
     parse_labels,
     scheduled_job_json,
 )
+from console.stages import ACTIVE_STAGES, TERMINAL_STAGES
 
 STAGES = (*ACTIVE_STAGES, *TERMINAL_STAGES)
 RENDER_CACHE_BYTES = 64 * 1024 * 1024

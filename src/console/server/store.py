@@ -21,9 +21,6 @@ from typing import Any
 from console import sqldb
 from console.sqldb import in_batches
 
-TERMINAL_STAGES = ("COMPLETED", "CANCELED", "ERROR", "DELETED")
-ACTIVE_STAGES = ("SCHEDULING", "RUNNING")
-
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,

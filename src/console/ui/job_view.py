@@ -22,6 +22,7 @@ from textual.worker import get_current_worker
 
 from console import jobspec
 from console.jobs import JobRow
+from console.stages import TERMINAL_STAGES
 from console.ui.session import Session
 from console.ui.streams import iterate_batches, iterate_cancellable
 from console.ui.widgets.job_details import JobDetails
@@ -31,7 +32,7 @@ LOG_BACKLOG_LIMIT = 50_000
 """Lines waiting for the log pane beyond which the stream worker waits (backpressure)."""
 LOG_PENDING_CHUNKS = 64
 """Network chunks of log lines read ahead of the pane before the stream's reader waits."""
-TERMINAL = ("COMPLETED", "ERROR", "CANCELED", "DELETED")
+TERMINAL = TERMINAL_STAGES
 
 
 @dataclass

@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any
 from textual.css.query import NoMatches
 from textual.message import Message
 
+from console.stages import TERMINAL_STAGES
+
 if TYPE_CHECKING:
     from console.adapters import Versions
     from console.ui.base import ConsoleBase
@@ -31,7 +33,7 @@ LIVE_SECONDS = 300.0
 (a tag moved by someone else, by `console adapters --promote` or `hf`)."""
 READS_PER_REFRESH = 4
 """Repos read per refresh (a fleet on screen is read a few at a time)."""
-TERMINAL = ("COMPLETED", "ERROR", "CANCELED", "DELETED")
+TERMINAL = TERMINAL_STAGES
 NO_LIVE = "-"
 """The Live cell of a tenant with no repo, no repo on the Hub yet, or no live tag."""
 UNREADABLE = "?"

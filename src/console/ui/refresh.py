@@ -59,8 +59,9 @@ from console.cache import snapshot
 from console.cache.docs import job_info
 from console.cache.latest import LatestRuns, RunMark
 from console.cache.store import PUT_BATCH
-from console.jobs import ACTIVE_STAGES, JobRow, Prefetch, job_row
+from console.jobs import JobRow, Prefetch, job_row
 from console.memory import give_back_memory
+from console.stages import ACTIVE_STAGES, TERMINAL_STAGES
 from console.ui.session import Session
 
 REFRESH_SECONDS = 2.0
@@ -86,7 +87,7 @@ FRESH_PAINT_WAIT_SECONDS = 0.5
 screen before its heavier reads, which would compete with the paint for the interpreter."""
 SNAPSHOT_SAVE_SECONDS = 60.0
 """The fleet rows kept for the next start are written at most this often between whole reads."""
-TERMINAL = ("COMPLETED", "ERROR", "CANCELED", "DELETED")
+TERMINAL = TERMINAL_STAGES
 
 
 @dataclass

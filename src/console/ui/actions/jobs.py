@@ -20,6 +20,7 @@ from console import jobspec, paths
 from console.jobs import format_cost
 from console.jobspec import TrainingRequest
 from console.ship import BaseModelCheck, ship
+from console.stages import TERMINAL_STAGES
 from console.ui.actions import (
     ActionDone,
     confirm_then_run,
@@ -33,7 +34,7 @@ from console.ui.base import ConsoleBase
 if TYPE_CHECKING:
     from console.ui.screens.submit import SubmitResult
 
-TERMINAL = ("COMPLETED", "ERROR", "CANCELED", "DELETED")
+TERMINAL = TERMINAL_STAGES
 
 
 def cancel_job(app: ConsoleBase) -> None:

@@ -23,9 +23,9 @@ from textual.message import Message
 from textual.widgets import ProgressBar, Sparkline, Static
 
 from console.jobs import clean_log_line
+from console.stages import ACTIVE_STAGES
 from console.trackio_metrics import Alert, MetricsReader, RunMetrics, downsample
 
-ACTIVE_STAGES = ("SCHEDULING", "RUNNING")
 LEVEL_STYLE = {"ERROR": "bold red", "WARN": "yellow", "INFO": "dim"}
 
 
