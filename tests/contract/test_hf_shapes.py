@@ -166,6 +166,26 @@ def test_the_fleet_from_each_tenants_kept_runs_reads_as_from_every_job(fleet):
     assert asked and {whole[i].labels["tenant"] for i in asked} == {"globex", "initech"}
 
 
+@pytest.mark.parametrize("shape", [{}, {"suspend": True}])
+def test_a_kept_schedule_reads_as_the_schedule_hf_sent(fleet, shape):
+    from console.ledger.forecast import forecast_schedule
+    from console.oncall.reschedule import reschedule_cost
+
+    _, sj = _hf_schedule(fleet, **shape)
+    kept = jobspec.keep_schedule(sj)
+    assert not hasattr(kept, "command") and not hasattr(kept, "environment")  # not the whole spec
+    assert jobspec.read_request(kept) == jobspec.read_request(sj) is not None
+    assert jobspec.labels_of(kept) == jobspec.labels_of(sj)
+    j = list(jobs().values())
+    rows = derive_fleet([kept], j, now=NOW)
+    assert rows == derive_fleet([sj], j, now=NOW)
+    acme = next(r for r in rows if r.tenant == "acme")
+    assert acme.request is kept.request  # the fleet row and the schedule keep one request
+    prices = shipped_price_book()
+    assert forecast_schedule(kept, NOW, prices) == forecast_schedule(sj, NOW, prices)
+    assert reschedule_cost(kept, "0 3 * * *", now=NOW) == reschedule_cost(sj, "0 3 * * *", now=NOW)
+
+
 def test_fleet_derivation_reads_hfs_shapes(fleet):
     j = jobs()
     _, sj = _hf_schedule(fleet)

@@ -407,7 +407,7 @@ class Refresher:
                 yield slim(job)
 
         def list_scheduled() -> list[Any]:
-            return [slim(s) for s in api.list_scheduled_jobs(namespace=ns)]
+            return [jobspec.keep_schedule(s) for s in api.list_scheduled_jobs(namespace=ns)]
 
         return list_jobs, list_scheduled
 
