@@ -126,3 +126,37 @@ def test_ssh_into_a_job_without_ssh_is_refused(api: HfApi, ssh_client) -> None:
     assert direct.returncode == 1 and "started without ssh" in direct.stderr
     api.cancel_job(job_id=plain.id, namespace=NAMESPACE)
     wait_stage(api, plain.id)
+
+
+def test_a_jobs_urls_read_while_its_forwarders_close_are_answered_not_a_crash():
+    """inspect_job reading a job's exposeUrls as the job ends (its listeners closing) got a 500."""
+    import threading
+
+    from console.server.gateway import Gateway
+
+    gateway = Gateway(lambda job_id: "no ssh")
+    gateway.start()
+    try:
+        errors, done = [], threading.Event()
+
+        def read() -> None:  # inspect_job asking for the urls, over and over
+            while not done.is_set():
+                try:
+                    for url in gateway.urls("j1"):
+                        assert url.startswith("http://127.0.0.1:")
+                except Exception as exc:  # noqa: BLE001
+                    errors.append(exc)
+                    return
+
+        readers = [threading.Thread(target=read) for _ in range(2)]
+        for r in readers:
+            r.start()
+        for _ in range(300):  # the job starts with a port exposed, then ends
+            gateway.expose("j1", [8000, 8001])
+            gateway.close("j1")
+        done.set()
+        for r in readers:
+            r.join()
+        assert errors == []
+    finally:
+        gateway.stop()

@@ -40,6 +40,9 @@ class Gateway:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._forwarders: dict[str, dict[int, asyncio.base_events.Server]] = {}
+        self._urls: dict[str, list[str]] = {}
+        """job id -> its listeners' URLs, written when they open (a reader never asks a socket
+        that a cancel may be closing at that moment)."""
         self._lock = threading.Lock()
         self.ssh: SshService | None = None
         self.ssh_problem: str | None = None
@@ -125,12 +128,15 @@ class Gateway:
 
     def urls(self, job_id: str) -> list[str]:
         with self._lock:
-            servers = dict(self._forwarders.get(job_id, {}))
-        return [f"http://{HOST}:{srv.sockets[0].getsockname()[1]}" for _, srv in sorted(servers.items())]
+            return list(self._urls.get(job_id, ()))
 
     async def _expose(self, job_id: str, ports: list[int]) -> None:
         with self._lock:
             current = dict(self._forwarders.get(job_id, {}))
+        closing = [port for port in current if port not in ports]
+        if closing:
+            with self._lock:  # no longer named while they close
+                self._urls.pop(job_id, None)
         for port, srv in list(current.items()):
             if port not in ports:
                 srv.close()
@@ -141,12 +147,15 @@ class Gateway:
                 current[port] = await asyncio.start_server(
                     lambda r, w, p=port: _forward(r, w, p), HOST, 0
                 )
+        urls = [f"http://{HOST}:{srv.sockets[0].getsockname()[1]}" for _, srv in sorted(current.items())]
         with self._lock:
             self._forwarders[job_id] = current
+            self._urls[job_id] = urls
 
     async def _close(self, job_id: str) -> None:
         with self._lock:
             servers = self._forwarders.pop(job_id, {})
+            self._urls.pop(job_id, None)
         for srv in servers.values():
             srv.close()
             await srv.wait_closed()
