@@ -172,7 +172,7 @@ class ConsoleApp(ConsoleBase):
 
             pane = LedgerPane(self.ledger, self.cfg, id="ledger-widget", records=False,
                               on_summary=partial(snapshot.save_ledger, self.session.cache),
-                              hold=lambda: not self.refresher.synced)
+                              hold=lambda: not self.refresher.synced, clock=self.clock)
             return [Container(pane, id="ledger-pane")]
         if tab == "metrics":
             from console.ui.widgets.training import MetricsPanel

@@ -23,7 +23,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 
@@ -112,14 +112,17 @@ class LedgerPane(Vertical):
     def __init__(self, ledger: Ledger, cfg: Any, *, id: str | None = None,
                  classes: str | None = None, records: bool = True,
                  on_summary: Callable[[LedgerSummary], Any] | None = None,
-                 hold: Callable[[], bool] | None = None) -> None:
+                 hold: Callable[[], bool] | None = None,
+                 clock: Callable[[], datetime] | None = None) -> None:
         """`records=False`: the jobs given to `ingest` are already in the ledger (the app's
         refresher records them), so only the summary is brought up to date. `on_summary` is
         called (in the worker) with each new summary: the app keeps the last one for its next
         start. `hold`: while it says so and the pane is hidden, updates wait (the app's first
         reads are under way: at 10,000 tenants a summary beside them doubles the start's peak
-        memory, and nobody is looking at it yet)."""
+        memory, and nobody is looking at it yet). `clock`: the app's "now", which every projection
+        the pane draws reads (the runs left this month, the money in flight)."""
         super().__init__(id=id, classes=classes)
+        self.clock = clock or (lambda: datetime.now(UTC))
         self.ledger = ledger
         self.cfg = cfg
         self.records = records
@@ -271,7 +274,7 @@ class LedgerPane(Vertical):
         # totals and calibration from SQL: the pane never holds the ledger's entries
         return ledger_summary(
             self.ledger,
-            now=now,
+            now=now or self.clock(),
             plan=self.cfg.plan,
             seats=self.cfg.seats,
             budget_usd=self.cfg.monthly_budget_usd,
