@@ -25,6 +25,7 @@ LIMITS = {
     "epochs": (0.01, 1000.0),
     "tenants": (0, 1_000_000),
     "seats": (1, 100_000),
+    "--tail": (1, 10_000_000),
 }
 LABEL_VALUE_RE = labels.NAME_RE
 """A tenant id or an env the console accepts: what HF accepts in a label value (letters, digits,
@@ -247,3 +248,30 @@ def parse_since(text: str, now: datetime, field: str = "--since") -> datetime:
             f"{field}: expected a time ago (30m, 2h, 1d), an ISO time (2026-12-04T09:30) or HH:MM, got {value[:40]!r}"
         ) from None
     return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+
+
+class LineFilter:
+    """Which log lines a filter term keeps: the lines that contain the text, or, for a term
+    written `/.../`, the lines a regular expression finds in. Case is ignored either way, as in the
+    log's search. The one rule the log pane's filter and `console logs --grep` share."""
+
+    __slots__ = ("term", "regex", "_needle", "_pattern")
+
+    def __init__(self, term: str) -> None:
+        self.term = term
+        self.regex = len(term) >= 2 and term.startswith("/") and term.endswith("/")
+        self._needle = term.lower()
+        self._pattern: re.Pattern[str] | None = None
+        if self.regex:
+            try:
+                self._pattern = re.compile(term[1:-1], re.IGNORECASE)
+            except re.error as exc:
+                raise ValueError(f"filter {term!r}: not a regular expression ({exc})") from None
+
+    def __call__(self, line: str) -> bool:
+        if self._pattern is not None:
+            return self._pattern.search(line) is not None
+        return self._needle in line.lower()
+
+    def __repr__(self) -> str:
+        return f"LineFilter({self.term!r})"

@@ -108,6 +108,8 @@ LOG_PANE: list[Binding] = [
     Binding("J", "jump_time", "Jump to time", tooltip="Jump to the first line at or after a time (HH:MM, 30m, ISO)",
             id="jump-time", show=False),
     Binding("slash", "search", "Search", tooltip="Search the log", id="log-search"),
+    Binding("ampersand", "filter", "Filter", tooltip="Show only the lines that match (/regex/; empty: every line)",
+            id="log-filter", show=False),
     Binding("n", "next_match", "Next", tooltip="Next search match", id="log-next", show=False),
     Binding("N", "previous_match", "Prev", tooltip="Previous search match", id="log-previous", show=False),
     Binding("escape", "close_search", "Close search", id="log-close-search", show=False),

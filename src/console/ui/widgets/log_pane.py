@@ -7,8 +7,10 @@ Only the newest `max_lines` stay in memory (the full log stays on the server: sa
 Lines are plain text: escape sequences and control characters are removed, markup never applies.
 
 Keys (when the pane has focus): `f` follow, `w` wrap, `end`/`G` jump to the end, `/` search,
-`n` / `N` next / previous match, `T` each line's time on/off (the time the Jobs API stamped it,
-UTC), `J` jump to the first line at or after a time. Save (`ctrl+s`) is an app action: it needs the API.
+`n` / `N` next / previous match, `&` filter (only the lines that match, new ones too, as they
+arrive; `/regex/` for a regular expression; empty to show every line again), `T` each line's time
+on/off (the time the Jobs API stamped it, UTC), `J` jump to the first line at or after a time.
+Save (`ctrl+s`) is an app action: it needs the API.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from textual.message import Message
 from textual.timer import Timer
 from textual.widgets import Input, Static
 
-from console.inputs import parse_since
+from console.inputs import LineFilter, parse_since
 from console.jobs import clean_log_line, log_time
 from console.ui import keys
 from console.ui.widgets.job_log import JobLog
@@ -93,6 +95,12 @@ class LogPane(Vertical, can_focus=False):
         self._pending_lines = 0
         self._lock = threading.Lock()
         self.search_term = ""
+        self.line_filter: LineFilter | None = None
+        """Only the kept lines it keeps are shown (`&`); it stays on from job to job."""
+        self.filtered = 0
+        """How many kept lines the filter keeps."""
+        self._asking = "search"
+        """What the box under the log asks for: a search or a filter."""
         self.matches: list[int] = []
         self.match_index: int | None = None
         self._wrap_width = 0
@@ -132,6 +140,7 @@ class LogPane(Vertical, can_focus=False):
         self.lines.clear()
         self.times.clear()
         self.received = 0
+        self.filtered = 0
         self.ended = False
         self.error = None
         self.matches = []
@@ -212,11 +221,20 @@ class LogPane(Vertical, can_focus=False):
                     room -= len(chunk)
         if batch:
             cleaned = [clean_log_line(line) for line in batch]
+            keep = self.line_filter
+            if keep is not None:  # the lines that scroll out of the kept window leave the count
+                dropping = len(self.lines) + len(cleaned) - self.max_lines
+                for i in range(min(max(0, dropping), len(self.lines))):
+                    self.filtered -= keep(self.lines[i])
             self.lines.extend(cleaned)
             self.times.extend(times)
             self.received += len(cleaned)
+            if keep is not None:
+                cleaned, times = self._kept_by_filter(cleaned[-self.max_lines:], times[-self.max_lines:])
+                self.filtered += len(cleaned)
             log = self.log_widget
-            log.write_lines(self._display(cleaned, times), scroll_end=self.follow)
+            if cleaned:
+                log.write_lines(self._display(cleaned, times), scroll_end=self.follow)
         if finished:
             self.ended = True
             self.error = error
@@ -230,6 +248,17 @@ class LogPane(Vertical, can_focus=False):
         """`n` queued lines scrolled out unseen: counted as received, never drawn."""
         self._pending_lines -= n
         self.received += n
+
+    def _kept_by_filter(self, lines: list[str], times: list[str | None]) -> tuple[list[str], list[str | None]]:
+        keep = self.line_filter
+        if keep is None:
+            return lines, times
+        pairs = [(line, t) for line, t in zip(lines, times, strict=True) if keep(line)]
+        return [line for line, _ in pairs], [t for _, t in pairs]
+
+    def _shown(self, line: str) -> bool:
+        """Kept line `line` is on screen (the filter, when on, keeps it)."""
+        return self.line_filter is None or self.line_filter(line)
 
     def _display(self, lines: list[str], times: list[str | None]) -> list[str]:
         if self.timestamps:
@@ -250,7 +279,10 @@ class LogPane(Vertical, can_focus=False):
         return max(10, width - 1)
 
     def _rows(self, line: str) -> int:
-        """Rows kept line `line` takes in the view (more than one when wrapped)."""
+        """Rows kept line `line` takes in the view (more than one when wrapped; none when the
+        filter hides it)."""
+        if not self._shown(line):
+            return 0
         if not self.wrap:
             return 1
         extra = TIME_WIDTH if self.timestamps else 0
@@ -258,7 +290,9 @@ class LogPane(Vertical, can_focus=False):
 
     def _row_of(self, line: int) -> int:
         """The view's row where kept line `line` starts."""
-        return sum(self._rows(s) for s in list(self.lines)[:line]) if self.wrap else line
+        if not self.wrap and self.line_filter is None:
+            return line
+        return sum(self._rows(s) for s in list(self.lines)[:line])
 
     def _line_at_top(self) -> int | None:
         """The kept line at the top of the view (None when following: the end is the place)."""
@@ -278,7 +312,8 @@ class LogPane(Vertical, can_focus=False):
         log = self.log_widget
         log.clear()
         log.auto_scroll = self.follow
-        log.write_lines(self._display(list(self.lines), list(self.times)), scroll_end=self.follow)
+        lines, times = self._kept_by_filter(list(self.lines), list(self.times))
+        log.write_lines(self._display(lines, times), scroll_end=self.follow)
         # the new rows are laid out at the next refresh: scroll then
         if self.follow:
             self.call_after_refresh(log.scroll_end, animate=False)
@@ -338,6 +373,9 @@ class LogPane(Vertical, can_focus=False):
                     else f" (stream error: {clean_log_line(self.error)})",
                     style="dim" if not self.error else "red",
                 )
+            if self.line_filter is not None:
+                text.append(f" &{clean_log_line(self.line_filter.term)} {self.filtered} matching",
+                            style="bold magenta")
             if self.search_term:
                 where = (
                     "no match"
@@ -419,7 +457,17 @@ class LogPane(Vertical, can_focus=False):
         self.set_follow(True)
 
     def action_search(self) -> None:
+        self._ask("search", "search the log (enter: find, esc: close)", "")
+
+    def action_filter(self) -> None:
+        term = self.line_filter.term if self.line_filter is not None else ""
+        self._ask("filter", "show only lines with (/regex/ for a regular expression; empty: every line)", term)
+
+    def _ask(self, what: str, placeholder: str, value: str) -> None:
+        self._asking = what
         box = self.query_one("#log-search", Input)
+        box.placeholder = placeholder
+        box.value = value
         box.display = True
         box.focus()
 
@@ -432,15 +480,42 @@ class LogPane(Vertical, can_focus=False):
         if event.input.id != "log-search":
             return
         event.stop()
-        self.search(event.value)
+        if self._asking == "filter":
+            try:
+                self.set_filter(event.value)
+            except ValueError as exc:
+                self.app.notify(str(exc), severity="error")
+                return  # the box stays open with the term to correct
+        else:
+            self.search(event.value)
         event.input.display = False
         self.log_widget.focus()
 
+    def set_filter(self, term: str) -> int:
+        """Show only the kept lines that match `term` (see `LineFilter`), and the new ones that
+        match as they arrive; an empty term shows every line again. Returns how many match.
+        A bad regular expression raises ValueError and changes nothing."""
+        line_filter = LineFilter(term) if term.strip() else None
+        top = self._line_at_top()
+        self.line_filter = line_filter
+        self.filtered = sum(1 for line in self.lines if line_filter(line)) if line_filter else 0
+        if self.search_term:  # the search finds among the lines on screen
+            self.matches = [i for i, line in enumerate(self.lines) if self._matches_search(line)]
+            self.match_index = len(self.matches) - 1 if self.matches else None
+        if top is not None and not self._shown(self.lines[top]):
+            top = next((i for i in range(top, len(self.lines)) if self._shown(self.lines[i])), None)
+        self._rerender(top)
+        self._render_title()
+        return self.filtered
+
+    def _matches_search(self, line: str) -> bool:
+        needle = self.search_term.lower()
+        return bool(needle) and needle in line.lower() and self._shown(line)
+
     def search(self, term: str) -> int:
-        """Find `term` (case-insensitive) in the kept lines; jump to the last match."""
+        """Find `term` (case-insensitive) in the lines on screen; jump to the last match."""
         self.search_term = term
-        needle = term.lower()
-        self.matches = [i for i, line in enumerate(self.lines) if needle and needle in line.lower()]
+        self.matches = [i for i, line in enumerate(self.lines) if self._matches_search(line)]
         self.match_index = len(self.matches) - 1 if self.matches else None
         self._go_to_match()
         return len(self.matches)
