@@ -46,15 +46,39 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def tui_args(argv: Sequence[str]) -> argparse.Namespace | None:
+    """The parsed command line when it opens the TUI (nothing but the global flags), else None.
+
+    The TUI's start reads these few flags itself: the parser, with every subcommand's module
+    imported to build it, is not on the path to the first frame."""
+    values = {dest.lstrip("-").replace("-", "_"): default for dest, _, default in GLOBAL_FLAGS}
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--read-only":
+            values["read_only"] = True
+        elif arg == "--config" and i + 1 < len(argv) and not argv[i + 1].startswith("-"):
+            values["config"] = argv[i + 1]
+            i += 1
+        elif arg.startswith("--config=") and len(arg) > len("--config="):
+            values["config"] = arg.split("=", 1)[1]
+        else:
+            return None  # a subcommand, --help, --version or a typo: the parser answers
+        i += 1
+    return argparse.Namespace(command=None, **values)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = tui_args(argv)
+    if args is None:
+        args = build_parser().parse_args(argv)
     handler = getattr(args, "handler", None)
     tui = handler is None
     if tui:  # the last screen, before Textual or anything of the UI is imported
         from console import firstframe
 
-        firstframe.paint(list(sys.argv[1:] if argv is None else argv))
+        firstframe.paint(argv)
     try:
         if tui:
             from console.commands.tui import run_tui

@@ -43,3 +43,22 @@ def test_whatif_command_runs_without_the_training_stack():
     )
     assert not mods & set(HEAVY)
     assert "textual" not in mods
+
+
+def test_the_tui_start_builds_no_parser_and_loads_no_subcommand():
+    """`console` (and `console --config F --read-only`) goes to the TUI without the argument
+    parser: building it imports every subcommand's module, none of which the first frame draws."""
+    code = (
+        "import sys\nimport console.commands.tui as tui\n"
+        "seen = {}\n"
+        "def run_tui(args):\n"
+        "    seen.update(vars(args))\n"
+        "    print('\\n'.join(m for m in sorted(sys.modules) if m.startswith('console.commands.')))\n"
+        "    return 0\n"
+        "tui.run_tui = run_tui\n"
+        "from console.cli import main\n"
+        "assert main(['--config', 'c.toml', '--read-only']) == 0\n"
+        "assert seen == {'command': None, 'config': 'c.toml', 'read_only': True}, seen\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert set(out.split()) <= {"console.commands.tui", "console.commands._common"}, out
