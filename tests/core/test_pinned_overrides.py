@@ -18,6 +18,8 @@ What each is for (and why no public API does it):
   client has, kept on the console's client with its resilient transport.
 - trackio's `sqlite_storage.TRACKIO_DIR` / `utils.TRACKIO_DIR`: where trackio reads, pointed at
   the embedded server's store for one read at a time.
+- `textual.keys._character_to_key` (the `[keys]` config): a typed character as Textual names it.
+- textual-serve's `Server._make_app` (`console web`): the aiohttp app the token check is added to.
 - uvicorn's `Server.main_loop` / `on_tick` / `should_exit` and `Server.shutdown`, its
   `server_state.connections` and each connection's `cycle.scope` and `transport` (the embedded
   server's `_Server`): a stop that begins at once instead of at the loop's next 0.1 s tick, and a
@@ -109,3 +111,27 @@ def test_uvicorn_ticks_its_main_loop_and_keeps_its_connections_and_their_cycles(
     assert "self.transport" in init and "self.cycle" in init
     assert "scope" in inspect.signature(uvicorn.protocols.http.h11_impl.RequestResponseCycle.__init__).parameters
     assert {"main_loop", "shutdown"} <= set(vars(_Server))
+
+
+def test_textual_turns_a_typed_character_into_its_key_name():
+    """`textual.keys._character_to_key` (the `[keys]` config): "+" as Textual names it in a binding,
+    so a user's key and Textual's own binding strings compare alike."""
+    from textual.keys import _character_to_key
+
+    from console.ui.keys import _normalize
+
+    assert _character_to_key("+") == "plus" and _character_to_key("a") == "a"
+    assert _normalize("+, ctrl+s") == ["plus", "ctrl+s"]
+
+
+def test_textual_serve_builds_its_aiohttp_app_in_make_app():
+    """textual-serve's `Server._make_app` (`console web`): the token check is added to the aiohttp
+    app it builds; the routes `handle_index` serves are its own."""
+    import inspect
+
+    from textual_serve.server import Server
+
+    assert inspect.iscoroutinefunction(Server._make_app)
+    assert list(inspect.signature(Server._make_app).parameters) == ["self"]
+    source = inspect.getsource(Server._make_app)
+    assert "web.Application" in source and "handle_index" in source

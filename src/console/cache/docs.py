@@ -96,7 +96,7 @@ def _parse_iso(value: Any) -> datetime | None:
 
 def job_info(doc: dict[str, Any], endpoint: str | None = None) -> Any:
     """The `JobInfo` for a stored doc (its strings shared, as `jobspec.compact_job` keeps them)."""
-    from huggingface_hub._jobs_api import JobInfo
+    from huggingface_hub import JobInfo
 
     doc = dict(doc)
     doc.setdefault("owner", {"id": "", "name": "", "type": "user"})
