@@ -9,3 +9,13 @@ ACTIVE_STAGES = ("SCHEDULING", "RUNNING")
 
 TERMINAL_STAGES = ("COMPLETED", "ERROR", "CANCELED", "DELETED")
 """A job in one of these is over: its record no longer changes."""
+
+ALL_STAGES = ("SCHEDULING", "RUNNING", "COMPLETED", "CANCELED", "ERROR", "DELETED")
+"""Every stage the Jobs API names, in its own order (the OpenAPI description's enum)."""
+
+assert set(ALL_STAGES) == set(ACTIVE_STAGES) | set(TERMINAL_STAGES)
+
+
+def sql_list(stages: tuple[str, ...]) -> str:
+    """`stages` as an SQL list for `IN`: `('SCHEDULING', 'RUNNING')`."""
+    return "(" + ", ".join(f"'{stage}'" for stage in stages) + ")"

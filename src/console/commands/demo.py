@@ -84,10 +84,12 @@ def setup_demo(backend, cfg, *, trigger: int = 2, report=print) -> list[str]:
         for line in plan.lines():
             report(line)
         apply_plan(api, plan, namespace=ns, report=report)
+    from console.stages import ACTIVE_STAGES
+
     active = [
         j
         for j in api.list_jobs(namespace=ns, labels={"app": "console", "env": fleet.env})
-        if j.status.stage in ("SCHEDULING", "RUNNING")
+        if j.status.stage in ACTIVE_STAGES
     ]
     if active:
         report(f"{len(active)} demo job(s) already running.")

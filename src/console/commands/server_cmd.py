@@ -70,10 +70,11 @@ def _active_jobs(args: argparse.Namespace, url: str, token: str) -> list:
     from huggingface_hub import HfApi
 
     from console.commands._common import load_config
+    from console.stages import ACTIVE_STAGES
 
     cfg = load_config(args)
     api = HfApi(endpoint=url, token=token)
-    return list(api.list_jobs(namespace=cfg.namespace, status=["SCHEDULING", "RUNNING"]))
+    return list(api.list_jobs(namespace=cfg.namespace, status=list(ACTIVE_STAGES)))
 
 
 def _describe(job) -> str:

@@ -32,6 +32,7 @@ from console.oncall.escapes import osc52, plain
 from console.oncall.forecast import JobForecast, forecast_job, job_timeout_seconds
 from console.oncall.why import why_failed
 from console.prices import PriceBook, shipped_price_book
+from console.stages import ACTIVE_STAGES
 from console.trackio_metrics import MetricsReader, RunMetrics
 
 LOG_LINES = 200
@@ -90,7 +91,7 @@ def gather(
             facts.log_tail = [clean_log_line(x) for x in itertools.islice(lines, log_lines)]
     except Exception as exc:
         facts.problems["Log"] = f"log unavailable: {plain(exc)}"
-    if job.status.stage in ("RUNNING", "SCHEDULING"):
+    if job.status.stage in ACTIVE_STAGES:
         try:
             facts.sample = next(iter(api.fetch_job_metrics(job_id=job_id, namespace=namespace)), None)
         except Exception as exc:

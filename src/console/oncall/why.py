@@ -22,6 +22,7 @@ from console.jobs import clean_log_line
 from console.ledger.entries import timed_out
 from console.oncall.escapes import plain
 from console.oncall.forecast import job_timeout_seconds
+from console.stages import ACTIVE_STAGES
 
 _EXCEPTION_RE = re.compile(
     r"^([A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit|Warning|Fault)|KeyboardInterrupt)(?::\s*(.*))?$"
@@ -98,7 +99,7 @@ def why_failed(job: Any, log_tail: Sequence[str] = ()) -> FailureReason | None:
     stage = str(getattr(status, "stage", "") or "")
     message = plain(getattr(status, "message", None) or "", 300)
     outcome = parse_outcome(log_tail)
-    if stage in ("RUNNING", "SCHEDULING"):
+    if stage in ACTIVE_STAGES:
         return None
     if timed_out(job):
         timeout = job_timeout_seconds(job)

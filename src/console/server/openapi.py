@@ -18,12 +18,13 @@ from typing import Any
 from console import labels
 from console.prices import SHIPPED_FLAVORS
 from console.server.wire import MAX_ENTRIES, MAX_TIMEOUT_SECONDS
+from console.stages import ALL_STAGES
 
 _ID = {"type": "string", "pattern": "^[0-9a-f]{24}$", "description": "24 hex digits"}
 _LABEL_KEY = labels.KEY_PATTERN
 _LABEL_VALUE = labels.VALUE_PATTERN
 _ENV_NAME = "^[A-Za-z_][A-Za-z0-9_]{0,255}$"
-_STAGES = ["SCHEDULING", "RUNNING", "COMPLETED", "CANCELED", "ERROR", "DELETED"]
+_STAGES = list(ALL_STAGES)
 
 
 def _ref(name: str) -> dict[str, str]:

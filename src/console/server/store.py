@@ -20,6 +20,9 @@ from typing import Any
 
 from console import sqldb
 from console.sqldb import in_batches
+from console.stages import ACTIVE_STAGES, sql_list
+
+_ACTIVE = sql_list(ACTIVE_STAGES)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
@@ -326,7 +329,7 @@ class Store:
         with self._lock:
             cur = self._db.execute(
                 "UPDATE jobs SET stage = ?, message = ?, finished_at = ? "
-                "WHERE id = ? AND stage IN ('SCHEDULING', 'RUNNING')",
+                f"WHERE id = ? AND stage IN {_ACTIVE}",
                 (stage, message, at, job_id),
             )
         return cur.rowcount > 0
@@ -338,7 +341,7 @@ class Store:
         with self._lock:
             cur = self._db.execute(
                 "UPDATE jobs SET stage = ?, message = ?, finished_at = COALESCE(seen_at, started_at, created_at) "
-                "WHERE id = ? AND stage IN ('SCHEDULING', 'RUNNING')",
+                f"WHERE id = ? AND stage IN {_ACTIVE}",
                 (stage, message, job_id),
             )
         return cur.rowcount > 0
@@ -353,7 +356,7 @@ class Store:
         with self._lock:
             cur = self._db.execute(
                 "UPDATE jobs SET stage = 'RUNNING', pid = ?, pgid = ?, started_at = ?, seen_at = ?, attempt = ? "
-                "WHERE id = ? AND stage IN ('SCHEDULING', 'RUNNING')",
+                f"WHERE id = ? AND stage IN {_ACTIVE}",
                 (pid, pid, started_at, started_at, attempt, job_id),
             )
         return cur.rowcount > 0
@@ -380,7 +383,7 @@ class Store:
         with self._lock:
             row = self._db.execute(
                 "SELECT COUNT(*) FROM jobs WHERE scheduled_job_id = ? "
-                "AND stage IN ('SCHEDULING', 'RUNNING')",
+                f"AND stage IN {_ACTIVE}",
                 (scheduled_job_id,),
             ).fetchone()
         return int(row[0])

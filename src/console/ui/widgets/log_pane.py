@@ -29,6 +29,7 @@ from textual.widgets import Input, Static
 
 from console.inputs import LineFilter, parse_since
 from console.jobs import clean_log_line, log_time
+from console.stages import ACTIVE_STAGES
 from console.ui import keys
 from console.ui.widgets.job_log import JobLog
 from console.ui.widgets.job_metrics import JobMetricsBar
@@ -331,7 +332,7 @@ class LogPane(Vertical, can_focus=False):
     def set_stage(self, stage: str) -> None:
         if stage != self.stage:
             self.stage = stage
-            if stage not in ("RUNNING", "SCHEDULING"):
+            if stage not in ACTIVE_STAGES:
                 self.query_one(JobMetricsBar).show(self.job_id, None)  # no live metrics any more
             self._render_title()
 

@@ -39,6 +39,7 @@ from console.jobs import clean_log_line
 from console.ledger import Ledger, LedgerSummary, TenantSpend, ledger_summary, record_from_api
 from console.memory import give_back_memory
 from console.prices import PriceBook
+from console.stages import ACTIVE_STAGES
 from console.ui import keys
 from console.ui.widgets.keyed_table import KeyedTable
 
@@ -184,7 +185,7 @@ class LedgerPane(Vertical):
         finished = False
         for job in jobs:
             stage = str(getattr(getattr(job.status, "stage", None), "value", job.status.stage))
-            if stage in ("SCHEDULING", "RUNNING"):
+            if stage in ACTIVE_STAGES:
                 self._active[job.id] = job
             else:
                 self._active.pop(job.id, None)
