@@ -1,10 +1,10 @@
 """Bad input to the Jobs API: each is a 400 whose JSON error names the field, and nothing changes.
 
-Every case here used to be a bare 500 (and a dropped keep-alive connection), or was accepted and
-stored: NaN / Infinity timeouts, wrong JSON types, a cron that parses but never fires, an
+Each case is one a server could answer with a bare 500 (and a dropped keep-alive connection), or
+accept and store: NaN / Infinity timeouts, wrong JSON types, a cron that parses but never fires, an
 over-large cursor, a thousand label filters, env and secret names with a trailing newline, JSON
-nested 100,000 deep, a lone surrogate escape (`"\\ud800"`: stored, it made the runner fail on
-every tick and held up every queued job).
+nested 100,000 deep, a lone surrogate escape (`"\\ud800"`: stored, it would make the runner fail
+on every tick and hold up every queued job).
 """
 
 from __future__ import annotations
@@ -275,7 +275,7 @@ def test_bad_updates_of_a_scheduled_job_change_nothing(client):
 
 def test_the_connection_survives_bad_input(client, srv):
     """One keep-alive connection through every kind of bad input, answering after each (a 500
-    used to drop the connection)."""
+    would drop the connection)."""
     with httpx.Client(base_url=srv.url, headers={"Authorization": f"Bearer {srv.token}"},
                       timeout=30) as one:
         for body, _ in list(JOB_CASES.values())[:10]:

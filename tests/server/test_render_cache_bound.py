@@ -1,6 +1,6 @@
 """The job list's cache of rendered finished jobs is bounded in bytes, not only in entries, and a
-full cache loses no job from a list: a page used to drop the cached jobs that rendering the rest of
-the page evicted (taken for jobs deleted meanwhile)."""
+full cache loses no job from a list: a page keeps the cached jobs that rendering the rest of the
+page evicts (they are not taken for jobs deleted meanwhile)."""
 
 from __future__ import annotations
 

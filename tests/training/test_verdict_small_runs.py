@@ -25,7 +25,7 @@ def test_a_one_row_dataset_is_refused_by_the_validator_and_the_recipe(tmp_path):
 
 def test_a_bi_encoder_at_learning_rate_zero_fails_without_an_evaluation(tmp_path):
     """192 rows in batches of 8 with 40 steps, no held-out metric: the loss only moves with the
-    batches; the rows of the short last batch used to fake a fall."""
+    batches; the rows of the short last batch must not fake a fall."""
     rows = (DATA / "stark.jsonl").read_text().splitlines()[:21]  # batches of 8, 8 and 5
     data = tmp_path / "stark21.jsonl"
     data.write_text("\n".join(rows) + "\n")

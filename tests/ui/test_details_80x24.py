@@ -95,7 +95,7 @@ async def _open_submit(pilot, app) -> SubmitScreen:
 
 async def test_erasing_the_timeout_is_not_undone_while_the_field_is_edited(backend, cfg):
     """Backspacing the padded timeout away and typing another leaves what was typed (the form
-    used to refill the padded value the moment the field was empty: `99999h19m`)."""
+    does not refill the padded value the moment the field is empty: `99999h19m`)."""
     app = ConsoleApp(cfg, backend, refresh_seconds=0.3, stream_metrics=False)
     async with app.run_test(size=(80, 24)) as pilot:
         form = await _open_submit(pilot, app)
