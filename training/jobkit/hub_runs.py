@@ -84,7 +84,8 @@ def trained_on(base_model: str, dataset: str) -> dict[str, Any]:
                 "time": head.created_at.isoformat() if head is not None and head.created_at else None,
             }
         except Exception as e:  # noqa: BLE001 - the record says nothing rather than stop the run
-            say(f"dataset revision of {dataset} unknown: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+            first = str(e).splitlines()[0] if str(e) else ""
+            say(f"dataset revision of {dataset} unknown: {type(e).__name__}: {first}")
     if not Path(base_model).expanduser().is_dir() and "/" in base_model and not _offline():
         try:
             from huggingface_hub import HfApi
@@ -105,8 +106,9 @@ def check_resumable(manifest: dict[str, Any] | None, run: str) -> None:
         raise Refusal("not_resumable", f"run {run} passed: nothing is left to resume")
     failure = manifest.get("failure") if isinstance(manifest.get("failure"), str) else ""
     code = failure.split(":", 1)[0].strip()
-    if manifest.get("verdict") == "FAIL" and code in NOT_RESUMABLE:
-        raise Refusal("not_resumable", f"run {run} failed {code}: {NOT_RESUMABLE[code]}")
+    why = manifest.get("not_resumable") or NOT_RESUMABLE.get(code)
+    if manifest.get("verdict") == "FAIL" and isinstance(why, str) and why:
+        raise Refusal("not_resumable", f"run {run} failed {code}: {why}")
 
 
 def _commit_manifest(dest: Destination, record: dict[str, Any], message: str) -> None:

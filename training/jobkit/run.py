@@ -334,8 +334,8 @@ def fetch_checkpoint(dest: Destination, run: str | None) -> tuple[str, int] | No
     branch = f"{RUN_BRANCH_PREFIX}{run}"
     target = dest.output_dir.parent / f".resume-{run}"
     try:
-        folder = snapshot_download(dest.hub_model_id, revision=branch, allow_patterns=[f"{CHECKPOINT_DIR}/*", "manifest.json"],
-                                   local_dir=str(target))
+        folder = snapshot_download(dest.hub_model_id, revision=branch,
+                                   allow_patterns=[f"{CHECKPOINT_DIR}/*", "manifest.json"], local_dir=str(target))
     except (RepositoryNotFoundError, RevisionNotFoundError):
         raise Refusal("no_checkpoint", f"{dest.hub_model_id} has no branch {branch} to resume from") from None
     from jobkit.hub_runs import check_resumable, read_manifest
@@ -471,6 +471,9 @@ def finish(
         )
     info = {**info, artifact: dest.where, "verdict": "PASS" if passed else "FAIL", "failure": reason or None}
     if not passed:
+        from jobkit.hub_runs import NOT_RESUMABLE
+
+        info["not_resumable"] = NOT_RESUMABLE.get((reason or "").split(":", 1)[0].strip())
         if dest.artifacts_dir is not None or dest.hub_model_id is not None:
             write_manifest(dest, info)  # a record of the failed run, without weights
         if dest.hub_model_id is not None:
