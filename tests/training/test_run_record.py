@@ -4,18 +4,27 @@ failed on NaN not offered for resume, by the recipe or by the console.
 
 Real CPU runs of training/sft_lora.py (not forked: the fork server's Hub client is offline)
 against the embedded server's Hub, which holds the tenant's dataset as a dataset repo: a run
-passes on its first export, then a run on the "nightly export" commit goes NaN."""
+passes on its first export, then a job of the server on the "nightly export" commit goes NaN."""
 
 from __future__ import annotations
 
 import json
 import re
+from types import SimpleNamespace
 
+import pytest
 from huggingface_hub import HfApi
 from training_helpers import DATA, SFT, hub_env, run, sft_hub_args
 
+from console import jobspec
 from console.adapters import last_checkpoint
+from console.backend import connect
+from console.config import Config, ServerSettings
+from console.jobspec import TrainingRequest
+from console.oncall.incident import gather, render
 from console.run_record import read_record
+from console.ship import ship
+from console.ui.reasons import _with_dataset_change
 
 REPO = "ops/adapter-acme"
 DATASET = "ops/acme"
@@ -32,9 +41,19 @@ def _export(api: HfApi, text: str, title: str) -> str:
                            repo_type="dataset", commit_message=title).oid
 
 
-def test_runs_record_their_revisions_push_whole_checkpoints_and_a_nan_run_is_not_resumed(hub, tmp_path):
-    env = hub_env(tmp_path, hub)
-    api = HfApi(endpoint=hub.url, token=hub.token)
+@pytest.fixture
+def backend():
+    """The embedded server with its Jobs API (namespace `ops`): the NaN run is one of its jobs."""
+    b = connect(Config(namespace="ops", plan="pro", server=ServerSettings(max_running_jobs=2)))
+    try:
+        yield b
+    finally:
+        b.close()
+
+
+def test_runs_record_their_revisions_push_whole_checkpoints_and_a_nan_run_is_not_resumed(backend, tmp_path):
+    api, ns = backend.api, backend.namespace
+    env = hub_env(tmp_path, SimpleNamespace(url=backend.url, token=api.token))
     api.create_repo(DATASET, repo_type="dataset")
     rows = (DATA / "acme.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
     first = _export(api, "".join(rows), "first export")
@@ -46,10 +65,15 @@ def test_runs_record_their_revisions_push_whole_checkpoints_and_a_nan_run_is_not
     assert landed["base_model_revision"] is None  # the tiny random base has no repo
 
     nightly = _export(api, "".join(rows[:-20]), "nightly export")
-    nan = run(SFT, sft_hub_args("acme-nan", REPO, "--dataset", DATASET, "--inject-nan-at-step", "6",
-                                max_steps=10), env)
-    assert nan.last_line.startswith("VERDICT: FAIL nan_loss"), nan.stdout[-3000:] + nan.stderr[-3000:]
-    assert f"trained on dataset={DATASET}@{nightly} " in nan.stdout
+    req = TrainingRequest(tenant="acme", dataset=DATASET, max_steps=10, learning_rate=5e-3, lora_r=8, lora_alpha=16,
+                          hub_model_id=REPO, run_name="acme-nan", timeout_seconds=600,
+                          extra_env={"CONSOLE_INJECT_NAN_AT_STEP": "6"})
+    sub = jobspec.build_submission(req, backend_kind="local", token=api.token)
+    job = api.run_job(**ship(api, sub, ns).run_kwargs(), namespace=ns)
+    done = api.wait_for_job(job.id, timeout=400, poll_interval=0.5, namespace=ns)
+    logs = list(api.fetch_job_logs(job_id=job.id, namespace=ns))
+    assert logs[-1].startswith("VERDICT: FAIL nan_loss"), "\n".join(logs[-40:])
+    assert any(line.startswith(f"trained on dataset={DATASET}@{nightly} ") for line in logs)
     record = _json(api, "manifest.json", "runs/acme-nan")
     assert record["run_name"] == "acme-nan" and record["dataset_revision"] == nightly
     assert record["not_resumable"].startswith("its loss went NaN")
@@ -64,10 +88,15 @@ def test_runs_record_their_revisions_push_whole_checkpoints_and_a_nan_run_is_not
         assert state["global_step"] == int(STEP.search(commit.title).group(1)), commit.title
         assert _json(api, "manifest.json", commit.commit_id)["checkpoint_step"] == state["global_step"]
 
-    # the console: what changed since the last PASS, and no resume offered
+    # the console: what changed since the last PASS (the why-failed text, the incident bundle),
+    # and no resume offered
     change = read_record(api, REPO, "acme-nan").dataset_change()
     expected = f'dataset changed since the last PASS ({nightly[:8]} "nightly export", '
     assert change is not None and change.startswith(expected), change
+    assert _with_dataset_change(api, done, "FAIL nan_loss") == f"FAIL nan_loss; {change}"
+    bundle = render(gather(api, job.id, namespace=ns))
+    assert f"- **{change}**" in bundle and f"- Trained on: dataset {DATASET} @ {nightly[:8]} " in bundle
+    assert "- Not resumable: its loss went NaN" in bundle and "Resume from it" not in bundle
     assert read_record(api, REPO, "acme-good") is not None
     checkpoint = last_checkpoint(api, REPO, "acme-nan")
     assert checkpoint is not None and 0 < checkpoint.step <= 6  # the step that went NaN is saved too
