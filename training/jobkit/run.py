@@ -10,8 +10,8 @@
   `no_destination`, `run_exists`, `bad_dataset`) and a reason; argument errors become one too.
 * Where the weights go is decided before anything heavy happens (:func:`resolve_destination`).
   The container of a job is thrown away when the job ends, so with `--hub-model-id` the run pushes
-  to the Hub (`push_to_hub=True`, `hub_strategy="every_save"`, `save_strategy="steps"`,
-  `save_steps=0.1`: a timeout keeps what was pushed) and refuses to start without `HF_TOKEN`.
+  to the Hub (`push_to_hub=True`, `save_strategy="steps"`, `save_steps=0.1`, each save one
+  commit of `jobkit.hub_runs`: a timeout keeps what was pushed) and refuses to start without `HF_TOKEN`.
   Each run pushes to a branch of its own, `runs/<run-name>` (:func:`open_run_branch`), and only a
   passing run's final weights land on `main`, where serving reads: a failed run's checkpoints never
   overwrite a tenant's adapter, and stay on its branch (with its manifest) for a look or a resume;
