@@ -26,6 +26,7 @@ import hashlib
 import json
 import os
 import shutil
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -125,35 +126,29 @@ def _commit_manifest(dest: Destination, record: dict[str, Any], message: str) ->
 
 class CheckpointPusher:
     """Pushes each checkpoint the trainer saves to the run's branch as one commit (the weights, the
-    full checkpoint under last-checkpoint/, the manifest with the steps reached), in the background;
-    a save while the previous push still runs is left out (the next one carries it), as the
-    trainer's own pushes do. :meth:`wait` before the final push."""
+    full checkpoint under last-checkpoint/, the manifest with the steps reached), in the background,
+    one push at a time. A save made while a push runs waits for it, staged (hard links: the trainer
+    may delete its folder meanwhile); a newer save replaces a waiting one, so the newest checkpoint
+    is always pushed and training never waits on the network. :meth:`wait` before the final push."""
 
     def __init__(self, dest: Destination, record: dict[str, Any]) -> None:
         self.dest = dest
         self.record = dict(record)
         self.pushed_step = 0
-        self._future: Any = None
+        self._lock = threading.RLock()  # a push that ends at once calls back in the same thread
+        self._running: Any = None  # the push in flight (a Future)
+        self._pending: tuple[Path, list[Any], int] | None = None  # the newest save waiting for it
+        self._idle = threading.Event()
+        self._idle.set()
         self._api: Any = None
 
     def wait(self) -> None:
-        """The push in flight, finished (its error said, not raised: the run's verdict stands)."""
-        future, self._future = self._future, None
-        if future is None:
-            return
-        try:
-            future.result()
-        except Exception as e:  # noqa: BLE001
-            say(f"checkpoint push failed: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+        """Every push finished (an error is said, not raised: the run's verdict stands)."""
+        self._idle.wait()
 
-    def push(self, folder: Path, step: int, steps_total: int | None) -> None:
-        if self._future is not None and not self._future.done():
-            say(f"checkpoint of step {step} not pushed: the push of step {self.pushed_step} still runs")
-            return
-        self.wait()
-        from huggingface_hub import CommitOperationAdd, HfApi
+    def _stage(self, folder: Path, step: int, steps_total: int | None) -> tuple[Path, list[Any], int]:
+        from huggingface_hub import CommitOperationAdd
 
-        # hard links (a copy where links fail): the trainer may delete its folder while this runs
         staged = self.dest.output_dir / f"_push-{step}"
         shutil.rmtree(staged, ignore_errors=True)
         staged.mkdir(parents=True)
@@ -167,20 +162,53 @@ class CheckpointPusher:
             except OSError:
                 shutil.copy2(path, copy)
             ops.append(CommitOperationAdd(path_in_repo=f"{CHECKPOINT_DIR}/{rel.as_posix()}", path_or_fileobj=str(copy)))
-            if len(rel.parts) == 1 and rel.name not in STATE_FILES and not rel.name.startswith("rng_state"):
-                ops.append(CommitOperationAdd(path_in_repo=rel.name, path_or_fileobj=str(copy)))
+            if rel.name not in STATE_FILES and not rel.name.startswith("rng_state"):  # the model, loadable
+                ops.append(CommitOperationAdd(path_in_repo=rel.as_posix(), path_or_fileobj=str(copy)))
         manifest = {**self.record, "steps": step, "steps_total": steps_total, "checkpoint_step": step,
                     "checkpoint_at": now_iso()}
         ops.append(CommitOperationAdd(path_in_repo=MANIFEST,
                                       path_or_fileobj=(json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode()))
+        return staged, ops, step
+
+    def push(self, folder: Path, step: int, steps_total: int | None) -> None:
+        staged = self._stage(folder, step, steps_total)
+        with self._lock:
+            if self._running is not None:
+                if self._pending is not None:
+                    shutil.rmtree(self._pending[0], ignore_errors=True)
+                self._pending = staged
+                return
+            self._start(staged)
+
+    def _start(self, staged: tuple[Path, list[Any], int]) -> None:
+        """Start a push (with the lock held)."""
+        from huggingface_hub import HfApi
+
         if self._api is None:
             self._api = HfApi()
-        self.pushed_step = step
-        self._future = self._api.create_commit(
+        folder, ops, step = staged
+        self._idle.clear()
+        self._running = self._api.create_commit(
             repo_id=self.dest.hub_model_id, operations=ops, revision=self.dest.hub_branch,
             commit_message=f"{self.dest.run_name}: checkpoint step {step}", run_as_future=True,
         )
-        self._future.add_done_callback(lambda _f: shutil.rmtree(staged, ignore_errors=True))
+        self._running.add_done_callback(lambda future: self._done(future, folder, step))
+
+    def _done(self, future: Any, folder: Path, step: int) -> None:
+        shutil.rmtree(folder, ignore_errors=True)
+        error = future.exception()
+        if error is not None:
+            first = str(error).splitlines()[0] if str(error) else ""
+            say(f"checkpoint push of step {step} failed: {type(error).__name__}: {first}")
+        else:
+            self.pushed_step = max(self.pushed_step, step)
+        with self._lock:
+            self._running = None
+            pending, self._pending = self._pending, None
+            if pending is not None:
+                self._start(pending)
+            else:
+                self._idle.set()
 
     def callback(self) -> Any:
         """The transformers `TrainerCallback` that pushes each save."""
