@@ -30,7 +30,7 @@ memory) and `triplet` (TripletLoss) for bi-encoders.
 Run rules, as in the reference on training Sentence Transformers on HF Jobs, and as every recipe
 here follows them (`jobkit.run`):
 
-* `--hub-model-id` pushes with `push_to_hub=True`, `hub_strategy="every_save"`,
+* `--hub-model-id` pushes each checkpoint (`jobkit.hub_runs`, one commit per save),
   `save_strategy="steps"`, `save_steps=0.1` and needs `HF_TOKEN` (refused before torch is
   imported without it); without it the model goes to `$CONSOLE_ARTIFACTS_DIR/<run-name>/`.
 * A held-out split is evaluated before training and every `--eval-steps` (`eval_strategy="steps"`)
@@ -71,6 +71,7 @@ if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 
 try:
+    from jobkit.hub_runs import open_run, trained_on
     from jobkit.models import TINY_MODEL, build_tiny_encoder, check_base_model
     from jobkit.run import (
         Destination,
@@ -87,7 +88,6 @@ try:
         inject_nan_step,
         monitor_callback,
         now_iso,
-        open_run_branch,
         pick_precision,
         quiet_libraries,
         resolve_destination,
@@ -550,6 +550,7 @@ def train(plan: Plan, started: float) -> tuple[bool, str]:
         say(f"steps_total={plan.steps_total}")
     assert plan.rows is not None and plan.steps_total is not None
     resume = fetch_checkpoint(plan.dest, args.resume_from)  # a missing checkpoint is refused before torch
+    revisions = trained_on(args.base_model, args.dataset)
 
     import dataclasses
 
@@ -576,7 +577,10 @@ def train(plan: Plan, started: float) -> tuple[bool, str]:
     if plan.eval_rows is not None and args.eval_strategy == "steps":
         evaluator = make_evaluator(plan, plan.rows, plan.eval_rows)
         eval_dataset = Dataset.from_list(trainer_rows(plan, plan.eval_rows))
-    open_run_branch(plan.dest, private=not args.hub_public)
+    record = {"run_name": plan.run_name, "job_id": os.environ.get("JOB_ID") or None, "base_model": args.base_model,
+              "dataset": args.dataset, "method": METHOD, "kind": args.kind, "resumed_from": args.resume_from,
+              "started_at": now_iso(started), **revisions}
+    pushes = open_run(plan.dest, private=not args.hub_public, record=record)
     trainer = trainer_class(
         model=model,
         args=args_class(**kwargs),
@@ -584,7 +588,7 @@ def train(plan: Plan, started: float) -> tuple[bool, str]:
         eval_dataset=eval_dataset,
         evaluator=evaluator,
         loss=make_loss(plan, model),
-        callbacks=[callback],
+        callbacks=[callback, *pushes],
     )
     trainer.remove_callback(PrinterCallback)
     if evaluator is not None:
@@ -610,6 +614,7 @@ def train(plan: Plan, started: float) -> tuple[bool, str]:
         "loss": plan.loss,
         "base_model": args.base_model,
         "dataset": args.dataset,
+        **revisions,
         "dataset_format": plan.fmt,
         "rows": len(plan.rows),
         "eval_rows": len(plan.eval_rows or []),

@@ -69,7 +69,14 @@ class AdapterVersion:
     metric: str | None = None
     metric_last: float | None = None
     steps: int | None = None
+    """The steps the run reached: its end's count, or for a run with no end (killed, still
+    running) the step of the newest checkpoint it pushed."""
     live: bool = False
+    steps_total: int | None = None
+    checkpoint_step: int | None = None
+    """The step of the newest checkpoint the run pushed to its branch (its manifest says)."""
+    dataset_revision: str | None = None
+    base_model_revision: str | None = None
 
     @property
     def short(self) -> str:
@@ -83,6 +90,14 @@ class AdapterVersion:
         if self.metric and self.metric_last is not None:
             parts.append(f"{self.metric} {self.metric_last:.4g}")
         return ", ".join(parts) or "no figures"
+
+    def progress(self) -> str:
+        """`step 24/40, checkpoint 24` for a run with no end of its own, else ``."""
+        if self.verdict != "partial" or self.steps is None:
+            return ""
+        of = f"/{self.steps_total}" if self.steps_total else ""
+        ckpt = f", checkpoint {self.checkpoint_step}" if self.checkpoint_step else ", no checkpoint"
+        return f"step {self.steps}{of}{ckpt}"
 
     def describe(self) -> str:
         return f"{self.short} {self.run} {self.verdict} ({self.figures()})"
@@ -156,11 +171,28 @@ def _manifest(api: Any, repo_id: str, revision: str) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def own_manifest(manifest: dict | None, run: str) -> dict | None:
+    """`manifest` when it is `run`'s own: a run's branch opens from main's head, and one pushed
+    before the recipes wrote their own first still holds the previous passing run's."""
+    return manifest if isinstance(manifest, dict) and manifest.get("run_name") == run else None
+
+
 def _version(run: str, verdict: str, commit: str, where: str, when: Any, manifest: dict | None,
              live_commit: str | None) -> AdapterVersion:
     m = manifest or {}
     failure = m.get("failure") if isinstance(m.get("failure"), str) else None
     steps = m.get("steps")
+    extra = dict(steps_total=_int(m.get("steps_total")), checkpoint_step=_int(m.get("checkpoint_step")),
+                 dataset_revision=_text(m.get("dataset_revision")),
+                 base_model_revision=_text(m.get("base_model_revision")))
     return AdapterVersion(
         run=run, verdict=verdict, commit=commit, where=where,
         time=when.isoformat() if hasattr(when, "isoformat") else str(when or ""),
@@ -170,7 +202,7 @@ def _version(run: str, verdict: str, commit: str, where: str, when: Any, manifes
         metric=m.get("metric") if isinstance(m.get("metric"), str) else None,
         metric_last=_number(m.get("metric_last")),
         steps=steps if isinstance(steps, int) and not isinstance(steps, bool) else None,
-        live=commit == live_commit,
+        live=commit == live_commit, **extra,
     )  # fmt: skip
 
 
@@ -199,7 +231,7 @@ def list_versions(api: Any, repo_id: str, *, live_tag: str = LIVE_TAG, limit: in
             run = branch.name[len(RUN_BRANCH_PREFIX):]
             if run in landed:
                 continue
-            manifest = _manifest(api, repo_id, branch.target_commit)
+            manifest = own_manifest(_manifest(api, repo_id, branch.target_commit), run)
             # a run not landed on main failed, or has no final record (a PASS never landed: its push failed)
             verdict = "FAIL" if (manifest or {}).get("verdict") == "FAIL" else "partial"
             head = next(iter(api.list_repo_commits(repo_id, revision=branch.target_commit)), None)
@@ -259,6 +291,9 @@ class Checkpoint:
     step: int
     steps_total: int | None
     commit: str
+    refused: str | None = None
+    """Why the run is not resumed (its manifest's `not_resumable`: it failed on its training, a NaN
+    loss...), None when it may be."""
 
     @property
     def branch(self) -> str:
@@ -275,10 +310,15 @@ class Checkpoint:
         of = f"/{self.steps_total}" if self.steps_total else ""
         return f"step {self.step}{of} at hf://{self.repo_id}@{self.branch}/{CHECKPOINT_DIR} ({self.commit[:8]})"
 
+    @property
+    def resumable(self) -> bool:
+        return self.refused is None
+
 
 def last_checkpoint(api: Any, repo_id: str, run: str) -> Checkpoint | None:
     """The last checkpoint `run` pushed (its branch's last-checkpoint/trainer_state.json), or None
-    when it pushed none or the repo cannot be read."""
+    when it pushed none or the repo cannot be read; `refused` says why it is not resumed when the
+    run's own manifest says so (the recipes' `--resume-from` refuses the same runs)."""
     from huggingface_hub.errors import HfHubHTTPError
 
     branch = f"{RUN_BRANCH_PREFIX}{run}"
@@ -297,7 +337,12 @@ def last_checkpoint(api: Any, repo_id: str, run: str) -> Checkpoint | None:
         return None
     total = state.get("max_steps")
     total = total if isinstance(total, int) and not isinstance(total, bool) and total > 0 else None
-    return Checkpoint(repo_id=repo_id, run=run, step=step, steps_total=total, commit=head)
+    try:
+        manifest = own_manifest(_manifest(api, repo_id, head), run) or {}
+    except HfHubHTTPError:
+        manifest = {}
+    refused = _text(manifest.get("not_resumable")) if manifest.get("verdict") == "FAIL" else None
+    return Checkpoint(repo_id=repo_id, run=run, step=step, steps_total=total, commit=head, refused=refused)
 
 
 def live_since(api: Any, repo_id: str, *, live_tag: str = LIVE_TAG) -> tuple[str, datetime] | None:

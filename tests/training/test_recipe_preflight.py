@@ -87,7 +87,7 @@ def test_embedding_hub_runs_push_each_save_and_checkpoint_to_their_branch(embed_
                                    "--trackio-space-id", "acme/trackio"])
     assert plan.loss == "bce" and plan.fmt == "scored_pair" and len(plan.eval_rows) == 16
     kw = embed_module.training_arguments(plan, set(), bf16=False, fp16=False, cuda=False)
-    assert (kw["push_to_hub"], kw["hub_model_id"], kw["hub_strategy"]) == (True, "acme/reranker", "checkpoint")
+    assert (kw["push_to_hub"], kw["hub_model_id"], kw["hub_strategy"]) == (True, "acme/reranker", "end")
     assert kw["hub_revision"] == f"runs/{plan.run_name}"
     assert (kw["save_strategy"], kw["save_steps"]) == ("steps", 0.1)
     assert (kw["report_to"], kw["trackio_space_id"], kw["eval_strategy"]) == (["trackio"], "acme/trackio", "steps")

@@ -150,7 +150,7 @@ def test_hub_runs_push_each_save_and_the_checkpoint_every_tenth_to_their_branch(
     kw = sft_module.trainer_settings(plan, set(), bf16=False, fp16=False, cuda=False)
     assert kw["push_to_hub"] is True
     assert kw["hub_model_id"] == "acme-corp/globex-adapter"
-    assert kw["hub_strategy"] == "checkpoint"  # every_save's pushes plus last-checkpoint/ (resumable)
+    assert kw["hub_strategy"] == "end"  # each save is pushed by jobkit.hub_runs, in one commit
     assert kw["hub_revision"] == f"runs/{plan.run_name}"
     assert kw["save_strategy"] == "steps"
     assert kw["save_steps"] == 0.1

@@ -32,6 +32,7 @@ from typing import Any
 from validate_dataset import ReadError, failure, needs_datasets, offending_rows, training_rows, validate
 
 from jobkit import vram
+from jobkit.hub_runs import open_run, trained_on
 from jobkit.models import (
     TINY_CAUSAL_CONFIG,
     TINY_MODEL,
@@ -57,7 +58,6 @@ from jobkit.run import (
     inject_nan_step,
     monitor_callback,
     now_iso,
-    open_run_branch,
     pick_precision,
     quiet_libraries,
     resolve_destination,
@@ -466,6 +466,7 @@ def train(
         say(f"dataset format={plan.fmt} rows={len(plan.rows)}")
         say(f"steps_total={plan.steps_total}")
     assert plan.rows is not None and plan.fmt is not None and plan.steps_total is not None
+    revisions = trained_on(args.base_model, args.dataset)
 
     from peft import LoraConfig
     from transformers import PrinterCallback, set_seed
@@ -493,8 +494,11 @@ def train(
     monitor = LossMonitor.from_args(args)
     monitor.vocab_size = len(tokenizer)  # a dead run's loss sits at ln(vocab)
     callback = monitor_callback(monitor, steps_total=plan.steps_total, inject_nan_at=plan.inject_nan_at)
-    open_run_branch(plan.dest, private=not args.hub_public)
-    trainer = make_trainer(plan, model, tokenizer, peft_config, config_kwargs, [callback])
+    record = {"run_name": plan.run_name, "job_id": os.environ.get("JOB_ID") or None, "base_model": args.base_model,
+              "dataset": args.dataset, "method": plan.method, "resumed_from": args.resume_from,
+              "started_at": now_iso(started), **revisions}
+    pushes = open_run(plan.dest, private=not args.hub_public, record=record)
+    trainer = make_trainer(plan, model, tokenizer, peft_config, config_kwargs, [callback, *pushes])
     trainer.remove_callback(PrinterCallback)  # the progress lines replace its dict dumps
     trainable = sum(p.numel() for p in trainer.model.parameters() if p.requires_grad)
     if plan.full:
@@ -514,6 +518,7 @@ def train(
         "resumed_at_step": resume[1] if resume else None,
         "base_model": args.base_model,
         "dataset": args.dataset,
+        **revisions,
         "dataset_format": plan.fmt,
         "rows": len(plan.rows),
         "method": plan.method,

@@ -10,8 +10,8 @@
   `no_destination`, `run_exists`, `bad_dataset`) and a reason; argument errors become one too.
 * Where the weights go is decided before anything heavy happens (:func:`resolve_destination`).
   The container of a job is thrown away when the job ends, so with `--hub-model-id` the run pushes
-  to the Hub (`push_to_hub=True`, `hub_strategy="every_save"`, `save_strategy="steps"`,
-  `save_steps=0.1`: a timeout keeps what was pushed) and refuses to start without `HF_TOKEN`.
+  to the Hub (`push_to_hub=True`, `save_strategy="steps"`, `save_steps=0.1`, each save one
+  commit of `jobkit.hub_runs`: a timeout keeps what was pushed) and refuses to start without `HF_TOKEN`.
   Each run pushes to a branch of its own, `runs/<run-name>` (:func:`open_run_branch`), and only a
   passing run's final weights land on `main`, where serving reads: a failed run's checkpoints never
   overwrite a tenant's adapter, and stay on its branch (with its manifest) for a look or a resume;
@@ -334,10 +334,13 @@ def fetch_checkpoint(dest: Destination, run: str | None) -> tuple[str, int] | No
     branch = f"{RUN_BRANCH_PREFIX}{run}"
     target = dest.output_dir.parent / f".resume-{run}"
     try:
-        folder = snapshot_download(dest.hub_model_id, revision=branch, allow_patterns=[f"{CHECKPOINT_DIR}/*"],
-                                   local_dir=str(target))
+        folder = snapshot_download(dest.hub_model_id, revision=branch,
+                                   allow_patterns=[f"{CHECKPOINT_DIR}/*", "manifest.json"], local_dir=str(target))
     except (RepositoryNotFoundError, RevisionNotFoundError):
         raise Refusal("no_checkpoint", f"{dest.hub_model_id} has no branch {branch} to resume from") from None
+    from jobkit.hub_runs import check_resumable, read_manifest
+
+    check_resumable(read_manifest(Path(folder) / "manifest.json"), run)  # a NaN run is not resumed
     path = Path(folder) / CHECKPOINT_DIR
     state = path / "trainer_state.json"
     if not state.is_file():
@@ -403,15 +406,16 @@ def trainer_rules(
     if dest.hub_model_id is not None:
         # HF Jobs rules: the container is ephemeral, so every checkpoint goes to the Hub, and a
         # checkpoint is written every 10% of the run (a timeout keeps what was pushed).
-        # Each run pushes to its own branch (opened by `open_run_branch` before the trainer is
-        # built): only a passing run lands on main (`finish`). "checkpoint" is "every_save" (the
-        # weights pushed at each save) plus the full checkpoint (optimizer, scheduler, step) in
-        # last-checkpoint/, so a run killed by its timeout can be resumed (`--resume-from`).
+        # Each run pushes to its own branch (opened by `hub_runs.open_run` before the trainer is
+        # built): only a passing run lands on main (`finish`). Each save is pushed by
+        # `hub_runs.CheckpointPusher` as one commit (the weights, the full checkpoint in
+        # last-checkpoint/, the manifest), so a run killed by its timeout can be resumed
+        # (`--resume-from`) from the newest one; the trainer itself pushes only at the end.
         kwargs.update(
             push_to_hub=True,
             hub_model_id=dest.hub_model_id,
             hub_revision=dest.hub_branch,
-            hub_strategy="checkpoint",
+            hub_strategy="end",
             save_strategy="steps",
             save_steps=0.1,
             save_total_limit=2,
@@ -467,6 +471,9 @@ def finish(
         )
     info = {**info, artifact: dest.where, "verdict": "PASS" if passed else "FAIL", "failure": reason or None}
     if not passed:
+        from jobkit.hub_runs import NOT_RESUMABLE
+
+        info["not_resumable"] = NOT_RESUMABLE.get((reason or "").split(":", 1)[0].strip())
         if dest.artifacts_dir is not None or dest.hub_model_id is not None:
             write_manifest(dest, info)  # a record of the failed run, without weights
         if dest.hub_model_id is not None:

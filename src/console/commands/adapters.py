@@ -57,6 +57,8 @@ def _line(v) -> str:
     mark = "*" if v.live else " "
     job = v.job_id[-8:] if v.job_id else "-"
     why = f" {v.failure}" if v.failure else ""
+    if v.progress():
+        why += f" {v.progress()}"
     when = v.time[:19].replace("T", " ")
     return f"{mark} {v.short}  {when}  {v.verdict:<7} {v.run:<28} job {job:<8} {v.figures()}{why}"
 

@@ -61,6 +61,8 @@ class IncidentFacts:
     """The last checkpoint the run pushed to its branch (`adapters.last_checkpoint`), if any."""
     repo: str | None = None
     """The Hub repo the run pushes to, when it names one."""
+    record: Any = None
+    """What the run trained on and the last PASS before it (`run_record.RunRecord`), if known."""
 
 
 def incidents_dir() -> Path:
@@ -110,6 +112,9 @@ def gather(
             facts.checkpoint = last_checkpoint(api, facts.repo, facts.run)
         except Exception as exc:
             facts.problems["Checkpoint"] = f"{facts.repo}: {plain(exc)}"
+        from console.run_record import record_for_job
+
+        facts.record = record_for_job(api, job)
     if reader is None or not facts.run:
         facts.problems["Trackio"] = "no Trackio run for this job (no run label)" if not facts.run \
             else "no Trackio reader"
@@ -186,6 +191,11 @@ def render(facts: IncidentFacts, *, now: datetime | None = None,
     add(f"- Stage: **{_cell(row.stage)}**" + (f" — {_cell(row.message)}" if row.message else ""))
     if reason is not None:
         add(f"- Why it failed: **{_cell(reason.text)}** (from the {reason.source})")
+    if facts.record is not None:
+        add(f"- Trained on: {_cell(facts.record.trained_on())}")
+        change = facts.record.dataset_change()
+        if change:
+            add(f"- **{_cell(change)}**")
     add(f"- Cost so far: {format_cost(row.cost_usd)} on {_cell(row.flavor)}"
         + (f", ran {format_duration(row.running_seconds)}" if row.running_seconds is not None else ""))
     if row.active:
@@ -286,8 +296,11 @@ def render(facts: IncidentFacts, *, now: datetime | None = None,
     if facts.checkpoint is not None:
         c = facts.checkpoint
         add(f"- Last checkpoint: {_cell(c.describe())}")
-        add(f"- Resume from it: `R` in the console on this job, or the run's arguments plus "
-            f"`--resume-from {_cell(c.run)}`")
+        if c.refused:
+            add(f"- Not resumable: {_cell(c.refused)}")
+        else:
+            add(f"- Resume from it: `R` in the console on this job, or the run's arguments plus "
+                f"`--resume-from {_cell(c.run)}`")
     elif facts.repo:
         add(_cell(facts.problems.get("Checkpoint", f"no checkpoint pushed to {facts.repo} by run {facts.run or '-'}")))
     else:

@@ -5,7 +5,9 @@ After each refresh the app asks for the reasons it lacks: the failed jobs in the
 (newest first) and the fleet's failed last runs, a few per refresh. A thread worker reads each
 one's log tail (for the `VERDICT: FAIL` line or the exception) and judges it with the job's
 status (its timeout, its exit message); a tail that cannot be read still leaves the status's
-reason. A finished job's reason never changes: each job is read once.
+reason. A run whose dataset revision differs from the last passing run's says so after its reason
+("dataset changed since the last PASS (commit, title, time)", from the runs' manifests).
+A finished job's reason never changes: each job is read once.
 
 What is missing is kept as jobs change, not rescanned: the refresher says which tenants' fleet
 rows changed and which failed rows a refresh brought (`Refresher.news`), and only those are looked
@@ -132,7 +134,7 @@ class FailureReasons:
                     tail = []
                 reason = why_failed(info, tail)
                 if reason is not None:
-                    found[job_id] = (reason.tag(TAG_WIDTH), reason.text)
+                    found[job_id] = (reason.tag(TAG_WIDTH), _with_dataset_change(session.api, info, reason.text))
         finally:
             if not self.app.post_message(ReasonsRead(found, list(infos))):
                 self._reading = False
@@ -171,3 +173,13 @@ class FailureReasons:
             self.app.fleet_table.show_reasons({k: tag for k, (tag, _text) in reasons.items()})
         except NoMatches:
             pass
+
+
+def _with_dataset_change(api: Any, info: Any, text: str) -> str:
+    """The reason, with "dataset changed since the last PASS (commit, title, time)" when the run
+    trained on another revision of its dataset than the last passing run (`console.run_record`)."""
+    from console.run_record import record_for_job
+
+    record = record_for_job(api, info)
+    change = record.dataset_change() if record is not None else None
+    return f"{text}; {change}" if change else text

@@ -218,6 +218,8 @@ def rerun(app: ConsoleBase) -> None:
                 checkpoint = last_checkpoint(app.api, repo, run_name)
             except Exception:  # noqa: BLE001 - no checkpoint known: a plain rerun
                 checkpoint = None
+            if checkpoint is not None and not checkpoint.resumable:
+                checkpoint = None  # it failed on its training (a NaN loss): a fresh run, not a resume
             app.call_from_thread(_rerun, app, job, info, request, checkpoint)
 
         app.run_worker(look, thread=True, group="actions", exit_on_error=False,

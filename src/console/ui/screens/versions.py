@@ -50,6 +50,8 @@ def version_cells(v: AdapterVersion) -> tuple[str, ...]:
         loss = f"{v.first_loss:.3g}->{v.last_loss:.3g}"
     metric = f"{v.metric} {v.metric_last:.3g}" if v.metric and v.metric_last is not None else "-"
     verdict = f"{v.verdict} {v.failure}" if v.failure else v.verdict
+    if v.verdict == "partial" and v.steps is not None:  # killed or running: how far it got
+        verdict = f"partial {v.steps}/{v.steps_total}" if v.steps_total else f"partial {v.steps}"
     return (
         f"{'*' if v.live else ' '} {v.short}",
         v.run,
