@@ -55,16 +55,19 @@ from starlette.responses import FileResponse, JSONResponse, Response
 
 from console.server import xetclient
 from console.server.buckets import LocalHub, check_path, check_repo_id
+from console.server.repomatch import check_card_metadata
 from console.server.repos import (
     HubError,
     RepoStore,
-    check_card_metadata,
     check_ref_name,
     check_type,
     open_repo_store,
 )
+from console.server.reserve import is_disk_full
+from console.server.uploads import body_chunks, check_claim
 from console.server.wire import ApiError, check_unicode, iso, read_json_body
 
+DISK_FULL = "disk full: the local Hub cannot store the upload; free space in its data folder"
 MAX_COMMIT_BYTES = 512 * 1024 * 1024
 """The largest commit body read (regular files travel in it, base64)."""
 
@@ -282,14 +285,14 @@ def repo_routes(
                 at = await call(s.resolve, repo_type, repo_id, rev)
                 path = "/".join(rest[1:])
                 recursive = request.query_params.get("recursive", "false").lower() in ("true", "1")
-                items = await call(s.tree_listing, at, path, recursive)
+                items = await call(s.tree_listing, at, path, recursive, not anonymous)
                 if request.query_params.get("expand", "false").lower() in ("true", "1"):
                     items = await call(s.add_last_commits, repo_type, repo_id, at, items)
                 return JSONResponse(items)
             if action == "paths-info" and method == "POST":
                 at = await call(s.resolve, repo_type, repo_id, rev)
                 wanted, expand = await paths_from_body(request)
-                items = await call(s.paths_info, at, wanted)
+                items = await call(s.paths_info, at, wanted, not anonymous)
                 if expand:
                     items = await call(s.add_last_commits, repo_type, repo_id, at, items)
                 return JSONResponse(items)
@@ -384,11 +387,13 @@ def repo_routes(
 
     async def commit(request: Request, s: RepoStore, repo_type: str, repo_id: str, branch: str) -> Response:
         no_pr(request)
-        raw = b""
-        async for chunk in request.stream():
-            raw += chunk
-            if len(raw) > MAX_COMMIT_BYTES:
+        parts, size = [], 0
+        async for chunk in body_chunks(request):
+            parts.append(chunk)
+            size += len(chunk)
+            if size > MAX_COMMIT_BYTES:
                 raise ApiError(413, "the commit is over 512 MiB: upload big files as LFS (through Xet)")
+        raw = b"".join(parts)
         lines = []
         for n, line in enumerate(raw.splitlines(), start=1):
             if line.strip():
@@ -431,6 +436,7 @@ def repo_routes(
                     raise ApiError(400, f"objects[{i}].oid: expected a SHA-256 in hex")
                 if not isinstance(size, int) or isinstance(size, bool) or size < 0:
                     raise ApiError(400, f"objects[{i}].size: expected a whole number of bytes")
+                check_claim(size, f"objects[{i}].size")
                 item: dict[str, Any] = {"oid": oid, "size": size, "authenticated": True}
                 if not await call(s.has_blob, oid):
                     href = f"{base(request)}/api/lfs-upload/{oid}/{size}?sig={signature(oid, size)}"
@@ -452,16 +458,20 @@ def repo_routes(
         tmp = s.blobs / f".upload-{secrets.token_hex(8)}"
         got = 0
         try:
+            check_claim(size, "size")
             with tmp.open("wb") as fh:
-                async for chunk in request.stream():
+                async for chunk in body_chunks(request):
                     got += len(chunk)
                     if got > size:
                         return JSONResponse({"error": f"the upload is over its {size} bytes"}, status_code=413)
                     fh.write(chunk)
-            try:
-                await call(s.put_lfs_blob, oid, size, tmp)
-            except ApiError as exc:
-                return JSONResponse({"error": exc.message}, status_code=exc.status)
+            await call(s.put_lfs_blob, oid, size, tmp)
+        except ApiError as exc:
+            return JSONResponse({"error": exc.message}, status_code=exc.status)
+        except OSError as exc:
+            if is_disk_full(exc):
+                return JSONResponse({"error": DISK_FULL}, status_code=507)
+            raise
         finally:
             tmp.unlink(missing_ok=True)
         return Response(b"", status_code=200)

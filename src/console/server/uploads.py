@@ -1,0 +1,66 @@
+"""What the local Hub accepts of an upload: the largest file it takes, and how long an upload may
+send nothing before it is dropped. Both are read from the environment when a request asks:
+
+- ``CONSOLE_HUB_MAX_FILE_BYTES``: the largest file a repo commit, an LFS upload or a Xet upload may
+  claim (default 50 GiB, the Hub's own limit per file); a larger claim is a 413 naming it.
+- ``CONSOLE_HUB_UPLOAD_IDLE_SECONDS``: how long a request body may stall (default 60); past it
+  the request is answered 408 and its connection closed, so a stalled client holds nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator
+
+from starlette.requests import Request
+
+from console.server.wire import ApiError
+
+DEFAULT_MAX_FILE_BYTES = 50 * 1024**3
+DEFAULT_IDLE_SECONDS = 60.0
+
+
+def _env_number(name: str, default: float) -> float:
+    text = os.environ.get(name, "").strip()
+    try:
+        value = float(text) if text else default
+    except ValueError:
+        return default
+    return value if value > 0 else default
+
+
+def max_file_bytes() -> int:
+    return int(_env_number("CONSOLE_HUB_MAX_FILE_BYTES", DEFAULT_MAX_FILE_BYTES))
+
+
+def idle_seconds() -> float:
+    return _env_number("CONSOLE_HUB_UPLOAD_IDLE_SECONDS", DEFAULT_IDLE_SECONDS)
+
+
+def check_claim(size: int, field: str) -> int:
+    """A file size an upload claims: a 413 naming `field` above the maximum."""
+    limit = max_file_bytes()
+    if size > limit:
+        raise ApiError(413, f"{field}: {size} bytes is over the largest file this server takes ({limit} bytes; "
+                       "CONSOLE_HUB_MAX_FILE_BYTES)")
+    return size
+
+
+class Stalled(ApiError):
+    def __init__(self, seconds: float) -> None:
+        super().__init__(408, f"the upload sent nothing for {seconds:g} s and was dropped")
+
+
+async def body_chunks(request: Request) -> AsyncIterator[bytes]:
+    """The request body, chunk by chunk; `Stalled` (a 408) when no byte comes within the idle limit."""
+    seconds = idle_seconds()
+    stream = request.stream().__aiter__()
+    while True:
+        try:
+            chunk = await asyncio.wait_for(stream.__anext__(), seconds)
+        except StopAsyncIteration:
+            return
+        except TimeoutError:
+            raise Stalled(seconds) from None
+        yield chunk
