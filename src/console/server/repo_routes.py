@@ -64,10 +64,9 @@ from console.server.repos import (
     open_repo_store,
 )
 from console.server.reserve import is_disk_full
-from console.server.uploads import body_chunks, check_claim
+from console.server.uploads import DISK_FULL, body_chunks, check_claim, check_room
 from console.server.wire import ApiError, check_unicode, iso, read_json_body
 
-DISK_FULL = "disk full: the local Hub cannot store the upload; free space in its data folder"
 MAX_COMMIT_BYTES = 512 * 1024 * 1024
 """The largest commit body read (regular files travel in it, base64)."""
 
@@ -273,6 +272,7 @@ def repo_routes(
             if action in ("xet-write-token", "xet-read-token") and method == "GET":
                 if action == "xet-write-token":
                     no_pr(request)
+                    await call(check_room, s.hub_root, 0)
                 else:
                     await call(s.resolve, repo_type, repo_id, rev)
                 token, exp = hub.cas.issue_token("write" if action == "xet-write-token" else "read")
@@ -428,7 +428,7 @@ def repo_routes(
             objects = payload.get("objects")
             if not isinstance(objects, list):
                 raise ApiError(400, "objects: expected a list of {oid, size}")
-            out = []
+            out, need = [], 0
             for i, obj in enumerate(objects):
                 oid = obj.get("oid") if isinstance(obj, dict) else None
                 size = obj.get("size") if isinstance(obj, dict) else None
@@ -439,9 +439,11 @@ def repo_routes(
                 check_claim(size, f"objects[{i}].size")
                 item: dict[str, Any] = {"oid": oid, "size": size, "authenticated": True}
                 if not await call(s.has_blob, oid):
+                    need += size
                     href = f"{base(request)}/api/lfs-upload/{oid}/{size}?sig={signature(oid, size)}"
                     item["actions"] = {"upload": {"href": href, "header": {}}}
                 out.append(item)
+            await call(check_room, s.hub_root, need)
             return JSONResponse({"transfer": "basic", "objects": out},
                                 headers={"Content-Type": "application/vnd.git-lfs+json"})
 

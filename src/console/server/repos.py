@@ -47,7 +47,7 @@ from console.server.repofiles import (
     tree_load,
 )
 from console.server.repomatch import gitignore_matcher, lfs_matcher
-from console.server.uploads import check_claim
+from console.server.uploads import check_claim, check_room
 from console.server.wire import ApiError, iso
 from console.server.xetcas import CasStore
 
@@ -131,6 +131,11 @@ class RepoStore:
         with self._lock:
             self._db.close()
 
+    def _rollback(self) -> None:
+        """Undo the open transaction (SQLite has undone it itself after a full disk)."""
+        if self._db.in_transaction:
+            self._db.execute("ROLLBACK")
+
     def _q(self, sql: str, args: Iterable[Any] = ()) -> list[tuple[Any, ...]]:
         with self._lock:
             return self._db.execute(sql, tuple(args)).fetchall()
@@ -186,7 +191,7 @@ class RepoStore:
                                  (repo_type, repo_id, DEFAULT_BRANCH, oid))
                 self._db.execute("COMMIT")
             except BaseException:
-                self._db.execute("ROLLBACK")
+                self._rollback()
                 raise
             self._check_out(repo_type, repo_id, tree)
         return True
@@ -230,7 +235,7 @@ class RepoStore:
                 self._db.execute("INSERT OR REPLACE INTO renames VALUES (?, ?, ?)", (repo_type, from_id, to_id))
                 self._db.execute("COMMIT")
             except BaseException:
-                self._db.execute("ROLLBACK")
+                self._rollback()
                 raise
             old, new = self.checkout_dir(repo_type, from_id), self.checkout_dir(repo_type, to_id)
             if old.exists() and old != new:
@@ -449,7 +454,7 @@ class RepoStore:
         if gitignore is None and tree is not None:
             gitignore = self._text(tree.get(".gitignore"))
         ignored = gitignore_matcher(gitignore or "")
-        out = []
+        out, need = [], 0
         for i, item in enumerate(files):
             if not isinstance(item, dict):
                 raise ApiError(400, f"files[{i}]: expected an object")
@@ -470,6 +475,8 @@ class RepoStore:
             known = None if entry is None else (entry.sha256 if entry.lfs else entry.oid)
             out.append({"path": path, "uploadMode": "lfs" if lfs else "regular", "shouldIgnore": ignored(path),
                         "oid": known})
+            need += size
+        check_room(self.hub_root, need)
         return {"files": out, "commitOid": None}
 
     def _text(self, entry: Entry | None) -> str | None:
@@ -589,7 +596,7 @@ class RepoStore:
                                  "AND name = ?", (oid, repo_type, repo_id, branch))
                 self._db.execute("COMMIT")
             except BaseException:
-                self._db.execute("ROLLBACK")
+                self._rollback()
                 if on_main:
                     self._restore_checkout(repo_type, repo_id, before.tree, tree)
                 raise

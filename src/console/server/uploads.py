@@ -3,6 +3,8 @@ send nothing before it is dropped. Both are read from the environment when a req
 
 - ``CONSOLE_HUB_MAX_FILE_BYTES``: the largest file a repo commit, an LFS upload or a Xet upload may
   claim (default 50 GiB, the Hub's own limit per file); a larger claim is a 413 naming it.
+- a claim the disk has no room for is a 507 before any byte is sent (and a write that finds the disk
+  full is a 507 too, on every write path: the Xet store's, the LFS upload's, a commit's).
 - ``CONSOLE_HUB_UPLOAD_IDLE_SECONDS``: how long a request body may stall (default 60); past it
   the request is answered 408 and its connection closed, so a stalled client holds nothing.
 """
@@ -11,7 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 from starlette.requests import Request
 
@@ -45,6 +49,22 @@ def check_claim(size: int, field: str) -> int:
         raise ApiError(413, f"{field}: {size} bytes is over the largest file this server takes ({limit} bytes; "
                        "CONSOLE_HUB_MAX_FILE_BYTES)")
     return size
+
+
+ROOM_MARGIN_BYTES = 64 * 1024
+"""Free space an upload leaves beside its own bytes (the commit's rows, the checkout's folders)."""
+DISK_FULL = "disk full: the local Hub cannot store the upload; free space in the server's data folder"
+
+
+def check_room(where: Path, need: int) -> None:
+    """A 507 before an upload starts when the disk holding `where` has no room for its `need` bytes:
+    the client gets its answer at once (hf_xet retries a 5xx from the Xet store for minutes)."""
+    try:
+        free = shutil.disk_usage(where).free
+    except OSError:
+        return
+    if free < need + ROOM_MARGIN_BYTES:
+        raise ApiError(507, f"{DISK_FULL} ({need} bytes to upload, {free} free)")
 
 
 class Stalled(ApiError):
