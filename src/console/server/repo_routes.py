@@ -13,8 +13,10 @@
 - ``GET    /api/{type}s/{repo}/xet-write-token/{rev}`` | ``xet-read-token``  a token for the Xet CAS
 - ``POST   /api/{type}s/{repo}/commit/{rev}``                    NDJSON header + file / lfsFile /
   deletedFile / deletedFolder (a deletedFile naming a folder deletes it); a stale ``parentCommit`` is a 412
+- ``POST   /api/{type}s/{repo}/lfs-files/duplicate``               ``{"target", "files"}``: LFS files this repo
+  lends to a commit of another (``copy_files`` between repos)
 - ``GET    /api/{type}s/{repo}/tree/{rev}[/{path}]``              ``recursive=true|false``, ``expand=true``
-  (each entry's ``lastCommit``)
+  (each entry's ``lastCommit``); an LFS file stored in Xet carries its ``xetHash``, as on the Hub
 - ``POST   /api/{type}s/{repo}/paths-info/{rev}``                ``paths=...`` (form or JSON), ``expand``
 - ``GET    /api/{type}s/{repo}/refs`` | ``/commits/{rev}`` (``expand[]=formatted``)
 - ``POST|DELETE /api/{type}s/{repo}/branch/{name}``; ``POST /tag/{rev}`` ``{"tag"}``, ``DELETE /tag/{tag}``
@@ -279,6 +281,8 @@ def repo_routes(
                 url = cas_url(request)
                 headers = {"X-Xet-Cas-Url": url, "X-Xet-Access-Token": token, "X-Xet-Token-Expiration": str(exp)}
                 return JSONResponse({"accessToken": token, "exp": exp, "casUrl": url}, headers=headers)
+            if action == "lfs-files" and method == "POST" and rest == ["duplicate"]:
+                return await duplicate(request, s, repo_type, repo_id)
             if action == "commit" and method == "POST":
                 return await commit(request, s, repo_type, repo_id, rev)
             if action == "tree" and method == "GET":
@@ -357,6 +361,29 @@ def repo_routes(
                 raise ApiError(400, "private: expected true or false")
             await call(s.set_private, repo_type, repo_id, private)
         return JSONResponse({})
+
+    async def duplicate(request: Request, s: RepoStore, repo_type: str, repo_id: str) -> Response:
+        """``POST /api/{type}s/{repo}/lfs-files/duplicate`` ``{"target": {"type", "name"}, "files": [{"sha256",
+        "xetHash", "filename"}]}``: make LFS files of this repo available to a commit of `target` (what
+        `copy_files` between repos asks first). Blobs are shared by every repo here, so this checks
+        that each is this server's; one that is not is listed in ``failed``."""
+        payload = await read_json_body(request)
+        target = payload.get("target") if isinstance(payload, dict) else None
+        files = payload.get("files") if isinstance(payload, dict) else None
+        if not isinstance(target, dict) or not isinstance(target.get("name"), str):
+            raise ApiError(400, 'target: expected {"type", "name"} of the repo the files go to')
+        if not isinstance(files, list):
+            raise ApiError(400, 'files: expected a list of {"sha256", "xetHash", "filename"}')
+        target_type = check_type(target.get("type"))
+        visible(s, request, target_type, target["name"])
+        failed = []
+        for i, item in enumerate(files):
+            sha = item.get("sha256") if isinstance(item, dict) else None
+            if not isinstance(sha, str) or len(sha) != 64 or any(c not in "0123456789abcdef" for c in sha):
+                raise ApiError(400, f"files[{i}].sha256: expected a SHA-256 in hex")
+            if not await call(s.has_blob, sha):
+                failed.append({"sha256": sha, "error": f"not an LFS file of {repo_id}"})
+        return JSONResponse({"duplicated": len(files) - len(failed), "failed": failed})
 
     def no_pr(request: Request) -> None:
         if request.query_params.get("create_pr") not in (None, "", "0", "false"):
