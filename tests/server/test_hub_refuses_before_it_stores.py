@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+import logging
 import os
 import socket
 import subprocess
@@ -201,3 +202,22 @@ def test_a_full_disk_is_a_507_on_every_write_path_and_the_repo_stays_as_it_was(s
         checkout = paths.hub_dir() / "models" / REPO
         assert sorted(p.relative_to(checkout).as_posix() for p in checkout.rglob("*") if p.is_file()) \
             == sorted([*before, "after.txt"])
+
+
+def test_a_dropped_upload_is_one_log_line_not_a_traceback(server, api: HfApi, caplog) -> None:
+    api.create_repo(REPO)
+    parts = urlsplit(server.url)
+    caplog.set_level(logging.INFO)
+    with socket.create_connection((parts.hostname, parts.port), timeout=10) as sock:
+        sock.sendall(f"POST /api/models/{REPO}/commit/main HTTP/1.1\r\nHost: {parts.netloc}\r\n"
+                     f"Authorization: Bearer {server.token}\r\nContent-Length: 100000\r\n\r\n".encode()
+                     + b'{"key": "header"')
+        time.sleep(0.2)  # the server is reading the body when the client goes
+    deadline = time.monotonic() + 20
+    while not any("closed the connection" in r.getMessage() for r in caplog.records):
+        assert time.monotonic() < deadline, [r.getMessage() for r in caplog.records]
+        time.sleep(0.05)
+    lines = [r for r in caplog.records if REPO in r.getMessage() or r.exc_info]
+    assert len(lines) == 1 and lines[0].exc_info is None and lines[0].levelno == logging.INFO
+    assert "after 16 bytes" in lines[0].getMessage()
+    assert api.list_repo_files(REPO) == [".gitattributes"]

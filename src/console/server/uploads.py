@@ -12,15 +12,17 @@ send nothing before it is dropped. Both are read from the environment when a req
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 
 from console.server.wire import ApiError
 
+log = logging.getLogger(__name__)
 DEFAULT_MAX_FILE_BYTES = 50 * 1024**3
 DEFAULT_IDLE_SECONDS = 60.0
 
@@ -72,10 +74,21 @@ class Stalled(ApiError):
         super().__init__(408, f"the upload sent nothing for {seconds:g} s and was dropped")
 
 
+class Dropped(ApiError):
+    """The client closed the connection mid-upload: one log line, nothing stored."""
+
+    def __init__(self, request: Request, got: int) -> None:
+        super().__init__(400, "the client closed the connection before the upload ended")
+        log.info("%s %s: the client closed the connection after %d bytes of the upload; nothing was stored",
+                 request.method, request.url.path[:200], got)
+
+
 async def body_chunks(request: Request) -> AsyncIterator[bytes]:
-    """The request body, chunk by chunk; `Stalled` (a 408) when no byte comes within the idle limit."""
+    """The request body, chunk by chunk; `Stalled` (a 408) when no byte comes within the idle limit,
+    `Dropped` when the client goes away."""
     seconds = idle_seconds()
     stream = request.stream().__aiter__()
+    got = 0
     while True:
         try:
             chunk = await asyncio.wait_for(stream.__anext__(), seconds)
@@ -83,4 +96,7 @@ async def body_chunks(request: Request) -> AsyncIterator[bytes]:
             return
         except TimeoutError:
             raise Stalled(seconds) from None
+        except ClientDisconnect:
+            raise Dropped(request, got) from None
+        got += len(chunk)
         yield chunk
