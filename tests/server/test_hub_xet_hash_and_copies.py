@@ -62,3 +62,31 @@ def test_a_duplicate_of_a_file_this_server_does_not_hold_is_listed_as_failed(ser
                         json={"target": {"type": "model", "name": DST},
                               "files": [{"sha256": "e" * 64, "xetHash": "f" * 64, "filename": "x.bin"}]})
     assert answer.status_code == 200 and [f["sha256"] for f in answer.json()["failed"]] == ["e" * 64]
+
+
+CARD = """---
+license: apache-2.0
+library_name: peft
+base_model: console/tiny-causal-lm
+datasets:
+- tester/tenant-a
+tags:
+- lora
+- tenant-a
+pipeline_tag: text-generation
+trained: 2026-12-01
+---
+# An adapter
+"""
+
+
+def test_model_info_carries_the_cards_tags_library_name_and_card_data(server, api: HfApi) -> None:
+    api.create_repo(SRC)
+    assert api.model_info(SRC).tags == [] and api.model_info(SRC).card_data is None
+    api.upload_file(path_or_fileobj=CARD.encode(), path_in_repo="README.md", repo_id=SRC)
+    info = api.model_info(SRC)
+    assert info.library_name == "peft" and info.pipeline_tag == "text-generation"
+    assert info.tags == ["lora", "tenant-a", "peft", "license:apache-2.0", "dataset:tester/tenant-a",
+                         "base_model:console/tiny-causal-lm"]
+    assert info.card_data["license"] == "apache-2.0" and info.card_data["trained"] == "2026-12-01"
+    assert info.card_data["base_model"] == "console/tiny-causal-lm"

@@ -3,8 +3,45 @@ patterns (which files a commit skips, which go to LFS). Pure functions, no I/O."
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
+from typing import Any
+
+_FRONT_MATTER = re.compile(r"\A\ufeff?\s*---[ \t]*\r?\n(.*?)(?:\r?\n)?^---[ \t]*$", re.DOTALL | re.MULTILINE)
+
+
+def card_data(content: str) -> dict[str, Any] | None:
+    """A README's YAML metadata as a mapping (the Hub's `cardData`), or None when it has none
+    or it is not a valid YAML mapping."""
+    import yaml  # huggingface_hub's own dependency
+
+    match = _FRONT_MATTER.match(content)
+    if match is None:
+        return None
+    try:
+        data = yaml.safe_load(match.group(1))
+    except yaml.YAMLError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    return json.loads(json.dumps(data, default=str))  # dates and the like as the text they were
+
+
+def card_tags(data: dict[str, Any]) -> list[str]:
+    """The tags the Hub lists for a repo from its card: the card's own `tags`, its `library_name`,
+    and `license:`, `dataset:`, `base_model:` and `language` tags from those fields."""
+    def strings(value: Any) -> list[str]:
+        items = value if isinstance(value, list) else [value]
+        return [str(v) for v in items if isinstance(v, (str, int, float)) and not isinstance(v, bool)]
+
+    tags = strings(data.get("tags", []))
+    tags += strings(data.get("library_name", []))
+    tags += [f"license:{v}" for v in strings(data.get("license", []))]
+    tags += [f"dataset:{v}" for v in strings(data.get("datasets", []))]
+    tags += [f"base_model:{v}" for v in strings(data.get("base_model", []))]
+    tags += strings(data.get("language", []))
+    return list(dict.fromkeys(tags))
 
 
 def check_card_metadata(content: str) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
@@ -13,7 +50,7 @@ def check_card_metadata(content: str) -> tuple[list[dict[str, str]], list[dict[s
     is not a list (the Hub checks more fields than this)."""
     import yaml  # huggingface_hub's own dependency
 
-    match = re.match(r"\A\ufeff?\s*---[ \t]*\r?\n(.*?)(?:\r?\n)?^---[ \t]*$", content, re.DOTALL | re.MULTILINE)
+    match = _FRONT_MATTER.match(content)
     if match is None or not match.group(1).strip():
         return [], [{"message": "empty or missing yaml metadata in repo card"}]
     try:

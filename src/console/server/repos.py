@@ -46,7 +46,7 @@ from console.server.repofiles import (
     tree_listing,
     tree_load,
 )
-from console.server.repomatch import gitignore_matcher, lfs_matcher
+from console.server.repomatch import card_data, card_tags, gitignore_matcher, lfs_matcher
 from console.server.uploads import check_claim, check_room
 from console.server.wire import ApiError, iso
 from console.server.xetcas import CasStore
@@ -124,6 +124,7 @@ class RepoStore:
         self._cache_lock = threading.Lock()
         self._commits: OrderedDict[tuple[str, str, str], Commit] = OrderedDict()
         self._cached_files = 0
+        self._cards: dict[str, dict[str, Any] | None] = {}
         self._checked_out: set[tuple[str, str]] = set()
         """Repos whose checkout this process made whole (later commits change it by difference)."""
 
@@ -689,7 +690,30 @@ class RepoStore:
         }
         if repo_type == "model":
             out["modelId"] = repo_id
+        card = self._card(commit)
+        if card is not None:
+            out["cardData"] = card
+            out["tags"] = card_tags(card)
+            for field in ("library_name", "pipeline_tag"):
+                if isinstance(card.get(field), str):
+                    out[field] = card[field]
         return out
+
+    def _card(self, commit: Commit) -> dict[str, Any] | None:
+        """The metadata of the commit's README.md (read once per README blob)."""
+        entry = commit.tree.get("README.md")
+        if entry is None:
+            return None
+        with self._cache_lock:
+            if entry.sha256 in self._cards:
+                return self._cards[entry.sha256]
+        text = self._text(entry)
+        found = card_data(text) if text is not None else None
+        with self._cache_lock:
+            if len(self._cards) >= 1024:
+                self._cards.clear()
+            self._cards[entry.sha256] = found
+        return found
 
 
 def open_repo_store(hub: LocalHub, namespace: str) -> RepoStore:
