@@ -90,3 +90,18 @@ def test_model_info_carries_the_cards_tags_library_name_and_card_data(server, ap
                          "base_model:console/tiny-causal-lm"]
     assert info.card_data["license"] == "apache-2.0" and info.card_data["trained"] == "2026-12-01"
     assert info.card_data["base_model"] == "console/tiny-causal-lm"
+
+
+def test_snapshot_download_sends_no_head_for_a_xet_file(server, api: HfApi, tmp_path: Path) -> None:
+    from unittest.mock import patch
+
+    from huggingface_hub.utils import _http
+
+    weights = _seed(api)
+    session = _http.get_session()
+    with patch.object(session, "request", wraps=session.request) as spy:
+        got = snapshot_download(SRC, endpoint=server.url, token=server.token, cache_dir=tmp_path / "c", max_workers=1)
+    heads = [str(c.kwargs["url"]) for c in spy.call_args_list if c.kwargs.get("method") == "HEAD"]
+    assert any(url.endswith("/sub/config.json") for url in heads)  # a regular file is asked for
+    assert not any(url.endswith("/sub/w.safetensors") for url in heads), heads  # a Xet file is not
+    assert (Path(got) / "sub" / "w.safetensors").read_bytes() == weights
