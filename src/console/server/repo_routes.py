@@ -57,6 +57,8 @@ from starlette.responses import FileResponse, JSONResponse, Response
 
 from console.server import xetclient
 from console.server.buckets import LocalHub, check_path, check_repo_id
+from console.server.repoinfo import add_last_commits, repo_info
+from console.server.repoinfo import listing as listing_of
 from console.server.repomatch import check_card_metadata
 from console.server.repos import (
     HubError,
@@ -228,7 +230,7 @@ def repo_routes(
                 raise ApiError(400, "limit: expected a whole number from 1 to 10000")
             if params.getlist("filter"):  # tags: the repos here carry none
                 return JSONResponse([])
-            items = await call(store().listing, repo_type, params.get("author"), params.get("search"),
+            items = await call(listing_of, store(), repo_type, params.get("author"), params.get("search"),
                                _anonymous(request), int(limit_text))
             return JSONResponse(items)
 
@@ -264,7 +266,7 @@ def repo_routes(
                     raise ApiError(400, "revision: expected /revision/{revision}")
                 at = await call(s.resolve, repo_type, repo_id, rev)
                 files_metadata = request.query_params.get("blobs", "").lower() == "true"
-                return JSONResponse(await call(s.info, repo_type, repo_id, at, files_metadata))
+                return JSONResponse(await call(repo_info, s, repo_type, repo_id, at, files_metadata))
             if action == "preupload" and method == "POST":
                 no_pr(request)
                 payload = await read_json_body(request)
@@ -291,14 +293,14 @@ def repo_routes(
                 recursive = request.query_params.get("recursive", "false").lower() in ("true", "1")
                 items = await call(s.tree_listing, at, path, recursive, not anonymous)
                 if request.query_params.get("expand", "false").lower() in ("true", "1"):
-                    items = await call(s.add_last_commits, repo_type, repo_id, at, items)
+                    items = await call(add_last_commits, s, repo_type, repo_id, at, items)
                 return JSONResponse(items)
             if action == "paths-info" and method == "POST":
                 at = await call(s.resolve, repo_type, repo_id, rev)
                 wanted, expand = await paths_from_body(request)
                 items = await call(s.paths_info, at, wanted, not anonymous)
                 if expand:
-                    items = await call(s.add_last_commits, repo_type, repo_id, at, items)
+                    items = await call(add_last_commits, s, repo_type, repo_id, at, items)
                 return JSONResponse(items)
             if action == "auth-check" and method == "GET" and rest in ([], ["write"]):
                 if anonymous and rest:

@@ -1,5 +1,6 @@
 """The text rules of a repo's files: a README's card metadata, `.gitignore` and `.gitattributes`
-patterns (which files a commit skips, which go to LFS). Pure functions, no I/O."""
+patterns (which files a commit skips, which go to LFS), the names of repo types and refs. Pure
+functions, no I/O."""
 
 from __future__ import annotations
 
@@ -7,6 +8,39 @@ import json
 import re
 from collections.abc import Callable
 from typing import Any
+
+from console.server.wire import ApiError
+
+REPO_TYPES = ("model", "dataset")
+MAX_REGULAR_BYTES = 10 * 1024 * 1024
+"""A file this big or bigger is uploaded as LFS (through Xet), as on the Hub."""
+LFS_SUFFIXES = (
+    ".7z", ".arrow", ".bin", ".bz2", ".ckpt", ".ftz", ".gz", ".h5", ".joblib", ".mlmodel", ".model",
+    ".msgpack", ".npy", ".npz", ".onnx", ".ot", ".parquet", ".pb", ".pickle", ".pkl", ".pt", ".pth",
+    ".rar", ".safetensors", ".tar", ".tflite", ".tgz", ".wasm", ".xz", ".zip", ".zst",
+)
+GITATTRIBUTES = "".join(f"*{s} filter=lfs diff=lfs merge=lfs -text\n" for s in LFS_SUFFIXES)
+"""The .gitattributes of a new repo's first commit (the Hub writes one too)."""
+
+
+def check_type(repo_type: Any) -> str:
+    if repo_type is None:
+        return "model"
+    if repo_type not in REPO_TYPES:
+        raise ApiError(400, f"type: expected one of {', '.join(REPO_TYPES)}, got {str(repo_type)[:40]!r}")
+    return repo_type
+
+
+def check_ref_name(name: Any, field: str) -> str:
+    """A branch or tag name: what git allows, less what would make a URL ambiguous."""
+    if (
+        not isinstance(name, str) or not name or len(name) > 200 or name.startswith(("/", "-", "refs/"))
+        or name.endswith(("/", ".lock", ".")) or ".." in name or "//" in name or "@{" in name
+        or any(ch < " " or ch in " ~^:?*[\\\x7f" for ch in name)
+    ):
+        raise ApiError(400, f"{field}: invalid name {str(name)[:100]!r}")
+    return name
+
 
 _FRONT_MATTER = re.compile(r"\A\ufeff?\s*---[ \t]*\r?\n(.*?)(?:\r?\n)?^---[ \t]*$", re.DOTALL | re.MULTILINE)
 

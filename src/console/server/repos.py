@@ -46,9 +46,16 @@ from console.server.repofiles import (
     tree_listing,
     tree_load,
 )
-from console.server.repomatch import card_data, card_tags, gitignore_matcher, lfs_matcher
+from console.server.repomatch import (
+    GITATTRIBUTES,
+    MAX_REGULAR_BYTES,
+    check_ref_name,
+    check_type,
+    gitignore_matcher,
+    lfs_matcher,
+)
 from console.server.uploads import check_claim, check_room
-from console.server.wire import ApiError, iso
+from console.server.wire import ApiError
 from console.server.xetcas import CasStore
 
 log = logging.getLogger(__name__)
@@ -57,44 +64,14 @@ COMMIT_CACHE_FILES = 400_000
 
 __all__ = ["Commit", "Entry", "HubError", "RepoStore", "Tree", "check_ref_name", "check_type", "open_repo_store"]
 
-REPO_TYPES = ("model", "dataset")
 HUB_ORGS = ("console",)
 """Organizations whose repos this server holds beside its user's (as a Hub user's token writes to
 the orgs they belong to): the console's own, where `console demo` puts the tiny base model
 (`console/tiny-causal-lm`), the example tenants' datasets and their adapters, whatever the user's
 name, so the example fleet file names the same repos on every machine."""
 DEFAULT_BRANCH = "main"
-MAX_REGULAR_BYTES = 10 * 1024 * 1024
-"""A file this big or bigger is uploaded as LFS (through Xet), as on the Hub."""
-LFS_SUFFIXES = (
-    ".7z", ".arrow", ".bin", ".bz2", ".ckpt", ".ftz", ".gz", ".h5", ".joblib", ".mlmodel", ".model",
-    ".msgpack", ".npy", ".npz", ".onnx", ".ot", ".parquet", ".pb", ".pickle", ".pkl", ".pt", ".pth",
-    ".rar", ".safetensors", ".tar", ".tflite", ".tgz", ".wasm", ".xz", ".zip", ".zst",
-)
-GITATTRIBUTES = "".join(f"*{s} filter=lfs diff=lfs merge=lfs -text\n" for s in LFS_SUFFIXES)
-"""The .gitattributes of a new repo's first commit (the Hub writes one too)."""
-
 Reconstruct = Callable[[str, int, Path], None]
 """Rebuilds a CAS file (Xet hash, size) into a path."""
-
-
-def check_type(repo_type: Any) -> str:
-    if repo_type is None:
-        return "model"
-    if repo_type not in REPO_TYPES:
-        raise ApiError(400, f"type: expected one of {', '.join(REPO_TYPES)}, got {str(repo_type)[:40]!r}")
-    return repo_type
-
-
-def check_ref_name(name: Any, field: str) -> str:
-    """A branch or tag name: what git allows, less what would make a URL ambiguous."""
-    if (
-        not isinstance(name, str) or not name or len(name) > 200 or name.startswith(("/", "-", "refs/"))
-        or name.endswith(("/", ".lock", ".")) or ".." in name or "//" in name or "@{" in name
-        or any(ch < " " or ch in " ~^:?*[\\\x7f" for ch in name)
-    ):
-        raise ApiError(400, f"{field}: invalid name {str(name)[:100]!r}")
-    return name
 
 
 class RepoStore:
@@ -124,7 +101,6 @@ class RepoStore:
         self._cache_lock = threading.Lock()
         self._commits: OrderedDict[tuple[str, str, str], Commit] = OrderedDict()
         self._cached_files = 0
-        self._cards: dict[str, dict[str, Any] | None] = {}
         self._checked_out: set[tuple[str, str]] = set()
         """Repos whose checkout this process made whole (later commits change it by difference)."""
 
@@ -243,31 +219,6 @@ class RepoStore:
                 new.parent.mkdir(parents=True, exist_ok=True)
                 shutil.rmtree(new, ignore_errors=True)
                 os.replace(old, new)
-
-    def listing(self, repo_type: str, author: str | None, search: str | None, public_only: bool,
-                limit: int) -> list[dict[str, Any]]:
-        """The repos of a type, newest first, as the Hub lists them (`author`, `search` in the name,
-        any case); `public_only` for a caller without a token."""
-        rows = self._q("SELECT id, private, created_at FROM repos WHERE type = ? ORDER BY created_at DESC, id",
-                       (repo_type,))
-        out = []
-        for repo_id, private, created in rows:
-            if (public_only and private) or (author and repo_id.split("/")[0].lower() != author.lower()):
-                continue
-            if search and search.lower() not in repo_id.lower():
-                continue
-            head = self.ref(repo_type, repo_id, "branch", DEFAULT_BRANCH)
-            item: dict[str, Any] = {
-                "_id": hashlib.sha1(f"{repo_type}/{repo_id}".encode()).hexdigest()[:24], "id": repo_id,
-                "author": repo_id.split("/")[0], "private": bool(private), "createdAt": iso(created),
-                "sha": head, "downloads": 0, "likes": 0, "tags": [],
-            }
-            if repo_type == "model":
-                item["modelId"] = repo_id
-            out.append(item)
-            if len(out) >= limit:
-                break
-        return out
 
     def private(self, repo_type: str, repo_id: str) -> bool:
         rows = self._q("SELECT private FROM repos WHERE type = ? AND id = ?", (repo_type, repo_id))
@@ -450,10 +401,10 @@ class RepoStore:
         if gitignore is not None and not isinstance(gitignore, str):
             raise ApiError(400, "gitIgnore: expected the text of a .gitignore")
         tree = self._head_tree(repo_type, repo_id, revision)
-        attributes = self._text(tree.get(".gitattributes")) if tree is not None else None
+        attributes = self.text_of(tree.get(".gitattributes")) if tree is not None else None
         in_lfs = lfs_matcher(GITATTRIBUTES if attributes is None else attributes)
         if gitignore is None and tree is not None:
-            gitignore = self._text(tree.get(".gitignore"))
+            gitignore = self.text_of(tree.get(".gitignore"))
         ignored = gitignore_matcher(gitignore or "")
         out, need = [], 0
         for i, item in enumerate(files):
@@ -480,7 +431,7 @@ class RepoStore:
         check_room(self.hub_root, need)
         return {"files": out, "commitOid": None}
 
-    def _text(self, entry: Entry | None) -> str | None:
+    def text_of(self, entry: Entry | None) -> str | None:
         """A small regular file's text (a .gitattributes or .gitignore), or None."""
         if entry is None or entry.lfs or entry.size > 1024 * 1024:
             return None
@@ -638,83 +589,6 @@ class RepoStore:
 
     def paths_info(self, commit: Commit, wanted: list[str], xet: bool = True) -> list[dict[str, Any]]:
         return paths_info(commit, wanted, self.cas.file_for_sha256 if xet else None)
-
-    def add_last_commits(self, repo_type: str, repo_id: str, commit: Commit, items: list[dict[str, Any]],
-                         limit: int = 1000) -> list[dict[str, Any]]:
-        """Give each listed file or folder its `lastCommit` (`expand=true`): the newest commit, from
-        `commit` back, that changed it (within `limit` commits)."""
-        def state(tree: Tree, path: str) -> Any:
-            if path in tree:
-                return tree[path]
-            return tuple(sorted((p, e.oid, e.sha256) for p, e in tree.items() if p.startswith(path + "/"))) or None
-
-        pending = {item["path"] for item in items}
-        found: dict[str, Commit] = {}
-        cur, now = commit, {p: state(commit.tree, p) for p in pending}
-        for _ in range(limit):
-            if not pending:
-                break
-            parent = self.commit(repo_type, repo_id, cur.parent) if cur.parent else None
-            before = {p: state(parent.tree, p) if parent else None for p in pending}
-            for p in list(pending):
-                if before[p] != now[p]:
-                    found[p] = cur
-                    pending.discard(p)
-            if parent is None:
-                break
-            cur, now = parent, before
-        for item in items:
-            c = found.get(item["path"])
-            if c is not None:
-                item["lastCommit"] = {"id": c.oid, "title": c.title, "date": iso(c.created_at)}
-        return items
-
-    def info(self, repo_type: str, repo_id: str, commit: Commit, files_metadata: bool) -> dict[str, Any]:
-        siblings = []
-        for path in sorted(commit.tree):
-            sib: dict[str, Any] = {"rfilename": path}
-            if files_metadata:
-                entry = commit.tree[path]
-                sib.update(size=entry.size, blobId=entry.oid)
-                if entry.lfs:
-                    sib["lfs"] = {"sha256": entry.sha256, "size": entry.size,
-                                  "pointerSize": len(lfs_pointer(entry.sha256, entry.size))}
-            siblings.append(sib)
-        author = repo_id.split("/")[0]
-        out: dict[str, Any] = {
-            "_id": hashlib.sha1(f"{repo_type}/{repo_id}".encode()).hexdigest()[:24], "id": repo_id,
-            "author": author, "sha": commit.oid, "lastModified": iso(commit.created_at),
-            "createdAt": iso(self.created_at(repo_type, repo_id)), "private": self.private(repo_type, repo_id),
-            "gated": False, "disabled": False, "downloads": 0, "likes": 0, "tags": [], "siblings": siblings,
-            "usedStorage": sum(e.size for e in commit.tree.values()),
-        }
-        if repo_type == "model":
-            out["modelId"] = repo_id
-        card = self._card(commit)
-        if card is not None:
-            out["cardData"] = card
-            out["tags"] = card_tags(card)
-            for field in ("library_name", "pipeline_tag"):
-                if isinstance(card.get(field), str):
-                    out[field] = card[field]
-        return out
-
-    def _card(self, commit: Commit) -> dict[str, Any] | None:
-        """The metadata of the commit's README.md (read once per README blob)."""
-        entry = commit.tree.get("README.md")
-        if entry is None:
-            return None
-        with self._cache_lock:
-            if entry.sha256 in self._cards:
-                return self._cards[entry.sha256]
-        text = self._text(entry)
-        found = card_data(text) if text is not None else None
-        with self._cache_lock:
-            if len(self._cards) >= 1024:
-                self._cards.clear()
-            self._cards[entry.sha256] = found
-        return found
-
 
 def open_repo_store(hub: LocalHub, namespace: str) -> RepoStore:
     """The hub's model and dataset repo store (opened on first use)."""
