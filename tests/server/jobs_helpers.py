@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -54,3 +56,24 @@ def job_processes(job_id: str) -> list[int]:
         except psutil.Error:
             continue
     return found
+
+
+def fill_disk(path: Path) -> None:
+    """Take every byte left on the disk holding `path`."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    try:
+        for size in (65536, 4096, 512, 1):  # down to the last blocks
+            try:
+                while os.write(fd, b"\0" * size):
+                    pass
+            except OSError:
+                pass
+    finally:
+        os.close(fd)
+
+
+def mount_tmpfs(where: Path, size: str = "3m") -> bool:
+    """A real tmpfs of `size` at `where` (False where this machine does not allow the mount)."""
+    where.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)], capture_output=True)
+    return done.returncode == 0

@@ -9,12 +9,11 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import httpx
 import pytest
 from huggingface_hub import HfApi
-from jobs_helpers import NAMESPACE, make_server, wait_stage
+from jobs_helpers import NAMESPACE, fill_disk, make_server, mount_tmpfs, wait_stage
 
 from console.server import paths, runner
 from console.server.app import MAX_BODY_BYTES, tail_lines
@@ -98,25 +97,11 @@ def test_an_empty_token_file_left_by_a_failed_start_is_replaced(tmp_path) -> Non
     assert oct(paths.token_path().stat().st_mode & 0o777) == "0o600"
 
 
-def _fill(path: Path) -> None:
-    """Take every byte left on the disk holding `path`."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-    try:
-        for size in (65536, 4096, 512, 1):  # down to the last blocks
-            try:
-                while os.write(fd, b"\0" * size):
-                    pass
-            except OSError:
-                pass
-    finally:
-        os.close(fd)
-
-
 @pytest.fixture
 def small_disk(tmp_path, monkeypatch):
     """The data folder on a real 3 MB tmpfs (skipped where the machine does not allow the mount)."""
     data = tmp_path / "full"
-    if not _mount_tmpfs(data):
+    if not mount_tmpfs(data):
         pytest.skip("mounting a tmpfs needs privileges this machine does not give")
     try:
         monkeypatch.setenv("CONSOLE_DATA_DIR", str(data))
@@ -134,17 +119,11 @@ def test_a_job_that_ends_when_the_disk_is_full_to_the_last_byte_still_has_its_en
         job = _py(api, gate)
         wait_stage(api, job.id, ("RUNNING",), timeout=60)
         filler = paths.tenant_artifacts_dir(None) / "filling"
-        _fill(filler)
+        fill_disk(filler)
         filler.rename(filler.with_name("full"))
         done = wait_stage(api, job.id, timeout=60)
         assert done.status.stage == "COMPLETED"
         assert srv.service.runner.running_count() == 0
-
-
-def _mount_tmpfs(where: Path) -> bool:
-    where.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(where)], capture_output=True)
-    return done.returncode == 0
 
 
 def test_on_a_3_mb_disk_jobs_end_disk_full_the_api_says_so_and_config_set_is_one_line(small_disk, monkeypatch):
@@ -157,7 +136,7 @@ def test_on_a_3_mb_disk_jobs_end_disk_full_the_api_says_so_and_config_set_is_one
         assert done.status.stage == "ERROR" and done.status.message == DISK_FULL_MESSAGE
         for line in paths.log_path(job.id).read_text(errors="replace").splitlines():
             json.loads(line)  # whole events only
-        _fill(small_disk / "filler")  # take the last bytes too
+        fill_disk(small_disk / "filler")  # take the last bytes too
         answer = httpx.post(f"{srv.url}/api/jobs/{NAMESPACE}",
                             json={"dockerImage": "x", "command": ["true"], "environment": {"A": "b" * 100_000}},
                             headers={"authorization": f"Bearer {srv.token}"}, timeout=30)

@@ -32,6 +32,7 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from console.server import xetclient
 from console.server.buckets import LocalHub, check_path, check_repo_id, within
 from console.server.repos import open_repo_store
+from console.server.uploads import body_chunks, check_room
 from console.server.wire import ApiError, check_unicode, read_json_body
 
 MAX_BATCH_BYTES = 32 * 1024 * 1024
@@ -114,6 +115,8 @@ def bucket_routes(hub: LocalHub, namespace: str) -> list[tuple[str, Any, list[st
         bid = bucket_id(request)
         await asyncio.to_thread(hub.buckets.require, bid)
         scope = "write" if request.path_params["scope"] == "write" else "read"
+        if scope == "write":
+            await asyncio.to_thread(check_room, hub.cas.root, 0)
         token, exp = hub.cas.issue_token(scope)
         url = cas_url(request)
         headers = {"X-Xet-Cas-Url": url, "X-Xet-Access-Token": token, "X-Xet-Token-Expiration": str(exp)}
@@ -126,7 +129,7 @@ def bucket_routes(hub: LocalHub, namespace: str) -> list[tuple[str, Any, list[st
         bid = bucket_id(request)
         await asyncio.to_thread(hub.buckets.require, bid)
         raw = b""
-        async for chunk in request.stream():
+        async for chunk in body_chunks(request):
             raw += chunk
             if len(raw) > MAX_BATCH_BYTES:
                 raise ApiError(413, "the batch is over 32 MiB")

@@ -13,8 +13,10 @@
 - ``GET    /api/{type}s/{repo}/xet-write-token/{rev}`` | ``xet-read-token``  a token for the Xet CAS
 - ``POST   /api/{type}s/{repo}/commit/{rev}``                    NDJSON header + file / lfsFile /
   deletedFile / deletedFolder (a deletedFile naming a folder deletes it); a stale ``parentCommit`` is a 412
+- ``POST   /api/{type}s/{repo}/lfs-files/duplicate``               ``{"target", "files"}``: LFS files this repo
+  lends to a commit of another (``copy_files`` between repos)
 - ``GET    /api/{type}s/{repo}/tree/{rev}[/{path}]``              ``recursive=true|false``, ``expand=true``
-  (each entry's ``lastCommit``)
+  (each entry's ``lastCommit``); an LFS file stored in Xet carries its ``xetHash``, as on the Hub
 - ``POST   /api/{type}s/{repo}/paths-info/{rev}``                ``paths=...`` (form or JSON), ``expand``
 - ``GET    /api/{type}s/{repo}/refs`` | ``/commits/{rev}`` (``expand[]=formatted``)
 - ``POST|DELETE /api/{type}s/{repo}/branch/{name}``; ``POST /tag/{rev}`` ``{"tag"}``, ``DELETE /tag/{tag}``
@@ -55,14 +57,18 @@ from starlette.responses import FileResponse, JSONResponse, Response
 
 from console.server import xetclient
 from console.server.buckets import LocalHub, check_path, check_repo_id
+from console.server.repoinfo import add_last_commits, repo_info
+from console.server.repoinfo import listing as listing_of
+from console.server.repomatch import check_card_metadata
 from console.server.repos import (
     HubError,
     RepoStore,
-    check_card_metadata,
     check_ref_name,
     check_type,
     open_repo_store,
 )
+from console.server.reserve import is_disk_full
+from console.server.uploads import DISK_FULL, body_chunks, check_claim, check_room
 from console.server.wire import ApiError, check_unicode, iso, read_json_body
 
 MAX_COMMIT_BYTES = 512 * 1024 * 1024
@@ -224,7 +230,7 @@ def repo_routes(
                 raise ApiError(400, "limit: expected a whole number from 1 to 10000")
             if params.getlist("filter"):  # tags: the repos here carry none
                 return JSONResponse([])
-            items = await call(store().listing, repo_type, params.get("author"), params.get("search"),
+            items = await call(listing_of, store(), repo_type, params.get("author"), params.get("search"),
                                _anonymous(request), int(limit_text))
             return JSONResponse(items)
 
@@ -260,7 +266,7 @@ def repo_routes(
                     raise ApiError(400, "revision: expected /revision/{revision}")
                 at = await call(s.resolve, repo_type, repo_id, rev)
                 files_metadata = request.query_params.get("blobs", "").lower() == "true"
-                return JSONResponse(await call(s.info, repo_type, repo_id, at, files_metadata))
+                return JSONResponse(await call(repo_info, s, repo_type, repo_id, at, files_metadata))
             if action == "preupload" and method == "POST":
                 no_pr(request)
                 payload = await read_json_body(request)
@@ -270,28 +276,31 @@ def repo_routes(
             if action in ("xet-write-token", "xet-read-token") and method == "GET":
                 if action == "xet-write-token":
                     no_pr(request)
+                    await call(check_room, s.hub_root, 0)
                 else:
                     await call(s.resolve, repo_type, repo_id, rev)
                 token, exp = hub.cas.issue_token("write" if action == "xet-write-token" else "read")
                 url = cas_url(request)
                 headers = {"X-Xet-Cas-Url": url, "X-Xet-Access-Token": token, "X-Xet-Token-Expiration": str(exp)}
                 return JSONResponse({"accessToken": token, "exp": exp, "casUrl": url}, headers=headers)
+            if action == "lfs-files" and method == "POST" and rest == ["duplicate"]:
+                return await duplicate(request, s, repo_type, repo_id)
             if action == "commit" and method == "POST":
                 return await commit(request, s, repo_type, repo_id, rev)
             if action == "tree" and method == "GET":
                 at = await call(s.resolve, repo_type, repo_id, rev)
                 path = "/".join(rest[1:])
                 recursive = request.query_params.get("recursive", "false").lower() in ("true", "1")
-                items = await call(s.tree_listing, at, path, recursive)
+                items = await call(s.tree_listing, at, path, recursive, not anonymous)
                 if request.query_params.get("expand", "false").lower() in ("true", "1"):
-                    items = await call(s.add_last_commits, repo_type, repo_id, at, items)
+                    items = await call(add_last_commits, s, repo_type, repo_id, at, items)
                 return JSONResponse(items)
             if action == "paths-info" and method == "POST":
                 at = await call(s.resolve, repo_type, repo_id, rev)
                 wanted, expand = await paths_from_body(request)
-                items = await call(s.paths_info, at, wanted)
+                items = await call(s.paths_info, at, wanted, not anonymous)
                 if expand:
-                    items = await call(s.add_last_commits, repo_type, repo_id, at, items)
+                    items = await call(add_last_commits, s, repo_type, repo_id, at, items)
                 return JSONResponse(items)
             if action == "auth-check" and method == "GET" and rest in ([], ["write"]):
                 if anonymous and rest:
@@ -355,6 +364,29 @@ def repo_routes(
             await call(s.set_private, repo_type, repo_id, private)
         return JSONResponse({})
 
+    async def duplicate(request: Request, s: RepoStore, repo_type: str, repo_id: str) -> Response:
+        """``POST /api/{type}s/{repo}/lfs-files/duplicate`` ``{"target": {"type", "name"}, "files": [{"sha256",
+        "xetHash", "filename"}]}``: make LFS files of this repo available to a commit of `target` (what
+        `copy_files` between repos asks first). Blobs are shared by every repo here, so this checks
+        that each is this server's; one that is not is listed in ``failed``."""
+        payload = await read_json_body(request)
+        target = payload.get("target") if isinstance(payload, dict) else None
+        files = payload.get("files") if isinstance(payload, dict) else None
+        if not isinstance(target, dict) or not isinstance(target.get("name"), str):
+            raise ApiError(400, 'target: expected {"type", "name"} of the repo the files go to')
+        if not isinstance(files, list):
+            raise ApiError(400, 'files: expected a list of {"sha256", "xetHash", "filename"}')
+        target_type = check_type(target.get("type"))
+        visible(s, request, target_type, target["name"])
+        failed = []
+        for i, item in enumerate(files):
+            sha = item.get("sha256") if isinstance(item, dict) else None
+            if not isinstance(sha, str) or len(sha) != 64 or any(c not in "0123456789abcdef" for c in sha):
+                raise ApiError(400, f"files[{i}].sha256: expected a SHA-256 in hex")
+            if not await call(s.has_blob, sha):
+                failed.append({"sha256": sha, "error": f"not an LFS file of {repo_id}"})
+        return JSONResponse({"duplicated": len(files) - len(failed), "failed": failed})
+
     def no_pr(request: Request) -> None:
         if request.query_params.get("create_pr") not in (None, "", "0", "false"):
             raise ApiError(400, "create_pr: pull requests are not supported by the local Hub; commit to a branch")
@@ -384,11 +416,13 @@ def repo_routes(
 
     async def commit(request: Request, s: RepoStore, repo_type: str, repo_id: str, branch: str) -> Response:
         no_pr(request)
-        raw = b""
-        async for chunk in request.stream():
-            raw += chunk
-            if len(raw) > MAX_COMMIT_BYTES:
+        parts, size = [], 0
+        async for chunk in body_chunks(request):
+            parts.append(chunk)
+            size += len(chunk)
+            if size > MAX_COMMIT_BYTES:
                 raise ApiError(413, "the commit is over 512 MiB: upload big files as LFS (through Xet)")
+        raw = b"".join(parts)
         lines = []
         for n, line in enumerate(raw.splitlines(), start=1):
             if line.strip():
@@ -423,7 +457,7 @@ def repo_routes(
             objects = payload.get("objects")
             if not isinstance(objects, list):
                 raise ApiError(400, "objects: expected a list of {oid, size}")
-            out = []
+            out, need = [], 0
             for i, obj in enumerate(objects):
                 oid = obj.get("oid") if isinstance(obj, dict) else None
                 size = obj.get("size") if isinstance(obj, dict) else None
@@ -431,11 +465,14 @@ def repo_routes(
                     raise ApiError(400, f"objects[{i}].oid: expected a SHA-256 in hex")
                 if not isinstance(size, int) or isinstance(size, bool) or size < 0:
                     raise ApiError(400, f"objects[{i}].size: expected a whole number of bytes")
+                check_claim(size, f"objects[{i}].size")
                 item: dict[str, Any] = {"oid": oid, "size": size, "authenticated": True}
                 if not await call(s.has_blob, oid):
+                    need += size
                     href = f"{base(request)}/api/lfs-upload/{oid}/{size}?sig={signature(oid, size)}"
                     item["actions"] = {"upload": {"href": href, "header": {}}}
                 out.append(item)
+            await call(check_room, s.hub_root, need)
             return JSONResponse({"transfer": "basic", "objects": out},
                                 headers={"Content-Type": "application/vnd.git-lfs+json"})
 
@@ -452,16 +489,20 @@ def repo_routes(
         tmp = s.blobs / f".upload-{secrets.token_hex(8)}"
         got = 0
         try:
+            check_claim(size, "size")
             with tmp.open("wb") as fh:
-                async for chunk in request.stream():
+                async for chunk in body_chunks(request):
                     got += len(chunk)
                     if got > size:
                         return JSONResponse({"error": f"the upload is over its {size} bytes"}, status_code=413)
                     fh.write(chunk)
-            try:
-                await call(s.put_lfs_blob, oid, size, tmp)
-            except ApiError as exc:
-                return JSONResponse({"error": exc.message}, status_code=exc.status)
+            await call(s.put_lfs_blob, oid, size, tmp)
+        except ApiError as exc:
+            return JSONResponse({"error": exc.message}, status_code=exc.status)
+        except OSError as exc:
+            if is_disk_full(exc):
+                return JSONResponse({"error": DISK_FULL}, status_code=507)
+            raise
         finally:
             tmp.unlink(missing_ok=True)
         return Response(b"", status_code=200)

@@ -18,244 +18,60 @@ import base64
 import binascii
 import hashlib
 import json
+import logging
 import os
-import re
 import shutil
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from console import sqldb
 from console.server import paths
 from console.server.buckets import LocalHub, check_repo_id
-from console.server.wire import ApiError, iso
+from console.server.repofiles import (
+    Commit,
+    Entry,
+    HubError,
+    Tree,
+    check_out,
+    check_repo_path,
+    check_storable_path,
+    git_blob_oid,
+    lfs_pointer,
+    paths_info,
+    tree_dump,
+    tree_listing,
+    tree_load,
+)
+from console.server.repomatch import (
+    GITATTRIBUTES,
+    MAX_REGULAR_BYTES,
+    check_ref_name,
+    check_type,
+    gitignore_matcher,
+    lfs_matcher,
+)
+from console.server.uploads import check_claim, check_room
+from console.server.wire import ApiError
 from console.server.xetcas import CasStore
 
-REPO_TYPES = ("model", "dataset")
+log = logging.getLogger(__name__)
+COMMIT_CACHE_FILES = 400_000
+"""Tree entries of the commits kept parsed in memory (about 150 bytes each)."""
+
+__all__ = ["Commit", "Entry", "HubError", "RepoStore", "Tree", "check_ref_name", "check_type", "open_repo_store"]
+
 HUB_ORGS = ("console",)
 """Organizations whose repos this server holds beside its user's (as a Hub user's token writes to
 the orgs they belong to): the console's own, where `console demo` puts the tiny base model
 (`console/tiny-causal-lm`), the example tenants' datasets and their adapters, whatever the user's
 name, so the example fleet file names the same repos on every machine."""
 DEFAULT_BRANCH = "main"
-MAX_REGULAR_BYTES = 10 * 1024 * 1024
-"""A file this big or bigger is uploaded as LFS (through Xet), as on the Hub."""
-LFS_SUFFIXES = (
-    ".7z", ".arrow", ".bin", ".bz2", ".ckpt", ".ftz", ".gz", ".h5", ".joblib", ".mlmodel", ".model",
-    ".msgpack", ".npy", ".npz", ".onnx", ".ot", ".parquet", ".pb", ".pickle", ".pkl", ".pt", ".pth",
-    ".rar", ".safetensors", ".tar", ".tflite", ".tgz", ".wasm", ".xz", ".zip", ".zst",
-)
-GITATTRIBUTES = "".join(f"*{s} filter=lfs diff=lfs merge=lfs -text\n" for s in LFS_SUFFIXES)
-"""The .gitattributes of a new repo's first commit (the Hub writes one too)."""
-
 Reconstruct = Callable[[str, int, Path], None]
 """Rebuilds a CAS file (Xet hash, size) into a path."""
-
-
-class HubError(ApiError):
-    """An ApiError with the Hub's `X-Error-Code` (RepoNotFound, RevisionNotFound, EntryNotFound)."""
-
-    def __init__(self, status: int, message: str, code: str | None = None) -> None:
-        super().__init__(status, message, code)
-
-
-def git_blob_oid(data: bytes) -> str:
-    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
-
-
-def lfs_pointer(sha256: str, size: int) -> bytes:
-    return f"version https://git-lfs.github.com/spec/v1\noid sha256:{sha256}\nsize {size}\n".encode()
-
-
-@dataclass(frozen=True)
-class Entry:
-    """A file of a tree: its blob (SHA-256 of the bytes), size, git oid and whether it is LFS."""
-
-    sha256: str
-    size: int
-    oid: str
-    lfs: bool
-
-    def json(self, path: str) -> dict[str, Any]:
-        out: dict[str, Any] = {"type": "file", "oid": self.oid, "size": self.size, "path": path}
-        if self.lfs:
-            out["lfs"] = {"oid": self.sha256, "size": self.size,
-                          "pointerSize": len(lfs_pointer(self.sha256, self.size))}
-        return out
-
-
-Tree = dict[str, Entry]
-
-
-@dataclass(frozen=True)
-class Commit:
-    oid: str
-    parent: str | None
-    title: str
-    message: str
-    created_at: float
-    tree: Tree
-
-
-def _tree_dump(tree: Tree) -> str:
-    return json.dumps({p: [e.sha256, e.size, e.oid, e.lfs] for p, e in sorted(tree.items())})
-
-
-def _tree_load(text: str) -> Tree:
-    return {p: Entry(v[0], v[1], v[2], bool(v[3])) for p, v in json.loads(text).items()}
-
-
-def check_type(repo_type: Any) -> str:
-    if repo_type is None:
-        return "model"
-    if repo_type not in REPO_TYPES:
-        raise ApiError(400, f"type: expected one of {', '.join(REPO_TYPES)}, got {str(repo_type)[:40]!r}")
-    return repo_type
-
-
-def check_ref_name(name: Any, field: str) -> str:
-    """A branch or tag name: what git allows, less what would make a URL ambiguous."""
-    if (
-        not isinstance(name, str) or not name or len(name) > 200 or name.startswith(("/", "-", "refs/"))
-        or name.endswith(("/", ".lock", ".")) or ".." in name or "//" in name or "@{" in name
-        or any(ch < " " or ch in " ~^:?*[\\\x7f" for ch in name)
-    ):
-        raise ApiError(400, f"{field}: invalid name {str(name)[:100]!r}")
-    return name
-
-
-def check_repo_path(path: str, field: str = "path") -> str:
-    """A file path in a repo: relative, no empty, `.` or `..` part, and not leading up from its
-    start with a Windows separator either (`..\\x`); anything else is a 422, as on the Hub (which
-    keeps a backslash later in a name as a character of it)."""
-    parts = path.split("/")
-    if not path or path.startswith("/") or "\0" in path or any(p in ("", ".", "..") for p in parts) \
-            or path.startswith(("..\\", ".\\", "\\")):
-        raise ApiError(422, f"{field}: invalid path {path[:200]!r}")
-    return path
-
-
-def check_card_metadata(content: str) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
-    """(errors, warnings) of a README's YAML metadata, as the Hub's `validate-yaml` gives them:
-    a warning when there is none, an error when it is not a YAML mapping or its `model-index`
-    is not a list (the Hub checks more fields than this)."""
-    import yaml  # huggingface_hub's own dependency
-
-    match = re.match(r"\A\ufeff?\s*---[ \t]*\r?\n(.*?)(?:\r?\n)?^---[ \t]*$", content, re.DOTALL | re.MULTILINE)
-    if match is None or not match.group(1).strip():
-        return [], [{"message": "empty or missing yaml metadata in repo card"}]
-    try:
-        data = yaml.safe_load(match.group(1))
-    except yaml.YAMLError as exc:
-        return [{"message": f"the metadata is not valid YAML: {str(exc)[:300]}"}], []
-    if data is None:
-        return [], [{"message": "empty or missing yaml metadata in repo card"}]
-    if not isinstance(data, dict):
-        return [{"message": "the metadata must be a YAML mapping"}], []
-    if "model-index" in data and not isinstance(data["model-index"], list):
-        return [{"message": '"model-index" must be an array'}], []
-    return [], []
-
-
-def _glob_regex(pattern: str) -> str:
-    """A gitignore / gitattributes glob as a regex fragment (`*` stays within a folder, `**` does not)."""
-    out, i = [], 0
-    while i < len(pattern):
-        ch = pattern[i]
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif ch == "*":
-            out.append("[^/]*")
-            i += 1
-        elif ch == "?":
-            out.append("[^/]")
-            i += 1
-        elif ch == "[" and "]" in pattern[i + 2:]:
-            end = pattern.index("]", i + 2)
-            body = pattern[i + 1:end]
-            body = "^" + body[1:] if body.startswith("!") else body
-            out.append("[" + body.replace("\\", "\\\\").replace("[", "\\[") + "]")
-            i = end + 1
-        elif ch == "\\" and i + 1 < len(pattern):
-            out.append(re.escape(pattern[i + 1]))
-            i += 2
-        else:
-            out.append(re.escape(ch))
-            i += 1
-    return "".join(out)
-
-
-def gitignore_matcher(text: str) -> Callable[[str], bool]:
-    """Whether a repo path is ignored by a `.gitignore` (the last matching rule wins; `!` re-includes;
-    a rule with a `/` is anchored at the root; a trailing `/` matches folders only)."""
-    rules: list[tuple[re.Pattern[str], bool]] = []
-    for raw in text.splitlines():
-        line = raw.rstrip()
-        if not line or line.startswith("#"):
-            continue
-        negate = line.startswith("!")
-        line = line[1:] if negate else line
-        folder_only = line.endswith("/")
-        line = line.rstrip("/")
-        if not line:
-            continue
-        anchored = "/" in line
-        body = _glob_regex(line.lstrip("/"))
-        lead = "" if anchored else "(?:.*/)?"
-        tail = "/.+" if folder_only else "(?:/.*)?"
-        try:
-            rules.append((re.compile(f"^{lead}{body}{tail}$", re.DOTALL), not negate))
-        except re.error:
-            continue
-
-    def ignored(path: str) -> bool:
-        verdict = False
-        for rx, value in rules:
-            if rx.match(path):
-                verdict = value
-        return verdict
-
-    return ignored
-
-
-def lfs_matcher(gitattributes: str) -> Callable[[str], bool]:
-    """Whether a `.gitattributes` puts a path under `filter=lfs` (the last line naming the filter
-    for a matching pattern wins; a pattern without a `/` matches the file name in any folder)."""
-    rules: list[tuple[re.Pattern[str], bool]] = []
-    for raw in gitattributes.splitlines():
-        fields = raw.split()
-        if not fields or fields[0].startswith("#"):
-            continue
-        pattern, attrs = fields[0], fields[1:]
-        value = None
-        for attr in attrs:
-            if attr == "filter=lfs":
-                value = True
-            elif attr in ("-filter", "!filter") or attr.startswith("filter="):
-                value = False
-        if value is None:
-            continue
-        lead = "" if "/" in pattern.rstrip("/") else "(?:.*/)?"
-        try:
-            rules.append((re.compile(f"^{lead}{_glob_regex(pattern.lstrip('/'))}$", re.DOTALL), value))
-        except re.error:
-            continue
-
-    def lfs(path: str) -> bool:
-        verdict = False
-        for rx, value in rules:
-            if rx.match(path):
-                verdict = value
-        return verdict
-
-    return lfs
 
 
 class RepoStore:
@@ -282,10 +98,20 @@ class RepoStore:
             """
         )
         self._lock = threading.RLock()
+        self._cache_lock = threading.Lock()
+        self._commits: OrderedDict[tuple[str, str, str], Commit] = OrderedDict()
+        self._cached_files = 0
+        self._checked_out: set[tuple[str, str]] = set()
+        """Repos whose checkout this process made whole (later commits change it by difference)."""
 
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+    def _rollback(self) -> None:
+        """Undo the open transaction (SQLite has undone it itself after a full disk)."""
+        if self._db.in_transaction:
+            self._db.execute("ROLLBACK")
 
     def _q(self, sql: str, args: Iterable[Any] = ()) -> list[tuple[Any, ...]]:
         with self._lock:
@@ -342,7 +168,7 @@ class RepoStore:
                                  (repo_type, repo_id, DEFAULT_BRANCH, oid))
                 self._db.execute("COMMIT")
             except BaseException:
-                self._db.execute("ROLLBACK")
+                self._rollback()
                 raise
             self._check_out(repo_type, repo_id, tree)
         return True
@@ -386,38 +212,13 @@ class RepoStore:
                 self._db.execute("INSERT OR REPLACE INTO renames VALUES (?, ?, ?)", (repo_type, from_id, to_id))
                 self._db.execute("COMMIT")
             except BaseException:
-                self._db.execute("ROLLBACK")
+                self._rollback()
                 raise
             old, new = self.checkout_dir(repo_type, from_id), self.checkout_dir(repo_type, to_id)
             if old.exists() and old != new:
                 new.parent.mkdir(parents=True, exist_ok=True)
                 shutil.rmtree(new, ignore_errors=True)
                 os.replace(old, new)
-
-    def listing(self, repo_type: str, author: str | None, search: str | None, public_only: bool,
-                limit: int) -> list[dict[str, Any]]:
-        """The repos of a type, newest first, as the Hub lists them (`author`, `search` in the name,
-        any case); `public_only` for a caller without a token."""
-        rows = self._q("SELECT id, private, created_at FROM repos WHERE type = ? ORDER BY created_at DESC, id",
-                       (repo_type,))
-        out = []
-        for repo_id, private, created in rows:
-            if (public_only and private) or (author and repo_id.split("/")[0].lower() != author.lower()):
-                continue
-            if search and search.lower() not in repo_id.lower():
-                continue
-            head = self.ref(repo_type, repo_id, "branch", DEFAULT_BRANCH)
-            item: dict[str, Any] = {
-                "_id": hashlib.sha1(f"{repo_type}/{repo_id}".encode()).hexdigest()[:24], "id": repo_id,
-                "author": repo_id.split("/")[0], "private": bool(private), "createdAt": iso(created),
-                "sha": head, "downloads": 0, "likes": 0, "tags": [],
-            }
-            if repo_type == "model":
-                item["modelId"] = repo_id
-            out.append(item)
-            if len(out) >= limit:
-                break
-        return out
 
     def private(self, repo_type: str, repo_id: str) -> bool:
         rows = self._q("SELECT private FROM repos WHERE type = ? AND id = ?", (repo_type, repo_id))
@@ -431,19 +232,35 @@ class RepoStore:
 
     def _insert_commit(self, repo_type: str, repo_id: str, parent: str | None, title: str, message: str,
                        now: float, tree: Tree) -> str:
-        dumped = _tree_dump(tree)
+        dumped = tree_dump(tree)
         oid = hashlib.sha1(json.dumps([repo_type, repo_id, parent, title, message, now, dumped]).encode()).hexdigest()
         self._db.execute("INSERT INTO commits VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                          (repo_type, repo_id, oid, parent, title, message, now, dumped))
         return oid
 
     def commit(self, repo_type: str, repo_id: str, oid: str) -> Commit:
+        """A commit, read and parsed once: a commit never changes, so it is kept (the most recently
+        used ones, up to `COMMIT_CACHE_FILES` tree entries in all) with the index its reads build."""
+        key = (repo_type, repo_id, oid)
+        with self._cache_lock:
+            found = self._commits.get(key)
+            if found is not None:
+                self._commits.move_to_end(key)
+                return found
         rows = self._q("SELECT oid, parent, title, message, created_at, tree FROM commits "
                        "WHERE type = ? AND repo = ? AND oid = ?", (repo_type, repo_id, oid))
         if not rows:
             raise HubError(404, f"revision {oid!r} not found in {repo_id!r}", "RevisionNotFound")
         r = rows[0]
-        return Commit(r[0], r[1], r[2], r[3], r[4], _tree_load(r[5]))
+        made = Commit(r[0], r[1], r[2], r[3], r[4], tree_load(r[5]))
+        with self._cache_lock:
+            if key not in self._commits:
+                self._commits[key] = made
+                self._cached_files += len(made.tree) + 1
+                while self._cached_files > COMMIT_CACHE_FILES and len(self._commits) > 1:
+                    _, gone = self._commits.popitem(last=False)
+                    self._cached_files -= len(gone.tree) + 1
+            return self._commits[key]
 
     def ref(self, repo_type: str, repo_id: str, kind: str, name: str) -> str | None:
         rows = self._q("SELECT oid FROM refs WHERE type = ? AND repo = ? AND kind = ? AND name = ?",
@@ -584,12 +401,12 @@ class RepoStore:
         if gitignore is not None and not isinstance(gitignore, str):
             raise ApiError(400, "gitIgnore: expected the text of a .gitignore")
         tree = self._head_tree(repo_type, repo_id, revision)
-        attributes = self._text(tree.get(".gitattributes")) if tree is not None else None
+        attributes = self.text_of(tree.get(".gitattributes")) if tree is not None else None
         in_lfs = lfs_matcher(GITATTRIBUTES if attributes is None else attributes)
         if gitignore is None and tree is not None:
-            gitignore = self._text(tree.get(".gitignore"))
+            gitignore = self.text_of(tree.get(".gitignore"))
         ignored = gitignore_matcher(gitignore or "")
-        out = []
+        out, need = [], 0
         for i, item in enumerate(files):
             if not isinstance(item, dict):
                 raise ApiError(400, f"files[{i}]: expected an object")
@@ -597,8 +414,10 @@ class RepoStore:
             if not isinstance(path, str):
                 raise ApiError(400, f"files[{i}].path: expected a string")
             check_repo_path(path, f"files[{i}].path")
+            check_storable_path(path, f"files[{i}].path")
             if not isinstance(size, int) or isinstance(size, bool) or size < 0:
                 raise ApiError(400, f"files[{i}].size: expected a whole number of bytes")
+            check_claim(size, f"files[{i}].size")
             try:
                 head = base64.b64decode(sample or "", validate=True)
             except (binascii.Error, TypeError, ValueError):
@@ -608,9 +427,11 @@ class RepoStore:
             known = None if entry is None else (entry.sha256 if entry.lfs else entry.oid)
             out.append({"path": path, "uploadMode": "lfs" if lfs else "regular", "shouldIgnore": ignored(path),
                         "oid": known})
+            need += size
+        check_room(self.hub_root, need)
         return {"files": out, "commitOid": None}
 
-    def _text(self, entry: Entry | None) -> str | None:
+    def text_of(self, entry: Entry | None) -> str | None:
         """A small regular file's text (a .gitattributes or .gitignore), or None."""
         if entry is None or entry.lfs or entry.size > 1024 * 1024:
             return None
@@ -657,6 +478,8 @@ class RepoStore:
                 check_repo_path(path)
             except ApiError:
                 raise ApiError(422, f"line {i}: value.path: invalid path {path[:200]!r}") from None
+            if key in ("file", "lfsFile"):
+                check_storable_path(path, f"line {i}: value.path")
             if key == "file":
                 content = value.get("content")
                 if not isinstance(content, str):
@@ -678,6 +501,7 @@ class RepoStore:
                     size = self.blob_path(oid).stat().st_size
                 if not isinstance(size, int) or isinstance(size, bool) or size < 0:
                     raise ApiError(400, f"line {i}: value.size: expected a whole number of bytes")
+                check_claim(size, f"line {i}: value.size")
                 adds[path] = (None, Entry(oid, size, git_blob_oid(lfs_pointer(oid, size)), True))
             elif key in ("deletedFile", "deletedFolder"):
                 deletes.append((path, key == "deletedFolder"))
@@ -696,20 +520,27 @@ class RepoStore:
             if parent_commit is not None and parent_commit != head:
                 raise ApiError(412, "The branch was updated since you opened this page. Please refresh and try "
                                f"again. (parentCommit {str(parent_commit)[:60]} is not the head of {branch!r}: {head})")
-            tree = dict(self.commit(repo_type, repo_id, head).tree)
+            before = self.commit(repo_type, repo_id, head)
+            tree = dict(before.tree)
             for path, _folder in deletes:
                 # a deletedFile naming a folder deletes the folder, as on the Hub
-                gone = [p for p in tree if p == path or p.startswith(path + "/")]
+                gone = [p for p in (path, *before.under(before.paths, path + "/")) if p in tree]
                 if not gone:
                     raise HubError(404, f"{path[:200]!r} not found in {repo_id!r} at {branch!r}", "EntryNotFound")
                 for p in gone:
                     del tree[p]
+            folders = set(before.folders) if not deletes else \
+                {p[:i] for p in tree for i, ch in enumerate(p) if ch == "/"}
             for path, (_, entry) in adds.items():
-                clash = [p for p in tree if p.startswith(path + "/")]
-                parents = [path[:i] for i, ch in enumerate(path) if ch == "/" and path[:i] in tree]
-                if clash or parents:
+                parents = [path[:i] for i, ch in enumerate(path) if ch == "/"]
+                if path in folders or any(p in tree for p in parents):
                     raise ApiError(409, f"{path[:200]!r}: a file and a folder of one name cannot both exist")
+                folders.update(parents)
                 tree[path] = entry
+            # the checkout first, then the commit: a commit that fails leaves both as they were
+            on_main = branch == DEFAULT_BRANCH
+            if on_main:
+                self._check_out(repo_type, repo_id, tree, before.tree)
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 oid = self._insert_commit(repo_type, repo_id, head, summary, description, time.time(), tree)
@@ -717,10 +548,10 @@ class RepoStore:
                                  "AND name = ?", (oid, repo_type, repo_id, branch))
                 self._db.execute("COMMIT")
             except BaseException:
-                self._db.execute("ROLLBACK")
+                self._rollback()
+                if on_main:
+                    self._restore_checkout(repo_type, repo_id, before.tree, tree)
                 raise
-            if branch == DEFAULT_BRANCH:
-                self._check_out(repo_type, repo_id, tree)
         return oid
 
     # -- the checkout that volumes mount -------------------------------------------------
@@ -730,136 +561,34 @@ class RepoStore:
         job's ``hf://models/...`` or ``hf://datasets/...`` volume mounts."""
         return self.hub_root / f"{repo_type}s" / repo_id
 
-    def _check_out(self, repo_type: str, repo_id: str, tree: Tree) -> None:
-        """Make the checkout folder hold `tree`, file by file (each replaced atomically, links to
-        the blobs where the filesystem allows); files no longer in the tree are removed."""
-        folder = self.checkout_dir(repo_type, repo_id)
-        folder.mkdir(parents=True, exist_ok=True)
-        for path, entry in tree.items():
-            target = folder / path
-            blob = self.blob_path(entry.sha256)
-            for parent in reversed(target.relative_to(folder).parents[:-1]):
-                p = folder / parent
-                if p.is_symlink() or (p.exists() and not p.is_dir()):
-                    p.unlink()
-            target.parent.mkdir(parents=True, exist_ok=True)
-            if target.is_dir() and not target.is_symlink():
-                shutil.rmtree(target)
-            try:
-                if os.path.samefile(target, blob):
-                    continue
-            except OSError:
-                pass
-            tmp = target.with_name(f".console-checkout-{os.getpid()}-{threading.get_ident()}")
-            tmp.unlink(missing_ok=True)
-            try:
-                os.link(blob, tmp)
-            except OSError:
-                shutil.copyfile(blob, tmp)
-            os.replace(tmp, target)
-        for dirpath, dirnames, filenames in os.walk(folder, topdown=False):
-            for name in filenames:
-                full = Path(dirpath) / name
-                if full.relative_to(folder).as_posix() not in tree:
-                    full.unlink()
-            for name in dirnames:
-                full = Path(dirpath) / name
-                if full.is_symlink():
-                    full.unlink()
-                elif not any(full.iterdir()):
-                    full.rmdir()
+    def _check_out(self, repo_type: str, repo_id: str, tree: Tree, before: Tree | None = None) -> None:
+        """Make the checkout folder hold `tree` (from `before`, by the files that differ); if that
+        fails (a full disk), it is brought back to `before` and the error raised."""
+        key = (repo_type, repo_id)
+        whole = key not in self._checked_out  # once per repo and process, then by difference
+        try:
+            check_out(self.checkout_dir(repo_type, repo_id), tree, self.blob_path, None if whole else before)
+        except BaseException:
+            if before is not None:
+                self._restore_checkout(repo_type, repo_id, before, None)
+            raise
+        self._checked_out.add(key)
+
+    def _restore_checkout(self, repo_type: str, repo_id: str, tree: Tree, now: Tree | None) -> None:
+        self._checked_out.discard((repo_type, repo_id))
+        try:
+            check_out(self.checkout_dir(repo_type, repo_id), tree, self.blob_path, now)
+        except OSError as exc:  # the next commit to the branch checks out its whole tree again
+            log.warning("the checkout of %s %s could not be restored: %s", repo_type, repo_id, exc)
 
     # -- listing -------------------------------------------------------------------------
 
-    def tree_listing(self, commit: Commit, prefix: str, recursive: bool) -> list[dict[str, Any]]:
-        prefix = prefix.strip("/")
-        base = f"{prefix}/" if prefix else ""
-        if prefix and prefix in commit.tree:
-            return [commit.tree[prefix].json(prefix)]
-        files: list[dict[str, Any]] = []
-        folders: set[str] = set()
-        for path in sorted(commit.tree):
-            if not path.startswith(base):
-                continue
-            rest = path[len(base):]
-            parts = rest.split("/")
-            if recursive:
-                folders.update(base + "/".join(parts[:i]) for i in range(1, len(parts)))
-                files.append(commit.tree[path].json(path))
-            elif len(parts) == 1:
-                files.append(commit.tree[path].json(path))
-            else:
-                folders.add(base + parts[0])
-        if prefix and not files and not folders:
-            raise HubError(404, f"{prefix[:200]!r} not found at revision {commit.oid}", "EntryNotFound")
-        dirs = [{"type": "directory", "oid": hashlib.sha1(f"{commit.oid}:{p}".encode()).hexdigest(), "size": 0,
-                 "path": p} for p in sorted(folders)]
-        return dirs + files
+    def tree_listing(self, commit: Commit, prefix: str, recursive: bool, xet: bool = True) -> list[dict[str, Any]]:
+        """The tree at `prefix`; an LFS file carries its `xetHash` (with `xet`) where the CAS has it."""
+        return tree_listing(commit, prefix, recursive, self.cas.file_for_sha256 if xet else None)
 
-    def paths_info(self, commit: Commit, wanted: list[str]) -> list[dict[str, Any]]:
-        out = []
-        for path in wanted:
-            path = path.strip("/")
-            if path in commit.tree:
-                out.append(commit.tree[path].json(path))
-            elif any(p.startswith(path + "/") for p in commit.tree):
-                out.append({"type": "directory", "oid": hashlib.sha1(f"{commit.oid}:{path}".encode()).hexdigest(),
-                            "size": 0, "path": path})
-        return out
-
-    def add_last_commits(self, repo_type: str, repo_id: str, commit: Commit, items: list[dict[str, Any]],
-                         limit: int = 1000) -> list[dict[str, Any]]:
-        """Give each listed file or folder its `lastCommit` (`expand=true`): the newest commit, from
-        `commit` back, that changed it (within `limit` commits)."""
-        def state(tree: Tree, path: str) -> Any:
-            if path in tree:
-                return tree[path]
-            return tuple(sorted((p, e.oid, e.sha256) for p, e in tree.items() if p.startswith(path + "/"))) or None
-
-        pending = {item["path"] for item in items}
-        found: dict[str, Commit] = {}
-        cur, now = commit, {p: state(commit.tree, p) for p in pending}
-        for _ in range(limit):
-            if not pending:
-                break
-            parent = self.commit(repo_type, repo_id, cur.parent) if cur.parent else None
-            before = {p: state(parent.tree, p) if parent else None for p in pending}
-            for p in list(pending):
-                if before[p] != now[p]:
-                    found[p] = cur
-                    pending.discard(p)
-            if parent is None:
-                break
-            cur, now = parent, before
-        for item in items:
-            c = found.get(item["path"])
-            if c is not None:
-                item["lastCommit"] = {"id": c.oid, "title": c.title, "date": iso(c.created_at)}
-        return items
-
-    def info(self, repo_type: str, repo_id: str, commit: Commit, files_metadata: bool) -> dict[str, Any]:
-        siblings = []
-        for path in sorted(commit.tree):
-            sib: dict[str, Any] = {"rfilename": path}
-            if files_metadata:
-                entry = commit.tree[path]
-                sib.update(size=entry.size, blobId=entry.oid)
-                if entry.lfs:
-                    sib["lfs"] = {"sha256": entry.sha256, "size": entry.size,
-                                  "pointerSize": len(lfs_pointer(entry.sha256, entry.size))}
-            siblings.append(sib)
-        author = repo_id.split("/")[0]
-        out: dict[str, Any] = {
-            "_id": hashlib.sha1(f"{repo_type}/{repo_id}".encode()).hexdigest()[:24], "id": repo_id,
-            "author": author, "sha": commit.oid, "lastModified": iso(commit.created_at),
-            "createdAt": iso(self.created_at(repo_type, repo_id)), "private": self.private(repo_type, repo_id),
-            "gated": False, "disabled": False, "downloads": 0, "likes": 0, "tags": [], "siblings": siblings,
-            "usedStorage": sum(e.size for e in commit.tree.values()),
-        }
-        if repo_type == "model":
-            out["modelId"] = repo_id
-        return out
-
+    def paths_info(self, commit: Commit, wanted: list[str], xet: bool = True) -> list[dict[str, Any]]:
+        return paths_info(commit, wanted, self.cas.file_for_sha256 if xet else None)
 
 def open_repo_store(hub: LocalHub, namespace: str) -> RepoStore:
     """The hub's model and dataset repo store (opened on first use)."""

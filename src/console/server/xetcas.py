@@ -45,6 +45,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from console.server.reserve import is_disk_full
+from console.server.uploads import body_chunks, max_file_bytes
+from console.server.wire import ApiError
+
 HASH_RE = re.compile(r"[0-9a-f]{64}\Z")
 EMPTY_FILE_HASH = "0" * 64
 """What hf_xet answers for an empty file: it uploads nothing for it."""
@@ -140,6 +144,7 @@ class CasStore:
         self._tokens: dict[str, tuple[str, float]] = {}
         self._lock = threading.Lock()
         self._offsets: OrderedDict[str, list[int]] = OrderedDict()
+        self._by_sha256: dict[str, str] = {}
 
     # -- tokens --------------------------------------------------------------------------
 
@@ -182,6 +187,11 @@ class CasStore:
     def put_shard(self, data: bytes) -> list[str]:
         sha256s: dict[str, str] = {}
         files = parse_shard_files(data, sha256s)
+        limit = max_file_bytes()
+        for file_hash, terms in files.items():
+            if sum(t[3] for t in terms) > limit:
+                raise CasError(413, f"file {file_hash} is {sum(t[3] for t in terms)} bytes, over the largest file "
+                               f"this server takes ({limit} bytes; CONSOLE_HUB_MAX_FILE_BYTES)")
         missing = sorted({t[0] for terms in files.values() for t in terms if not self.xorb_path(t[0]).exists()})
         if missing:
             raise CasError(400, f"shard names xorbs this CAS does not have: {', '.join(missing[:3])}")
@@ -199,10 +209,17 @@ class CasStore:
         """The Xet hash of an uploaded file whose SHA-256 is `sha256`, if a shard named it."""
         if not HASH_RE.match(sha256):
             return None
+        known = self._by_sha256.get(sha256)
+        if known is not None:
+            return known
         try:
-            return (self.root / "sha256" / sha256).read_text().strip()
+            found = (self.root / "sha256" / sha256).read_text().strip()
         except OSError:
             return None
+        if len(self._by_sha256) >= 100_000:
+            self._by_sha256.clear()
+        self._by_sha256[sha256] = found  # a file's hash never changes once indexed
+        return found
 
     def file_terms(self, file_hash: str) -> list[tuple[str, int, int, int]] | None:
         if file_hash == EMPTY_FILE_HASH:
@@ -307,6 +324,13 @@ def cas_routes(get_store: Any, prefix: str = "/xet/{instance}") -> list[Route]:
                 return await fn(request)
             except CasError as exc:
                 return JSONResponse({"error": exc.message}, status_code=exc.status)
+            except ApiError as exc:  # a stalled upload (408)
+                return JSONResponse({"error": exc.message}, status_code=exc.status)
+            except OSError as exc:
+                if is_disk_full(exc):
+                    return JSONResponse({"error": "disk full: the Xet store cannot keep the upload; free space "
+                                         "in the server's data folder"}, status_code=507)
+                raise
 
         return handler
 
@@ -316,7 +340,7 @@ def cas_routes(get_store: Any, prefix: str = "/xet/{instance}") -> list[Route]:
         if declared.isdigit() and int(declared) > limit:
             raise CasError(413, f"{what} too large")
         chunks, size = [], 0
-        async for chunk in request.stream():
+        async for chunk in body_chunks(request):
             size += len(chunk)
             if size > limit:
                 raise CasError(413, f"{what} too large")

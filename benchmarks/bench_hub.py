@@ -1,0 +1,222 @@
+"""The embedded server's local Hub at scale, beside its floors, with every goal met or missed.
+
+    python benchmarks/bench_hub.py [--files 3000,10000] [--heads 200] [--runs 3] [--write]
+
+Seeds, through huggingface_hub against a real `console serve` process on loopback, a model repo
+of 1 file and one of each `--files` count (small text files, 100 to a folder, one commit), and
+measures, interleaved so that the machine's load falls on both sides alike:
+
+1. HEAD of one file's resolve URL (what `hf_hub_download` asks first) in each repo, round-robin,
+   `--heads` times each after one warm-up: the median at N files against the median at 1 file.
+   paths-info of one path and the tree of one folder are measured the same way (figures only).
+2. `snapshot_download` of the repo of the first `--files` count, beside the same files fetched
+   from a static `ThreadingHTTPServer` (`python -m http.server`) with 8 client threads (what
+   `snapshot_download` uses), alternating, `--runs` times each, into fresh folders.
+
+It prints every figure and a table of the goals (measured / goal / met). With `--write` it puts
+them in BENCHMARKS.md between the `hub-figures` markers. Every process it starts is stopped by its
+id. At the defaults, a few minutes on a two-core box (most of it seeding 10,000 files).
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import functools
+import os
+import re
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from harness import SharedServer, Workspace, median  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+REPORT = REPO / "BENCHMARKS.md"
+START, END = "<!-- hub-figures:start -->", "<!-- hub-figures:end -->"
+HEAD_RATIO = 1.5
+SNAPSHOT_RATIO = 3.0
+THREADS = 8
+
+
+def _path(i: int) -> str:
+    return f"data/{i // 100:04d}/file-{i:05d}.txt"
+
+
+def _seed(api, repo_id: str, count: int, root: Path | None) -> None:
+    from huggingface_hub import CommitOperationAdd
+
+    api.create_repo(repo_id)
+    ops = []
+    for i in range(count):
+        data = f"file {i} of {count}\n".encode() * 8
+        ops.append(CommitOperationAdd(path_in_repo=_path(i), path_or_fileobj=data))
+        if root is not None:
+            target = root / _path(i)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+    api.create_commit(repo_id, operations=ops, commit_message=f"{count} files")
+
+
+def _timed(fn, *args) -> float:
+    started = time.perf_counter()
+    fn(*args)
+    return time.perf_counter() - started
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _static_server(root: Path) -> tuple[subprocess.Popen, str]:
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1",
+                             "--directory", str(root)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    import httpx
+
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        try:
+            httpx.get(url + "/", timeout=1)
+            return proc, url
+        except httpx.HTTPError:
+            time.sleep(0.05)
+    proc.kill()
+    raise RuntimeError("the static server did not start")
+
+
+def _fetch_static(url: str, names: list[str], dest: Path) -> None:
+    import httpx
+
+    with httpx.Client(timeout=60, limits=httpx.Limits(max_connections=THREADS)) as client:
+        def one(name: str) -> None:
+            body = client.get(f"{url}/{name}").raise_for_status().content
+            target = dest / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(body)
+
+        with concurrent.futures.ThreadPoolExecutor(THREADS) as pool:
+            list(pool.map(one, names))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--files", default="3000,10000", help="file counts of the big repos (comma-separated)")
+    parser.add_argument("--heads", type=int, default=200, help="HEADs per repo")
+    parser.add_argument("--runs", type=int, default=3, help="snapshot_download runs (and static runs)")
+    parser.add_argument("--write", action="store_true", help="record the figures in BENCHMARKS.md")
+    args = parser.parse_args()
+    counts = [int(c) for c in args.files.split(",") if c.strip()]
+    os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
+    os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
+    import httpx
+    from huggingface_hub import snapshot_download
+
+    tmp = Path(tempfile.mkdtemp(prefix="console-bench-hub-"))
+    ws = Workspace(tmp)
+    ws.write_config()
+    server = SharedServer(ws).start()
+    static_proc = None
+    lines: list[str] = []
+    goals: list[tuple[str, str, str, bool]] = []
+
+    def say(line: str) -> None:
+        print(line, flush=True)
+        lines.append(line)
+
+    try:
+        api = server.api()
+        from harness import NAMESPACE
+
+        repos = {1: f"{NAMESPACE}/hub-1"}
+        started = time.perf_counter()
+        _seed(api, repos[1], 1, None)
+        static_root = tmp / "static"
+        for n in counts:
+            repos[n] = f"{NAMESPACE}/hub-{n}"
+            _seed(api, repos[n], n, static_root / str(n) if n == counts[0] else None)
+        say(f"- seeded repos of 1, {', '.join(f'{n:,}' for n in counts)} files in {time.perf_counter() - started:.0f} s"
+            f" (one commit each, through `HfApi.create_commit`)")
+
+        auth = {"authorization": f"Bearer {server.token}"}
+        with httpx.Client(base_url=server.url, headers=auth, timeout=60) as client:
+            probes = {
+                "HEAD": lambda repo: client.head(f"/{repo}/resolve/main/{_path(0)}").raise_for_status(),
+                "paths-info": lambda repo: client.post(f"/api/models/{repo}/paths-info/main",
+                                                       data={"paths": _path(0)}).raise_for_status(),
+                "tree of a folder (1 entry at 1 file, 100 above)":
+                    lambda repo: client.get(f"/api/models/{repo}/tree/main/data/0000").raise_for_status(),
+            }
+            for what, probe in probes.items():
+                times: dict[int, list[float]] = {n: [] for n in repos}
+                for repo in repos.values():
+                    probe(repo)  # the commit's first read: parsed once, then kept
+                for _ in range(args.heads):
+                    for n, repo in repos.items():
+                        times[n].append(_timed(probe, repo))
+                base = median(times[1])
+                for n in repos:
+                    say(f"- {what} at {n:,} files: {median(times[n]) * 1000:.2f} ms median of {args.heads}"
+                        + ("" if n == 1 else f" ({median(times[n]) / base:.2f}x 1 file)"))
+                if what == "HEAD":
+                    for n in counts:
+                        ratio = median(times[n]) / base
+                        goals.append((f"HEAD of a resolve URL at {n:,} files vs at 1 file",
+                                      f"{median(times[n]) * 1000:.2f} ms = {ratio:.2f}x ({base * 1000:.2f} ms)",
+                                      f"<= {HEAD_RATIO}x", ratio <= HEAD_RATIO))
+
+        n = counts[0]
+        names = [_path(i) for i in range(n)]
+        static_proc, static_url = _static_server(static_root / str(n))
+        hub_times, static_times = [], []
+        for run in range(args.runs):
+            dest = tmp / f"static-{run}"
+            static_times.append(_timed(_fetch_static, static_url, names, dest))
+            cache = tmp / f"cache-{run}"
+            fetch = functools.partial(snapshot_download, repos[n], endpoint=server.url, token=server.token,
+                                      cache_dir=cache, max_workers=THREADS)
+            hub_times.append(_timed(fetch))
+            got = sum(1 for _ in cache.rglob("file-*.txt"))
+            if got != n:
+                raise RuntimeError(f"snapshot_download gave {got} files of {n}")
+        hub, static = median(hub_times), median(static_times)
+        say(f"- snapshot_download of {n:,} small files: {hub:.2f} s median of {args.runs} "
+            f"({', '.join(f'{t:.2f}' for t in hub_times)}); {n / hub:.0f} files/s")
+        say(f"- the same files from a static ThreadingHTTPServer, {THREADS} client threads: {static:.2f} s median "
+            f"of {args.runs} ({', '.join(f'{t:.2f}' for t in static_times)}); {n / static:.0f} files/s")
+        goals.append((f"snapshot_download of {n:,} small files vs a static HTTP server of the same files",
+                      f"{hub:.2f} s = {hub / static:.2f}x ({static:.2f} s)", f"<= {SNAPSHOT_RATIO}x",
+                      hub / static <= SNAPSHOT_RATIO))
+    finally:
+        if static_proc is not None:
+            static_proc.terminate()
+            static_proc.wait(10)
+        server.stop()
+
+    load = os.getloadavg()[0]
+    table = ["| Goal | Measured | Goal | Met |", "|---|---|---|---|"]
+    table += [f"| {g} | {m} | {want} | **{'met' if ok else 'missed'}** |" for g, m, want, ok in goals]
+    print("\n".join(["", *table]))
+    if args.write:
+        stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+        block = "\n".join([
+            START, "",
+            f"Measured {stamp} by `python benchmarks/bench_hub.py {' '.join(sys.argv[1:])}` "
+            f"(load average {load:.1f} at the end).", "", *table, "", *lines, "", END])
+        text = REPORT.read_text(encoding="utf-8")
+        text = re.sub(re.escape(START) + ".*?" + re.escape(END), lambda _m: block, text, flags=re.DOTALL)
+        REPORT.write_text(text, encoding="utf-8")
+    return 0 if all(ok for *_, ok in goals) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
