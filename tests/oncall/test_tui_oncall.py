@@ -49,6 +49,7 @@ async def test_the_tui_notifies_a_failure_and_a_stall_once_marks_the_stall_and_p
 ):
     cfg.notify.webhook_url = f"{listener.url}/hook"
     cfg.notify.bell = True
+    cfg.notify.stall_after_s = 5  # the sleeper stalls after the first pass (its one toast: the failure)
     failed = run_python(backend, FAILING, tenant="acme")
     assert await asyncio.to_thread(wait_stage, backend, failed.id) == "ERROR"
     sleeper = run_python(backend, SLEEPER, tenant="globex", timeout=600)

@@ -49,7 +49,16 @@ from typing import Any
 
 from console import jobspec
 from console.costs import format_duration
-from console.jobs import ACTIVE_STAGES, FlavorQueue, JobRow, format_cost, job_row, queue_line, scheduling_queue
+from console.jobs import (
+    ACTIVE_STAGES,
+    FlavorQueue,
+    JobRow,
+    format_cost,
+    job_row,
+    log_time,
+    queue_line,
+    scheduling_queue,
+)
 from console.ledger import FailureStreak, Ledger, LedgerSummary, ledger_summary, live_prices, month_of, timed_out
 from console.oncall.forecast import JobForecast, forecast_job
 from console.oncall.notify import Event, Notifier
@@ -181,6 +190,7 @@ class WatchReport:
 class _RunningRead:
     job: Any
     tail: list[str] | None = None
+    last_output_at: float | None = None
     metrics: RunMetrics | None = None
     cpu: float | None = None
     problems: list[str] = field(default_factory=list)
@@ -263,10 +273,20 @@ class Watcher:
             return read_quietly(read, lines)
         return list(itertools.islice(read(), lines))
 
+    def _running_tail(self, job_id: str) -> tuple[list[str], float | None]:
+        """A running job's log tail and the time the Jobs API stamped its last line (None when
+        the API gives no times)."""
+        entries = getattr(self.api, "fetch_job_log_entries", None)
+        if entries is None:
+            return self._tail(job_id, LOG_TAIL, running=True), None
+        read = read_quietly(lambda: entries(job_id=job_id, namespace=self.namespace, tail=LOG_TAIL), LOG_TAIL)
+        when = log_time(read[-1][0]) if read else None
+        return [text for _, text in read], when.timestamp() if when is not None else None
+
     def _read_running(self, job: Any) -> _RunningRead:
         read = _RunningRead(job)
         try:
-            read.tail = self._tail(job.id, LOG_TAIL, running=True)
+            read.tail, read.last_output_at = self._running_tail(job.id)
         except Exception as exc:
             read.problems.append(f"log of {job.id}: {_short(exc)}")
         run = jobspec.trackio_run_name(job.id, jobspec.labels_of(job))
@@ -444,7 +464,8 @@ class Watcher:
                 continue  # without its log, a job is neither cleared nor accused
             status = self.detector.observe(
                 job, log_tail=read.tail, step=metrics.step if metrics else None, cpu_pct=read.cpu,
-                now=now, prices=prices,
+                now=now, prices=prices, last_output_at=read.last_output_at,
+                last_step_at=metrics.last_step_at if metrics else None,
             )
             report.stalls.append(status)
             if status.stalled:
