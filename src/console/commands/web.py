@@ -65,6 +65,11 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(f"console web needs textual-serve (the web extra): {INSTALL_HINT}") from None
     _check_backend(cfg, read_only)
 
+    import os
+
+    from console.oncall.notify import CONSUMER_ENV
+
+    os.environ[CONSUMER_ENV] = "web"  # the apps it serves keep their own record of what they showed
     sock = _listen(args.host, args.port)
     token = secrets.token_urlsafe(24)
     port = sock.getsockname()[1]
