@@ -136,3 +136,14 @@ def test_events_sent_before_each_consumer_kept_its_own_record_stay_sent(tmp_path
         assert notifier.send([_event()]) == []
         assert "job_error:j1" not in {e.key for e in notifier.backlog(0.0)}
         assert notifier.send([_event("job_error:j2")])[0].key == "job_error:j2"  # new: given to each
+
+
+def test_a_webhook_added_to_the_config_is_not_sent_the_past(tmp_path, listener):
+    path = tmp_path / "oncall.sqlite"
+    Notifier(OnCallStore(path), NotifySettings(), consumer="tui").send([_event()])
+    added = Notifier(OnCallStore(path), NotifySettings(webhook_url=listener.url + "/new"), consumer="tui")
+    assert added.backlog(0.0) == []
+    added.send([_event(), _event("job_error:j2")])
+    assert added.flush(10)
+    assert [b["key"] for b in listener.bodies("/new")] == ["job_error:j2"]
+    added.close(1)

@@ -260,6 +260,9 @@ async def test_stopping_web_with_sessions_open_ends_every_app_even_a_stuck_one(j
             _, both = await _open_session(served, http, job)
             second = both - first
             assert first and second
+            # each served app keeps the `web` record of the on-call events it showed
+            assert all(b"CONSOLE_ONCALL_CONSUMER=web\0" in Path(f"/proc/{pid}/environ").read_bytes()
+                       for pid in both)
             for pid in second:  # an app that answers nothing: neither the quit message nor SIGTERM
                 os.kill(pid, signal.SIGSTOP)
             served.proc.send_signal(signal.SIGTERM)  # Ctrl-C / systemd stop, with both tabs open

@@ -283,6 +283,8 @@ class Notifier:
         self.consumer = consumer
         """Whose record of what was shown this is: `tui`, `web` or `watch` (see the module docstring)."""
         self.urls = webhook_urls(settings)
+        for url in self.urls:  # a webhook new to this data dir is not sent the past
+            store.start_channel(channel(url), time.time())
         self.webhooks = WebhookSender(float(getattr(settings, "webhook_timeout_s", 5.0)), post=post)
 
     @property

@@ -238,13 +238,26 @@ class OnCallStore:
 
     # -- small facts
 
-    def first_watch_at(self, now: float) -> float:
-        """When this data dir was first watched (set to `now` on the first call)."""
+    def start_channel(self, channel: str, now: float) -> bool:
+        """A webhook channel seen for the first time starts from now: every event found so far
+        counts as given to it (a webhook added to the config is not sent the past). True when it
+        was new."""
         with self._connect() as conn:
-            conn.execute(
-                "INSERT OR IGNORE INTO meta (name, value) VALUES ('first_watch_at', ?)", (repr(now),)
-            )
-            row = conn.execute("SELECT value FROM meta WHERE name = 'first_watch_at'").fetchone()
+            cur = conn.execute("INSERT OR IGNORE INTO meta (name, value) VALUES (?, ?)",
+                               (f"channel:{channel}", repr(now)))
+            if cur.rowcount != 1:
+                return False
+            conn.execute("INSERT OR IGNORE INTO delivered (consumer, key, at) SELECT ?, key, at FROM sent",
+                         (channel,))
+            return True
+
+    def first_watch_at(self, now: float, consumer: str | None = None) -> float:
+        """When this data dir was first watched (by `consumer`, when given: each has its own), set
+        to `now` on the first call."""
+        name = "first_watch_at" if consumer is None else f"first_watch_at:{consumer}"
+        with self._connect() as conn:
+            conn.execute("INSERT OR IGNORE INTO meta (name, value) VALUES (?, ?)", (name, repr(now)))
+            row = conn.execute("SELECT value FROM meta WHERE name = ?", (name,)).fetchone()
         try:
             return float(row[0])
         except (TypeError, ValueError):

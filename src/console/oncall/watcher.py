@@ -28,8 +28,9 @@ A pass (:meth:`Watcher.check`) reads, through the `HfApi` it is given:
 Events are given through a :class:`~console.oncall.notify.Notifier`, once each for good to each
 consumer (this watcher's own, each webhook), with the events other watchers of the data dir found
 that its consumers were not given (a failure only a read-only web tab saw). Ended jobs and alerts
-older than a day before this data dir was first watched are history, not news: a first `console
-watch` on a busy fleet does not replay every failure ever.
+older than a day before this consumer first watched this data dir are history, not news: a first
+`console watch` on a busy fleet does not replay every failure ever (and a webhook added to the
+config starts from then).
 
 Besides the events, the report carries the current picture (:mod:`console.oncall.report`): the
 tenants failing now with why, and the failures of the last 24 hours (:mod:`console.oncall.recent`;
@@ -220,7 +221,9 @@ class Watcher:
         now = self.clock()
         report = WatchReport(at=now)
         prices = self.prices()
-        since = self.store.first_watch_at(now.timestamp()) - self.lookback_s
+        # news: from a day before this consumer first watched the data dir (a `console watch`
+        # started on a fleet a TUI has watched for months is not given months of failures)
+        since = self.store.first_watch_at(now.timestamp(), self.notifier.consumer) - self.lookback_s
         if self.since is not None:
             since = self.since
         jobs = self._jobs(min(since, now.timestamp() - RECENT_S))  # the picture's 24 hours, at least
