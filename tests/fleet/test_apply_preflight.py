@@ -82,7 +82,12 @@ def flags(capsys) -> dict[str, list[str]]:
     return {r["tenant"]: r["flags"] for r in json.loads(out)}
 
 
-def test_each_dataset_is_preflighted_once_per_change_and_a_failed_one_is_flagged(server, tmp_path, capsys):
+def suspended(server) -> dict[str, bool]:
+    return {jobspec.labels_of(sj)["tenant"]: bool(sj.suspend)
+            for sj in server.api.list_scheduled_jobs(namespace=server.namespace)}
+
+
+def test_a_failed_preflight_suspends_its_tenants_schedule_until_a_preflight_passes(server, tmp_path, capsys):
     repo = f"{server.namespace}/globex-chats"
     server.api.create_repo(repo, repo_type="dataset")
     upload_rows(server, repo, ASKS_ONLY)
@@ -91,24 +96,34 @@ def test_each_dataset_is_preflighted_once_per_change_and_a_failed_one_is_flagged
     code, out = cli(capsys, "fleet", "apply", str(path))
     assert code == 1, out
     assert "preflight acme: PASS" in out and "preflight globex: FAILED (ERROR)" in out, out
-    assert "Applied." in out and "Preflight failed for globex" in out
+    assert "invalid_rows: 12 of 12 rows do not fit sft" in out  # why, from the preflight's verdict
+    assert "Applied." in out and "Preflight failed for globex: their schedules are suspended" in out
     assert len(preflight_jobs(server)) == 2
-    assert flags(capsys) == {"acme": [], "globex": ["preflight"]}
+    assert suspended(server) == {"acme": False, "globex": True}  # no GPU minute for data known bad
+    assert flags(capsys) == {"acme": [], "globex": ["suspended", "preflight"]}
+    code, shown = cli(capsys, "fleet", "show")
+    assert "preflight failed (job " in shown and "invalid_rows: 12 of 12" in shown, shown
+    assert "suspended until a preflight passes" in shown
     stored = json.loads((paths.data_dir() / "preflight.json").read_text())
     assert sorted(v["passed"] for v in stored.values()) == [False, True]
 
-    # nothing changed: no job is run again, the stored outcome is said again
+    # nothing changed: no job is run again, the stored outcome is said again, it stays suspended
     code, out = cli(capsys, "fleet", "apply", str(path))
     assert code == 1 and "Nothing to do" in out, out
     assert "preflight acme: PASS, dataset unchanged since its preflight" in out
     assert len(preflight_jobs(server)) == 2
+    code, out = cli(capsys, "fleet", "apply", "--dry-run", str(path))
+    assert "Nothing to do" in out, out  # the dry run holds it too
+    assert suspended(server) == {"acme": False, "globex": True}
 
-    # the dataset is fixed (a new commit of the repo): only it is checked again, and the flag goes
+    # the dataset is fixed (a new commit of the repo): only it is checked again; the schedule resumes
     upload_rows(server, repo, ANSWERED)
     code, out = cli(capsys, "fleet", "apply", str(path))
     assert code == 0, out
     assert "preflight globex: PASS, dataset preflight" in out
+    assert "suspend True -> False" in out
     assert len(preflight_jobs(server)) == 3
+    assert suspended(server) == {"acme": False, "globex": False}
     assert flags(capsys) == {"acme": [], "globex": []}
 
 

@@ -208,6 +208,27 @@ def test_suspending_and_resuming_a_tenant_only_flips_its_schedule(folder):
     assert api.calls == [("resume", "sj-acme")]
 
 
+def test_a_tenant_held_by_its_preflight_is_created_or_kept_suspended_and_resumes_once_released(folder):
+    f = fleet(folder)
+    why = {"globex": "preflight failed: invalid_rows: 12 of 12 rows do not fit sft"}
+    plan = plan_apply(f, [], held=why)
+    assert [(a.tenant, a.suspend) for a in plan.actions] == [("acme", False), ("globex", True)]
+    assert plan.lines()[1].startswith("+ create  globex: 30 3 * * 1 on t4-small")
+    assert "suspended (preflight failed: invalid_rows: 12 of 12 rows do not fit sft)" in plan.lines()[1]
+    api = Api()
+    apply_plan(api, plan, namespace="oncall")
+    assert [c[2] for c in api.calls] == [False, True]
+
+    (action,) = plan_apply(f, applied(f), held=why).actions  # running: suspended, saying why
+    assert action.schedule_only and action.suspend and action.tenant == "globex"
+    assert action.changes == ["suspend False -> True (preflight failed: invalid_rows: 12 of 12 rows do not fit sft)"]
+    held_fleet = fleet(folder, globex__suspend=True)
+    assert plan_apply(f, applied(held_fleet), held=why).empty  # held and suspended: nothing to do
+    (action,) = plan_apply(f, applied(held_fleet)).actions  # released: the file's word again
+    assert action.changes == ["suspend True -> False"] and not action.suspend
+    assert plan_apply(held_fleet, applied(held_fleet)).empty  # the file says suspended: stays so
+
+
 def test_a_schedule_and_a_flavor_change_replace_the_job(folder):
     before = fleet(folder)
     f = fleet(folder, acme__schedule="0 5 * * *", acme__flavor="l4x1")

@@ -44,3 +44,28 @@ def test_console_incident_prints_where_the_bundle_is(server, backend, capsys, tm
     assert path.parent == tmp_path / "out" and "hello" in path.read_text(encoding="utf-8")
     assert main(["incident", "nosuchjob"]) == 2
     assert "no job 'nosuchjob' in namespace 'pager'" in capsys.readouterr().err
+
+
+def test_console_incident_takes_a_tenant_and_writes_its_newest_failed_job(server, backend, capsys, tmp_path):
+    save(Config(namespace=NAMESPACE, endpoint=server.url), os.environ["CONSOLE_CONFIG"])
+    older = run_python(backend, "raise SystemExit('older failure')", tenant="wayne")
+    assert wait_stage(backend, older.id) == "ERROR"
+    newer = run_python(backend, "raise SystemExit('newest failure')", tenant="wayne")
+    assert wait_stage(backend, newer.id) == "ERROR"
+    passed = run_python(backend, "print('fine')", tenant="wayne")  # newest of all, but it passed
+    assert wait_stage(backend, passed.id) == "COMPLETED"
+    other = run_python(backend, "raise SystemExit('not wayne')", tenant="stark")
+    assert wait_stage(backend, other.id) == "ERROR"
+
+    assert main(["incident", "wayne", "--out", str(tmp_path / "out")]) == 0
+    [printed] = capsys.readouterr().out.splitlines()
+    path = Path(printed)
+    assert path.name.startswith(newer.id)
+    assert "newest failure" in path.read_text(encoding="utf-8")
+
+    assert main(["incident", "no-such-tenant"]) == 2
+    assert "no tenant 'no-such-tenant' in namespace 'pager'" in capsys.readouterr().err
+    ok = run_python(backend, "print('fine')", tenant="umbrella")
+    assert wait_stage(backend, ok.id) == "COMPLETED"
+    assert main(["incident", "umbrella"]) == 2
+    assert "tenant 'umbrella' has no failed job" in capsys.readouterr().err

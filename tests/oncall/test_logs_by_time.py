@@ -52,7 +52,10 @@ def test_watch_since_takes_failures_from_then_on_as_news(server, backend, capsys
     assert wait_stage(backend, job.id) == "ERROR"
     time.sleep(2.5)
     assert main(["watch", "--once", "--json", "--since", datetime.now(UTC).strftime("%H:%M:%S")]) == 0
-    assert capsys.readouterr().out.strip() == ""  # it failed before then: history
+    [status] = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert status["event"] == "status"  # it failed before then: history, no event; the picture says it
+    [failing] = status["failing_tenants"]
+    assert failing["job_id"] == job.id and failing["reason"] == "ZeroDivisionError: division by zero"
     assert main(["watch", "--once", "--json", "--since", "1h"]) == 0
     events = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [e["job_id"] for e in events if e["event"] == "job_error"] == [job.id]

@@ -101,3 +101,49 @@ def test_escapes_carry_no_job_controlled_sequence_and_pass_through_tmux():
     copied = escapes.osc52("/data/incidents/j1.md")
     assert copied == "\x1b]52;c;" + base64.b64encode(b"/data/incidents/j1.md").decode() + "\x07"
     assert escapes.osc52("x" * 100_000) is None
+
+
+def test_each_consumer_and_each_webhook_keeps_its_own_record(tmp_path, listener):
+    settings = NotifySettings(webhook_url=listener.url + "/hook")
+    path = tmp_path / "oncall.sqlite"
+    web = Notifier(OnCallStore(path), settings, consumer="web")
+    assert web.send([_event()]) == [_event()]
+    assert web.flush(10) and len(listener.posts) == 1
+    watch = Notifier(OnCallStore(path), settings, consumer="watch")
+    assert watch.send([_event()]) == [_event()]  # shown by the web tab: still news to `watch`
+    assert watch.flush(10) and len(listener.posts) == 1  # the webhook was given it once
+    assert watch.send([_event()]) == [] and Notifier(OnCallStore(path), settings, consumer="web").send([_event()]) == []
+    # what a watcher found that `tui` was not given comes to it though the tui no longer finds it
+    tui = Notifier(OnCallStore(path), settings, consumer="tui")
+    assert [e.key for e in tui.backlog(0.0)] == ["job_error:j1"]
+    assert tui.backlog(0.0, found={"job_error:j1"}) == [] and tui.backlog(_event().at + 1) == []
+    for n in (web, watch, tui):
+        n.close(1)
+
+
+def test_events_sent_before_each_consumer_kept_its_own_record_stay_sent(tmp_path):
+    import sqlite3
+
+    path = tmp_path / "oncall.sqlite"
+    with sqlite3.connect(path) as conn:  # an on-call file of schema 1: one `sent` for everyone
+        conn.execute("CREATE TABLE sent (key TEXT PRIMARY KEY, kind TEXT NOT NULL, job_id TEXT, "
+                     "at REAL NOT NULL, payload TEXT NOT NULL)")
+        conn.execute("INSERT INTO sent VALUES ('job_error:j1', 'job_error', 'j1', 1800000000.0, '{}')")
+        conn.execute("PRAGMA user_version = 1")
+    conn.close()
+    for consumer in ("tui", "web", "watch"):
+        notifier = Notifier(OnCallStore(path), NotifySettings(), consumer=consumer)
+        assert notifier.send([_event()]) == []
+        assert "job_error:j1" not in {e.key for e in notifier.backlog(0.0)}
+        assert notifier.send([_event("job_error:j2")])[0].key == "job_error:j2"  # new: given to each
+
+
+def test_a_webhook_added_to_the_config_is_not_sent_the_past(tmp_path, listener):
+    path = tmp_path / "oncall.sqlite"
+    Notifier(OnCallStore(path), NotifySettings(), consumer="tui").send([_event()])
+    added = Notifier(OnCallStore(path), NotifySettings(webhook_url=listener.url + "/new"), consumer="tui")
+    assert added.backlog(0.0) == []
+    added.send([_event(), _event("job_error:j2")])
+    assert added.flush(10)
+    assert [b["key"] for b in listener.bodies("/new")] == ["job_error:j2"]
+    added.close(1)

@@ -218,6 +218,84 @@ async def test_web_refuses_a_request_without_the_token_and_serves_the_read_only_
     assert not any(Path(f"/proc/{pid}").exists() for pid in apps)
 
 
+def _descendants(pid: int) -> set[int]:
+    """Every process under `pid` (children, their children, ...), from /proc."""
+    parents: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parents[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+    found: set[int] = set()
+    todo = [pid]
+    while todo:
+        parent = todo.pop()
+        for child, ppid in parents.items():
+            if ppid == parent and child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"  # a zombie has ended (its parent, gone, will never reap it)
+
+
+async def _open_session(web: WebConsole, http, job) -> tuple[object, set[int]]:
+    ws = await http.ws_connect("ws" + web.base[len("http"):] + "ws?width=120&height=32")
+    await WsScreen(ws, 120, 32).wait_for(lambda s: job.id[:8] in s, "the jobs tab with the job")
+    return ws, _descendants(web.proc.pid)
+
+
+async def test_stopping_web_with_sessions_open_ends_every_app_even_a_stuck_one(job):
+    served = WebConsole()
+    try:
+        async with aiohttp.ClientSession(cookie_jar=_jar()) as http:
+            assert await _status(http, served.url) == 200
+            _, first = await _open_session(served, http, job)
+            _, both = await _open_session(served, http, job)
+            second = both - first
+            assert first and second
+            # each served app keeps the `web` record of the on-call events it showed
+            assert all(b"CONSOLE_ONCALL_CONSUMER=web\0" in Path(f"/proc/{pid}/environ").read_bytes()
+                       for pid in both)
+            for pid in second:  # an app that answers nothing: neither the quit message nor SIGTERM
+                os.kill(pid, signal.SIGSTOP)
+            served.proc.send_signal(signal.SIGTERM)  # Ctrl-C / systemd stop, with both tabs open
+            assert served.proc.wait(60) == 0
+            deadline = time.monotonic() + 30
+            while any(_alive(pid) for pid in both) and time.monotonic() < deadline:
+                await asyncio.sleep(0.1)
+            assert [pid for pid in both if _alive(pid)] == []
+    finally:
+        for pid in _descendants(served.proc.pid) if served.proc.poll() is None else ():
+            os.kill(pid, signal.SIGKILL)
+        served.stop()
+
+
+async def test_an_app_ends_when_web_is_killed_outright(job):
+    served = WebConsole()
+    apps: set[int] = set()
+    try:
+        async with aiohttp.ClientSession(cookie_jar=_jar()) as http:
+            assert await _status(http, served.url) == 200
+            _, apps = await _open_session(served, http, job)
+            served.proc.kill()  # SIGKILL: no shutdown runs in `console web`
+            served.proc.wait(30)
+            deadline = time.monotonic() + 30
+            while any(_alive(pid) for pid in apps) and time.monotonic() < deadline:
+                await asyncio.sleep(0.1)
+            assert [pid for pid in apps if _alive(pid)] == []
+    finally:
+        for pid in apps:
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
 async def test_web_write_serves_an_app_that_can_change_things(job):
     served = WebConsole("--write")
     try:

@@ -8,8 +8,10 @@ fails is refused, nothing is applied) and prints the plan (create / change / rem
 stops there. Then it runs the CPU dataset preflight (~$0.01 a dataset on HF Jobs) of every tenant
 whose dataset changed since its last preflight (`<data dir>/preflight.json` remembers each
 dataset's content hash and result), applies the plan, and exits 1 when a preflight failed: that
-tenant's schedule is flagged `preflight` in `fleet show` and the Fleet tab. Applying the same file
-twice changes nothing. Refused in read-only mode (except `--dry-run`).
+tenant's schedule is created or kept suspended (no GPU minute bills for data known bad), flagged
+`preflight` with why in `fleet show` and the Fleet tab, and it resumes at the apply whose
+preflight of its changed dataset passes (unless the file says `suspend = true`). Applying the same
+file twice changes nothing. Refused in read-only mode (except `--dry-run`).
 """
 
 from __future__ import annotations
@@ -60,7 +62,7 @@ def _api_error(exc: Exception) -> str:
 def run_apply(args: argparse.Namespace) -> int:
     from console.commands._common import CommandError, load_config
     from console.fleet import FleetFileError, PlanRefused, apply_plan, desired_request, load_fleet_file, plan_apply
-    from console.fleet.preflight import local_problem, run_preflights
+    from console.fleet.preflight import held, local_problem, run_preflights, stored_results
     from console.jobspec import default_destination
     from console.ship import BaseModelCheck
 
@@ -86,8 +88,9 @@ def run_apply(args: argparse.Namespace) -> int:
         except Exception as exc:  # noqa: BLE001 (any API failure is reported, not raised)
             raise CommandError(f"cannot list scheduled jobs: {_api_error(exc)}") from None
         destination = default_destination(cfg.defaults.hub_model_id, backend.kind, backend.namespace)
-        try:
-            plan = plan_apply(
+
+        def planned(held=None):
+            return plan_apply(
                 fleet,
                 scheduled,
                 backend_kind=backend.kind,
@@ -100,21 +103,25 @@ def run_apply(args: argparse.Namespace) -> int:
                 datasets_cache=cfg.defaults.datasets_cache,
                 base_models=BaseModelCheck(backend.api) if backend.kind == "hub" else None,
                 datasets=local_problem,
+                held=held,
             )
+
+        try:
+            plan = planned()  # a refused tenant stops everything here, before any preflight job
         except PlanRefused as exc:
             lines = "\n".join(f"  - {p}" for p in exc.problems)
             count = len(exc.problems)
             raise CommandError(f"{args.file}: nothing applied, {count} tenant(s) refused:\n{lines}") from None
-        for line in plan.lines():
-            print(line)
         failed = []
+        requests = [
+            desired_request(t, fleet, backend_kind=backend.kind, trackio_project=cfg.trackio.project,
+                            trackio_space_id=cfg.trackio.space_id, hub_model_id=destination,
+                            datasets_cache=cfg.defaults.datasets_cache)
+            for t in fleet.tenants
+        ]  # fmt: skip
+        if args.dry_run and not args.no_preflight:  # held as the last preflights of unchanged data say
+            plan = planned(held(stored_results(backend.api, requests)))
         if not args.dry_run and not args.no_preflight:
-            requests = [
-                desired_request(t, fleet, backend_kind=backend.kind, trackio_project=cfg.trackio.project,
-                                trackio_space_id=cfg.trackio.space_id, hub_model_id=destination,
-                                datasets_cache=cfg.defaults.datasets_cache)
-                for t in fleet.tenants
-            ]  # fmt: skip
             build = dict(backend_kind=backend.kind, timeout_buffer=cfg.defaults.timeout_buffer,
                          timeout_overhead_s=cfg.defaults.timeout_overhead_s, token=token)  # fmt: skip
             try:
@@ -122,6 +129,9 @@ def run_apply(args: argparse.Namespace) -> int:
             except Exception as exc:  # noqa: BLE001
                 raise CommandError(f"preflight stopped, nothing applied: {_api_error(exc)}") from None
             failed = [r.tenant for r in results if not r.passed]
+            plan = planned(held(results))  # a tenant whose data failed keeps its schedule suspended
+        for line in plan.lines():
+            print(line)
         if args.dry_run or plan.empty:
             if plan.empty:
                 print("Nothing to do: the scheduled jobs match the fleet file.")
@@ -132,7 +142,8 @@ def run_apply(args: argparse.Namespace) -> int:
                 raise CommandError(f"apply stopped: {_api_error(exc)}") from None
             print("Applied.")
         if failed:
-            print(f"Preflight failed for {', '.join(failed)}: flagged; their scheduled runs will fail on this data.")
+            print(f"Preflight failed for {', '.join(failed)}: their schedules are suspended (no run bills for data "
+                  "known bad) until a preflight of a changed dataset passes.")
             return 1
         return 0
     finally:
@@ -146,20 +157,23 @@ def run_show(args: argparse.Namespace) -> int:
 
     cfg = load_config(args)
     backend = _connect(cfg, acting=False)
+    from datetime import UTC, datetime
+
+    from console.config import price_book
+    from console.fleet.preflight import failure_reason
+
+    now = datetime.now(UTC)
     try:
         try:
             scheduled = list(backend.api.list_scheduled_jobs(namespace=backend.namespace))
             jobs = list(backend.api.list_jobs(namespace=backend.namespace))
         except Exception as exc:  # noqa: BLE001
             raise CommandError(f"cannot read the fleet: {_api_error(exc)}") from None
+        rows = derive_fleet(scheduled, jobs, now=now, prices=price_book(cfg))
+        held = {r.tenant: failure_reason(backend.api, r.preflight_job_id, backend.namespace) or "see its log"
+                for r in rows if r.preflight_failed and r.preflight_job_id}  # why each is held: few
     finally:
         backend.close()
-    from datetime import UTC, datetime
-
-    now = datetime.now(UTC)
-    from console.config import price_book
-
-    rows = derive_fleet(scheduled, jobs, now=now, prices=price_book(cfg))
     if args.json:
         print(
             _json.dumps(
@@ -181,6 +195,8 @@ def run_show(args: argparse.Namespace) -> int:
                         "cost_per_run_usd": r.cost_per_run,
                         "monthly_usd": r.monthly_usd,
                         "flags": r.flags,
+                        "preflight_job_id": r.preflight_job_id,
+                        "preflight_reason": held.get(r.tenant),
                     }
                     for r in rows
                 ],
@@ -203,6 +219,9 @@ def run_show(args: argparse.Namespace) -> int:
             f"{format_cost(r.cost_per_run):>7} {format_cost(r.monthly_usd):>8}  "
             f"{','.join(r.flags)}"
         )
+        if r.tenant in held:
+            print(f"{'':<12} preflight failed (job {r.preflight_job_id}): {held[r.tenant]}"
+                  + ("; suspended until a preflight passes" if r.suspended else ""))
     queue = queue_line(scheduling_queue((job_row(j, now=now) for j in jobs), now), now)
     if queue:  # what waits for a machine, per flavor: `3 waiting: 2 on h200x8 since 03:14 (12h 5m)`
         print(f"\nSCHEDULING: {queue}")

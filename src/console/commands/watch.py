@@ -4,10 +4,17 @@ systemd unit.
 Each pass (every `--interval` seconds; `--once` for one) reads the backend and sends, once each
 for good, the events the `[notify]` config routes: a job that ended ERROR or on its timeout (with
 why), a stalled job still billing, a job that will hit its timeout first, a job stuck in
-SCHEDULING, a Trackio ERROR alert, the month's projection over `monthly_budget_usd`. Text mode
-prints each event as one line and a status line when it changes (with the queue per flavor);
-`--json` prints each event as one JSON object per line and nothing else on stdout. The bell
-and desktop notifications go to stderr.
+SCHEDULING, a Trackio ERROR alert, the month's projection over `monthly_budget_usd`. What
+`console watch` was given is its own record: an event a TUI or a `console web` tab showed is
+still printed here (and each webhook keeps its own record too).
+
+Text mode prints each event as one line, then the current picture when it changes (each pass
+with --once): the tenants failing now with why, stalls, overruns, jobs stuck in SCHEDULING,
+failing schedules, stale live adapters, the failures of the last 24 hours, and a status line
+(with the queue per flavor). `--json` prints each event as one JSON object per line, then the
+picture as one object, `"event": "status"` (`failing_tenants`, `failures_24h`, `stalled`,
+`overruns`, `queue`, `failing_schedules`, `stale_live`, ...), and nothing else on stdout. The
+bell and desktop notifications go to stderr.
 
 It never starts a Jobs server: with none running it says so in one line (and, without --once,
 waits for one).
@@ -31,7 +38,8 @@ def register(sub, add_common) -> None:
     )
     add_common(p)
     p.add_argument("--once", action="store_true", help="one pass, then exit")
-    p.add_argument("--json", action="store_true", help="events as JSON, one object per line")
+    p.add_argument("--json", action="store_true",
+                   help="events as JSON, one object per line, then the picture as one status object")
     p.add_argument("--interval", type=float, default=30.0, metavar="SECONDS",
                    help="seconds between passes (default 30)")
     p.add_argument("--since", metavar="WHEN",
@@ -68,7 +76,7 @@ def _watcher(cfg, backend, since=None):
     trackio_dir = backend.trackio_dir
     reader = LocalTrackioReader(trackio_dir) if trackio_dir is not None else reader_for(cfg, backend.kind)
     return Watcher(backend.api, cfg, namespace=backend.namespace, backend_kind=backend.kind,
-                   reader=reader, write=_write_terminal, since=since)
+                   reader=reader, write=_write_terminal, since=since, consumer="watch")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -108,10 +116,14 @@ def run(args: argparse.Namespace) -> int:
                 continue
             for event in report.events:
                 _emit(_json.dumps(event.to_dict(), default=str) if args.json else event.line())
-            status = report.line()
-            if not args.json and status != last_status:
-                _emit(f"watch: {status}")
-                last_status = status
+            picture = report.picture() + [f"watch: {report.line()}"]
+            if picture != last_status:
+                if args.json:
+                    _emit(_json.dumps(report.status(), default=str))
+                else:
+                    for line in picture:
+                        _emit(line if line.startswith("watch: ") else f"watch: {line}")
+                last_status = picture
             if args.once:  # the webhooks of this pass are sent before the process ends
                 watcher.notifier.flush(2 * float(cfg.notify.webhook_timeout_s) + 2)
             for failure in watcher.notifier.failures[-3:]:

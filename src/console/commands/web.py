@@ -6,12 +6,17 @@ otherwise (a warning then: anyone who can reach that address and has the URL dri
 Every start makes a new random token and prints the URL with it once; a request without it
 (the page, its scripts, the app's websocket) is answered 403. The served app is read-only (every
 action that changes anything is refused, as with `console --read-only`) unless `--write` is given.
-Ctrl-C stops it, and with it the apps it serves.
+Ctrl-C (or a SIGTERM) stops it, and with it the apps it serves: each is asked to quit, then, if
+still there after `QUIT_GRACE_S`, sent SIGTERM and then SIGKILL, with every process it started
+(each app runs in a process group of its own). On Linux an app also gets SIGTERM when `console
+web` itself dies without a word (SIGKILL): nothing it served outlives it.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
 from typing import Any
 
@@ -19,6 +24,10 @@ TOKEN_PARAM = "token"
 """The URL's query parameter that carries the token."""
 INSTALL_HINT = "pip install 'textual-serve>=1.1,<2'"
 """What installs textual-serve, as the console's `web` extra pins it (pyproject.toml)."""
+QUIT_GRACE_S = 3.0
+"""When `console web` stops, how long its apps have to quit on their own before SIGTERM."""
+TERM_GRACE_S = 2.0
+"""And how long after SIGTERM before SIGKILL."""
 
 
 def register(subparsers, add_common) -> None:
@@ -56,6 +65,11 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(f"console web needs textual-serve (the web extra): {INSTALL_HINT}") from None
     _check_backend(cfg, read_only)
 
+    import os
+
+    from console.oncall.notify import CONSUMER_ENV
+
+    os.environ[CONSUMER_ENV] = "web"  # the apps it serves keep their own record of what they showed
     sock = _listen(args.host, args.port)
     token = secrets.token_urlsafe(24)
     port = sock.getsockname()[1]
@@ -80,7 +94,7 @@ def app_command(config: str | None, *, read_only: bool) -> str:
         argv += ["--config", os.path.abspath(os.path.expanduser(config))]
     if read_only:
         argv.append("--read-only")
-    return shlex.join(argv)
+    return "exec " + shlex.join(argv)  # the shell becomes the app: its signals reach the app
 
 
 def url_for(host: str, port: int, token: str) -> str:
@@ -145,10 +159,92 @@ def _listen(host: str, port: int) -> Any:
     return sock
 
 
+def _die_with_parent() -> None:
+    """In a served app's process, before it runs: SIGTERM when `console web` dies (Linux)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except Exception:  # noqa: BLE001 - not Linux: the shutdown below still ends the apps
+        pass
+
+
+def _signal_group(pid: int, sig: int) -> None:
+    try:
+        os.killpg(pid, sig)  # each app leads its own group (start_new_session)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _served_app_class(base: type) -> type:
+    """textual-serve's `AppService`, its app started in a process group of its own (so that what
+    the app starts ends with it) and kept in `live` until it has exited."""
+    import asyncio
+
+    class ServedApp(base):
+        live: set[Any] = set()
+        """The app processes started and not yet reaped (the asyncio `Process`es)."""
+
+        async def _open_app_process(self, width: int = 80, height: int = 24) -> Any:
+            environment = self._build_environment(width=width, height=height)
+            self._process = process = await asyncio.create_subprocess_shell(
+                self.command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE, env=environment, start_new_session=True,
+                preexec_fn=_die_with_parent,
+            )
+            self._stdin = process.stdin
+            ServedApp.live.add(process)
+            process_done = asyncio.ensure_future(process.wait())
+            process_done.add_done_callback(lambda _: ServedApp.live.discard(process))
+            return process
+
+    return ServedApp
+
+
+async def end_apps(live: set[Any], *, quit_s: float = QUIT_GRACE_S, term_s: float = TERM_GRACE_S) -> None:
+    """Wait up to `quit_s` for the app processes in `live` to exit (each was asked to quit), then
+    SIGTERM their process groups, and after `term_s` more SIGKILL them."""
+    import asyncio
+
+    async def wait(seconds: float) -> None:
+        deadline = asyncio.get_running_loop().time() + seconds
+        while any(p.returncode is None for p in live) and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.05)
+
+    await wait(quit_s)
+    for sig, seconds in ((signal.SIGTERM, term_s), (signal.SIGKILL, 5.0)):
+        left = [p for p in live if p.returncode is None]
+        if not left:
+            return
+        for process in left:
+            _signal_group(process.pid, sig)
+        await wait(seconds)
+
+
+async def end_session(service: Any) -> None:
+    """A browser session is over: its app is asked to quit (textual-serve's `stop`, which waits
+    for the app's output to end, for `QUIT_GRACE_S` at most), then ended (`end_apps`)."""
+    import asyncio
+
+    try:
+        await asyncio.wait_for(service.stop(), QUIT_GRACE_S)
+    except Exception:  # noqa: BLE001 - a timeout included: an app that does not answer is ended below
+        pass
+    process = service._process
+    if process is not None and process.returncode is None:
+        await end_apps({process}, quit_s=0.5)
+
+
 def _make_server(server_cls: type, web: Any, command: str, *, host: str, port: int, token: str) -> Any:
-    """textual-serve's server with the token checked on every request."""
+    """textual-serve's server with the token checked on every request, whose apps end with it."""
+    import asyncio
     import hmac
     from urllib.parse import urlsplit
+
+    from textual_serve.app_service import AppService
+    from textual_serve.server import to_int
+
+    ServedApp = _served_app_class(AppService)
 
     cookie = f"console-web-{port}"  # cookies are not kept per port: each server its own name
 
@@ -183,6 +279,39 @@ def _make_server(server_cls: type, web: Any, command: str, *, host: str, port: i
         async def on_startup(self, app: Any) -> None:  # the URL is printed once, by `run`
             return None
 
+        async def on_shutdown(self, app: Any) -> None:
+            services = list(self.sessions)
+            for service in services:  # each app asked to quit, all at once
+                if service._process is not None and service._process.returncode is None:
+                    await service.send_meta({"type": "quit"})
+            await end_apps(ServedApp.live)
+
+        async def handle_websocket(self, request: Any) -> Any:
+            # textual-serve's, with ServedApp for AppService and each session kept in `sessions`
+            websocket = web.WebSocketResponse(heartbeat=15)
+            width = to_int(request.query.get("width", "80"), 80)
+            height = to_int(request.query.get("height", "24"), 24)
+            service = None
+            try:
+                await websocket.prepare(request)
+                service = ServedApp(self.command, write_bytes=websocket.send_bytes,
+                                    write_str=websocket.send_str, close=websocket.close,
+                                    download_manager=self.download_manager, debug=self.debug)
+                self.sessions.add(service)
+                await service.start(width, height)
+                await self._process_messages(websocket, service)
+            except asyncio.CancelledError:
+                await websocket.close()
+            except Exception as error:  # noqa: BLE001 - as textual-serve: logged, the socket closes
+                import logging
+
+                logging.getLogger("textual-serve").exception(error)
+            finally:
+                if service is not None:
+                    self.sessions.discard(service)
+                    await end_session(service)
+            return websocket
+
         def serve_on(self, sock: Any) -> None:
             import asyncio
             import signal
@@ -191,7 +320,14 @@ def _make_server(server_cls: type, web: Any, command: str, *, host: str, port: i
             asyncio.set_event_loop(loop)
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.add_signal_handler(sig, self.request_exit)
-            web.run_app(self._make_app(), sock=sock, handle_signals=False, loop=loop, print=None,
-                        access_log=None, shutdown_timeout=5)
+            try:
+                web.run_app(self._make_app(), sock=sock, handle_signals=False, loop=loop, print=None,
+                            access_log=None, shutdown_timeout=5)
+            finally:
+                for process in list(ServedApp.live):  # what the shutdown could not end
+                    if process.returncode is None:
+                        _signal_group(process.pid, signal.SIGKILL)
 
-    return TokenServer(command, host=host, port=port, title="console")
+    server = TokenServer(command, host=host, port=port, title="console")
+    server.sessions = set()
+    return server

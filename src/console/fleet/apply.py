@@ -48,6 +48,7 @@ class Action:
             return (
                 f"+ create  {self.tenant}: {self.schedule} on {sub.flavor}, "
                 f"timeout {sub.timeout_seconds}s, ~${sub.estimate_usd:.2f}/run"
+                + (f", {'; '.join(self.changes)}" if self.changes else "")
                 + (f"\n            timeout {sub.timeout_rule}" if sub.timeout_rule else "")
             )
         if self.op == "change":
@@ -183,6 +184,7 @@ def plan_apply(
     datasets_cache: str | None = None,
     base_models: Callable[[TrainingRequest], str | None] | None = None,
     datasets: Callable[[TrainingRequest], str | None] | None = None,
+    held: Mapping[str, str] | None = None,
 ) -> ApplyPlan:
     """The actions that make the env's console scheduled jobs match the fleet file.
 
@@ -192,7 +194,11 @@ def plan_apply(
     is a run on HF Jobs with nowhere to push. `base_models` (the hub backend's
     `console.ship.BaseModelCheck`) says why a tenant's base model cannot be trained on, and
     `datasets` (`console.fleet.preflight.local_problem`, the validator on a local file) why its
-    dataset cannot: that tenant is refused too, before anything is sent."""
+    dataset cannot: that tenant is refused too, before anything is sent. `held` (tenant -> why:
+    `console.fleet.preflight.held`, its dataset failed its preflight) keeps a tenant's schedule
+    suspended whatever the file says (created suspended, or suspended), and once it is no longer
+    held the file's `suspend` holds again (a passing preflight resumes it)."""
+    held = dict(held or {})
     scheduled = list(scheduled)
     listed = {t.id for t in fleet.tenants}
     others = [r for sj in scheduled if (r := jobspec.read_request(sj)) is not None and r.tenant not in listed]
@@ -209,6 +215,9 @@ def plan_apply(
     unchanged: list[str] = []
     refused: list[str] = []
     for tenant in fleet.tenants:
+        why_held = held.get(tenant.id)
+        if why_held and not tenant.suspend:
+            tenant = replace(tenant, suspend=True)
         try:
             sub = desired_submission(
                 tenant,
@@ -238,7 +247,8 @@ def plan_apply(
         found = existing.pop(tenant.id, [])
         if not found:
             actions.append(
-                Action("create", tenant.id, tenant.schedule, submission=sub, suspend=tenant.suspend)
+                Action("create", tenant.id, tenant.schedule, submission=sub, suspend=tenant.suspend,
+                       changes=[f"suspended ({why_held})"] if why_held else [])
             )
             continue
         # the schedule that already matches is kept (a replacement whose old copy could not be
@@ -262,6 +272,8 @@ def plan_apply(
         if not changes:
             unchanged.append(tenant.id)
             continue
+        if why_held:
+            changes = [f"{c} ({why_held})" if c.startswith("suspend") else c for c in changes]
         schedule_only = all(c.startswith(("schedule", "suspend")) for c in changes)
         actions.append(
             Action(

@@ -58,7 +58,9 @@ class TenantRow:
     stale: bool = False
     preflight_failed: bool = False
     """The tenant's last dataset preflight job (`fleet apply`'s or the submit form's) failed: its
-    scheduled runs will fail on this data."""
+    scheduled runs would fail on this data (`fleet apply` keeps its schedule suspended)."""
+    preflight_job_id: str | None = None
+    """The tenant's last dataset preflight job (why it failed: `fleet.preflight.failure_reason`)."""
     request: TrainingRequest | None = None
 
     @property
@@ -202,6 +204,7 @@ def derive_fleet(
         if tenant in rows:
             row = rows[tenant]
             row.preflight_failed = job.status.stage == "ERROR"
+            row.preflight_job_id = job.id
     for row in rows.values():
         row.stale = _is_stale(row, now)
     return sorted(rows.values(), key=lambda r: (r.is_builder, r.tenant))

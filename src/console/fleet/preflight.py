@@ -7,9 +7,12 @@ dataset it fails refuses the tenant. :func:`run_preflights` then runs the CPU pr
 (`jobspec.preflight_request`, on `jobspec.PREFLIGHT_FLAVOR`) for every tenant whose dataset changed
 since its last preflight, all at once, and waits for them. What a dataset was checked as is kept in
 ``<data dir>/preflight.json`` (its content hash: a local file's SHA-256, a Hub dataset's commit;
-the outcome; the job), so an unchanged dataset is not checked again. A preflight that failed is
-also the fleet row's `preflight` flag (`console.fleet.derive`, from the tenant's last preflight
-job), so `fleet show` and the Fleet tab say which schedules will fail.
+the outcome, why it failed as its `VERDICT: FAIL` line says; the job), so an unchanged dataset is
+not checked again. A tenant whose preflight failed is held (:func:`held`): `fleet apply` keeps its
+schedule suspended, so no GPU minute is billed to refuse data known bad, until a later preflight
+(of a changed dataset) passes. A failed preflight is also the fleet row's `preflight` flag
+(`console.fleet.derive`, from the tenant's last preflight job), so `fleet show` and the Fleet tab
+say which schedules are held, and why (:func:`failure_reason`).
 
 Imports console.jobspec, console.ship and console.paths; the ``HfApi`` comes from the caller. No
 Textual, no console.ui or console.server, no training stack (the validator runs as a subprocess).
@@ -101,14 +104,49 @@ class PreflightResult:
     job_id: str | None
     stage: str
     cached: bool  # the dataset was unchanged: the stored result, no job run
+    reason: str | None = None
+    """Why it failed, as the preflight job's `VERDICT: FAIL` line says (None: passed, or unknown)."""
 
     def line(self) -> str:
         how = "unchanged since its preflight" if self.cached else "preflight"
         job = f" (job {self.job_id})" if self.job_id else ""
         if self.passed:
             return f"  preflight {self.tenant}: PASS, dataset {how}{job}"
+        why = f": {self.reason}" if self.reason else " (see the job's log)"
         return (f"  preflight {self.tenant}: FAILED ({self.stage}){job}: dataset {self.dataset} "
-                "does not train; its schedule is flagged (see the job's log)")  # fmt: skip
+                f"does not train{why}; its schedule is suspended until a preflight passes")  # fmt: skip
+
+
+def failure_reason(api: Any, job_id: str, namespace: str | None = None) -> str | None:
+    """What a finished preflight job's `VERDICT: FAIL <code>: <reason>` line says, else its status
+    message; None when neither says anything (or its log cannot be read)."""
+    from console.fleet.outcome import parse_outcome
+
+    try:
+        tail = list(api.fetch_job_logs(job_id=job_id, namespace=namespace, follow=False, tail=50))
+    except Exception:  # noqa: BLE001 - the log is gone or unreadable: the status may still say
+        tail = []
+    reason = parse_outcome(tail).fail_reason
+    if reason:
+        return " ".join(_plain(reason).split())[:300]
+    try:
+        message = api.inspect_job(job_id=job_id, namespace=namespace).status.message
+    except Exception:  # noqa: BLE001
+        return None
+    return " ".join(_plain(str(message)).split())[:300] if message else None
+
+
+def _plain(text: str) -> str:
+    """Log text as plain text: no escape sequence or control character reaches a terminal."""
+    import re
+
+    return re.sub(r"\x1b\[[0-9;?]*[ -/]*[@-~]|[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069]", " ", text)
+
+
+def held(results: Iterable[PreflightResult]) -> dict[str, str]:
+    """tenant -> why, for each tenant whose dataset failed its preflight: its schedule is held
+    suspended (`fleet.apply.plan_apply`'s `held`) until a preflight passes."""
+    return {r.tenant: f"preflight failed: {r.reason or r.stage}" for r in results if not r.passed}
 
 
 def _load(path: Path) -> dict[str, Any]:
@@ -123,6 +161,22 @@ def _save(path: Path, data: dict[str, Any]) -> None:
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(data, indent=1, sort_keys=True), encoding="utf-8")
     os.replace(tmp, path)
+
+
+def stored_results(api: Any, requests: Iterable[TrainingRequest], *,
+                   store: Path | None = None) -> list[PreflightResult]:
+    """What `preflight.json` says of each request's dataset whose content is unchanged since its
+    last preflight (no job is run): what `fleet apply --dry-run` holds its plan to."""
+    data = _load(store or store_path())
+    out = []
+    for req in requests:
+        if not req.dataset:
+            continue
+        known = data.get(f"{method_of(req)} {jobspec.dataset_key(req.dataset)}")
+        if isinstance(known, dict) and known.get("hash") and known.get("hash") == dataset_hash(api, req.dataset):
+            out.append(PreflightResult(req.tenant, req.dataset, bool(known.get("passed")), known.get("job"),
+                                       str(known.get("stage", "")), cached=True, reason=known.get("reason")))
+    return out
 
 
 def run_preflights(
@@ -151,7 +205,8 @@ def run_preflights(
         known = data.get(key)
         if content is not None and isinstance(known, dict) and known.get("hash") == content:
             results.append(PreflightResult(req.tenant, req.dataset, bool(known.get("passed")), known.get("job"),
-                                           str(known.get("stage", "")), cached=True))  # fmt: skip
+                                           str(known.get("stage", "")), cached=True,
+                                           reason=known.get("reason")))  # fmt: skip
             continue
         check = jobspec.build_submission(jobspec.preflight_request(req), **build)
         job = api.run_job(**ship(api, check, namespace).run_kwargs(), namespace=namespace)
@@ -171,9 +226,11 @@ def run_preflights(
     for req, key, content, job_id in started:
         stage = stages.get(job_id, "UNFINISHED")
         passed = stage == "COMPLETED"
-        results.append(PreflightResult(req.tenant, req.dataset, passed, job_id, stage, cached=False))
+        reason = None if passed or stage == "UNFINISHED" else failure_reason(api, job_id, namespace)
+        results.append(PreflightResult(req.tenant, req.dataset, passed, job_id, stage, cached=False,
+                                       reason=reason))
         if content is not None and stage != "UNFINISHED":
-            data[key] = {"hash": content, "passed": passed, "stage": stage, "job": job_id,
+            data[key] = {"hash": content, "passed": passed, "stage": stage, "job": job_id, "reason": reason,
                          "at": datetime.now(UTC).isoformat(timespec="seconds")}  # fmt: skip
     if started:
         _save(path, data)

@@ -11,8 +11,12 @@ SCHEDULING. :class:`Notifier` sends each through the `[notify]` channels of the 
 - webhooks (`notify.webhook_url`, `notify.webhook_urls`): Slack and Discord URLs get their own
   message shapes, any other URL the event as a JSON object, as Trackio's alert webhooks do.
 
-Once: an event is claimed in the on-call store (SQLite in the data dir) before it is sent, so it
-is sent by one watcher only, and never again after a restart. Never blocking: webhook POSTs go
+Once per consumer: every event found is recorded in the on-call store (SQLite in the data dir),
+and each consumer keeps its own record of what it was given: the watcher's own (`consumer`: the
+TUI, a `console web` tab, `console watch`; what its screen or stdout shows, with the terminal
+escapes) and each webhook channel (`webhook:<hash of its URL>`). An event is given to each of
+them by one watcher only, and never again after a restart; what one consumer was given (a
+read-only web tab nobody looks at) is still news to the others. Never blocking: webhook POSTs go
 through a bounded queue to one worker thread, each with a timeout (`notify.webhook_timeout_s`)
 and one retry; a full queue drops the POST and says so in :attr:`Notifier.failures`. A failed
 POST is not retried on a later pass: the event stays sent (a dead webhook must not turn every
@@ -60,6 +64,10 @@ KIND_WORDS = {
     "stale_live": "live adapter stale",
 }
 """Each kind in a word or two, after a count (`3 failed, 1 stalled`)."""
+CONSUMER_ENV = "CONSOLE_ONCALL_CONSUMER"
+"""Set to `web` by `console web` for the apps it serves: their record of the events shown is the
+`web` consumer's, not the terminal TUI's (`tui`), so a browser tab nobody reads swallows nothing
+for the TUI, `console watch` or the webhooks."""
 QUEUE_SIZE = 200
 RETRY_DELAY_S = 1.0
 
@@ -92,6 +100,18 @@ class Event:
             "at": datetime.fromtimestamp(self.at, UTC).isoformat(),
             "data": self.data,
         }
+
+    @classmethod
+    def from_payload(cls, payload: str) -> Event | None:
+        """The event `to_dict` wrote as JSON (what the on-call store keeps); None when it is not one."""
+        try:
+            d = json.loads(payload)
+            at = datetime.fromisoformat(d["at"]).timestamp()
+            return cls(key=str(d["key"]), kind=str(d["event"]), level=str(d["level"]), title=str(d["title"]),
+                       text=str(d["text"]), at=at, job_id=d.get("job_id"), tenant=d.get("tenant"),
+                       data=d.get("data") if isinstance(d.get("data"), dict) else {})
+        except (ValueError, KeyError, TypeError):
+            return None
 
     def line(self) -> str:
         """One plain line for a terminal or a log."""
@@ -228,6 +248,13 @@ class WebhookSender:
                 pass
 
 
+def channel(url: str) -> str:
+    """A webhook's consumer name in the on-call store: a hash of its URL (the URL is a secret)."""
+    import hashlib
+
+    return "webhook:" + hashlib.sha256(url.encode("utf-8")).hexdigest()[:16]
+
+
 def webhook_urls(settings: Any) -> list[str]:
     """`notify.webhook_url` and `notify.webhook_urls`, each once."""
     urls = [getattr(settings, "webhook_url", None), *(getattr(settings, "webhook_urls", None) or [])]
@@ -248,11 +275,16 @@ class Notifier:
         *,
         write: Callable[[str], None] | None = None,
         post: Callable[[str, dict[str, Any], float], None] = post_json,
+        consumer: str = "watch",
     ) -> None:
         self.store = store
         self.settings = settings
         self.write = write
+        self.consumer = consumer
+        """Whose record of what was shown this is: `tui`, `web` or `watch` (see the module docstring)."""
         self.urls = webhook_urls(settings)
+        for url in self.urls:  # a webhook new to this data dir is not sent the past
+            store.start_channel(channel(url), time.time())
         self.webhooks = WebhookSender(float(getattr(settings, "webhook_timeout_s", 5.0)), post=post)
 
     @property
@@ -261,20 +293,38 @@ class Notifier:
         return list(self.webhooks.failures)
 
     def already_sent(self, keys: Iterable[str]) -> set[str]:
-        return self.store.sent_keys(keys)
+        """Which of these events every consumer of this notifier (its own, each webhook) was given."""
+        keys = list(keys)
+        done = self.store.delivered_keys(self.consumer, keys)
+        for url in self.urls:
+            done &= self.store.delivered_keys(channel(url), done)
+        return done
+
+    def backlog(self, since: float, found: Iterable[str] = ()) -> list[Event]:
+        """The events found from `since` on, by any watcher of this data dir, that this notifier's
+        consumers (its own, each webhook) were not all given, less those in `found` (found again
+        now): a stall that ended, an alert, a failure a web tab saw while nobody else watched."""
+        skip = set(found)
+        pending: dict[str, str] = {}
+        for consumer in (self.consumer, *map(channel, self.urls)):
+            for key, payload in self.store.undelivered(consumer, since):
+                if key not in skip:
+                    pending.setdefault(key, payload)
+        return [e for e in map(Event.from_payload, pending.values()) if e is not None]
 
     def send(self, events: Iterable[Event]) -> list[Event]:
-        """Claim and send the events not sent before; returns those (in order)."""
+        """Record the events, and give each consumer those it was not given before; returns the
+        ones new to this notifier's own consumer (in order), what its screen or stdout shows."""
         fresh = []
         for event in events:
             payload = json.dumps(event.to_dict(), default=str)
-            if not self.store.claim(event.key, kind=event.kind, job_id=event.job_id, at=event.at,
-                                    payload=payload):
-                continue
-            fresh.append(event)
-            self._to_terminal(event)
+            self.store.claim(event.key, kind=event.kind, job_id=event.job_id, at=event.at, payload=payload)
+            if self.store.deliver(self.consumer, event.key, at=event.at):
+                fresh.append(event)
+                self._to_terminal(event)
             for url in self.urls:
-                self.webhooks.submit(url, webhook_payload(url, event))
+                if self.store.deliver(channel(url), event.key, at=event.at):
+                    self.webhooks.submit(url, webhook_payload(url, event))
         return fresh
 
     def _to_terminal(self, event: Event) -> None:

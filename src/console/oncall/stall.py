@@ -5,10 +5,16 @@ A job is stalled when, for `notify.stall_after_s` seconds, every look at it foun
 (the Jobs metrics stream, `HfApi.fetch_job_metrics`). A hung data loader, a deadlock, a job
 waiting on input that never comes: each bills its flavor's price by the minute until its timeout.
 
+Idle time is the job's own: it counts from the time the Jobs API stamped its last log line, or
+Trackio logged its last step, whichever is later (or from when it started running, while its log
+is empty), not from when a console first looked at it: a job silent for 6.5 minutes when a console
+opens is stalled for 6.5 minutes, with what those 6.5 minutes billed. A look that finds the CPU busy
+counts as activity at that moment. Only for a log whose lines carry no time (and no step time) does
+the first look mark the job active then.
+
 The marks (log fingerprint, step, when it was last active) live in the on-call store, so the
 detector sees through a restart, and `console watch --once` run from cron every few minutes
-detects a stall as well as a long-running watcher does. A job is first marked active when first
-seen: a stall needs two looks at least `stall_after_s` apart. A look without a CPU figure neither
+detects a stall as well as a long-running watcher does. A look without a CPU figure neither
 clears nor proves a stall: the job is flagged only when its CPU was read idle.
 
 Pure but for the store: the caller reads the log tail, the step and the CPU. No Textual, no
@@ -103,24 +109,37 @@ class StallDetector:
         cpu_pct: float | None,
         now: datetime | None = None,
         prices: PriceBook | None = None,
+        last_output_at: float | None = None,
+        last_step_at: float | None = None,
     ) -> StallStatus:
-        """Record one look at a RUNNING job (`JobInfo`) and say whether it is stalled."""
+        """Record one look at a RUNNING job (`JobInfo`) and say whether it is stalled.
+
+        `last_output_at` is the Unix time the Jobs API stamped the last line of `log_tail` (None
+        when its lines carry no time), `last_step_at` the time Trackio logged `step`: the job's
+        own last signs of life, what its idle time counts from (see the module docstring)."""
         now = now or datetime.now(UTC)
         prices = prices or shipped_price_book()
         at = now.timestamp()
         fingerprint = log_fingerprint(log_tail)
         mark = self.store.activity(job.id)
+        row = job_row(job, now=now, prices=prices)
         busy = cpu_pct is not None and cpu_pct > self.idle_cpu_pct
-        active = (
-            mark is None
-            or busy
-            or fingerprint != mark.fingerprint
-            or (step is not None and step != mark.step)
-        )
-        active_at = at if active or mark is None else min(mark.active_at, at)
+        own = [t for t in (last_output_at, last_step_at) if t is not None]
+        if not log_tail and not own and row.started_at is not None:
+            own.append(row.started_at.timestamp())  # silent since it started
+        changed = mark is None or fingerprint != mark.fingerprint or (step is not None and step != mark.step)
+        if busy:
+            active_at = at
+        elif own:
+            # its own last sign of life, or a busy CPU seen at an earlier look, whichever is later
+            active_at = max(own + ([mark.active_at] if mark is not None else []))
+        elif changed:
+            active_at = at  # new output without a time: active now
+        else:
+            active_at = mark.active_at
+        active_at = min(active_at, at)
         self.store.save_activity(ActivityMark(job.id, fingerprint, step, active_at, at))
 
-        row = job_row(job, now=now, prices=prices)
         idle = max(0.0, at - active_at)
         stalled = (
             row.stage == "RUNNING"

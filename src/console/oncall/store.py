@@ -1,11 +1,16 @@
-"""What on-call must remember across restarts: the events already sent, each running job's last
-sign of activity, and each adapter repo's live version as last read.
+"""What on-call must remember across restarts: the events found (each once, with what it said),
+which consumer was given which event, each running job's last sign of activity, and each adapter
+repo's live version as last read.
 
 One SQLite file in the data dir (`oncall.sqlite`), shared by every console and every `console
-watch` of that data dir. Claiming an event is one ``INSERT OR IGNORE``: of two watchers that see
-the same event, exactly one sends it, and a watcher restarted after ``kill -9`` never sends it
-again. Each call opens its own short-lived connection (WAL mode), so one store can be used from
-the UI thread, thread workers and the webhook thread at once.
+watch` of that data dir. Each consumer keeps its own record of what it was given: the TUI
+(`tui`), the apps `console web` serves (`web`), `console watch` (`watch`) and each webhook
+channel (`webhook:<hash of its URL>`). Giving an event to a consumer is one ``INSERT OR
+IGNORE``: of two watchers of one consumer that see the same event, exactly one gives it, a
+watcher restarted after ``kill -9`` never gives it again, and what one consumer was given is
+still news to every other (a read-only web tab swallows nothing for `console watch`). Each call
+opens its own short-lived connection (WAL mode), so one store can be used from the UI thread,
+thread workers and the webhook thread at once.
 
 Standard library and console.paths only: no Textual, no console.ui, console.server or
 console.backend, no network.
@@ -23,7 +28,9 @@ from console import paths, sqldb
 from console.sqldb import in_batches
 
 ONCALL_FILENAME = "oncall.sqlite"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+EVERYONE = "*"
+"""The consumer name of deliveries made before consumers kept their own (schema 1): given to all."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS sent (
@@ -46,6 +53,13 @@ CREATE TABLE IF NOT EXISTS live (
     made_at REAL,
     read_at REAL NOT NULL
 );
+CREATE INDEX IF NOT EXISTS sent_at ON sent (at);
+CREATE TABLE IF NOT EXISTS delivered (
+    consumer TEXT NOT NULL,
+    key      TEXT NOT NULL,
+    at       REAL NOT NULL,
+    PRIMARY KEY (consumer, key)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS meta (
     name  TEXT PRIMARY KEY,
     value TEXT NOT NULL
@@ -103,6 +117,9 @@ class OnCallStore:
                     f"{SCHEMA_VERSION}); upgrade the console"
                 )
             conn.executescript(_SCHEMA)
+            if version == 1:  # what schema 1 sent, it sent to every channel there was
+                conn.execute("INSERT OR IGNORE INTO delivered (consumer, key, at) "
+                             "SELECT ?, key, at FROM sent", (EVERYONE,))
             conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     def _connect(self) -> AbstractContextManager[sqlite3.Connection]:
@@ -111,7 +128,7 @@ class OnCallStore:
     # -- events
 
     def claim(self, key: str, *, kind: str, job_id: str | None, at: float, payload: str) -> bool:
-        """Record an event as sent; True only for the one caller that recorded it first."""
+        """Record an event as found; True only for the one caller that recorded it first."""
         with self._connect() as conn:
             cur = conn.execute(
                 "INSERT OR IGNORE INTO sent (key, kind, job_id, at, payload) VALUES (?, ?, ?, ?, ?)",
@@ -119,8 +136,49 @@ class OnCallStore:
             )
             return cur.rowcount == 1
 
+    def deliver(self, consumer: str, key: str, *, at: float) -> bool:
+        """Record an event as given to `consumer`; True only for the one caller that recorded it
+        first (and never for an event given to everyone under schema 1)."""
+        with self._connect() as conn:
+            if conn.execute("SELECT 1 FROM delivered WHERE consumer = ? AND key = ?",
+                            (EVERYONE, key)).fetchone():
+                return False
+            cur = conn.execute("INSERT OR IGNORE INTO delivered (consumer, key, at) VALUES (?, ?, ?)",
+                               (consumer, key, at))
+            return cur.rowcount == 1
+
+    def delivered_keys(self, consumer: str, keys: Iterable[str]) -> set[str]:
+        """Which of these events `consumer` was already given."""
+        wanted = list(dict.fromkeys(keys))
+        found: set[str] = set()
+        with self._connect() as conn:
+            for chunk, marks in in_batches(wanted):
+                found.update(row[0] for row in conn.execute(
+                    f"SELECT key FROM delivered WHERE consumer IN (?, ?) AND key IN ({marks})",
+                    [consumer, EVERYONE, *chunk]))
+        return found
+
+    def payloads(self, keys: Iterable[str]) -> dict[str, str]:
+        """The JSON each of these events was found with (those found so far)."""
+        wanted = list(dict.fromkeys(keys))
+        found: dict[str, str] = {}
+        with self._connect() as conn:
+            for chunk, marks in in_batches(wanted):
+                found.update(conn.execute(f"SELECT key, payload FROM sent WHERE key IN ({marks})", chunk))
+        return found
+
+    def undelivered(self, consumer: str, since: float) -> list[tuple[str, str]]:
+        """(key, payload) of the events found at or after `since` that `consumer` was not given,
+        oldest first."""
+        with self._connect() as conn:
+            return conn.execute(
+                "SELECT key, payload FROM sent WHERE at >= ? AND NOT EXISTS (SELECT 1 FROM delivered d "
+                "WHERE d.key = sent.key AND d.consumer IN (?, ?)) ORDER BY at, key",
+                (since, consumer, EVERYONE),
+            ).fetchall()
+
     def sent_keys(self, keys: Iterable[str]) -> set[str]:
-        """Which of these events were already sent."""
+        """Which of these events were already found (by any watcher)."""
         wanted = list(dict.fromkeys(keys))
         found: set[str] = set()
         with self._connect() as conn:
@@ -180,13 +238,26 @@ class OnCallStore:
 
     # -- small facts
 
-    def first_watch_at(self, now: float) -> float:
-        """When this data dir was first watched (set to `now` on the first call)."""
+    def start_channel(self, channel: str, now: float) -> bool:
+        """A webhook channel seen for the first time starts from now: every event found so far
+        counts as given to it (a webhook added to the config is not sent the past). True when it
+        was new."""
         with self._connect() as conn:
-            conn.execute(
-                "INSERT OR IGNORE INTO meta (name, value) VALUES ('first_watch_at', ?)", (repr(now),)
-            )
-            row = conn.execute("SELECT value FROM meta WHERE name = 'first_watch_at'").fetchone()
+            cur = conn.execute("INSERT OR IGNORE INTO meta (name, value) VALUES (?, ?)",
+                               (f"channel:{channel}", repr(now)))
+            if cur.rowcount != 1:
+                return False
+            conn.execute("INSERT OR IGNORE INTO delivered (consumer, key, at) SELECT ?, key, at FROM sent",
+                         (channel,))
+            return True
+
+    def first_watch_at(self, now: float, consumer: str | None = None) -> float:
+        """When this data dir was first watched (by `consumer`, when given: each has its own), set
+        to `now` on the first call."""
+        name = "first_watch_at" if consumer is None else f"first_watch_at:{consumer}"
+        with self._connect() as conn:
+            conn.execute("INSERT OR IGNORE INTO meta (name, value) VALUES (?, ?)", (name, repr(now)))
+            row = conn.execute("SELECT value FROM meta WHERE name = ?", (name,)).fetchone()
         try:
             return float(row[0])
         except (TypeError, ValueError):

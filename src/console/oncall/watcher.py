@@ -25,9 +25,16 @@ A pass (:meth:`Watcher.check`) reads, through the `HfApi` it is given:
    `LIVE_EVERY_S`) is older than `notify.stale_live_periods` of its schedule's periods: flagged,
    and an event once per live version (its runs keep failing, or pass and are never promoted).
 
-Events are sent through a :class:`~console.oncall.notify.Notifier`, once each for good. Ended
-jobs and alerts older than a day before this data dir was first watched are history, not news:
-a first `console watch` on a busy fleet does not replay every failure ever.
+Events are given through a :class:`~console.oncall.notify.Notifier`, once each for good to each
+consumer (this watcher's own, each webhook), with the events other watchers of the data dir found
+that its consumers were not given (a failure only a read-only web tab saw). Ended jobs and alerts
+older than a day before this consumer first watched this data dir are history, not news: a first
+`console watch` on a busy fleet does not replay every failure ever (and a webhook added to the
+config starts from then).
+
+Besides the events, the report carries the current picture (:mod:`console.oncall.report`): the
+tenants failing now with why, and the failures of the last 24 hours (:mod:`console.oncall.recent`;
+the first pass reads the list back at least that far).
 
 A read that fails (Trackio, one job's log, the metrics stream, the schedules) is noted in the
 report and the pass goes on; only listing the jobs failing fails the pass.
@@ -39,21 +46,23 @@ console.server or console.backend.
 from __future__ import annotations
 
 import itertools
-import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import Any
 
 from console import jobspec
 from console.costs import format_duration
-from console.jobs import ACTIVE_STAGES, FlavorQueue, JobRow, format_cost, job_row, queue_line, scheduling_queue
-from console.ledger import FailureStreak, Ledger, LedgerSummary, ledger_summary, live_prices, month_of, timed_out
-from console.oncall.forecast import JobForecast, forecast_job
+from console.jobs import ACTIVE_STAGES, format_cost, job_row, log_time
+from console.ledger import Ledger, LedgerSummary, ledger_summary, live_prices, month_of, timed_out
+from console.oncall.forecast import forecast_job
+from console.oncall.logtail import read_quietly
 from console.oncall.notify import Event, Notifier
-from console.oncall.stall import StallDetector, StallStatus, cpu_percent
+from console.oncall.recent import RECENT_S, RecentRuns
+from console.oncall.report import StaleLive, WatchReport
+from console.oncall.stall import StallDetector, cpu_percent
 from console.oncall.store import LiveRead, OnCallStore
 from console.oncall.why import why_failed
 from console.prices import PriceBook
@@ -65,8 +74,6 @@ LOG_TAIL = 50
 """Lines of a running job's log read each pass (what a stall is judged on)."""
 FAIL_TAIL = 200
 """Lines of a failed job's log read once, for why it failed."""
-QUIET_S = 0.5
-"""A running job's log tail is read until no line came for this long (see `read_quietly`)."""
 PRICES_TTL_S = 600.0
 MIN_RATE_POINTS = 5
 """A running job is called an overrun only once its rate rests on this many logged steps."""
@@ -89,98 +96,10 @@ between this machine and the backend, jobs listed late)."""
 
 
 @dataclass
-class StaleLive:
-    """A scheduled tenant whose live adapter version has not moved for too many of its periods."""
-
-    tenant: str
-    repo_id: str
-    commit: str
-    age_s: float
-    period_s: float
-    scheduled_job_id: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass
-class WatchReport:
-    """What one pass found; `events` are the ones sent by this pass (new)."""
-
-    at: datetime
-    running: int = 0
-    forecasts: list[JobForecast] = field(default_factory=list)
-    stalls: list[StallStatus] = field(default_factory=list)
-    events: list[Event] = field(default_factory=list)
-    summary: LedgerSummary | None = None
-    problems: list[str] = field(default_factory=list)
-    seconds: float = 0.0
-    waiting: list[JobRow] = field(default_factory=list)
-    """The jobs in SCHEDULING."""
-    stuck: dict[str, float] = field(default_factory=dict)
-    """job id -> seconds waited, for the SCHEDULING jobs past `notify.scheduling_after_s`."""
-    failing: list[FailureStreak] = field(default_factory=list)
-    """The schedules whose runs failed `notify.schedule_failures` times in a row, or more."""
-    stale_live: list[StaleLive] = field(default_factory=list)
-    """The scheduled tenants whose live adapter is older than `notify.stale_live_periods` periods."""
-
-    @property
-    def queue(self) -> list[FlavorQueue]:
-        """The SCHEDULING jobs per flavor, the longest wait first."""
-        return scheduling_queue(self.waiting, self.at)
-
-    @property
-    def stalled(self) -> list[StallStatus]:
-        return [s for s in self.stalls if s.stalled]
-
-    @property
-    def overruns(self) -> list[JobForecast]:
-        return [f for f in self.forecasts if f.will_time_out]
-
-    def line(self) -> str:
-        """One status line: running, stalled, overruns, the month against the budget."""
-        parts = [f"{self.running} running", f"{len(self.stalled)} stalled",
-                 f"{len(self.overruns)} will time out"]
-        if self.waiting:
-            parts.append(queue_line(self.queue, self.at)
-                         + (f" ({len(self.stuck)} stuck)" if self.stuck else ""))
-        if self.failing:
-            n = len(self.failing)
-            parts.append(f"{n} schedule{'s' if n != 1 else ''} failing ("
-                         + ", ".join(f"{s.scheduled_job_id} {s.failures}x" for s in self.failing[:3])
-                         + (", ..." if n > 3 else "") + ")")
-        if self.stale_live:
-            n = len(self.stale_live)
-            parts.append(f"{n} live adapter{'s' if n != 1 else ''} stale ("
-                         + ", ".join(f"{s.tenant} {format_duration(s.age_s)}" for s in self.stale_live[:3])
-                         + (", ..." if n > 3 else "") + ")")
-        s = self.summary
-        if s is not None:
-            budget = f" of ${s.budget_usd:,.2f} budget" if s.budget_usd is not None else ""
-            parts.append(f"{s.month} projected ${s.projection_usd:,.2f}{budget}")
-        if self.problems:
-            parts.append(f"{len(self.problems)} read(s) failed")
-        return ", ".join(parts)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "at": self.at.isoformat(),
-            "running": self.running,
-            "forecasts": [f.to_dict() for f in self.forecasts],
-            "stalls": [s.to_dict() for s in self.stalls],
-            "events": [e.to_dict() for e in self.events],
-            "queue": [q.to_dict() for q in self.queue],
-            "stuck": dict(self.stuck),
-            "failing_schedules": [s.to_dict() for s in self.failing],
-            "stale_live": [s.to_dict() for s in self.stale_live],
-            "problems": list(self.problems),
-        }
-
-
-@dataclass
 class _RunningRead:
     job: Any
     tail: list[str] | None = None
+    last_output_at: float | None = None
     metrics: RunMetrics | None = None
     cpu: float | None = None
     problems: list[str] = field(default_factory=list)
@@ -206,6 +125,7 @@ class Watcher:
         reader: MetricsReader | None = None,
         notifier: Notifier | None = None,
         write: Callable[[str], None] | None = None,
+        consumer: str = "watch",
         clock: Callable[[], datetime] | None = None,
         lookback_s: float = LOOKBACK_S,
         since: float | None = None,
@@ -218,7 +138,8 @@ class Watcher:
         self.ledger = ledger if ledger is not None else Ledger()
         self.reader = reader if reader is not None else reader_for(cfg, backend_kind)
         notify = cfg.notify
-        self.notifier = notifier or Notifier(self.store, notify, write=write)
+        self.notifier = notifier or Notifier(self.store, notify, write=write, consumer=consumer)
+        self.recent = RecentRuns(self.store)
         self.detector = StallDetector(
             self.store, stall_after_s=notify.stall_after_s, idle_cpu_pct=notify.stall_cpu_pct
         )
@@ -263,10 +184,20 @@ class Watcher:
             return read_quietly(read, lines)
         return list(itertools.islice(read(), lines))
 
+    def _running_tail(self, job_id: str) -> tuple[list[str], float | None]:
+        """A running job's log tail and the time the Jobs API stamped its last line (None when
+        the API gives no times)."""
+        entries = getattr(self.api, "fetch_job_log_entries", None)
+        if entries is None:
+            return self._tail(job_id, LOG_TAIL, running=True), None
+        read = read_quietly(lambda: entries(job_id=job_id, namespace=self.namespace, tail=LOG_TAIL), LOG_TAIL)
+        when = log_time(read[-1][0]) if read else None
+        return [text for _, text in read], when.timestamp() if when is not None else None
+
     def _read_running(self, job: Any) -> _RunningRead:
         read = _RunningRead(job)
         try:
-            read.tail = self._tail(job.id, LOG_TAIL, running=True)
+            read.tail, read.last_output_at = self._running_tail(job.id)
         except Exception as exc:
             read.problems.append(f"log of {job.id}: {_short(exc)}")
         run = jobspec.trackio_run_name(job.id, jobspec.labels_of(job))
@@ -290,11 +221,14 @@ class Watcher:
         now = self.clock()
         report = WatchReport(at=now)
         prices = self.prices()
-        since = self.store.first_watch_at(now.timestamp()) - self.lookback_s
+        # news: from a day before this consumer first watched the data dir (a `console watch`
+        # started on a fleet a TUI has watched for months is not given months of failures)
+        since = self.store.first_watch_at(now.timestamp(), self.notifier.consumer) - self.lookback_s
         if self.since is not None:
             since = self.since
-        jobs = self._jobs(since)
+        jobs = self._jobs(min(since, now.timestamp() - RECENT_S))  # the picture's 24 hours, at least
         self._last_pass = now.timestamp()
+        self.recent.observe(jobs, now)
         events: list[Event] = []
 
         events += self._budget(jobs, now, prices, report)
@@ -308,7 +242,10 @@ class Watcher:
         events += self._stale_live(now, report)
         self.detector.forget_others([j.id for j in running])
 
+        events = self.notifier.backlog(since, {e.key for e in events}) + events
         report.events = self.notifier.send(events)
+        report.failing_tenants, report.failures = self.recent.picture(
+            now, prices, read_tail=lambda job_id: self._tail(job_id, FAIL_TAIL))
         report.seconds = time.monotonic() - t0
         return report
 
@@ -444,7 +381,8 @@ class Watcher:
                 continue  # without its log, a job is neither cleared nor accused
             status = self.detector.observe(
                 job, log_tail=read.tail, step=metrics.step if metrics else None, cpu_pct=read.cpu,
-                now=now, prices=prices,
+                now=now, prices=prices, last_output_at=read.last_output_at,
+                last_step_at=metrics.last_step_at if metrics else None,
             )
             report.stalls.append(status)
             if status.stalled:
@@ -640,51 +578,6 @@ class Watcher:
     def close(self, timeout: float = 0.0) -> None:
         """Let queued webhooks finish for up to `timeout` seconds."""
         self.notifier.close(timeout)
-
-
-def read_quietly(open_stream: Callable[[], Iterable[str]], limit: int, *,
-                 quiet_s: float = QUIET_S, max_s: float = 8.0) -> list[str]:
-    """The lines a log stream replays, without waiting out its timeout.
-
-    Asked for a running job's log without following, `HfApi.fetch_job_logs` replays the tail at
-    once and then waits for new lines until its own read timeout (5 s). This reads it in a
-    daemon thread and returns once no line came for `quiet_s` (or after `max_s`); the thread ends
-    with the stream's timeout. A cut-short read only makes the tail look new (activity), never
-    stalled. Raises what opening or reading the stream raised before any line came.
-    """
-    lines: list[str] = []
-    failure: list[BaseException] = []
-    done = threading.Event()
-    lock = threading.Lock()
-    last = [time.monotonic()]
-
-    def pump() -> None:
-        try:
-            for line in open_stream():
-                with lock:
-                    lines.append(line)
-                    last[0] = time.monotonic()
-                    if len(lines) >= limit:
-                        break
-        except BaseException as exc:  # handed to the caller
-            failure.append(exc)
-        finally:
-            done.set()
-
-    threading.Thread(target=pump, name="oncall-log-tail", daemon=True).start()
-    start = time.monotonic()
-    deadline = start + max_s
-    while not done.wait(0.05):
-        now = time.monotonic()
-        with lock:
-            # an empty log replays nothing: give the first line a little longer than the rest
-            quiet = now - last[0] >= (quiet_s if lines else 4 * quiet_s)
-        if quiet or now >= deadline:
-            break
-    with lock:
-        if failure and not lines:
-            raise failure[0]
-        return list(lines[-limit:])
 
 
 def _timestamp(text: str) -> float | None:

@@ -3,9 +3,10 @@
 Every `interval` seconds (the first pass a few seconds after start, once the app's first reads of
 the fleet are done: the passes use the refresher's schedules, not a copy of their own) one thread
 worker (group "oncall") runs `console.oncall.Watcher.check()`: failed and timed-out jobs, stalls,
-jobs that will hit their timeout, Trackio ERROR alerts, the month over budget. The events it sends for the first
-time (the on-call store keeps what was sent, so a restart repeats nothing, and a `console watch`
-on the same data dir shares it) become Textual notifications here (a pass with many shows a few
+jobs that will hit their timeout, Trackio ERROR alerts, the month over budget. The events new to this app's
+consumer (`tui`, or `web` under `console web`: the on-call store keeps each consumer's record of
+what it was given, so a restart repeats nothing, and what a TUI showed is still news to `console
+watch` and a webhook) become Textual notifications here (a pass with many shows a few
 and counts the rest in one, `TOASTS_PER_PASS`; the first, at start-up, one in all), and each
 goes to the `[notify]` channels: the terminal escapes (bell, OSC 9 / 777) are written by the UI
 thread, the webhooks by the notifier's own thread. The pass's forecasts, stalls and long waits
@@ -53,6 +54,17 @@ FIRST_PASS_TOASTS = 1
 """The first pass (at start-up, with what happened while nobody watched) shows one toast: its one
 event, or one counting them all (three toasts cover half of an 80x24 screen as it first opens)."""
 TOAST_SECONDS = 15
+
+
+def consumer() -> str:
+    """Whose record of the on-call events shown this app keeps: `tui` in a terminal, `web` in an
+    app `console web` serves (it sets `CONSUMER_ENV`)."""
+    import os
+
+    from console.oncall.notify import CONSUMER_ENV
+
+    name = os.environ.get(CONSUMER_ENV, "").strip()
+    return name if name in ("tui", "web") else "tui"
 
 
 @dataclass
@@ -136,7 +148,7 @@ class OnCallWatch:
         return Watcher(session.api, session.cfg, namespace=session.namespace,
                        backend_kind=session.backend_kind, reader=session.metrics_reader,
                        ledger=self.app.ledger, write=self._write, clock=session.clock,
-                       schedules=self._kept_schedules)
+                       schedules=self._kept_schedules, consumer=consumer())
 
     def _kept_schedules(self) -> list[Any] | None:
         """The schedules as the app's last refresh read them (None until one has): the pass's
