@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
 from console.ui import keys
+from console.ui.screens.dialog import Dialog
 from console.ui.widgets.jobs_table import plain
 
 if TYPE_CHECKING:
@@ -61,7 +61,7 @@ def version_cells(v: AdapterVersion) -> tuple[str, ...]:
     )
 
 
-class VersionsScreen(ModalScreen[None]):
+class VersionsScreen(Dialog[None]):
     """The versions of one tenant's adapter repo (see the module docstring)."""
 
     BINDINGS = keys.VERSIONS
