@@ -83,7 +83,7 @@ class ConsoleBase(App[None]):
         if change.reload:
             pane.reload()
         else:
-            pane.apply_changes(change.rows, change.gone, top=change.top)
+            pane.apply_changes(change.rows, change.gone)
 
     def _snapshot_painted(self, at: datetime) -> None:
         self.query_one(JobsPane).reload(limit=SNAPSHOT_ROWS)

@@ -240,7 +240,7 @@ class FleetTable(KeyedTable):
         rows, now = self._pending
         self._pending = None
         wanted = {r.tenant for r in rows}
-        keep = self._selected
+        keep = self.key_at_cursor()  # the tenant the cursor is on stays, wherever the sort puts it
         with self.app.batch_update():
             self.drop_rows_except(wanted)
             added = False

@@ -58,9 +58,9 @@ class JobsPane(Vertical):
         self.table.reload(self.clock(), limit=limit)
         self._show_state()
 
-    def apply_changes(self, changed: list[JobRow], gone: list[str], *, top: bool = False) -> None:
+    def apply_changes(self, changed: list[JobRow], gone: list[str]) -> None:
         """Only what changed since the last refresh (see `JobsTable.apply_changes`)."""
-        self.table.apply_changes(changed, gone, self.clock(), top=top)
+        self.table.apply_changes(changed, gone, self.clock())
         self._show_state()
 
     def open_filter(self) -> None:
