@@ -39,7 +39,10 @@ class JobsPane(Vertical):
             compact=True,
         )
         yield Static(id="jobs-filter-state")
-        yield JobsTable(id="jobs-table", source=self.source)
+        table = JobsTable(id="jobs-table", source=self.source)
+        table.detail = Static(id="job-line")  # the highlighted job whole, under the table
+        yield table
+        yield table.detail
 
     def on_mount(self) -> None:
         self.query_one("#jobs-filter", Input).display = False

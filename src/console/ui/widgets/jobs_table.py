@@ -384,6 +384,23 @@ class JobsTable(KeyedTable):
         by_short = {short_id(job_id): r for job_id, r in rank.items()}
         self.sort("id", key=lambda cell: by_short.get(cell.plain, 1 << 30))
 
+    def detail_text(self, key: str, values: tuple[str, ...]) -> Text:
+        """`cc33wayn wayne sft exit 1 on t4-small, ran 36s, $0.007: bad_data: ...`: the job's
+        row whole, its Message cell (the failure reason, the on-call forecast with the cost at
+        the timeout, the job's message) included, wrapped."""
+        job_id, tenant, kind, stage, flavor, _started, ran, cost, message = values
+        row = self.rows_by_id.get(key)
+        mark = self._mark(row) if row is not None else None
+        stage_style = mark.style if mark is not None and mark.stage else STAGE_STYLES.get(row.stage if row else "", "")
+        text = Text(no_wrap=False, overflow="fold")
+        text.append(clean_log_line(f"{job_id} {tenant} {kind} "), style="bold")
+        text.append(clean_log_line(stage), style=stage_style)
+        text.append(clean_log_line(f" on {flavor}, ran {ran}, {cost}"))
+        if message:
+            text.append(": ")
+            text.append(clean_log_line(message), style="red" if row is not None and row.stage == "ERROR" else "")
+        return text
+
     def selection_message(self, key: str | None) -> JobSelected:
         return self.JobSelected(key, self.rows_by_id.get(key) if key else None)
 
