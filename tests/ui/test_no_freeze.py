@@ -54,6 +54,7 @@ def test_a_toast_shown_again_after_its_time_does_not_freeze_the_app():
     assert shown_again, said  # the race happened: the toast was built after its time
 
 
+@pytest.mark.timeout(SOAK_SECONDS + 300)
 def test_keys_toasts_screens_and_refreshes_under_load_then_q_quits():
     """`stall.soak`: real jobs on the embedded server (a log flood, a running job, a failure),
     refreshes every 0.2 s, on-call passes, a busy thread, toasts of 10 ms to 3 s, random keys
