@@ -101,3 +101,25 @@ async def test_a_filtered_list_opens_on_its_newest_job_and_cancel_names_it(backe
             assert table.selected_job_id == done.id
     finally:
         _cancel_all(backend, [running, *others])
+
+
+async def test_a_new_run_at_the_first_fresh_read_after_the_kept_picture_does_not_take_the_selection(backend, cfg):
+    """The second start paints the jobs kept from the first (stark's on top, highlighted); a run
+    that arrived meanwhile comes with the first fresh read, above it: the highlight stays on stark."""
+    stark = run_python(backend, SLEEP, tenant="stark")
+    jobs = [stark]
+    try:
+        first = ConsoleApp(cfg, backend, refresh_seconds=0.2, stream_metrics=False, watch_seconds=None)
+        async with first.run_test(size=(120, 30)) as pilot:
+            await wait_for(pilot, lambda: first.jobs_table.selected_job_id == stark.id, what="stark's job")
+            await wait_for(pilot, lambda: first.refresher.refresh_count >= 3, what="a few refreshes")
+        soylent = run_python(backend, SLEEP, tenant="soylent")
+        jobs.append(soylent)
+        again = ConsoleApp(cfg, backend, refresh_seconds=0.2, stream_metrics=False, watch_seconds=None)
+        async with again.run_test(size=(120, 30)) as pilot:
+            table = again.jobs_table
+            await wait_for(pilot, lambda: soylent.id in table.rows_by_id, timeout=30, what="soylent's new run")
+            await pilot.pause(0.5)
+            assert table.selected_job_id == stark.id and again.log_pane.job_id == stark.id
+    finally:
+        _cancel_all(backend, jobs)
