@@ -14,6 +14,11 @@ What each is for (and why no public API does it):
 - `Screen._compositor.render_update` (the kept last frame): the composed screen as ANSI text.
 - `textual.widgets._footer.FooterKey` and `Footer._bindings_ready` (the footer fitted to the
   width): Textual's own key widget, laid out by the console's order.
+- `textual.timer.Timer.__init__` (`console.ui.timers.guard`): the one place every timer is made,
+  so a negative, zero or non-finite delay (a toast built after its time was up) is armed as a
+  short finite one instead of spinning `Timer._run` for good.
+- `Screen.dismiss` (`console.ui.screens.dialog.Dialog`): runs the result callback and pops the top
+  screen each time it is called; a dialog answers once.
 - `huggingface_hub.utils._http.hf_request_event_hook`: the request hook huggingface_hub's own
   client has, kept on the console's client with its resilient transport.
 - trackio's `sqlite_storage.TRACKIO_DIR` / `utils.TRACKIO_DIR`: where trackio reads, pointed at
@@ -135,3 +140,26 @@ def test_textual_serve_builds_its_aiohttp_app_in_make_app():
     assert list(inspect.signature(Server._make_app).parameters) == ["self"]
     source = inspect.getsource(Server._make_app)
     assert "web.Application" in source and "handle_index" in source
+
+
+def test_every_timer_is_made_by_timer_init_with_its_interval_second():
+    from textual.message_pump import MessagePump
+    from textual.timer import Timer
+
+    from console.ui import timers
+
+    timers.guard()
+    params = list(inspect.signature(Timer.__init__).parameters)
+    assert params[:3] == ["self", "event_target", "interval"]
+    assert "_interval = self._interval" in inspect.getsource(Timer._run)  # what the loop divides by
+    for name in ("set_timer", "set_interval"):
+        assert "Timer(" in inspect.getsource(getattr(MessagePump, name))
+    target = MessagePump()
+    assert timers.guarded() and Timer(target, -1.0)._interval == timers.MIN_DELAY
+
+
+def test_a_screen_dismiss_pops_the_top_screen():
+    from textual.screen import Screen
+
+    source = inspect.getsource(Screen.dismiss)
+    assert "self.app.pop_screen()" in source and "callback(result)" in source

@@ -52,7 +52,7 @@ def _cell(app: ConsoleApp, tenant: str = "acme") -> str:
 
 async def _select(pilot, screen: VersionsScreen, run: str) -> None:
     table = screen.query_one(DataTable)
-    want = next(i for i, row in enumerate(_rows(screen)) if row[1] == run)
+    want = next(i for i, row in enumerate(_rows(screen)) if row[4] == run)
     while table.cursor_row != want:
         await pilot.press("down" if table.cursor_row < want else "up")
     assert screen.selected().run == run
@@ -84,13 +84,13 @@ async def test_live_column_versions_view_promote_and_roll_back(backend, cfg):
         await wait_for(pilot, lambda: isinstance(app.screen, VersionsScreen))
         view = app.screen
         await wait_for(pilot, lambda: len(_rows(view)) == 2, what="both versions")
-        rows = {row[1]: row for row in _rows(view)}
+        rows = {row[4]: row for row in _rows(view)}
         assert rows["acme-good"][0] == f"* {first_live[:8]}"  # the live one marked
-        assert rows["acme-good"][2] == "PASS" and rows["acme-good"][6] == good[-8:]
-        first, last = (float(x) for x in rows["acme-good"][3].split("->"))
+        assert rows["acme-good"][1] == "PASS" and rows["acme-good"][3] == good[-8:]
+        first, last = (float(x) for x in rows["acme-good"][5].split("->"))
         assert last < first
-        assert rows["acme-dead"][0].startswith("  ") and rows["acme-dead"][2] == "FAIL zero_grad"
-        assert rows["acme-dead"][6] == bad[-8:]
+        assert rows["acme-dead"][0].startswith("  ") and rows["acme-dead"][1] == "FAIL zero_grad"
+        assert rows["acme-dead"][3] == bad[-8:]
         title = str(view.query_one("#versions-title").render())
         assert REPO in title and "acme-good PASS" in title
 
@@ -115,7 +115,7 @@ async def test_live_column_versions_view_promote_and_roll_back(backend, cfg):
         await wait_for(pilot, lambda: _live(backend) not in (None, first_live), what="the tag to move")
         better = _live(backend)
         assert better == view.versions.find("acme-better").commit
-        await wait_for(pilot, lambda: {r[1]: r[0][0] for r in _rows(view)}.get("acme-better") == "*",
+        await wait_for(pilot, lambda: {r[4]: r[0][0] for r in _rows(view)}.get("acme-better") == "*",
                        what="the view to mark the new live version")
         await wait_for(pilot, lambda: _cell(app).startswith(f"{better[:8]} PASS"), what="the fleet row")
 
@@ -127,7 +127,7 @@ async def test_live_column_versions_view_promote_and_roll_back(backend, cfg):
         await pilot.press("y")
         await wait_for(pilot, lambda: _live(backend) == first_live, what="the tag to move back")
         await wait_for(pilot, lambda: _cell(app).startswith(f"{first_live[:8]} PASS"), what="the fleet row")
-        await wait_for(pilot, lambda: {r[1]: r[0][0] for r in _rows(view)}.get("acme-good") == "*")
+        await wait_for(pilot, lambda: {r[4]: r[0][0] for r in _rows(view)}.get("acme-good") == "*")
         await pilot.press("escape")
         await wait_for(pilot, lambda: not isinstance(app.screen, VersionsScreen))
 

@@ -378,3 +378,127 @@ async def test_the_bulk_dialog_lists_five_jobs_whole_and_moves_the_focus_only_if
         await pilot.press("escape")
     for job in jobs:
         backend.api.cancel_job(job_id=job.id, namespace=backend.namespace)
+
+
+# -- the answers at 80x24: the highlighted row said whole under its table ------------------------
+
+
+def _said(app) -> str:
+    """The screen's text with its line breaks and runs of blanks as single spaces (a wrapped line
+    read as a sentence)."""
+    return " ".join(" ".join(screen_rows(app)).split())
+
+
+REASON = "bad_data: 49 of 51 rows have no assistant turn (fix the nightly export)"
+
+
+async def test_at_80x24_the_selected_jobs_failure_reason_and_cost_at_the_timeout_read_whole(backend, cfg):
+    from tests.oncall.conftest import run_python as run_labelled
+    from tests.oncall.conftest import slow_trackio_code
+
+    failed = run_python(backend, f"print('VERDICT: FAIL {REASON}', flush=True)\nraise SystemExit(1)",
+                        tenant="wayne")
+    assert await wait_thread(wait_stage, backend, failed.id) == "ERROR"
+    slow = run_labelled(backend, slow_trackio_code(cfg.trackio.project, "acme-slow"), run="acme-slow")
+    app = ConsoleApp(cfg, backend, refresh_seconds=0.3, stream_metrics=False, watch_seconds=1.0,
+                     first_watch_seconds=0.3)
+    try:
+        async with app.run_test(size=(80, 24)) as pilot:
+            table = app.jobs_table
+            await wait_for(pilot, lambda: failed.id in table.reasons, timeout=60, what="the failure reason")
+            table.select_job(failed.id)
+            await wait_for(pilot, lambda: REASON in _said(app), timeout=10,
+                           what=f"the whole reason on screen, not {screen_rows(app)}")
+            assert table.scroll_x == 0  # read without scrolling sideways
+            await wait_for(pilot, lambda: (m := table.oncall_mark(slow.id)) is not None and " at timeout" in m.line,
+                           timeout=60, what="the forecast")
+            table.select_job(slow.id)
+            await pilot.pause(0.3)
+            at_timeout = re.search(r"\$[\d.]+ at timeout", table.oncall_mark(slow.id).line).group(0)
+            await wait_for(pilot, lambda: re.search(r"\$[\d.]+ at timeout", _said(app)) is not None, timeout=10,
+                           what=f"the cost at the timeout ({at_timeout}) on screen, not {screen_rows(app)}")
+            assert table.scroll_x == 0
+    finally:
+        backend.api.cancel_job(job_id=slow.id, namespace=backend.namespace)
+
+
+def _hub(backend):
+    from huggingface_hub import HfApi
+
+    return HfApi(endpoint=backend.api.endpoint, token=backend.api.token)
+
+
+def _land(api, repo: str, run: str, job_id: str, loss: float, tmp_path) -> str:
+    """A passing run landed on main with its manifest, as training/jobkit/run.py commits it."""
+    manifest = tmp_path / f"{run}.json"
+    manifest.write_text(json.dumps({"run_name": run, "verdict": "PASS", "job_id": job_id, "first_loss": 6.0,
+                                    "last_loss": loss}))
+    return api.upload_file(path_or_fileobj=str(manifest), path_in_repo="manifest.json", repo_id=repo,
+                           commit_message=f"{run}: PASS run={run} steps=10").oid
+
+
+def _tag_live(api, repo: str, commit: str) -> None:
+    if "live" in {t.name for t in api.list_repo_refs(repo).tags}:
+        api.delete_tag(repo, tag="live")
+    api.create_tag(repo, tag="live", revision=commit)
+
+
+GLOBEX_REPO = "oncall/adapter-globex"
+RUNS = ("globex-sft-20261201-030000", "globex-sft-20261202-030000", "globex-sft-20261203-030000")
+JOB_IDS = ("6b1650fb2c800a3073379a40", "6b16a2118344966b5d23764d", "6b17f3aa0d1e2f3a4b5c6d7e")
+
+
+async def test_at_80x24_a_tenants_live_version_and_its_versions_read_whole_and_the_selection_stays(
+        backend, cfg, tmp_path):
+    from console.ui.screens.confirm import ConfirmScreen
+    from console.ui.screens.versions import VersionsScreen
+
+    cfg.defaults.hub_model_id = "oncall/adapter-{tenant}"
+    api = _hub(backend)
+    api.create_repo(GLOBEX_REPO)
+    first = _land(api, GLOBEX_REPO, RUNS[0], JOB_IDS[0], 1.5, tmp_path)
+    _tag_live(api, GLOBEX_REPO, first)
+    second = _land(api, GLOBEX_REPO, RUNS[1], JOB_IDS[1], 1.2, tmp_path)
+    schedule_python(backend, tenant="globex")
+    app = ConsoleApp(cfg, backend, refresh_seconds=0.3, stream_metrics=False, start_tab="fleet", watch_seconds=None)
+    async with app.run_test(size=(80, 24)) as pilot:
+        fleet = app.fleet_table
+        await wait_for(pilot, lambda: "globex" in fleet.live and fleet.selected_row is not None, timeout=60,
+                       what="globex's live version")
+        # the fleet: the live version (the table's last column) on the line under the table
+        await wait_for(pilot, lambda: f"globex: live {first[:8]} PASS" in _said(app), timeout=10,
+                       what=f"the live version on screen, not {screen_rows(app)}")
+        assert fleet.scroll_x == 0
+        # the versions view: when each version was made and by which job, in the rows at 80 columns
+        await pilot.press("v")
+        await wait_for(pilot, lambda: isinstance(app.screen, VersionsScreen), what="the versions view")
+        view = app.screen
+        await wait_for(pilot, lambda: view.versions is not None and len(view.versions.versions) == 2, timeout=30,
+                       what="both versions")
+        await pilot.pause(0.3)
+        rows = screen_rows(app)
+        for run, job_id in zip(RUNS[:2], JOB_IDS[:2], strict=True):
+            version = view.versions.find(run)
+            made = version.time[5:16].replace("T", " ")  # `12-07 06:40`
+            # the row: commit, verdict, made, job (then the run's name as far as 80 columns go)
+            assert any(re.search(rf"{version.short}\s+PASS\s+{made}\s+{job_id[-8:]}\s", r) for r in rows), rows
+        # the highlighted version whole under the table: its run name and its job, not cut
+        await pilot.press("down")  # the older one, live
+        await wait_for(pilot, lambda: view.selected() is not None and view.selected().run == RUNS[0])
+        await wait_for(pilot, lambda: f"{first[:8]} {RUNS[0]}: PASS, live" in _said(app) and JOB_IDS[0] in _said(app),
+                       what=f"the highlighted version whole, not {screen_rows(app)}")
+        await pilot.press("up")  # the newer one, not live
+        await wait_for(pilot, lambda: view.selected() is not None and view.selected().commit == second)
+        # a new version lands above while the view is open: the highlighted one stays highlighted
+        _land(api, GLOBEX_REPO, RUNS[2], JOB_IDS[2], 1.0, tmp_path)
+        app.live.read_now("globex", GLOBEX_REPO)
+        await wait_for(pilot, lambda: len(view.versions.versions) == 3, timeout=30, what="the third version")
+        await pilot.pause(0.2)
+        assert view.selected().commit == second
+        # and promote names it: the tenant, its run and the job that made it
+        await pilot.press("p")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the confirmation")
+        asked = " ".join([app.screen.title_text, *app.screen.details])
+        assert f"tenant globex: {RUNS[1]}, made by job {JOB_IDS[1]}" in asked
+        assert f"to {second[:8]} {RUNS[1]} PASS" in asked
+        await pilot.press("n")

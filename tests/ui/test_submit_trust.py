@@ -150,7 +150,7 @@ async def test_a_rerun_on_another_tenants_dataset_is_refused(backend, cfg, tmp_p
 
 
 async def test_submit_rerun_and_trigger_confirmations_name_what_will_run(backend, cfg, tmp_path):
-    _schedule(backend, _request("acme", ACME, hub_model_id="ops/acme-lora"))
+    sj = _schedule(backend, _request("acme", ACME, hub_model_id="ops/acme-lora"))
     job = _console_job(backend, _request("acme", ACME), tmp_path)
     est = jobspec.build_submission(_request("acme", ACME))
     run = f"tenant acme, sft on l4x1 (${_price('l4x1'):.2f}/h)"
@@ -201,7 +201,7 @@ async def test_submit_rerun_and_trigger_confirmations_name_what_will_run(backend
         await pilot.press("t")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the trigger confirmation")
         text = _confirmation(app)
-        assert "Run acme's scheduled job now?" in text
+        assert f"Run acme's scheduled job {sj.id} now?" in text
         assert run in text
         assert f"dataset {ACME}" in text
         assert "weights to hf://ops/acme-lora" in text

@@ -164,9 +164,13 @@ class ConsoleApp(ConsoleBase):
     def _tab_content(self, tab: str) -> list[Any]:
         """What a tab other than the jobs tab holds (mounted when needed: `_mount_tab`)."""
         if tab == "fleet":
+            from textual.widgets import Static
+
             from console.ui.widgets.fleet_table import FleetTable
 
-            return [FleetTable(id="fleet-table")]
+            table = FleetTable(id="fleet-table")
+            table.detail = Static(id="fleet-line")  # the highlighted tenant whole, under the table
+            return [table, table.detail]
         if tab == "costs":
             from console.ui.widgets.costs import LedgerPane
 

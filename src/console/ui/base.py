@@ -22,6 +22,7 @@ from console import paths
 from console.config import Config, price_book
 from console.jobs import JobRow, Prefetch, clean_log_line
 from console.prices import PriceBook
+from console.ui import timers
 from console.ui.job_view import JobView
 from console.ui.refresh import SNAPSHOT_ROWS, DataRefreshed, JobsChanged, Refresher
 from console.ui.session import Session
@@ -49,6 +50,7 @@ class ConsoleBase(App[None]):
         stream_metrics: bool,
         first_frame: Prefetch | None,
     ) -> None:
+        timers.guard()  # no timer of this process is armed with a negative or non-finite delay
         super().__init__()
         clock = clock or (lambda: datetime.now(UTC))
         self.session = Session(cfg, backend, clock, prices or price_book(cfg))
@@ -81,7 +83,7 @@ class ConsoleBase(App[None]):
         if change.reload:
             pane.reload()
         else:
-            pane.apply_changes(change.rows, change.gone, top=change.top)
+            pane.apply_changes(change.rows, change.gone)
 
     def _snapshot_painted(self, at: datetime) -> None:
         self.query_one(JobsPane).reload(limit=SNAPSHOT_ROWS)

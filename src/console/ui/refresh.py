@@ -187,12 +187,11 @@ class ReadPlan:
 @dataclass(frozen=True)
 class JobsChanged:
     """What the jobs table shows again after a refresh: everything (`reload`), or `rows` and
-    the `gone` ids; `top`: new rows go to the top (a picture from the cache is on screen)."""
+    the `gone` ids (the table keeps the job its cursor is on)."""
 
     reload: bool
     rows: list[JobRow]
     gone: list[str]
-    top: bool = False
 
 
 class Refresher:
@@ -689,7 +688,7 @@ class Refresher:
             self.on_jobs(JobsChanged(True, [], list(message.gone)))
             self.news.reloaded = True
         else:
-            self.on_jobs(JobsChanged(False, changed_rows, list(message.gone), top=self.snapshot_at is not None))
+            self.on_jobs(JobsChanged(False, changed_rows, list(message.gone)))
             self.news.rows(changed_rows)
         if message.fleet is not None:
             self._fleet_saved = time.monotonic()  # the worker kept it for the next start

@@ -78,12 +78,14 @@ def _move(app: ConsoleBase, screen: VersionsScreen, versions: Versions, target: 
         app.notify(f"{verb}: {exc}", severity="warning", timeout=8)
         return
     current = versions.live
+    tenant = screen.tenant
     details = [
+        f"tenant {tenant}: {target.run}, made by job {target.job_id or '(none named)'}, commit {target.commit}",
         f"now live: {current.describe() if current else 'nothing'}",
         f"then live: {target.describe()}",
         f"{versions.live_tag} is what serving loads; the other version stays in the repo",
     ]
-    tenant, repo, api, live = screen.tenant, versions.repo_id, app.api, app.live
+    repo, api, live = versions.repo_id, app.api, app.live
 
     def answered(yes: bool | None) -> None:
         if not yes:

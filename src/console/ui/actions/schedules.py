@@ -113,7 +113,7 @@ def trigger(app: ConsoleBase) -> None:
 
     confirm_then_run(
         app,
-        f"Run {tenant.tenant}'s scheduled job now?",
+        f"Run {tenant.tenant}'s scheduled job {sj.id} now?",
         [*_run_details(app, tenant, sj), f"schedule {sj.schedule} is unchanged"],
         yes_label="Trigger",
         description=f"Trigger {tenant.tenant}",

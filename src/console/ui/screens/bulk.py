@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static
 
 from console.jobs import clean_log_line
 from console.ui import keys
+from console.ui.screens.dialog import Dialog
 
 if TYPE_CHECKING:
     from console.oncall import BulkPlan
@@ -28,7 +28,7 @@ PREVIEW_ITEMS = 200
 """Items the preview lists (it scrolls) before "and N more" (the total counts them all)."""
 
 
-class BulkScreen(ModalScreen["tuple[BulkPlan, str] | None"]):
+class BulkScreen(Dialog["tuple[BulkPlan, str] | None"]):
     """Dismisses with (plan, typed count) once the count is right, or None."""
 
     BINDINGS = keys.BULK_DIALOG

@@ -5,14 +5,14 @@ from __future__ import annotations
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
 from console.jobs import clean_log_line
 from console.ui import keys
+from console.ui.screens.dialog import Dialog
 
 
-class ConfirmScreen(ModalScreen[bool]):
+class ConfirmScreen(Dialog[bool]):
     """Ask before anything that costs money or kills work. Dismisses True on yes."""
 
     BINDINGS = keys.CONFIRM

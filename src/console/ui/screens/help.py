@@ -5,13 +5,13 @@ from __future__ import annotations
 from rich.table import Table
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from console.ui import keys
+from console.ui.screens.dialog import Dialog
 
 
-class HelpScreen(ModalScreen[None]):
+class HelpScreen(Dialog[None]):
     BINDINGS = keys.HELP
 
     def compose(self) -> ComposeResult:

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
 from console.jobs import clean_log_line
 from console.ui import keys
+from console.ui.screens.dialog import Dialog
 
 
-class PromptScreen(ModalScreen[str | None]):
+class PromptScreen(Dialog[str | None]):
     BINDINGS = keys.PROMPT
 
     def __init__(self, title: str, value: str = "", placeholder: str = "") -> None:

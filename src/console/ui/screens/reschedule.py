@@ -10,12 +10,12 @@ from datetime import UTC, datetime
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static
 
 from console.costs import CostInputError, describe_cron, next_runs, normalize_cron, runs_per_month
 from console.jobs import clean_log_line
 from console.ui import keys
+from console.ui.screens.dialog import Dialog
 
 
 def preview(expr: str, now: datetime, n: int = 3) -> tuple[str | None, Text]:
@@ -34,7 +34,7 @@ def preview(expr: str, now: datetime, n: int = 3) -> tuple[str | None, Text]:
     return cron, text
 
 
-class RescheduleScreen(ModalScreen[str | None]):
+class RescheduleScreen(Dialog[str | None]):
     """Dismisses with the new cron expression, or None."""
 
     BINDINGS = keys.RESCHEDULE_DIALOG

@@ -29,7 +29,6 @@ from dataclasses import dataclass, replace
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Input, Label, Select, Static
 
 from console import jobspec, vram
@@ -43,6 +42,7 @@ from console.costs import (
 from console.jobspec import LORA_KINDS, Submission, SubmissionError, TrainingRequest
 from console.prices import DEFAULT_TIMEOUT_OVERHEAD_S, PriceBook, shipped_price_book
 from console.ui import keys
+from console.ui.screens.dialog import Dialog
 
 FOLLOW_TENANT = (("f-dataset", "dataset"), ("f-hub-model-id", "hub_model_id"))
 """The fields that belong to the tenant: (field id, TrainingRequest attribute)."""
@@ -58,7 +58,7 @@ class SubmitResult:
     preflight: bool
 
 
-class SubmitScreen(ModalScreen[SubmitResult | None]):
+class SubmitScreen(Dialog[SubmitResult | None]):
     BINDINGS = keys.SUBMIT_FORM
 
     def __init__(

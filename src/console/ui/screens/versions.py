@@ -20,10 +20,12 @@ from typing import TYPE_CHECKING
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.screen import ModalScreen
+from textual.coordinate import Coordinate
 from textual.widgets import DataTable, Static
 
+from console.jobs import clean_log_line
 from console.ui import keys
+from console.ui.screens.dialog import Dialog
 from console.ui.widgets.jobs_table import plain
 
 if TYPE_CHECKING:
@@ -32,15 +34,24 @@ if TYPE_CHECKING:
 VERDICT_STYLES = {"PASS": "green", "FAIL": "bold red", "partial": "yellow"}
 COLUMNS = (
     ("commit", "  Commit", 10),
-    ("run", "Run", 19),
     ("verdict", "Verdict", 14),
+    ("time", "Made (UTC)", 11),
+    ("job", "Job", 8),
+    ("run", "Run", None),
     ("loss", "Loss", 11),
     ("metric", "Metric", 12),
-    ("time", "Time (UTC)", 16),
-    ("job", "Job", 8),
 )
-"""At 80 columns the view shows which version is live, its run, verdict, loss and metric; the
-time and the job are a scroll to the right."""
+"""At 80 columns the view shows which version is live, its verdict, when it was made and by which
+job, and the start of its run's name; the line under the table says the highlighted version
+whole (its run name, reason, full job id, figures). The Run column is as wide as the longest name."""
+
+
+def _made(v: AdapterVersion, *, year: bool = False) -> str:
+    """When the version's commit was made, UTC: `12-01 03:00` (`2026-12-01 03:00` with `year`)."""
+    stamp = v.time[:16].replace("T", " ")
+    if len(stamp) < 16:
+        return stamp or "-"
+    return stamp if year else stamp[5:]
 
 
 def version_cells(v: AdapterVersion) -> tuple[str, ...]:
@@ -54,16 +65,25 @@ def version_cells(v: AdapterVersion) -> tuple[str, ...]:
         verdict = f"partial {v.steps}/{v.steps_total}" if v.steps_total else f"partial {v.steps}"
     return (
         f"{'*' if v.live else ' '} {v.short}",
-        v.run,
         verdict,
+        _made(v),
+        v.job_id[-8:] if v.job_id else "-",
+        v.run,
         loss,
         metric,
-        v.time[:16].replace("T", " ") or "-",
-        v.job_id[-8:] if v.job_id else "-",
     )
 
 
-class VersionsScreen(ModalScreen[None]):
+def version_line(v: AdapterVersion) -> str:
+    """The highlighted version in one sentence (the line under the table; it wraps at 80 columns)."""
+    verdict = f"{v.verdict} ({v.failure})" if v.failure else v.verdict
+    job = f"by job {v.job_id}" if v.job_id else "by no job it names"
+    live = ", live" if v.live else ""
+    return (f"{v.short} {v.run}: {verdict}{live}; made {_made(v, year=True)} UTC {job}, on {v.where}; "
+            f"{v.figures()}")
+
+
+class VersionsScreen(Dialog[None]):
     """The versions of one tenant's adapter repo (see the module docstring)."""
 
     BINDINGS = keys.VERSIONS
@@ -75,6 +95,7 @@ class VersionsScreen(ModalScreen[None]):
     }
     #versions-table { height: auto; max-height: 16; }
     #versions-status { height: auto; }
+    #versions-detail { height: auto; }
     #versions-hint { color: $text-muted; }
     """
 
@@ -93,6 +114,7 @@ class VersionsScreen(ModalScreen[None]):
             yield Static(id="versions-title")
             yield Static(id="versions-status")
             yield DataTable(id="versions-table", cursor_type="row", zebra_stripes=False)
+            yield Static(id="versions-detail")
             yield Static(Text(self._hint()), id="versions-hint")
 
     def _hint(self) -> str:
@@ -114,8 +136,7 @@ class VersionsScreen(ModalScreen[None]):
     def show(self, versions: Versions | None, error: str | None = None, missing: bool = False, *,
              reading: bool = False) -> None:
         """Draw `versions` (None: not read, or could not be: `error`, `missing`), keeping the
-        highlighted version where it still is."""
-        self.versions, self.error = versions, error
+        highlighted version (by commit) wherever it is now; the top one when it is gone."""
         title = Text(no_wrap=False)
         title.append(plain(f"{self.tenant}: {self.repo}", "bold"))
         if versions is not None:
@@ -136,26 +157,40 @@ class VersionsScreen(ModalScreen[None]):
                            + f"{len(versions.versions)} versions, newest first; * is live", "dim")
         self.query_one("#versions-status", Static).update(status)
         table = self.query_one(DataTable)
-        keep = self.selected()
+        keep = self.selected()  # read before the rows change: the version, by its commit
+        self.versions, self.error = versions, error
         table.clear()
-        for i, v in enumerate(versions.versions if versions else []):
+        for v in self._by_commit().values():  # newest first, one row per commit
             cells = version_cells(v)
             style = VERDICT_STYLES.get(v.verdict, "")
             bold = "bold" if v.live else ""
             table.add_row(
-                plain(cells[0], bold), plain(cells[1], bold), plain(cells[2], style),
-                *(plain(cell) for cell in cells[3:]), key=str(i),
+                plain(cells[0], bold), plain(cells[1], style), *(plain(cell) for cell in cells[2:4]),
+                plain(cells[4], bold), *(plain(cell) for cell in cells[5:]), key=v.commit,
             )
-            if keep is not None and v.run == keep.run and v.where == keep.where:
-                table.move_cursor(row=i, animate=False)
+        if keep is not None and keep.commit in self._by_commit():
+            table.move_cursor(row=table.get_row_index(keep.commit), animate=False)
+        self._show_detail()
+
+    def _by_commit(self) -> dict[str, AdapterVersion]:
+        return {v.commit: v for v in (self.versions.versions if self.versions else [])}
 
     def selected(self) -> AdapterVersion | None:
-        """The highlighted version (None when there is none)."""
+        """The highlighted version (None when there is none), by the commit its row is keyed by."""
         table = self.query_one(DataTable)
-        if self.versions is None or not table.row_count:
+        if self.versions is None or not table.row_count or not 0 <= table.cursor_row < table.row_count:
             return None
-        row = table.cursor_row
-        return self.versions.versions[row] if 0 <= row < len(self.versions.versions) else None
+        key = table.coordinate_to_cell_key(Coordinate(table.cursor_row, 0)).row_key.value
+        return self._by_commit().get(key or "")
+
+    def _show_detail(self) -> None:
+        v = self.selected()
+        # wrapped, not cut: the run name and the reason whole at 80 columns (plain text, never markup)
+        self.query_one("#versions-detail", Static).update(Text(clean_log_line(version_line(v))) if v else "")
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        event.stop()
+        self._show_detail()
 
     def action_promote(self) -> None:
         self._promote(self)

@@ -24,7 +24,7 @@ from textual.message import Message
 from textual.widgets import DataTable
 
 from console.fleet import TenantRow
-from console.jobs import format_age, format_clock, format_cost
+from console.jobs import clean_log_line, format_age, format_clock, format_cost
 from console.ui.widgets.jobs_table import KIND_SHORT, STAGE_STYLES, plain
 from console.ui.widgets.keyed_table import KeyedTable
 
@@ -240,7 +240,7 @@ class FleetTable(KeyedTable):
         rows, now = self._pending
         self._pending = None
         wanted = {r.tenant for r in rows}
-        keep = self._selected
+        keep = self.key_at_cursor()  # the tenant the cursor is on stays, wherever the sort puts it
         with self.app.batch_update():
             self.drop_rows_except(wanted)
             added = False
@@ -305,6 +305,23 @@ class FleetTable(KeyedTable):
         """The app opened the fleet tab (Textual's Show is not always sent when an ancestor's
         display changes): draw what came while hidden."""
         self.draw_pending()
+
+    def detail_text(self, key: str, values: tuple[str, ...]) -> Text:
+        """`acme: live a1b2c3d4 PASS 2h; last run COMPLETED 3h ago, loss 1.23; next Mon 10:00; ...`:
+        the tenant's row whole (its live version first: the table's last column), wrapped."""
+        (_tenant, last, age, loss, next_run, per_run, monthly, kind, schedule, flavor, model, adapter,
+         live) = values
+        row = self.rows_by_tenant.get(key)
+        _, style = _flag(row) if row is not None else (" ", "")
+        text = Text(no_wrap=False, overflow="fold")
+        text.append(clean_log_line(key), style=style or "bold")
+        text.append(": live ")
+        text.append(clean_log_line(live or "-"), style="bold red" if " FAIL" in live or " partial" in live else "bold")
+        schedule = schedule.removesuffix("=")
+        text.append(clean_log_line(
+            f"; last run {last} {age.removeprefix('~')} ago, loss {loss}; next {next_run}; {schedule}; "
+            f"{kind} on {flavor}, {per_run}/run, {monthly}/mo; base {model}; adapter {adapter}"))
+        return text
 
     def selection_message(self, key: str | None) -> TenantSelected:
         return self.TenantSelected(key, self.rows_by_tenant.get(key or ""))

@@ -39,7 +39,10 @@ class JobsPane(Vertical):
             compact=True,
         )
         yield Static(id="jobs-filter-state")
-        yield JobsTable(id="jobs-table", source=self.source)
+        table = JobsTable(id="jobs-table", source=self.source)
+        table.detail = Static(id="job-line")  # the highlighted job whole, under the table
+        yield table
+        yield table.detail
 
     def on_mount(self) -> None:
         self.query_one("#jobs-filter", Input).display = False
@@ -58,9 +61,9 @@ class JobsPane(Vertical):
         self.table.reload(self.clock(), limit=limit)
         self._show_state()
 
-    def apply_changes(self, changed: list[JobRow], gone: list[str], *, top: bool = False) -> None:
+    def apply_changes(self, changed: list[JobRow], gone: list[str]) -> None:
         """Only what changed since the last refresh (see `JobsTable.apply_changes`)."""
-        self.table.apply_changes(changed, gone, self.clock(), top=top)
+        self.table.apply_changes(changed, gone, self.clock())
         self._show_state()
 
     def open_filter(self) -> None:

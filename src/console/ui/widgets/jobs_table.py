@@ -239,32 +239,35 @@ class JobsTable(KeyedTable):
         return self._mark(row) if row is not None else None
 
     def set_filter(self, job_filter: JobFilter, now: datetime) -> None:
+        """Show the jobs `job_filter` matches: a new filter opens on its top row (its newest running
+        job, else its newest job); clearing the filter keeps the job the cursor is on."""
         self.job_filter = job_filter
         self.max_rows = MAX_ROWS
-        self.reload(now)
+        self.reload(now, first=not job_filter.empty)
 
-    def reload(self, now: datetime, *, limit: int | None = None) -> None:
+    def reload(self, now: datetime, *, limit: int | None = None, first: bool = False) -> None:
         """Show the first `max_rows` matching jobs of the source (the table's whole picture);
-        `limit`: fewer, for a first frame (the rest come with the next reload or a scroll)."""
+        `limit`: fewer, for a first frame (the rest come with the next reload or a scroll);
+        `first`: the cursor goes to the top row (else it stays on its job)."""
         if self.source is None:
-            self.update_rows(list(self.rows_by_id.values()), now)
+            self.update_rows(list(self.rows_by_id.values()), now, first=first)
             return
         rows = self.source.page(self.job_filter, limit=min(limit or self.max_rows, self.max_rows))
         self.total = self.source.count()
         self.matching = self.total if self.job_filter.empty else self.source.count(self.job_filter)
-        self._show(rows, now)
+        self._show(rows, now, first=first)
 
-    def update_rows(self, rows: list[JobRow], now: datetime) -> None:
+    def update_rows(self, rows: list[JobRow], now: datetime, *, first: bool = False) -> None:
         """Make the table show `rows` (filtered), by key: update, add, remove, re-sort."""
         matching = order([r for r in rows if self.job_filter.matches(r)])
         self.matching = len(matching)
         self.total = len(rows)
-        self._show(matching[: max(self.max_rows, sum(1 for r in matching if r.active))], now)
+        self._show(matching[: max(self.max_rows, sum(1 for r in matching if r.active))], now, first=first)
 
-    def _show(self, wanted: list[JobRow], now: datetime) -> None:
+    def _show(self, wanted: list[JobRow], now: datetime, *, first: bool = False) -> None:
         self._now = now
         wanted_ids = {r.id for r in wanted}
-        keep = self._selected
+        keep = None if first else self.key_at_cursor()
         with self.app.batch_update():
             for job_id in self.drop_rows_except(wanted_ids):
                 del self.rows_by_id[job_id]
@@ -277,21 +280,18 @@ class JobsTable(KeyedTable):
             desired = [r.id for r in wanted]
             if order_changed or current != desired:
                 self._sort_by_rank({job_id: i for i, job_id in enumerate(desired)})
-            self.move_cursor_to(keep)
+            self._cursor_on(keep)
         self.announce_selection()
 
-    def apply_changes(self, changed: list[JobRow], gone: list[str], now: datetime, *, top: bool = False) -> None:
+    def apply_changes(self, changed: list[JobRow], gone: list[str], now: datetime) -> None:
         """Like `update_rows`, for a refresh that brought only `changed` rows and `gone` ids.
 
         Work is proportional to the change, not to the history: unchanged rows are not touched,
         and the table is re-sorted only when a row arrives or moves between active and finished.
-        `top`: the cursor goes to the first row if it was there (the first fresh data after a
-        picture from the cache: a new running job on top is what a fresh start would select).
+        The cursor stays on its job wherever the re-sort puts it.
         """
         self._now = now
-        keep = self._selected
-        if top and self.row_count and self.cursor_row == 0:
-            keep = None
+        keep = self.key_at_cursor()
         reorder = False
         arrived = bool(gone)
         with self.app.batch_update():
@@ -323,11 +323,16 @@ class JobsTable(KeyedTable):
                 self._sort_by_rank({r.id: i for i, r in enumerate(ordered)})
             if arrived:
                 self._recount()
-            if keep is None and self.row_count:
-                self.move_cursor(row=0, animate=False)
-            else:
-                self.move_cursor_to(keep)
+            self._cursor_on(keep)
         self.announce_selection()
+
+    def _cursor_on(self, key: str | None) -> None:
+        """The cursor on job `key` wherever it is now; on the top row when there is no such job
+        (none was selected, or it left the table: filtered out, or deleted)."""
+        if key is not None and key in self.rows_by_id:
+            self.move_cursor_to(key)
+        elif self.row_count:
+            self.move_cursor(row=0, animate=False)
 
     def _recount(self) -> None:
         if self.source is None:
@@ -378,6 +383,23 @@ class JobsTable(KeyedTable):
         # DataTable.sort orders by column values; order by our own rank through the id column.
         by_short = {short_id(job_id): r for job_id, r in rank.items()}
         self.sort("id", key=lambda cell: by_short.get(cell.plain, 1 << 30))
+
+    def detail_text(self, key: str, values: tuple[str, ...]) -> Text:
+        """`cc33wayn wayne sft exit 1 on t4-small, ran 36s, $0.007: bad_data: ...`: the job's
+        row whole, its Message cell (the failure reason, the on-call forecast with the cost at
+        the timeout, the job's message) included, wrapped."""
+        job_id, tenant, kind, stage, flavor, _started, ran, cost, message = values
+        row = self.rows_by_id.get(key)
+        mark = self._mark(row) if row is not None else None
+        stage_style = mark.style if mark is not None and mark.stage else STAGE_STYLES.get(row.stage if row else "", "")
+        text = Text(no_wrap=False, overflow="fold")
+        text.append(clean_log_line(f"{job_id} {tenant} {kind} "), style="bold")
+        text.append(clean_log_line(stage), style=stage_style)
+        text.append(clean_log_line(f" on {flavor}, ran {ran}, {cost}"))
+        if message:
+            text.append(": ")
+            text.append(clean_log_line(message), style="red" if row is not None and row.stage == "ERROR" else "")
+        return text
 
     def selection_message(self, key: str | None) -> JobSelected:
         return self.JobSelected(key, self.rows_by_id.get(key) if key else None)

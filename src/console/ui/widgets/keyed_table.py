@@ -10,6 +10,10 @@ did builds only its cells (`rich.Text` objects cost far more than the strings th
 The highlighted row is the selection: whatever moved the cursor (a key, a filter, a re-sort, a
 refresh that removed the row under it), `announce_selection` posts the table's selection message
 once the key under the cursor changed, so everything that follows the selection shows that row.
+
+A table may have a `detail` line (a Static under it): the highlighted row said whole, wrapped
+(`detail_text`), kept in step with the row's cells, so what a narrow terminal cuts off (a
+failure reason, the cost at the timeout, the live version) is read without scrolling sideways.
 """
 
 from __future__ import annotations
@@ -19,7 +23,9 @@ from collections.abc import Callable, Collection, Sequence
 from rich.text import Text
 from textual.coordinate import Coordinate
 from textual.message import Message
-from textual.widgets import DataTable
+from textual.widgets import DataTable, Static
+
+from console.ui.widgets.quiet import update_if_changed
 
 
 class KeyedTable(DataTable):
@@ -33,11 +39,26 @@ class KeyedTable(DataTable):
         """row key -> the plain text of its cells as last drawn"""
         self._selected: str | None = None
         """The key of the highlighted row, as last announced."""
+        self.detail: Static | None = None
+        """The line under the table that says the highlighted row whole (None: no such line)."""
 
     def selection_message(self, key: str | None) -> Message | None:
         """The message that says row `key` is now the highlighted one (None: the table is empty);
         a table whose selection nobody follows posts none."""
         return None
+
+    def detail_text(self, key: str, values: tuple[str, ...]) -> Text | None:
+        """Row `key` said whole for the `detail` line, from its cells' plain `values`."""
+        return None
+
+    def show_detail(self) -> None:
+        """Say the highlighted row on the `detail` line (blank when the table is empty)."""
+        if self.detail is None:
+            return
+        key = self._selected
+        values = self._cells.get(key) if key is not None else None
+        text = self.detail_text(key, values) if key is not None and values is not None else None
+        update_if_changed(self.detail, text if text is not None else Text(""))
 
     def announce_selection(self) -> None:
         """Post `selection_message` if the row under the cursor is not the one last announced."""
@@ -45,6 +66,7 @@ class KeyedTable(DataTable):
         if key == self._selected:
             return
         self._selected = key
+        self.show_detail()
         message = self.selection_message(key)
         if message is None:
             return
@@ -78,6 +100,8 @@ class KeyedTable(DataTable):
         else:
             self.add_row(*render(), key=key)
         self._cells[key] = values
+        if shown and key == self._selected:
+            self.show_detail()
         return not shown
 
     def drop_row(self, key: str) -> None:
