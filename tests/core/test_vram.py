@@ -82,11 +82,34 @@ def test_what_the_estimate_counts_for_an_8b_model():
         (7, "a100-large", True),  # the reference's builder model
         (13, "a10g-large", False),  # 26 GB of bf16 weights on a 24 GB A10G
         (70, "h200", False),  # 140 GB of weights and more on 141 GB
-        (70, "a100x4", False),  # four A100s, but one process: one 80 GB GPU must hold it
+        (70, "a100x4", True),  # reference §3 "70B+" lines: the layers split over four 80 GB A100s
+        (70, "h200x2", True),  # and over two 141 GB H200s
+        (70, "a10g-largex4", False),  # ~49 GB per GPU on 24 GB A10Gs
     ],
 )
 def test_a_flavor_fits_a_model_by_its_gpu_memory(model_b, flavor, fits):
     assert flavor_fits(flavor, model_b) is fits
+
+
+def test_a_multi_gpu_flavor_counts_every_gpu_lora_by_layers_and_a_full_fine_tune_sharded():
+    """The busiest GPU's share: LoRA divides the weights and the adapters' state by the GPU count
+    (device_map=auto); FSDP divides weights, gradients and AdamW state, and adds the gathered unit;
+    the cheapest flavor of a 70B LoRA is a multi-GPU one."""
+    one = vram.fit(vram.RunShape(70), PRICES.get("a100-large"))
+    four = vram.fit(vram.RunShape(70), PRICES.get("a100x4"))
+    assert not one.fits and four.fits and four.gpus == 4 and four.how() == "layers split over 4 GPUs (device_map=auto)"
+    assert four.estimate.weights == pytest.approx(one.estimate.weights / 4)
+    assert four.estimate.logits == one.estimate.logits  # the LM head's logits sit on one GPU
+    full1 = vram.fit(vram.RunShape(7, method="full"), PRICES.get("a100-large"))
+    full4 = vram.fit(vram.RunShape(7, method="full"), PRICES.get("a100x4"))
+    assert full4.how() == "sharded over 4 GPUs (FSDP)"
+    assert full4.estimate.optimizer == pytest.approx(full1.estimate.optimizer / 4)
+    assert full4.estimate.weights > full1.estimate.weights / 4  # plus the gathered embeddings and layers
+    assert full4.estimate.activations == full1.estimate.activations  # each GPU trains its own batch
+    assert full4.needed_gb < full1.needed_gb / 2
+    best = vram.cheapest_fit(vram.RunShape(70), PRICES)
+    assert best is not None and best.flavor == "a100x4"  # $10/hr; h200 ($5) cannot hold 140 GB of weights
+    assert "per GPU" in four.describe() and four.as_dict()["gpus"] == 4
 
 
 def test_full_fine_tunes_and_unsloth_change_the_fit():
