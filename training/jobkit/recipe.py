@@ -23,6 +23,7 @@ import dataclasses
 import json
 import math
 import os
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,7 +32,7 @@ from typing import Any
 
 from validate_dataset import ReadError, failure, needs_datasets, offending_rows, training_rows, validate
 
-from jobkit import vram
+from jobkit import multigpu, vram
 from jobkit.models import (
     TINY_CAUSAL_CONFIG,
     TINY_MODEL,
@@ -163,6 +164,9 @@ class Plan:
     full: bool = False  # a full fine-tune (the builder model) instead of LoRA
     steps_total: int | None = None
     fit: vram.Estimate | None = None
+    script: str = ""
+    """The recipe file and its arguments, which a sharded run launches again on every GPU."""
+    argv: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def artifact(self) -> str:
@@ -237,6 +241,8 @@ def preflight(argv: list[str] | None, parser: argparse.ArgumentParser, method: s
         dest=dest,
         inject_nan_at=inject,
         full=full,
+        script=str(Path(__file__).resolve().parent.parent / parser.prog),
+        argv=list(sys.argv[1:] if argv is None else argv),
     )
     if rows is not None:
         plan.steps_total = estimate_steps(len(rows), args)
@@ -469,7 +475,11 @@ def build_model(plan: Plan, dtype: Any, torch: Any) -> tuple[Any, Any, bool]:
         return model, tokenizer, False
     say(f"loading base model {args.base_model}")
     chat = plan.fmt != "text" and any(isinstance(v, list) for v in plan.rows[0].values())
-    model, tokenizer = load_causal_lm(args.base_model, dtype, needs_chat_template=chat)
+    # LoRA on several GPUs: the layers split over them (a full fine-tune is sharded by its ranks)
+    placement = {} if plan.full else multigpu.lora_load_kwargs(torch.cuda.device_count())
+    if placement:
+        say(f"placing {args.base_model} over {torch.cuda.device_count()} GPUs by layers (device_map=auto)")
+    model, tokenizer = load_causal_lm(args.base_model, dtype, needs_chat_template=chat, **placement)
     return model, tokenizer, False
 
 
@@ -484,6 +494,8 @@ def train(
     the recipe's TRL config class (`SFTConfig`...), whose fields decide which settings apply;
     `line` adds the recipe's own fields to the `plan` line."""
     args = plan.args
+    if multigpu.needs_launch(args.flavor, plan.full):  # one process per GPU, FSDP: they print the rest
+        return multigpu.run_ranks(multigpu.fsdp_launch_command(plan.script, plan.argv, args.flavor), say)
     say(plan_line(plan, **line))
     if plan.steps_total is not None:
         say(f"steps_total={plan.steps_total}")

@@ -90,9 +90,17 @@ VERDICT_TITLES = {
 # ----------------------------------------------------------------------------- output
 
 
+def is_main_process() -> bool:
+    """Whether this process is the first rank of a run sharded over several processes, or the
+    only process (`jobkit.multigpu`)."""
+    return os.environ.get("RANK", "0") in ("", "0")
+
+
 def say(line: str) -> None:
-    """Print one log line and flush, so a streaming log viewer sees it at once."""
-    print(line, flush=True)
+    """Print one log line and flush, so a streaming log viewer sees it at once (the first rank
+    only, when the run is sharded over several processes)."""
+    if is_main_process():
+        print(line, flush=True)
 
 
 def fmt_loss(value: float | None) -> str:
@@ -295,7 +303,7 @@ def open_run_branch(dest: Destination, *, private: bool) -> None:
     """Create the Hub repo (if new) and the run's branch from `main`'s head, before the trainer
     pushes its first checkpoint there (nothing to do without a Hub repo). A token without write
     access fails here, before training."""
-    if dest.hub_model_id is None:
+    if dest.hub_model_id is None or not is_main_process():
         return
     from huggingface_hub import HfApi
 
@@ -466,6 +474,13 @@ def finish(
             f"metric_last={fmt_loss(monitor.last_metric)}"
         )
     info = {**info, artifact: dest.where, "verdict": "PASS" if passed else "FAIL", "failure": reason or None}
+    if not is_main_process():  # a rank of a sharded run: it takes part in gathering the weights, no more
+        if passed:
+            if dest.hub_model_id is not None:
+                trainer.push_to_hub(commit_message=f"{run_name}: final {artifact}", revision=dest.hub_branch)
+            else:
+                trainer.save_model(str(dest.output_dir))
+        return passed, f"{reason or ''} {summary}".strip()
     if not passed:
         if dest.artifacts_dir is not None or dest.hub_model_id is not None:
             write_manifest(dest, info)  # a record of the failed run, without weights
