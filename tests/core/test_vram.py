@@ -132,3 +132,41 @@ def test_an_8b_model_is_not_submitted_to_a_t4_small():
     assert build_submission(TrainingRequest(tenant="acme", dataset="org/acme", model_b=8, flavor="l40sx1"))
     assert build_submission(TrainingRequest(tenant="acme", dataset="org/acme", model_b=8, flavor="t4-small",
                                             unsloth=True))  # fmt: skip
+
+
+def test_the_lora_above_7b_rule_is_one_number_on_both_sides():
+    from console.prices import LORA_REQUIRED_ABOVE_B
+
+    assert vram.estimator().LORA_REQUIRED_ABOVE_B == LORA_REQUIRED_ABOVE_B
+
+
+@pytest.mark.parametrize(
+    ("config", "billions"),
+    [  # published sizes: Llama 2 13B, Qwen2.5 7B (q/k/v biases), Qwen3 0.6B (q/k norms, tied), Mistral 7B
+        ({"model_type": "llama", "hidden_size": 5120, "num_hidden_layers": 40, "intermediate_size": 13824,
+          "num_attention_heads": 40, "num_key_value_heads": 40, "vocab_size": 32000}, 13.016),
+        ({"model_type": "qwen2", "hidden_size": 3584, "num_hidden_layers": 28, "intermediate_size": 18944,
+          "num_attention_heads": 28, "num_key_value_heads": 4, "vocab_size": 152064}, 7.616),
+        ({"model_type": "qwen3", "hidden_size": 1024, "num_hidden_layers": 28, "intermediate_size": 3072,
+          "num_attention_heads": 16, "num_key_value_heads": 8, "head_dim": 128, "vocab_size": 151936,
+          "tie_word_embeddings": True}, 0.596),
+        ({"model_type": "mistral", "hidden_size": 4096, "num_hidden_layers": 32, "intermediate_size": 14336,
+          "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 32000}, 7.242),
+    ],
+)
+def test_a_config_json_is_counted_to_its_published_size_and_other_models_are_unknown(config, billions):
+    v = vram.estimator()
+    assert v.counted_params(config) / 1e9 == pytest.approx(billions, abs=0.001)
+    assert v.counted_params({**config, "model_type": "gpt2"}) is None
+    assert v.counted_params({**config, "num_local_experts": 8}) is None  # a mixture of experts: unknown
+    assert v.counted_params({k: x for k, x in config.items() if k != "vocab_size"}) is None
+
+
+def test_a_declared_size_agrees_within_the_rounding_of_model_names():
+    v = vram.estimator()
+    assert v.size_agrees(7, 7_615_616_512) and v.size_agrees(1, 1_235_814_400)  # Qwen2.5 "7B", Llama 3.2 "1B"
+    assert not v.size_agrees(7, 8_030_261_248) and not v.size_agrees(7, 13_015_864_320)
+    assert v.size_problem(7, 13_015_864_320, base="b", declared_as="model_b") is not None
+    assert v.size_problem(7, 7_615_616_512, base="b", declared_as="model_b", full=True) is None  # a 7B: allowed
+    assert v.size_problem(1, 100_000, base="b", declared_as="model_b") is None  # a toy stands in for its size
+    assert v.size_problem(7, None, base="b", declared_as="model_b") is None  # unknown: the declared size stands
