@@ -31,7 +31,7 @@ base_model = "{repo}"
 model_b = {model_b}
 flavor = "{flavor}"
 full = {full}
-dataset = "data/builder.jsonl"
+dataset = "{dataset}"
 examples = 3000
 """
 
@@ -57,11 +57,11 @@ def base_13b(server):
     return repo
 
 
-def fleet(tmp_path, repo, *, model_b, flavor="h200x8", full="true"):
+def fleet(tmp_path, repo, *, model_b, flavor="h200x8", full="true", dataset="data/builder.jsonl"):
     (tmp_path / "data").mkdir(exist_ok=True)
     shutil.copy(paths.training_dir() / "data" / "builder.jsonl", tmp_path / "data")
     path = tmp_path / "fleet.toml"
-    path.write_text(FLEET.format(repo=repo, model_b=model_b, flavor=flavor, full=full))
+    path.write_text(FLEET.format(repo=repo, model_b=model_b, flavor=flavor, full=full, dataset=dataset))
     return str(path)
 
 
@@ -107,3 +107,39 @@ def test_the_fit_reads_the_real_shape_and_toy_or_unknown_bases_keep_their_declar
     assert check(jobspec.TrainingRequest(tenant="a", dataset="d", base_model=f"{server.namespace}/no-such-model",
                                          model_b=7, flavor="a100-large")) is None
     assert check.size("tiny-random") is None
+
+
+@pytest.fixture
+def hub_backend(monkeypatch):
+    """The hub backend (huggingface_hub's own login) pointed at a strict embedded server, which
+    answers as huggingface.co does."""
+    from console.backend.server_info import forget_server_info, write_server_info
+    from console.server import LocalServer, ServerOptions
+
+    srv = LocalServer(ServerOptions(namespace="oncall", strict=True))
+    srv.start()
+    write_server_info(srv.url)
+    monkeypatch.setenv("HF_TOKEN", srv.token)
+    cfg = Config(namespace="oncall", backend="hub", endpoint=srv.url)
+    save(cfg)
+    backend = connect(cfg)
+    try:
+        yield backend
+    finally:
+        backend.close()
+        forget_server_info(srv.url)
+        srv.stop()
+
+
+def test_on_the_hub_backend_the_same_base_is_refused_before_anything_is_sent(hub_backend, tmp_path, capsys):
+    repo = "oncall/llama-2-13b"
+    hub_backend.api.create_repo(repo, exist_ok=True)
+    hub_backend.api.upload_file(path_or_fileobj=json.dumps(LLAMA_2_13B).encode(), path_in_repo="config.json",
+                                repo_id=repo)
+    path = fleet(tmp_path, repo, model_b=7, dataset="oncall/builder-traces")  # not read: --no-preflight
+    with open(path, "a") as f:
+        f.write('hub_model_id = "oncall/builder"\n')
+    code = main(["fleet", "apply", "--no-preflight", path])
+    text = "".join(capsys.readouterr())
+    assert code != 0 and f"base_model {repo} has 13.02B parameters by its config.json, but model_b declares 7B" in text
+    assert sent(hub_backend) == ([], [])
