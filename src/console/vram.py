@@ -149,8 +149,10 @@ class Fit:
 
     def describe(self) -> str:
         verdict = "fits" if self.fits else "does NOT fit"
-        per = " per GPU" if self.gpus > 1 else ""
-        return f"~{self.needed_gb:.1f} GB{per} on {self.flavor} ({self.gpu_gb:g} GB per GPU, {self.how()}): {verdict}"
+        if self.gpus > 1:
+            return (f"~{self.needed_gb:.1f} GB per GPU on {self.flavor} ({self.gpu_gb:g} GB per GPU, {self.how()}): "
+                    f"{verdict}")
+        return f"~{self.needed_gb:.1f} GB on {self.flavor} ({self.gpu_gb:g} GB per GPU): {verdict}"
 
     def as_dict(self) -> dict[str, Any]:
         return {"flavor": self.flavor, "gpu_gb": self.gpu_gb, "fits": self.fits, "how": self.how(),
