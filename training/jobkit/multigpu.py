@@ -22,16 +22,29 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from jobkit import vram
-from jobkit.run import is_main_process
-
-__all__ = ["cuda_present", "fsdp_launch_command", "is_main_process", "launched", "lora_load_kwargs", "needs_launch",
-           "run_ranks"]
 
 LAUNCHED_ENV = "LOCAL_RANK"
 """Set by `accelerate launch` (torch.distributed) in each rank: a recipe running as a rank does not
 launch again."""
+
+
+def is_main_process() -> bool:
+    """Whether this process is the first rank of a sharded run, or the only process."""
+    return os.environ.get("RANK", "0") in ("", "0")
+
+
+def rank_finish(trainer: Any, dest: Any, commit_message: str, passed: bool) -> bool:
+    """The end of a run on a rank other than the first: a passing run's weights are gathered from
+    every rank (the trainer uploads or writes them on the first alone); nothing else."""
+    if passed:
+        if dest.hub_model_id is not None:
+            trainer.push_to_hub(commit_message=commit_message, revision=dest.hub_branch)
+        else:
+            trainer.save_model(str(dest.output_dir))
+    return passed
 
 
 def launched() -> bool:

@@ -58,6 +58,8 @@ from typing import Any, TypeVar
 
 from validate_dataset import REPO_ID_RE
 
+from jobkit.multigpu import is_main_process, rank_finish
+
 EXIT_PASS, EXIT_FAILED, EXIT_REFUSED = 0, 1, 2
 ARTIFACTS_ENV = "CONSOLE_ARTIFACTS_DIR"
 INJECT_NAN_ENV = "CONSOLE_INJECT_NAN_AT_STEP"
@@ -88,12 +90,6 @@ VERDICT_TITLES = {
 
 
 # ----------------------------------------------------------------------------- output
-
-
-def is_main_process() -> bool:
-    """Whether this process is the first rank of a run sharded over several processes, or the
-    only process (`jobkit.multigpu`)."""
-    return os.environ.get("RANK", "0") in ("", "0")
 
 
 def say(line: str) -> None:
@@ -474,13 +470,8 @@ def finish(
             f"metric_last={fmt_loss(monitor.last_metric)}"
         )
     info = {**info, artifact: dest.where, "verdict": "PASS" if passed else "FAIL", "failure": reason or None}
-    if not is_main_process():  # a rank of a sharded run: it takes part in gathering the weights, no more
-        if passed:
-            if dest.hub_model_id is not None:
-                trainer.push_to_hub(commit_message=f"{run_name}: final {artifact}", revision=dest.hub_branch)
-            else:
-                trainer.save_model(str(dest.output_dir))
-        return passed, f"{reason or ''} {summary}".strip()
+    if not is_main_process():  # a rank of a sharded run takes part in gathering the weights, no more
+        return rank_finish(trainer, dest, f"{run_name}: final {artifact}", passed), summary
     if not passed:
         if dest.artifacts_dir is not None or dest.hub_model_id is not None:
             write_manifest(dest, info)  # a record of the failed run, without weights

@@ -11,7 +11,12 @@ the dtype the GPU trains in, LoRA or full fine-tune optimizer state, activations
 `--batch-size` x `--seq-len`; `--model-config` reads the shape from a `config.json`, else a
 Llama-family shape of `--model-b` is assumed). A run that does not fit is refused (exit 1) with
 the estimate and the cheapest flavor that fits; one that fits prints a `Memory:` line, and its
-JSON a `memory` object.
+JSON a `memory` object. A multi-GPU flavor counts every GPU (LoRA split by layers, a full
+fine-tune sharded), and the line says how.
+
+Size: a full fine-tune over 7B (`--method full`, `--builder-full`) is priced with a warning that a
+submission refuses it, and so is a `--model-config` whose parameter count disagrees with
+`--model-b` (stderr `warning:` lines; JSON `warnings`).
 """
 
 from __future__ import annotations
