@@ -40,12 +40,12 @@ from pathlib import Path
 from typing import Any
 
 from console import labels, paths, vram
+from console.basesize import full_fine_tune_problem
 from console.costs import CostInputError, RunSpec, estimate_run, format_duration, timeout_rule
 from console.inputs import NAME_RULE, bucket_id_problem, is_label_name
 from console.prices import (
     DEFAULT_TIMEOUT_BUFFER,
     DEFAULT_TIMEOUT_OVERHEAD_S,
-    LORA_REQUIRED_ABOVE_B,
     PriceBook,
     shipped_price_book,
 )
@@ -661,9 +661,8 @@ def refusal(
     training = req.kind in TRAINING_KINDS
     if req.full and req.kind != "builder":
         return "a full fine-tune is the builder model's (kind builder); tenants train LoRA adapters"
-    if req.full and req.model_b > LORA_REQUIRED_ABOVE_B:
-        return (f"a full fine-tune of a {req.model_b:g}B model is refused: the reference mandates LoRA for models "
-                f"over {LORA_REQUIRED_ABOVE_B:g}B (§2); train the builder with LoRA (drop full)")
+    if req.full and (why := full_fine_tune_problem(req.model_b)):
+        return f"{why}; train the builder with LoRA (drop full)"
     if req.kind == "embedding" and (req.encoder or "bi") not in ENCODERS:
         return f"encoder must be one of {', '.join(ENCODERS)}, got {req.encoder!r}"
     if training and req.hub_model_id and (why := hub_model_id_problem(req.hub_model_id)):
@@ -826,8 +825,8 @@ def _script_args(req: TrainingRequest) -> list[str]:
         if isinstance(value, float):
             value = format_number(value)
         out += [flag, str(value)]
-    if req.kind == "builder":
-        out += [*(["--full"] if req.full else []), "--flavor", req.flavor]
+    if req.kind == "builder":  # the recipe checks the base's real size against model_b too
+        out += [*(["--full"] if req.full else []), "--flavor", req.flavor, "--model-b", format_number(req.model_b)]
     if req.unsloth and req.kind in LORA_KINDS:
         out.append("--unsloth")
     return out

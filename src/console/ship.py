@@ -13,6 +13,9 @@ few hundred bytes instead of the scripts themselves.
 exists, before anything is sent: a base that does not exist would fail on the paid GPU, after
 the image, the install and a minute of retries.
 
+:class:`BaseModelCheck` adds, on both backends, the base's real size: its `config.json` on the Hub
+the run loads it from (`console.basesize`), against the size the run declares.
+
 Talks to the backend only through the `HfApi` it is given; no UI.
 """
 
@@ -22,7 +25,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from console.jobspec import ARTIFACTS_BUCKET, TRAINING_KINDS, Submission, TrainingRequest
+from console.basesize import BaseSize, base_size, size_problem
+from console.jobspec import ARTIFACTS_BUCKET, TINY_BASE_MODEL, TRAINING_KINDS, Submission, TrainingRequest
 
 BASE_MODEL_CHECK_TIMEOUT_S = 10.0
 """How long the model-info request of a base model may take."""
@@ -58,20 +62,37 @@ def base_model_problem(api: Any, base_model: str, *, timeout: float = BASE_MODEL
 
 
 class BaseModelCheck:
-    """`base_model_problem` for many requests: each base model is asked once (a fleet of a
-    thousand tenants on one base makes one request)."""
+    """Why a request cannot be sent for its base model: on the hub backend whether it exists
+    (`base_model_problem`), and on both its real size by its `config.json` against the declared
+    one, the LoRA-above-7B rule and the fit (`console.basesize`). Each base model is asked once (a
+    fleet of a thousand tenants on one base makes one request)."""
 
-    def __init__(self, api: Any) -> None:
+    def __init__(self, api: Any, backend_kind: str = "hub", prices: Any = None) -> None:
         self.api = api
+        self.backend_kind = backend_kind
+        self.prices = prices
         self._seen: dict[str, str | None] = {}
+        self._sizes: dict[str, BaseSize] = {}
+
+    def size(self, base_model: str) -> BaseSize | None:
+        """The base's size by its config.json (None for the offline toy or a folder: no Hub repo)."""
+        if base_model == TINY_BASE_MODEL or base_model.startswith(("/", "./", "../", "~")):
+            return None
+        if base_model not in self._sizes:
+            self._sizes[base_model] = base_size(self.api, base_model)
+        return self._sizes[base_model]
 
     def __call__(self, req: TrainingRequest) -> str | None:
-        """Why `req` (on the hub backend) cannot be sent for its base model, or None."""
+        """Why `req` cannot be sent for its base model, or None."""
         if req.kind not in TRAINING_KINDS:
             return None
         if req.base_model not in self._seen:
-            self._seen[req.base_model] = base_model_problem(self.api, req.base_model)
-        return self._seen[req.base_model]
+            hub = self.backend_kind == "hub"
+            self._seen[req.base_model] = base_model_problem(self.api, req.base_model) if hub else None
+        if self._seen[req.base_model]:
+            return self._seen[req.base_model]
+        size = self.size(req.base_model)
+        return size_problem(req, size, self.prices) if size is not None else None
 
 
 def bucket_of(namespace: str) -> str:

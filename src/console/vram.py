@@ -11,8 +11,10 @@ parameter count from `config.json` and adds what training needs on top (gradient
 moments, activations), which hf-mem does not model.
 
 What this module adds: a model known by its size alone (`model_b`, the cost model's input) or by
-a `config.json`, a flavor's memory per GPU and whether its GPU has bf16 (from the price book, so
-live flavors work too), the fit of a run on a flavor, and the flavors that fit, cheapest first.
+a `config.json`, a flavor's memory per GPU, its GPU count and whether its GPU has bf16 (from the
+price book, so live flavors work too), the fit of a run on a flavor, and the flavors that fit,
+cheapest first. A multi-GPU flavor counts every GPU: LoRA splits the layers across them, a full
+fine-tune is sharded (FSDP); the estimate is of the busiest GPU, against one GPU's memory.
 
 The flavor fit used to be the reference's "Fits (LoRA SFT)" column turned into a fixed size limit
 per flavor (`Flavor.max_model_b`); that limit knew nothing of the method, the dtype the GPU can
@@ -72,7 +74,7 @@ def gpu_count(flavor: Flavor) -> int:
 
 
 def per_gpu_gb(flavor: Flavor) -> float:
-    """GB on one GPU of a flavor: the recipes run one process, so one GPU must hold the run."""
+    """GB on one GPU of a flavor: what the busiest GPU's share of the run must fit."""
     return flavor.gpu_memory_gb / gpu_count(flavor)
 
 
@@ -115,7 +117,7 @@ class RunShape:
         vram = estimator()
         try:
             if self.config is not None:
-                return vram.ModelShape.from_config(self.config)
+                return vram.ModelShape.from_config(self.config, params=vram.counted_params(self.config))
             return vram.ModelShape.from_size(self.model_b)
         except vram.ConfigError as exc:
             raise FitError(str(exc)) from None
@@ -127,7 +129,7 @@ class Fit:
 
     flavor: str
     gpu_gb: float  # per GPU
-    estimate: Any  # jobkit.vram.Estimate
+    estimate: Any  # jobkit.vram.Estimate, of the busiest GPU
 
     @property
     def fits(self) -> bool:
@@ -137,12 +139,24 @@ class Fit:
     def needed_gb(self) -> float:
         return self.estimate.total_gb
 
+    @property
+    def gpus(self) -> int:
+        return int(self.estimate.setup.gpus)
+
+    def how(self) -> str:
+        """How the run fits the flavor's GPUs, in words: `one GPU`, `layers split over 4 GPUs`..."""
+        return self.estimate.spread().removeprefix(", ") or "one GPU"
+
     def describe(self) -> str:
         verdict = "fits" if self.fits else "does NOT fit"
+        if self.gpus > 1:
+            return (f"~{self.needed_gb:.1f} GB per GPU on {self.flavor} ({self.gpu_gb:g} GB per GPU, {self.how()}): "
+                    f"{verdict}")
         return f"~{self.needed_gb:.1f} GB on {self.flavor} ({self.gpu_gb:g} GB per GPU): {verdict}"
 
     def as_dict(self) -> dict[str, Any]:
-        return {"flavor": self.flavor, "gpu_gb": self.gpu_gb, "fits": self.fits, **self.estimate.as_dict()}
+        return {"flavor": self.flavor, "gpu_gb": self.gpu_gb, "fits": self.fits, "how": self.how(),
+                **self.estimate.as_dict()}
 
 
 def fit(run: RunShape, flavor: Flavor) -> Fit:
@@ -162,6 +176,7 @@ def fit(run: RunShape, flavor: Flavor) -> Fit:
         gradient_checkpointing=True,  # TRL's default for the recipes on a GPU
         lm_head=run.kind != "embedding",
         unsloth=run.unsloth,
+        gpus=gpu_count(flavor),
     )
     return Fit(flavor.name, per_gpu_gb(flavor), vram.estimate(run.shape(), setup))
 
@@ -180,7 +195,7 @@ def fitting_flavors(run: RunShape, prices: PriceBook | None = None) -> list[Fit]
 
 
 def cheapest_fit(run: RunShape, prices: PriceBook | None = None) -> Fit | None:
-    """The cheapest flavor per hour whose GPU holds the run; None when no single GPU does."""
+    """The cheapest flavor per hour whose GPUs hold the run; None when none does."""
     fits = fitting_flavors(run, prices)
     return fits[0] if fits else None
 
@@ -197,17 +212,19 @@ def refusal(run: RunShape, flavor: str, prices: PriceBook | None = None) -> str 
     best = cheapest_fit(run, prices)
     what = "a full fine-tune" if run.method == "full" else "LoRA"
     hint = (
-        f"the cheapest flavor that fits: {best.flavor} ({best.gpu_gb:g} GB per GPU, "
+        f"the cheapest flavor that fits: {best.flavor} ({best.gpu_gb:g} GB per GPU"
+        f"{', ' + best.how() if best.gpus > 1 else ''}, "
         f"${prices.price_per_hour(best.flavor):.2f}/hr)"
         if best
-        else "no single GPU of any flavor holds it"
+        else "no flavor holds it, all its GPUs counted"
     )
     lean = unsloth_fit(run, flavor, prices)
     if lean is not None:
         hint += (f"; or Unsloth (reference §2: ~60% less VRAM, lets a bigger model fit a smaller flavor): "
                  f"~{lean.needed_gb:.1f} GB, it fits {flavor}")
+    per = f" per GPU ({here.how()})" if here.gpus > 1 else ""
     return (
-        f"{what} of a {here.estimate.shape.billions:.3g}B model needs ~{here.needed_gb:.1f} GB of GPU memory "
+        f"{what} of a {here.estimate.shape.billions:.3g}B model needs ~{here.needed_gb:.1f} GB of GPU memory{per} "
         f"({here.estimate.breakdown()}) but {flavor} has {here.gpu_gb:g} GB per GPU; {hint}"
     )
 

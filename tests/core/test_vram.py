@@ -82,11 +82,34 @@ def test_what_the_estimate_counts_for_an_8b_model():
         (7, "a100-large", True),  # the reference's builder model
         (13, "a10g-large", False),  # 26 GB of bf16 weights on a 24 GB A10G
         (70, "h200", False),  # 140 GB of weights and more on 141 GB
-        (70, "a100x4", False),  # four A100s, but one process: one 80 GB GPU must hold it
+        (70, "a100x4", True),  # reference §3 "70B+" lines: the layers split over four 80 GB A100s
+        (70, "h200x2", True),  # and over two 141 GB H200s
+        (70, "a10g-largex4", False),  # ~49 GB per GPU on 24 GB A10Gs
     ],
 )
 def test_a_flavor_fits_a_model_by_its_gpu_memory(model_b, flavor, fits):
     assert flavor_fits(flavor, model_b) is fits
+
+
+def test_a_multi_gpu_flavor_counts_every_gpu_lora_by_layers_and_a_full_fine_tune_sharded():
+    """The busiest GPU's share: LoRA divides the weights and the adapters' state by the GPU count
+    (device_map=auto); FSDP divides weights, gradients and AdamW state, and adds the gathered unit;
+    the cheapest flavor of a 70B LoRA is a multi-GPU one."""
+    one = vram.fit(vram.RunShape(70), PRICES.get("a100-large"))
+    four = vram.fit(vram.RunShape(70), PRICES.get("a100x4"))
+    assert not one.fits and four.fits and four.gpus == 4 and four.how() == "layers split over 4 GPUs (device_map=auto)"
+    assert four.estimate.weights == pytest.approx(one.estimate.weights / 4)
+    assert four.estimate.logits == one.estimate.logits  # the LM head's logits sit on one GPU
+    full1 = vram.fit(vram.RunShape(7, method="full"), PRICES.get("a100-large"))
+    full4 = vram.fit(vram.RunShape(7, method="full"), PRICES.get("a100x4"))
+    assert full4.how() == "sharded over 4 GPUs (FSDP)"
+    assert full4.estimate.optimizer == pytest.approx(full1.estimate.optimizer / 4)
+    assert full4.estimate.weights > full1.estimate.weights / 4  # plus the gathered embeddings and layers
+    assert full4.estimate.activations == full1.estimate.activations  # each GPU trains its own batch
+    assert full4.needed_gb < full1.needed_gb / 2
+    best = vram.cheapest_fit(vram.RunShape(70), PRICES)
+    assert best is not None and best.flavor == "a100x4"  # $10/hr; h200 ($5) cannot hold 140 GB of weights
+    assert "per GPU" in four.describe() and four.as_dict()["gpus"] == 4
 
 
 def test_full_fine_tunes_and_unsloth_change_the_fit():
@@ -109,3 +132,41 @@ def test_an_8b_model_is_not_submitted_to_a_t4_small():
     assert build_submission(TrainingRequest(tenant="acme", dataset="org/acme", model_b=8, flavor="l40sx1"))
     assert build_submission(TrainingRequest(tenant="acme", dataset="org/acme", model_b=8, flavor="t4-small",
                                             unsloth=True))  # fmt: skip
+
+
+def test_the_lora_above_7b_rule_is_one_number_on_both_sides():
+    from console.prices import LORA_REQUIRED_ABOVE_B
+
+    assert vram.estimator().LORA_REQUIRED_ABOVE_B == LORA_REQUIRED_ABOVE_B
+
+
+@pytest.mark.parametrize(
+    ("config", "billions"),
+    [  # published sizes: Llama 2 13B, Qwen2.5 7B (q/k/v biases), Qwen3 0.6B (q/k norms, tied), Mistral 7B
+        ({"model_type": "llama", "hidden_size": 5120, "num_hidden_layers": 40, "intermediate_size": 13824,
+          "num_attention_heads": 40, "num_key_value_heads": 40, "vocab_size": 32000}, 13.016),
+        ({"model_type": "qwen2", "hidden_size": 3584, "num_hidden_layers": 28, "intermediate_size": 18944,
+          "num_attention_heads": 28, "num_key_value_heads": 4, "vocab_size": 152064}, 7.616),
+        ({"model_type": "qwen3", "hidden_size": 1024, "num_hidden_layers": 28, "intermediate_size": 3072,
+          "num_attention_heads": 16, "num_key_value_heads": 8, "head_dim": 128, "vocab_size": 151936,
+          "tie_word_embeddings": True}, 0.596),
+        ({"model_type": "mistral", "hidden_size": 4096, "num_hidden_layers": 32, "intermediate_size": 14336,
+          "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 32000}, 7.242),
+    ],
+)
+def test_a_config_json_is_counted_to_its_published_size_and_other_models_are_unknown(config, billions):
+    v = vram.estimator()
+    assert v.counted_params(config) / 1e9 == pytest.approx(billions, abs=0.001)
+    assert v.counted_params({**config, "model_type": "gpt2"}) is None
+    assert v.counted_params({**config, "num_local_experts": 8}) is None  # a mixture of experts: unknown
+    assert v.counted_params({k: x for k, x in config.items() if k != "vocab_size"}) is None
+
+
+def test_a_declared_size_agrees_within_the_rounding_of_model_names():
+    v = vram.estimator()
+    assert v.size_agrees(7, 7_615_616_512) and v.size_agrees(1, 1_235_814_400)  # Qwen2.5 "7B", Llama 3.2 "1B"
+    assert not v.size_agrees(7, 8_030_261_248) and not v.size_agrees(7, 13_015_864_320)
+    assert v.size_problem(7, 13_015_864_320, base="b", declared_as="model_b") is not None
+    assert v.size_problem(7, 7_615_616_512, base="b", declared_as="model_b", full=True) is None  # a 7B: allowed
+    assert v.size_problem(1, 100_000, base="b", declared_as="model_b") is None  # a toy stands in for its size
+    assert v.size_problem(7, None, base="b", declared_as="model_b") is None  # unknown: the declared size stands

@@ -85,7 +85,8 @@ def test_a_run_that_fits_only_with_unsloth_is_told_so():
     """70B LoRA on h200: ~169 GB without Unsloth, ~54 GB with it (reference §2: ~60% less VRAM)."""
     r = console("whatif", "--model-b", "70", "--flavor", "h200")
     assert r.returncode == 1
-    assert "LoRA of a 70B model needs ~169.4 GB" in r.stderr and "no single GPU of any flavor holds it" in r.stderr
+    assert "LoRA of a 70B model needs ~169.4 GB" in r.stderr
+    assert "the cheapest flavor that fits: a100x4 (80 GB per GPU, layers split over 4 GPUs" in r.stderr
     assert "or Unsloth (reference §2: ~60% less VRAM" in r.stderr and "~53.7 GB, it fits h200" in r.stderr
-    assert r.stderr.rstrip().endswith("try --unsloth")
+    assert r.stderr.rstrip().endswith("try --flavor a100x4 or --unsloth")
     assert console("whatif", "--model-b", "70", "--flavor", "h200", "--unsloth").returncode == 0

@@ -50,3 +50,41 @@ def test_the_builder_model_is_checked_on_its_own_flavor():
     data = json.loads(ok.stdout)
     assert data["memory"]["builder"]["method"] == "full" and data["memory"]["builder"]["fits"] is True
     assert data["builder_monthly_usd"] > 0
+
+
+def test_a_full_fine_tune_above_7b_is_priced_with_a_warning_that_it_would_be_refused():
+    r = console("whatif", "--builder-full", "--builder-model-b", "13", "--builder-flavor", "h200")
+    assert r.returncode == 0, r.stderr
+    assert ("warning: builder: a full fine-tune of a 13B model is refused: the reference mandates LoRA for models "
+            "over 7B (§2); this prices a run that would not be sent") in r.stderr
+    data = json.loads(console("whatif", "--json", "--method", "full", "--model-b", "13", "--flavor", "h200").stdout)
+    assert data["warnings"] and data["warnings"][0].startswith("a full fine-tune of a 13B model is refused")
+    assert console("whatif", "--builder-full", "--builder-model-b", "7").stderr == ""  # 7B: no warning
+    # and where the flavor cannot hold it either, the warning still comes with the refusal
+    refused = console("whatif", "--builder-full", "--builder-model-b", "13")
+    assert refused.returncode == 1 and "warning: builder: a full fine-tune of a 13B model is refused" in refused.stderr
+
+
+def test_a_model_config_that_counts_another_size_than_model_b_is_warned_with_both_numbers(tmp_path):
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({
+        "model_type": "llama", "hidden_size": 5120, "num_hidden_layers": 40, "intermediate_size": 13824,
+        "num_attention_heads": 40, "num_key_value_heads": 40, "vocab_size": 32000,
+    }))  # fmt: skip
+    r = console("whatif", "--model-b", "7", "--flavor", "h200", "--model-config", str(config))
+    assert r.returncode == 0, r.stderr
+    assert "has 13.02B parameters by its config.json, but --model-b declares 7B" in r.stderr
+
+
+def test_70b_on_four_a100s_is_costed_and_says_how_it_fits():
+    """Reference §3: a100x4 "70B full / 100B+ LoRA", h200x2 "70B+"."""
+    r = console("whatif", "--model-b", "70", "--flavor", "a100x4")
+    assert r.returncode == 0, r.stderr
+    memory = next(line for line in r.stdout.splitlines() if line.startswith("Memory:"))
+    assert "layers split over 4 GPUs (device_map=auto): ~49.0 GB per GPU" in memory
+    assert "80 GB per GPU on a100x4: fits" in memory
+    assert "Per run:  14.70 h, $147.00" in r.stdout
+    data = json.loads(console("whatif", "--json", "--model-b", "70", "--flavor", "h200x2").stdout)
+    assert data["memory"]["run"]["fits"] and data["memory"]["run"]["gpus"] == 2
+    assert data["memory"]["run"]["how"] == "layers split over 2 GPUs (device_map=auto)"
+    assert data["memory"]["run"]["cheapest_fitting_flavor"] == "a100x4"

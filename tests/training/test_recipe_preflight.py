@@ -103,17 +103,27 @@ def test_a_hub_push_without_a_token_fails_fast(tmp_path, script):
     assert not imported(result) & HEAVY
 
 
-LLAMA_8B = {
-    "model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 32, "intermediate_size": 14336,
-    "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256, "hidden_act": "silu",
+QWEN25_7B = {
+    "model_type": "qwen2", "hidden_size": 3584, "num_hidden_layers": 28, "intermediate_size": 18944,
+    "num_attention_heads": 28, "num_key_value_heads": 4, "vocab_size": 152064, "hidden_act": "silu",
+    "tie_word_embeddings": False,
+}  # fmt: skip
+LLAMA_2_13B = {
+    "model_type": "llama", "hidden_size": 5120, "num_hidden_layers": 40, "intermediate_size": 13824,
+    "num_attention_heads": 40, "num_key_value_heads": 40, "vocab_size": 32000, "hidden_act": "silu",
     "tie_word_embeddings": False,
 }  # fmt: skip
 
 
-def test_a_full_fine_tune_that_cannot_fit_its_flavor_is_refused_with_the_one_that_fits(tmp_path):
-    base = tmp_path / "llama-8b"
+def base_folder(tmp_path, name, config):
+    base = tmp_path / name
     base.mkdir()
-    (base / "config.json").write_text(json.dumps(LLAMA_8B))
+    (base / "config.json").write_text(json.dumps(config))
+    return base
+
+
+def test_a_full_fine_tune_that_cannot_fit_its_flavor_is_refused_with_the_one_that_fits(tmp_path):
+    base = base_folder(tmp_path, "qwen-7b", QWEN25_7B)  # 7.62B: a "7B", so a full fine-tune is allowed
     argv = ["--base-model", str(base), "--dataset", str(DATA / "builder.jsonl"), "--full", "--flavor", "a10g-large"]
     result = run(SFT, argv, script_env(tmp_path), python_flags=("-X", "importtime"))
     assert result.returncode == 2
@@ -124,6 +134,27 @@ def test_a_full_fine_tune_that_cannot_fit_its_flavor_is_refused_with_the_one_tha
     # the same model as a LoRA adapter fits a100-large too, but not a 24 GB GPU at batch 4 x 1024
     lora = run(SFT, [*argv[:4], "--flavor", "t4-small"], script_env(tmp_path))
     assert lora.last_line.startswith(f"VERDICT: FAIL does_not_fit: LoRA of {base} needs ~")
+
+
+def test_a_base_whose_config_counts_another_size_than_declared_is_refused_with_both_numbers(tmp_path):
+    """The builder's job is told the size it was costed at (`--model-b`): a 13B Llama declared 7B
+    ends before torch, and so does a full fine-tune of it, declared or not (LoRA above 7B)."""
+    base = base_folder(tmp_path, "llama-13b", LLAMA_2_13B)
+    argv = ["--base-model", str(base), "--dataset", str(DATA / "builder.jsonl"), "--full", "--flavor", "h200x8"]
+    result = run(SFT, [*argv, "--model-b", "7"], script_env(tmp_path), python_flags=("-X", "importtime"))
+    assert result.returncode == 2
+    assert result.last_line.startswith(
+        f"VERDICT: FAIL size_mismatch: {base} has 13.02B parameters by its config.json, but --model-b declares 7B"
+    ), result.last_line
+    assert "declare --model-b = 13" in result.last_line and not imported(result) & HEAVY
+    undeclared = run(SFT, argv, script_env(tmp_path))
+    assert undeclared.last_line.startswith(f"VERDICT: FAIL lora_required: {base} has 13.02B parameters"), (
+        undeclared.last_line)
+    # declared at its size, as LoRA: the size is said and the fit is checked on the real shape
+    lora = run(SFT, [*argv[:4], "--flavor", "a100-large", "--model-b", "13", "--max-steps", "1", "--run-name", "x"],
+               script_env(tmp_path))
+    assert "size: 13.02B parameters by its config.json, --model-b 13 agrees" in lora.stdout
+    assert "fit: 13.02B params, LoRA r=16" in lora.stdout
 
 
 def test_unsloth_without_the_package_fails_at_start_with_one_line(tmp_path):

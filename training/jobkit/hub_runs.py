@@ -30,6 +30,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from jobkit.multigpu import is_main_process
 from jobkit.run import CHECKPOINT_DIR, Destination, Refusal, now_iso, open_run_branch, say
 
 MANIFEST = "manifest.json"
@@ -231,8 +232,8 @@ class CheckpointPusher:
 def open_run(dest: Destination, *, private: bool, record: dict[str, Any]) -> list[Any]:
     """Open the run's branch (:func:`jobkit.run.open_run_branch`) with this run's own manifest as
     its first commit; returns the trainer callbacks that push its checkpoints (none without a Hub
-    repo)."""
-    if dest.hub_model_id is None:
+    repo, and none on a sharded run's other ranks: only the first rank pushes)."""
+    if dest.hub_model_id is None or not is_main_process():
         return []
     open_run_branch(dest, private=private)
     start = {**record, "verdict": None, "failure": None, "steps": 0, "checkpoint_step": None,

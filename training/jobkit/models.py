@@ -213,9 +213,9 @@ def check_base_model(name: str, token: str | None = None, *, timeout: float = BA
     return "found on the Hub"
 
 
-def load_causal_lm(name: str, dtype: Any, *, needs_chat_template: bool) -> tuple[Any, Any]:
+def load_causal_lm(name: str, dtype: Any, *, needs_chat_template: bool, **placement: Any) -> tuple[Any, Any]:
     """A Hub base and its tokenizer (pad = eos when it has none; ChatML when the rows are chat
-    turns and the tokenizer has no template)."""
+    turns and the tokenizer has no template); `placement`: `device_map="auto"` over several GPUs."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(name)
@@ -224,9 +224,9 @@ def load_causal_lm(name: str, dtype: Any, *, needs_chat_template: bool) -> tuple
     if needs_chat_template and not getattr(tokenizer, "chat_template", None):
         tokenizer.chat_template = CHATML_TEMPLATE
     try:
-        model = AutoModelForCausalLM.from_pretrained(name, dtype=dtype)
+        model = AutoModelForCausalLM.from_pretrained(name, dtype=dtype, **placement)
     except TypeError:  # transformers < 4.56 spells it torch_dtype
-        model = AutoModelForCausalLM.from_pretrained(name, torch_dtype=dtype)
+        model = AutoModelForCausalLM.from_pretrained(name, torch_dtype=dtype, **placement)
     return model, tokenizer
 
 

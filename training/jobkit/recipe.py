@@ -23,6 +23,7 @@ import dataclasses
 import json
 import math
 import os
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,7 +32,7 @@ from typing import Any
 
 from validate_dataset import ReadError, failure, needs_datasets, offending_rows, training_rows, validate
 
-from jobkit import vram
+from jobkit import multigpu, vram
 from jobkit.hub_runs import open_run, trained_on
 from jobkit.models import (
     TINY_CAUSAL_CONFIG,
@@ -134,6 +135,13 @@ def build_parser(prog: str, description: str, *, learning_rate: float, dataset_h
         default=None,
         help="the HF Jobs flavor the run is on: refuse to start when the run cannot fit its GPU memory",
     )
+    p.add_argument(
+        "--model-b",
+        type=float,
+        default=None,
+        help="the base model's declared size in billions (what the run was costed at): refuse to start "
+        "when the base's config.json counts a different size",
+    )
     add_monitor_arguments(p)
     return p
 
@@ -156,6 +164,9 @@ class Plan:
     full: bool = False  # a full fine-tune (the builder model) instead of LoRA
     steps_total: int | None = None
     fit: vram.Estimate | None = None
+    script: str = ""
+    """The recipe file and its arguments, which a sharded run launches again on every GPU."""
+    argv: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def artifact(self) -> str:
@@ -230,17 +241,42 @@ def preflight(argv: list[str] | None, parser: argparse.ArgumentParser, method: s
         dest=dest,
         inject_nan_at=inject,
         full=full,
+        script=str(Path(__file__).resolve().parent.parent / parser.prog),
+        argv=list(sys.argv[1:] if argv is None else argv),
     )
     if rows is not None:
         plan.steps_total = estimate_steps(len(rows), args)
-    if args.flavor is not None:
+    if args.model_b is not None and not args.model_b > 0:
+        raise Refusal("bad_arguments", "--model-b must be positive")
+    config = None
+    if args.flavor is not None or args.model_b is not None or full:
         config = model_config(args.base_model)
+        check_size(plan, config)
+    if args.flavor is not None:
         if config is None:
             say(f"fit: not checked before loading (no config.json for {args.base_model} yet)")
         else:
             gb = vram.per_gpu_gb(args.flavor)
             plan.fit = check_fit(plan, config, gb, args.flavor)
     return plan
+
+
+def check_size(plan: Plan, config: dict[str, Any] | None) -> None:
+    """Refuse a base whose `config.json` counts another size than `--model-b` declares
+    (`size_mismatch`, both numbers), or a full fine-tune of a model over 7B by its real count
+    (`lora_required`); say the count when it is known (`jobkit.vram.size_problem`)."""
+    args = plan.args
+    params = vram.counted_params(config) if args.base_model != TINY_MODEL else None
+    if params is None:
+        if args.model_b is not None and args.base_model != TINY_MODEL:
+            say(f"size: unknown (not a Llama, Mistral or Qwen config.json); --model-b {args.model_b:g} as declared")
+        return
+    why = vram.size_problem(args.model_b, params, base=args.base_model, declared_as="--model-b", full=plan.full)
+    if why:
+        disagrees = args.model_b is not None and not vram.size_agrees(args.model_b, params)
+        raise Refusal("size_mismatch" if disagrees else "lora_required", why)
+    say(f"size: {params / 1e9:.2f}B parameters by its config.json"
+        + (f", --model-b {args.model_b:g} agrees" if args.model_b is not None else ""))
 
 
 # ----------------------------------------------------------------------------- GPU memory
@@ -269,8 +305,9 @@ def model_config(base_model: str) -> dict[str, Any] | None:
 SEQUENCES = {"sft": 1, "dpo": 2, "kto": 2}
 
 
-def fit_estimate(plan: Plan, config: dict[str, Any], flavor: str | None) -> vram.Estimate:
-    """The run's GPU-memory estimate on `flavor` (its dtype depends on the GPU)."""
+def fit_estimate(plan: Plan, config: dict[str, Any], flavor: str | None, gpus: int | None = None) -> vram.Estimate:
+    """The run's GPU-memory estimate on `flavor` (its dtype depends on the GPU) over its GPUs (or
+    `gpus`: the devices the job sees), per GPU."""
     args = plan.args
     method = "full" if plan.full else "lora"
     checkpointing = args.gradient_checkpointing
@@ -286,35 +323,38 @@ def fit_estimate(plan: Plan, config: dict[str, Any], flavor: str | None) -> vram
         lora_dropout=args.lora_dropout > 0,
         gradient_checkpointing=bool(checkpointing) or args.unsloth,
         unsloth=args.unsloth,
+        gpus=gpus or vram.gpu_count(flavor),
     )
-    return vram.estimate(vram.ModelShape.from_config(config), setup)
+    return vram.estimate(vram.ModelShape.from_config(config, params=vram.counted_params(config)), setup)
 
 
 def check_fit(
-    plan: Plan, config: dict[str, Any], gpu_gb: float, where: str, flavor: str | None = None
+    plan: Plan, config: dict[str, Any], gpu_gb: float, where: str, flavor: str | None = None, gpus: int | None = None
 ) -> vram.Estimate | None:
     """Refuse (`does_not_fit`) a run whose estimate exceeds `gpu_gb`, naming the smallest flavor
     whose GPU holds it; print the `fit` line when it fits (None: the config has no shape to read)."""
     flavor = flavor or plan.args.flavor
     try:
-        est = fit_estimate(plan, config, flavor)
+        est = fit_estimate(plan, config, flavor, gpus)
     except (vram.ConfigError, ValueError) as e:
         say(f"fit: not checked ({e})")
         return None
     if est.fits(gpu_gb):
         say(f"fit: {est.describe()} <= {gpu_gb:g} GB per GPU on {where}")
         return est
-    gpus = {name: vram.per_gpu_gb(name) for name in vram.FLAVOR_GPUS}
-    best = vram.smallest_fitting(lambda name: fit_estimate(plan, config, name), gpus)
+    per_gpu = {name: vram.per_gpu_gb(name) for name in vram.FLAVOR_GPUS}
+    best = vram.smallest_fitting(lambda name: fit_estimate(plan, config, name), per_gpu)
     hint = (
-        f"the smallest flavor that fits: {best[0]} ({gpus[best[0]]:g} GB per GPU, ~{best[1].total_gb:.1f} GB needed)"
+        f"the smallest flavor that fits: {best[0]} ({per_gpu[best[0]]:g} GB per GPU, "
+        f"~{best[1].total_gb:.1f} GB needed{' per GPU' if best[1].setup.gpus > 1 else ''}{best[1].spread()})"
         if best
-        else "no single GPU of any flavor holds it"
+        else "no flavor holds it, all its GPUs counted"
     )
     what = "a full fine-tune" if plan.full else "LoRA"
     raise Refusal(
         "does_not_fit",
-        f"{what} of {plan.args.base_model} needs ~{est.total_gb:.1f} GB of GPU memory "
+        f"{what} of {plan.args.base_model} needs ~{est.total_gb:.1f} GB of GPU memory"
+        f"{' per GPU' + est.spread() if est.setup.gpus > 1 else ''} "
         f"({est.breakdown()}) but {where} has {gpu_gb:g} GB per GPU; {hint} "
         "(or lower --batch-size / --max-length)",
     )
@@ -334,7 +374,9 @@ def check_device_fit(plan: Plan, torch: Any) -> None:
             say(f"fit: not checked ({type(e).__name__}: {e})")
             return
     props = torch.cuda.get_device_properties(0)
-    plan.fit = check_fit(plan, config, props.total_memory / vram.GB, f"this GPU ({props.name})", plan.args.flavor)
+    gpus = torch.cuda.device_count()
+    where = f"this GPU ({props.name})" if gpus == 1 else f"these {gpus} GPUs ({props.name})"
+    plan.fit = check_fit(plan, config, props.total_memory / vram.GB, where, plan.args.flavor, gpus)
 
 
 # ----------------------------------------------------------------------------- training
@@ -433,7 +475,11 @@ def build_model(plan: Plan, dtype: Any, torch: Any) -> tuple[Any, Any, bool]:
         return model, tokenizer, False
     say(f"loading base model {args.base_model}")
     chat = plan.fmt != "text" and any(isinstance(v, list) for v in plan.rows[0].values())
-    model, tokenizer = load_causal_lm(args.base_model, dtype, needs_chat_template=chat)
+    # LoRA on several GPUs: the layers split over them (a full fine-tune is sharded by its ranks)
+    placement = {} if plan.full else multigpu.lora_load_kwargs(torch.cuda.device_count())
+    if placement:
+        say(f"placing {args.base_model} over {torch.cuda.device_count()} GPUs by layers (device_map=auto)")
+    model, tokenizer = load_causal_lm(args.base_model, dtype, needs_chat_template=chat, **placement)
     return model, tokenizer, False
 
 
@@ -448,6 +494,8 @@ def train(
     the recipe's TRL config class (`SFTConfig`...), whose fields decide which settings apply;
     `line` adds the recipe's own fields to the `plan` line."""
     args = plan.args
+    if multigpu.needs_launch(args.flavor, plan.full):  # one process per GPU, FSDP: they print the rest
+        return multigpu.run_ranks(multigpu.fsdp_launch_command(plan.script, plan.argv, args.flavor), say)
     say(plan_line(plan, **line))
     if plan.steps_total is not None:
         say(f"steps_total={plan.steps_total}")

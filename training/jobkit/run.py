@@ -58,6 +58,8 @@ from typing import Any, TypeVar
 
 from validate_dataset import REPO_ID_RE
 
+from jobkit.multigpu import is_main_process, rank_finish
+
 EXIT_PASS, EXIT_FAILED, EXIT_REFUSED = 0, 1, 2
 ARTIFACTS_ENV = "CONSOLE_ARTIFACTS_DIR"
 INJECT_NAN_ENV = "CONSOLE_INJECT_NAN_AT_STEP"
@@ -91,8 +93,10 @@ VERDICT_TITLES = {
 
 
 def say(line: str) -> None:
-    """Print one log line and flush, so a streaming log viewer sees it at once."""
-    print(line, flush=True)
+    """Print one log line and flush, so a streaming log viewer sees it at once (the first rank
+    only, when the run is sharded over several processes)."""
+    if is_main_process():
+        print(line, flush=True)
 
 
 def fmt_loss(value: float | None) -> str:
@@ -295,7 +299,7 @@ def open_run_branch(dest: Destination, *, private: bool) -> None:
     """Create the Hub repo (if new) and the run's branch from `main`'s head, before the trainer
     pushes its first checkpoint there (nothing to do without a Hub repo). A token without write
     access fails here, before training."""
-    if dest.hub_model_id is None:
+    if dest.hub_model_id is None or not is_main_process():
         return
     from huggingface_hub import HfApi
 
@@ -470,6 +474,8 @@ def finish(
             f"metric_last={fmt_loss(monitor.last_metric)}"
         )
     info = {**info, artifact: dest.where, "verdict": "PASS" if passed else "FAIL", "failure": reason or None}
+    if not is_main_process():  # a rank of a sharded run takes part in gathering the weights, no more
+        return rank_finish(trainer, dest, f"{run_name}: final {artifact}", passed), summary
     if not passed:
         from jobkit.hub_runs import NOT_RESUMABLE
 

@@ -42,8 +42,15 @@ in rather than the dtype stored, and it adds the optimizer, activation and logit
 step keeps no KV cache. Both ignore what the framework allocates on top, which the overhead term
 approximates; neither replaces a first real run (its peak memory is in the job's metrics).
 
-Multi-GPU flavors: the recipes run one process, so each GPU must hold a whole copy of the run; a
-flavor fits when one of its GPUs does (`per_gpu_gb`).
+Multi-GPU flavors: the recipes use every GPU of their flavor, and the estimate is of the busiest
+GPU, which must fit one GPU's memory (`per_gpu_gb`). LoRA splits the model across the GPUs by
+layers (`device_map="auto"`): the weights, the adapters' state and the layer inputs kept for the
+backward pass divide by the count, while the layer being recomputed and the logits sit on one GPU.
+A full fine-tune is sharded with FSDP (FULL_SHARD, launched through accelerate): weights,
+gradients and AdamW state divide by the count; each GPU trains its own batch, so activations and
+logits do not; and each holds the gathered weights of the unit at work (the embeddings and LM
+head of the root unit, plus two layers: the one running and the one prefetched). One CUDA context
+per GPU.
 """
 
 from __future__ import annotations
@@ -259,6 +266,85 @@ def _replace(shape: ModelShape, **changes: Any) -> ModelShape:
     return replace(shape, **changes)
 
 
+# ----------------------------------------------------------------------------- the real size
+
+COUNTED_MODEL_TYPES = ("llama", "mistral", "qwen2", "qwen3")
+"""The dense decoder families whose parameter count is computed from `config.json`'s fields
+(:func:`counted_params`); any other model's size is unknown to the size check."""
+TOY_MAX_PARAMS = 50_000_000
+"""A base under this many parameters (the demo's tiny Llama, test models) is a stand-in: the run
+rehearses the size its `model_b` declares, which is costed as declared and not checked."""
+SIZE_TOLERANCE = 0.10
+SIZE_TOLERANCE_B = 0.25
+"""A declared size agrees with a model's real count within 10% of that count or 0.25B, whichever
+is more: models are sold by rounded sizes (Llama 2 "7B" has 6.74B parameters, Qwen2.5 "7B" 7.62B,
+Llama 3.2 "1B" 1.24B), while a 13B model declared 7B is off by 86%."""
+LORA_REQUIRED_ABOVE_B = 7.0
+"""Reference §2: "The skill mandates LoRA for models >7B" (the console's `prices` holds the same
+number; a test keeps the two equal)."""
+
+
+def counted_params(config: Mapping[str, Any] | None) -> int | None:
+    """The parameter count of a Llama, Mistral or Qwen2/Qwen3-shaped `config.json`, from its
+    fields: embeddings (and an untied LM head), per layer the attention projections (grouped
+    key/value heads, Qwen2's q/k/v biases, Qwen3's q/k norms), the gated MLP and two norms, and
+    the final norm. None (unknown) for any other architecture, a mixture of experts, or a config
+    missing a field."""
+    if not isinstance(config, Mapping) or str(config.get("model_type", "")).lower() not in COUNTED_MODEL_TYPES:
+        return None
+    if any(config.get(k) for k in ("num_local_experts", "num_experts", "n_routed_experts")):
+        return None
+
+    def count(name: str) -> int | None:
+        value = config.get(name)
+        return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+    hidden, layers = count("hidden_size"), count("num_hidden_layers")
+    inter, vocab, heads = count("intermediate_size"), count("vocab_size"), count("num_attention_heads")
+    if hidden is None or layers is None or inter is None or vocab is None or heads is None:
+        return None
+    kv = count("num_key_value_heads") or heads
+    head_dim = count("head_dim") or hidden // heads
+    q, kv_dim = heads * head_dim, kv * head_dim
+    attention = 2 * hidden * q + 2 * hidden * kv_dim
+    model_type = str(config["model_type"]).lower()
+    if model_type == "qwen2" or config.get("attention_bias") is True:
+        attention += q + 2 * kv_dim + (hidden if config.get("attention_bias") is True else 0)
+    if model_type == "qwen3":
+        attention += 2 * head_dim
+    mlp = 3 * hidden * inter + ((2 * inter + hidden) if config.get("mlp_bias") is True else 0)
+    embeddings = vocab * hidden * (1 if config.get("tie_word_embeddings") is True else 2)
+    return embeddings + layers * (attention + mlp + 2 * hidden) + hidden
+
+
+def size_agrees(declared_b: float, params: int) -> bool:
+    """Whether a declared size (billions) names a model of `params` parameters (`SIZE_TOLERANCE`)."""
+    real = params / 1e9
+    return abs(real - declared_b) <= max(SIZE_TOLERANCE * real, SIZE_TOLERANCE_B)
+
+
+def size_problem(declared_b: float | None, params: int | None, *, base: str, declared_as: str,
+                 full: bool = False) -> str | None:
+    """Why a run of `base` cannot go as declared, with both numbers, or None: its declared size
+    disagrees with the real count, or it is a full fine-tune of a model over 7B by its real count
+    (a size that agrees with the count, 7.62B for a "7B", is the size the rule reads). Unknown
+    counts and toy bases (`TOY_MAX_PARAMS`) are not checked."""
+    if params is None or params < TOY_MAX_PARAMS:
+        return None
+    real = params / 1e9
+    rule = (f"the reference mandates LoRA for models over {LORA_REQUIRED_ABOVE_B:g}B (§2), so a full "
+            f"fine-tune of it is refused")
+    over = full and real > LORA_REQUIRED_ABOVE_B and not size_agrees(LORA_REQUIRED_ABOVE_B, params)
+    if declared_b is not None and not size_agrees(declared_b, params):
+        return (f"{base} has {real:.2f}B parameters by its config.json, but {declared_as} declares "
+                f"{declared_b:g}B: the cost, the GPU-memory fit and the LoRA-above-"
+                f"{LORA_REQUIRED_ABOVE_B:g}B rule read the size, so declare {declared_as} = {real:.3g}"
+                + (f" ({rule})" if over else ""))
+    if over:
+        return f"{base} has {real:.2f}B parameters by its config.json: {rule}; train it with LoRA"
+    return None
+
+
 # ----------------------------------------------------------------------------- the estimate
 
 
@@ -276,6 +362,8 @@ class Setup:
     gradient_checkpointing: bool = True
     lm_head: bool = True  # logits over the vocabulary (causal LMs, SPLADE's MLM head)
     unsloth: bool = False
+    gpus: int = 1
+    """GPUs the run uses: LoRA splits the layers across them, a full fine-tune shards with FSDP."""
 
 
 @dataclass(frozen=True)
@@ -324,9 +412,18 @@ class Estimate:
         return (
             f"{self.shape.billions:.2f}B params, {what}, {s.dtype}, batch {s.batch_size} x "
             f"{s.seq_len} tokens{' x ' + str(s.sequences_per_example) if s.sequences_per_example > 1 else ''}"
-            f"{ckpt}{', Unsloth' if s.unsloth else ''}: ~{self.total_gb:.1f} GB "
-            f"({self.breakdown()})"
+            f"{ckpt}{', Unsloth' if s.unsloth else ''}{self.spread()}: ~{self.total_gb:.1f} GB"
+            f"{' per GPU' if s.gpus > 1 else ''} ({self.breakdown()})"
         )
+
+    def spread(self) -> str:
+        """How the run uses a multi-GPU flavor, in words (empty on one GPU)."""
+        n = self.setup.gpus
+        if n <= 1:
+            return ""
+        if self.setup.method == "full":
+            return f", sharded over {n} GPUs (FSDP)"
+        return f", layers split over {n} GPUs (device_map=auto)"
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -338,6 +435,8 @@ class Estimate:
             "seq_len": self.setup.seq_len,
             "gradient_checkpointing": self.setup.gradient_checkpointing,
             "unsloth": self.setup.unsloth,
+            "gpus": self.setup.gpus,
+            "sharding": ("fsdp" if self.setup.method == "full" else "layers") if self.setup.gpus > 1 else None,
             "trainable_params": self.trainable_params,
             "weights_gb": round(self.weights / GB, 3),
             "optimizer_gb": round(self.optimizer / GB, 3),
@@ -374,16 +473,26 @@ def estimate(shape: ModelShape, setup: Setup) -> Estimate:
     if setup.method == "lora" and setup.lora_dropout:
         # PEFT applies dropout to each adapted layer's input and keeps that copy for backward
         per_layer += sum(i for i, _ in shape.linear_shapes()[: 4 + (3 if shape.gated_mlp else 2)])
+    n = max(1, int(setup.gpus))
     if setup.gradient_checkpointing:
         kept_inputs = 0 if setup.unsloth else shape.layers * h  # Unsloth offloads them to CPU RAM
+        if setup.method == "lora":  # split by layers: each GPU keeps the inputs of its own layers
+            kept_inputs /= n
         activations = tokens * (kept_inputs + per_layer) * act_bytes
     else:
-        activations = tokens * shape.layers * per_layer * act_bytes
+        layers = shape.layers / n if setup.method == "lora" else shape.layers
+        activations = tokens * layers * per_layer * act_bytes
     logits = 0.0
     if setup.lm_head:
         logits = tokens * shape.vocab * (act_bytes + 8.0)
         if setup.unsloth:
             logits /= 2
+    if n > 1:
+        weights /= n
+        optimizer /= n
+        if setup.method == "full":  # FSDP gathers the unit at work: the root's embeddings, two layers
+            layer = sum(i * o for i, o in shape.linear_shapes()) + 2 * h
+            weights += (shape.embedding_params + 2 * layer) * w
     overhead = CUDA_CONTEXT_BYTES + FRAGMENTATION * (weights + optimizer + activations + logits)
     return Estimate(
         shape=shape,
@@ -397,10 +506,19 @@ def estimate(shape: ModelShape, setup: Setup) -> Estimate:
     )
 
 
+def gpu_count(flavor: str | None) -> int:
+    """GPUs of a flavor (1 for an unknown one or none)."""
+    return FLAVOR_GPUS[flavor][0] if flavor in FLAVOR_GPUS else 1
+
+
 def smallest_fitting(est_for: Any, flavors: Mapping[str, float]) -> tuple[str, Estimate] | None:
-    """The flavor with the least memory per GPU whose estimate fits, given `est_for(flavor)` ->
-    Estimate (the dtype depends on the GPU) and {flavor: GB per GPU}; None when none does."""
-    for name, gb in sorted(flavors.items(), key=lambda item: (item[1], item[0])):
+    """The flavor with the least GPU memory in all (then per GPU) whose estimate fits, given
+    `est_for(flavor)` -> Estimate (the dtype and the GPU count depend on the flavor) and
+    {flavor: GB per GPU}; None when none does."""
+    def total(item: tuple[str, float]) -> tuple[float, float, str]:
+        return (item[1] * gpu_count(item[0]), item[1], item[0])
+
+    for name, gb in sorted(flavors.items(), key=total):
         est = est_for(name)
         if est.fits(gb):
             return name, est

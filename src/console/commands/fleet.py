@@ -101,7 +101,7 @@ def run_apply(args: argparse.Namespace) -> int:
                 trackio_space_id=cfg.trackio.space_id,
                 hub_model_id=destination,
                 datasets_cache=cfg.defaults.datasets_cache,
-                base_models=BaseModelCheck(backend.api) if backend.kind == "hub" else None,
+                base_models=BaseModelCheck(backend.api, backend.kind),
                 datasets=local_problem,
                 held=held,
             )

@@ -11,7 +11,12 @@ the dtype the GPU trains in, LoRA or full fine-tune optimizer state, activations
 `--batch-size` x `--seq-len`; `--model-config` reads the shape from a `config.json`, else a
 Llama-family shape of `--model-b` is assumed). A run that does not fit is refused (exit 1) with
 the estimate and the cheapest flavor that fits; one that fits prints a `Memory:` line, and its
-JSON a `memory` object.
+JSON a `memory` object. A multi-GPU flavor counts every GPU (LoRA split by layers, a full
+fine-tune sharded), and the line says how.
+
+Size: a full fine-tune over 7B (`--method full`, `--builder-full`) is priced with a warning that a
+submission refuses it, and so is a `--model-config` whose parameter count disagrees with
+`--model-b` (stderr `warning:` lines; JSON `warnings`).
 """
 
 from __future__ import annotations
@@ -108,12 +113,21 @@ def run(args: argparse.Namespace) -> int:
         calibrated = _calibrated(args, scenario) if args.calibrated else None
     except CostInputError as exc:
         raise CommandError(str(exc)) from None
-    memory = _memory(args, flavor, price_book(cfg))  # inputs checked by the cost model first
+    warnings = _size_warnings(args)
+    import sys
+
+    try:
+        memory = _memory(args, flavor, price_book(cfg))  # inputs checked by the cost model first
+    except CommandError:
+        for warning in warnings:
+            print(f"warning: {warning}", file=sys.stderr)
+        raise
 
     if args.json:
         out = proj.to_dict()
         out["cadence_words"] = words
         out["memory"] = memory
+        out["warnings"] = warnings
         if calibrated is not None:
             out.update(calibrated)
         print(_json.dumps(out, indent=2))
@@ -142,13 +156,36 @@ def run(args: argparse.Namespace) -> int:
         print(f"Monthly:  {' + '.join(parts)} = ${proj.monthly_usd:,.2f}")
         if calibrated is not None:
             _print_calibrated(calibrated)
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     if not proj.plan_can_run_jobs:
-        import sys
-
         from console.costs import plan_refusal
 
         print(f"warning: {plan_refusal(scenario.plan)}", file=sys.stderr)
     return 0
+
+
+def _size_warnings(args: argparse.Namespace) -> list[str]:
+    """What a submission of this scenario would refuse for its model's size: a full fine-tune over
+    7B (reference §2), and a `--model-config` whose count disagrees with `--model-b` (the same
+    rules `console.basesize` applies before a run is sent)."""
+    from console import vram
+    from console.basesize import full_fine_tune_problem
+
+    out = []
+    if args.method == "full" and (why := full_fine_tune_problem(args.model_b)):
+        out.append(f"{why}; this prices a run that would not be sent (--method lora for one that would)")
+    if args.builder_full and args.builder_model_b is not None and (why := full_fine_tune_problem(args.builder_model_b)):
+        out.append(f"builder: {why}; this prices a run that would not be sent (drop --builder-full for one that "
+                   "would)")
+    if args.model_config:
+        config = vram.read_config(args.model_config)  # read and checked by the memory estimate already
+        est = vram.estimator()
+        why = est.size_problem(args.model_b, est.counted_params(config), base=f"--model-config {args.model_config}",
+                               declared_as="--model-b", full=args.method == "full")
+        if why:
+            out.append(f"{why} (a run submitted so is refused)")
+    return out
 
 
 def _shape(args: argparse.Namespace, *, builder: bool = False):

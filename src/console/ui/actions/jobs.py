@@ -160,7 +160,7 @@ def _submit_now(app: ConsoleBase, result: SubmitResult) -> str:
         prices=app.prices,
     )
     submission = jobspec.build_submission(request, **build)
-    if app.backend_kind == "hub" and (why := BaseModelCheck(app.api)(request)):
+    if why := BaseModelCheck(app.api, app.backend_kind, app.prices)(request):
         raise jobspec.SubmissionError(why)
     if result.preflight:
         # the dataset checked for the kind's method (DPO pairs, KTO labels, embedding columns...)
@@ -283,7 +283,7 @@ def _rerun(app: ConsoleBase, job: Any, info: Any, request: TrainingRequest | Non
             ]
 
         def run_again() -> str:
-            if app.backend_kind == "hub" and (why := BaseModelCheck(app.api)(request)):
+            if why := BaseModelCheck(app.api, app.backend_kind, app.prices)(request):
                 raise jobspec.SubmissionError(why)
             new = app.api.run_job(**ship(app.api, sub, ns).run_kwargs(), namespace=ns)
             return f"{verb} of {job.id}: {new.id} ({request.tenant})"
