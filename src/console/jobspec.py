@@ -2,8 +2,8 @@
 
 A :class:`TrainingRequest` says what to train (tenant, dataset, base model, size, examples, epochs,
 flavor...) and how: its `kind` (:data:`KINDS`) picks the recipe in `training/` (:data:`SCRIPTS`):
-a tenant's SFT, DPO or KTO LoRA adapter, its embedding model (a bi-, cross- or sparse encoder), the
-builder model (SFT, LoRA or with `full` every weight: one larger model on its own cadence,
+a tenant's SFT, DPO, KTO or GRPO LoRA adapter, its reward model, its embedding model (a bi-, cross-
+or sparse encoder), the builder model (SFT, LoRA or with `full` every weight: one larger model on its own cadence,
 reference §4(a)), or the CPU preflight of a dataset for one of them. :func:`build_submission` turns
 it into a :class:`Submission` — image, command, env, secrets, flavor, labels and the padded timeout
 (estimate x ``cfg.defaults.timeout_buffer``) — that goes to ``HfApi.run_job`` /
@@ -42,6 +42,17 @@ from typing import Any
 from console import labels, paths, vram
 from console.costs import CostInputError, RunSpec, estimate_run, format_duration, timeout_rule
 from console.inputs import NAME_RULE, bucket_id_problem, is_label_name
+from console.kinds import (  # noqa: F401 - the kinds, defined once, read through jobspec too
+    KIND_LABELS,
+    KIND_METHOD,
+    KINDS,
+    LORA_KINDS,
+    REWARDS,
+    SCRIPTS,
+    TENANT_KINDS,
+    TRAINING_KINDS,
+    UNSLOTH_KINDS,
+)
 from console.prices import (
     DEFAULT_TIMEOUT_BUFFER,
     DEFAULT_TIMEOUT_OVERHEAD_S,
@@ -70,38 +81,14 @@ SEED_SCRIPT = "tiny_base.py"
 PREFLIGHT_FLAVOR = "cpu-basic"
 # A dataset check reads the file once: minutes on a CPU flavor (~$0.01), whatever the model size.
 PREFLIGHT_TIMEOUT_SECONDS = 15 * 60
-TRAINING_KINDS = ("sft", "dpo", "kto", "embedding", "builder")
 PROMOTE_POLICIES = ("manual", "on_pass")
 """When a passing run moves its repo's live tag (what serving loads): an engineer does (manual,
 the default), or the run itself (on_pass). The recipes' `--promote`."""
-"""Kinds that train (a fleet row each, costed by the heuristic); `validate` is a dataset check."""
-KINDS = (*TRAINING_KINDS, "validate")
-SCRIPTS = {
-    "sft": "sft_lora.py",
-    "dpo": "dpo_lora.py",
-    "kto": "kto_lora.py",
-    "embedding": "sentence_transformer.py",
-    "builder": "sft_lora.py",
-    "validate": "validate_dataset.py",
-}
-KIND_LABELS = {
-    "sft": "SFT + LoRA",
-    "dpo": "DPO + LoRA",
-    "kto": "KTO + LoRA",
-    "embedding": "embeddings",
-    "builder": "builder model",
-    "validate": "dataset check",
-}
-"""Each kind in words, for lists and forms."""
-KIND_METHOD = {"sft": "sft", "builder": "sft", "dpo": "dpo", "kto": "kto", "embedding": "embedding"}
-"""The validator's method (`validate_dataset.py --method`) for a kind's dataset."""
 ENCODERS = ("bi", "cross", "sparse")
 """What an embedding run trains (`sentence_transformer.py --kind`)."""
 RECIPE_BATCH_SIZE = {"embedding": 16}
 """Examples per optimizer step of each kind's recipe at its defaults (`--batch-size`, one gradient
 accumulation step): sentence_transformer.py's 16, the TRL recipes' `vram.DEFAULT_BATCH_SIZE`."""
-LORA_KINDS = ("sft", "dpo", "kto", "builder")
-"""Kinds whose script takes the LoRA and Unsloth arguments."""
 SHARED_PACKAGE = "jobkit"
 """The package in training/ that every script imports: it travels with the script."""
 DATASET_CHECKS = "validate_dataset.py"
@@ -184,6 +171,8 @@ class TrainingRequest:
     """The builder model trained in full (every weight) instead of a LoRA adapter."""
     encoder: str | None = None
     """An embedding run's model: bi | cross | sparse (None: bi)."""
+    rewards: str | None = None
+    """A GRPO run's rewards, comma-separated (`grpo_lora.py --rewards`; None: the recipe's default)."""
     validates: str | None = None
     """A dataset check's method (`KIND_METHOD` of the run it precedes; None: sft)."""
     hub_model_id: str | None = None
@@ -212,7 +201,7 @@ class TrainingRequest:
         batch = RECIPE_BATCH_SIZE.get(self.kind, vram.DEFAULT_BATCH_SIZE)
         steps = self.max_steps if self.max_steps and self.max_steps > 0 else None
         return RunSpec(self.model_b, self.examples, self.epochs, self.flavor, self.unsloth, steps, batch,
-                       done_fraction=self.resume_done if self.resume_from else 0.0)
+                       done_fraction=self.resume_done if self.resume_from else 0.0, kind=self.kind)
 
     def run_shape(self) -> vram.RunShape:
         """How the run uses GPU memory (the recipes' batch and length defaults)."""
@@ -666,6 +655,10 @@ def refusal(
                 f"over {LORA_REQUIRED_ABOVE_B:g}B (§2); train the builder with LoRA (drop full)")
     if req.kind == "embedding" and (req.encoder or "bi") not in ENCODERS:
         return f"encoder must be one of {', '.join(ENCODERS)}, got {req.encoder!r}"
+    if req.rewards is not None and (why := rewards_problem(req.rewards, req.kind)):
+        return why
+    if req.unsloth and training and req.kind not in UNSLOTH_KINDS:
+        return f"unsloth is for kinds {', '.join(UNSLOTH_KINDS)}, not {req.kind}"
     if training and req.hub_model_id and (why := hub_model_id_problem(req.hub_model_id)):
         return f"hub_model_id {why}"
     if req.resume_from is not None and (not training or not req.hub_model_id):
@@ -692,6 +685,24 @@ def refusal(
         return "timeout must be longer than zero"
     if req.datasets_cache and (why := bucket_id_problem(req.datasets_cache)):
         return f"datasets_cache {why}"
+    return None
+
+
+def rewards_problem(rewards: Any, kind: str = "grpo") -> str | None:
+    """Why `rewards` (comma-separated) cannot be a GRPO run's rewards, or None: a built-in
+    (:data:`REWARDS`) or a module file name beside the dataset (`name.py`), each once."""
+    if kind != "grpo":
+        return "rewards are for kind grpo"
+    names = [n.strip() for n in str(rewards).split(",")]
+    if not names or not all(names):
+        return f"rewards {rewards!r}: name one or more of {', '.join(REWARDS)} or a module name.py"
+    for name in names:
+        module = name.endswith(".py") and re.fullmatch(r"[A-Za-z_][\w-]*\.py", name)
+        if name not in REWARDS and not module:
+            return (f"reward {name!r} must be one of {', '.join(REWARDS)} or a Python module shipped with the "
+                    "dataset (a file name like rewards.py)")
+    if len(set(names)) != len(names):
+        return f"rewards {rewards!r} names a reward twice"
     return None
 
 
@@ -772,7 +783,7 @@ def job_command(req: TrainingRequest, run_name: str, backend_kind: str) -> list[
     if req.scheduled and req.kind in TRAINING_KINDS:
         # each scheduled run names itself <tenant>-<job id>: see trackio_run_name()
         args += ["--run-name-prefix", req.tenant]
-    extra = ("unsloth",) if backend_kind == "hub" and req.unsloth and req.kind in LORA_KINDS else ()
+    extra = ("unsloth",) if backend_kind == "hub" and req.unsloth and req.kind in UNSLOTH_KINDS else ()
     return hub_command(SCRIPTS[req.kind], args, with_packages=extra)
 
 
@@ -819,6 +830,8 @@ def _script_args(req: TrainingRequest) -> list[str]:
     out: list[str] = []
     if req.kind == "embedding":
         out += ["--kind", req.encoder or "bi"]
+    if req.kind == "grpo" and req.rewards:
+        out += ["--rewards", req.rewards]
     for flag, attr in _ARG_FIELDS:
         value = getattr(req, attr)
         if value is None or (req.kind == "embedding" and flag in _NOT_FOR_EMBEDDINGS):
@@ -828,7 +841,7 @@ def _script_args(req: TrainingRequest) -> list[str]:
         out += [flag, str(value)]
     if req.kind == "builder":
         out += [*(["--full"] if req.full else []), "--flavor", req.flavor]
-    if req.unsloth and req.kind in LORA_KINDS:
+    if req.unsloth and req.kind in UNSLOTH_KINDS:
         out.append("--unsloth")
     return out
 
@@ -1056,7 +1069,7 @@ def read_request(info: Any) -> TrainingRequest | None:
     args = script_args_of(command_of(info))
     values: dict[str, str] = {}
     i = 0
-    flags = {**dict(_ARG_FIELDS), "--kind": "encoder", "--method": "validates"}
+    flags = {**dict(_ARG_FIELDS), "--kind": "encoder", "--method": "validates", "--rewards": "rewards"}
     if labels.get("kind") == "validate" and args:
         values["dataset"] = args[0]
     while i < len(args):
@@ -1093,6 +1106,7 @@ def read_request(info: Any) -> TrainingRequest | None:
         full=labels.get("full") == "1" or "--full" in args,
         encoder=values.get("encoder") if labels.get("kind") == "embedding" else None,
         validates=values.get("validates") if labels.get("kind") == "validate" else None,
+        rewards=values.get("rewards") if labels.get("kind") == "grpo" else None,
         max_steps=_int("max_steps"),
         learning_rate=_parse_float(values.get("learning_rate")),
         lora_r=_int("lora_r"),

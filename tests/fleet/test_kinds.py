@@ -94,8 +94,9 @@ def test_what_a_kind_cannot_ask_for_is_refused():
         build_submission(TrainingRequest(**{**BASE, "full": True}))
     with pytest.raises(SubmissionError, match="encoder must be one of bi, cross, sparse"):
         build_submission(TrainingRequest(**{**BASE, "kind": "embedding", "encoder": "dual"}))
-    with pytest.raises(SubmissionError, match="kind must be one of sft, dpo, kto, embedding, builder, validate"):
-        build_submission(TrainingRequest(**{**BASE, "kind": "grpo"}))
+    with pytest.raises(SubmissionError, match="kind must be one of sft, dpo, kto, grpo, reward, embedding, builder, "
+                                              "validate"):
+        build_submission(TrainingRequest(**{**BASE, "kind": "ppo"}))
     # the builder's full fine-tune of 7B needs ~69 GB: refused on a 24 GB GPU, naming the one that fits
     with pytest.raises(SubmissionError) as err:
         build_submission(TrainingRequest(**{**BASE, "kind": "builder", "full": True, "model_b": 7,
@@ -172,10 +173,10 @@ def test_the_fleet_file_says_each_tenants_kind_and_the_builder(fleet_path):
 @pytest.mark.parametrize(
     ("edit", "problem"),
     [
-        (('kind = "dpo"', 'kind = "grpo"'),
-         "tenant 'hooli': kind 'grpo' must be one of sft, dpo, kto, embedding"),
+        (('kind = "dpo"', 'kind = "ppo"'),
+         "tenant 'hooli': kind 'ppo' must be one of sft, dpo, kto, grpo, reward, embedding"),
         (('method = "embedding"', 'method = "embeding"'),
-         "tenant 'stark': method 'embeding' must be one of sft, dpo, kto, embedding"),
+         "tenant 'stark': method 'embeding' must be one of sft, dpo, kto, grpo, reward, embedding"),
         (('kind = "dpo"', 'kind = "dpo"\nmethod = "dpo"'),
          "tenant 'hooli': kind and method are one setting (method is its older name): keep kind"),
         (('encoder = "sparse"', 'encoder = "dual"'), "tenant 'stark': encoder 'dual' must be one of bi, cross, sparse"),
@@ -216,7 +217,8 @@ def test_the_fleet_has_a_row_per_kind_and_the_builder_is_its_own_row_costed_at_i
     assert costs.builder_usd == pytest.approx(builder.monthly_usd)
     assert costs.tenants_usd == pytest.approx(sum(r.monthly_usd for r in rows[:-1]))
     scenario = costs.representative
-    assert scenario.builder == RunSpec(7, 3000, 3, "a100-large", False) and scenario.builder_cadence == "0 2 1 * *"
+    assert scenario.builder == RunSpec(7, 3000, 3, "a100-large", False, kind="builder")
+    assert scenario.builder_cadence == "0 2 1 * *"
     assert scenario.run.model_b == 3  # the tenants' median, not pulled by the builder
 
 

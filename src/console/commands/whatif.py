@@ -22,6 +22,7 @@ from console.commands import _json
 
 
 def register(sub, add_common) -> None:
+    from console.kinds import TENANT_KINDS
     p = sub.add_parser(
         "whatif",
         help="what a fleet scenario costs (per run, timeout, per month)",
@@ -41,8 +42,9 @@ def register(sub, add_common) -> None:
     p.add_argument("--unsloth", action="store_true", help="train with Unsloth (~2x faster, 4-bit LoRA)")
     p.add_argument("--method", choices=("lora", "full"), default="lora",
                    help="LoRA adapters (default) or a full fine-tune: what the GPU memory estimate assumes")
-    p.add_argument("--kind", choices=("sft", "dpo", "kto", "embedding"), default="sft",
-                   help="the tenants' training method (DPO and KTO put two sequences per example on the GPU)")
+    p.add_argument("--kind", choices=TENANT_KINDS, default="sft",
+                   help="the tenants' training method (DPO, KTO and a reward model put two sequences per example "
+                   "on the GPU; a GRPO example costs 8 SFT examples' time: 4 completions, each generated and trained)")
     p.add_argument("--model-config", metavar="PATH",
                    help="the model's config.json (or its folder) for the memory estimate (default: a "
                    "Llama-family shape of --model-b)")
@@ -93,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
         scenario = Scenario(
             tenants=parse_count("tenants", str(args.tenants)),
             cadence=args.cadence,
-            run=RunSpec(args.model_b, args.examples, args.epochs, flavor, args.unsloth),
+            run=RunSpec(args.model_b, args.examples, args.epochs, flavor, args.unsloth, kind=args.kind),
             plan=args.plan or cfg.plan,
             seats=args.seats if args.seats is not None else cfg.seats,
             builder=builder,
@@ -114,6 +116,8 @@ def run(args: argparse.Namespace) -> int:
         out = proj.to_dict()
         out["cadence_words"] = words
         out["memory"] = memory
+        out["kind"] = args.kind
+        out["work_examples"] = scenario.run.work()  # SFT examples' worth of GPU time per run
         if calibrated is not None:
             out.update(calibrated)
         print(_json.dumps(out, indent=2))
@@ -125,6 +129,8 @@ def run(args: argparse.Namespace) -> int:
         )
         print(f"Prices:   {proj.price_source}; {e.flavor} ${e.price_per_hour:.2f}/hr")
         print(f"Model:    hw multiplier {e.multiplier:g} ({e.multiplier_source})")
+        if work := s.run.describe_work():
+            print(f"Work:     {work}")
         print(f"Memory:   {memory['run']['describe']}")
         if "builder" in memory:
             print(f"          builder: {memory['builder']['describe']}")
