@@ -35,8 +35,8 @@ checkpoints pushed at every save, `--resume-from`, and the same last line:
     VERDICT: FAIL <code>: <reason>
 
 The verdict judges the reward, not the loss: a run whose reward never moved, or did not rise,
-fails `reward_flat` (`jobkit.rewards`). A step trains on `--batch-size` completions, that is
-batch / num-generations prompts; so an epoch is rows x num-generations / batch steps.
+fails `reward_flat` (`jobkit.rewards`). A step trains on `--batch-size` completions (default 8),
+that is batch / num-generations prompts; so an epoch is rows x num-generations / batch steps.
 """
 
 from __future__ import annotations
@@ -66,6 +66,12 @@ DEFAULT_REWARDS = "numeric,format"
 TINY_TEMPERATURE = 0.2
 """The tiny base's sampling temperature: its random weights give nearly uniform next-token odds,
 which at temperature 1 no adapter of it can sharpen enough for a reward to tell completions apart."""
+TINY_COMPLETION = 8
+"""The tiny base's completion length (tokens): it has nothing longer to say, and a CPU run samples
+every token."""
+BATCH_SIZE = 8
+"""Completions per step (`--batch-size`'s default here): two prompts' groups of four, so a step
+compares more than one prompt's completions."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -79,7 +85,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"comma-separated rewards: {', '.join(rewards.BUILTIN)}, or NAME.py shipped with the "
                    f"dataset (default {DEFAULT_REWARDS})")
     p.add_argument("--num-generations", type=int, default=4, help="completions sampled per prompt (default 4)")
-    p.add_argument("--max-completion-length", type=int, default=64, help="tokens per completion (default 64)")
+    p.add_argument("--max-completion-length", type=int, default=None,
+                   help=f"tokens per completion (default 64; {TINY_COMPLETION} for the tiny base)")
+    p.set_defaults(batch_size=BATCH_SIZE)
     p.add_argument("--beta", type=float, default=0.04, help="the KL penalty's weight (default 0.04; 0 logs no KL)")
     p.add_argument("--temperature", type=float, default=None,
                    help=f"sampling temperature (default 1.0; {TINY_TEMPERATURE:g} for the tiny base)")
@@ -97,6 +105,8 @@ def preflight(argv: list[str] | None) -> Plan:
         raise Refusal("bad_arguments", f"--batch-size x --grad-accum ({args.batch_size * args.grad_accum}) must be "
                                        f"a multiple of --num-generations ({args.num_generations}): a step trains "
                                        "whole groups")
+    if args.max_completion_length is None:
+        args.max_completion_length = TINY_COMPLETION if args.base_model == recipe.TINY_MODEL else 64
     if args.max_completion_length < 1 or args.beta < 0 or args.min_reward_gain < 0:
         raise Refusal("bad_arguments",
                       "--max-completion-length must be positive, --beta and --min-reward-gain not negative")

@@ -86,9 +86,13 @@ PROMOTE_POLICIES = ("manual", "on_pass")
 the default), or the run itself (on_pass). The recipes' `--promote`."""
 ENCODERS = ("bi", "cross", "sparse")
 """What an embedding run trains (`sentence_transformer.py --kind`)."""
-RECIPE_BATCH_SIZE = {"embedding": 16}
+RECIPE_BATCH_SIZE = {"embedding": 16, "grpo": 8}
 """Examples per optimizer step of each kind's recipe at its defaults (`--batch-size`, one gradient
-accumulation step): sentence_transformer.py's 16, the TRL recipes' `vram.DEFAULT_BATCH_SIZE`."""
+accumulation step): sentence_transformer.py's 16, grpo_lora.py's 8 completions, the other TRL
+recipes' `vram.DEFAULT_BATCH_SIZE`."""
+GRPO_SEQ_LEN = 512
+"""Tokens of a GRPO sequence in the memory estimate: a prompt of a verifiable task (a question, not
+a document) and its completion (grpo_lora.py's 64 tokens), well under the other recipes' 1024."""
 SHARED_PACKAGE = "jobkit"
 """The package in training/ that every script imports: it travels with the script."""
 DATASET_CHECKS = "validate_dataset.py"
@@ -206,6 +210,9 @@ class TrainingRequest:
     def run_shape(self) -> vram.RunShape:
         """How the run uses GPU memory (the recipes' batch and length defaults)."""
         method = "full" if self.full else "lora"
+        if self.kind == "grpo":  # its batch of completions, each a short prompt and its answer
+            return vram.RunShape(self.model_b, method=method, kind=self.kind, lora_r=self.lora_r or 16,
+                                 unsloth=self.unsloth, batch_size=RECIPE_BATCH_SIZE["grpo"], seq_len=GRPO_SEQ_LEN)
         return vram.RunShape(
             self.model_b, method=method, kind=self.kind, lora_r=self.lora_r or 16, unsloth=self.unsloth
         )
@@ -214,7 +221,7 @@ class TrainingRequest:
 def preflight_request(req: TrainingRequest) -> TrainingRequest:
     """The CPU dataset check that goes before `req`: its dataset, checked for its kind's method."""
     method = KIND_METHOD.get(req.kind, req.validates or "sft")
-    return replace(req, kind="validate", validates=method, ssh=False, run_name=None, scheduled=False)
+    return replace(req, kind="validate", validates=method, ssh=False, run_name=None, scheduled=False, rewards=None)
 
 
 def fit_problem(req: TrainingRequest, prices: PriceBook | None = None) -> str | None:

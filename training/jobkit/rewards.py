@@ -18,8 +18,8 @@ Verdicts (after the shared rules: NaN, no loss, a learning rate of 0):
 * GRPO (:class:`RewardMonitor`): `no_reward` (none logged); `reward_flat` when the reward never
   moved (the same value on every logged step: every completion scored alike, so there was
   nothing to learn from) or did not rise (the mean of the last fifth of the logged steps is not
-  more than `--min-reward-gain` above the mean of the first fifth). GRPO's loss is not judged: it
-  starts at 0 and follows the advantages, not the learning.
+  more than `--min-reward-gain` above the mean of the first fifth). GRPO's loss is not judged (no
+  flat loss, divergence or stall): it starts at 0 and follows the advantages, not the learning.
 * Reward modelling (:class:`AccuracyMonitor`): `at_chance` when the last held-out pairwise
   accuracy (the share of held-out pairs whose chosen answer scores above the rejected one) is not
   above chance, 0.5, by more than two standard errors (2 x sqrt(0.25 / pairs)); the loss must
@@ -165,7 +165,11 @@ class RewardMonitor(LossMonitor):
     def __post_init__(self) -> None:
         self.metric_name = "reward"
         self.metric_key = "reward"
-        self.min_loss_drop = 0.0  # GRPO's loss is not a measure of learning
+        # GRPO's loss is no measure of learning (it starts at 0 and follows the advantages): no
+        # flat-loss, divergence or stall judgement of it
+        self.min_loss_drop = 0.0
+        self.divergence_factor = math.inf
+        self.stall_patience = 1 << 30
 
     def judge_metric(self) -> str | None:
         values = [v for _, v in self.metrics]
