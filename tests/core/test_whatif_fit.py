@@ -7,6 +7,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 
 def console(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "console", *args], capture_output=True, text=True)
@@ -50,3 +52,17 @@ def test_the_builder_model_is_checked_on_its_own_flavor():
     data = json.loads(ok.stdout)
     assert data["memory"]["builder"]["method"] == "full" and data["memory"]["builder"]["fits"] is True
     assert data["builder_monthly_usd"] > 0
+
+
+def test_a_grpo_fleet_costs_its_generation_and_a_reward_model_has_no_lm_head():
+    sft = console("whatif", "--json", "--model-b", "3", "--flavor", "l4x1")
+    grpo = console("whatif", "--model-b", "3", "--flavor", "l4x1", "--kind", "grpo")
+    assert sft.returncode == 0 and grpo.returncode == 0, sft.stderr + grpo.stderr
+    assert ("Work:     GRPO: 1,000 prompts x 3 epoch(s) x 4 completions x 2 (each generated, then trained on) "
+            "= 24,000 SFT examples' time") in grpo.stdout.splitlines()
+    grpo_json = json.loads(console("whatif", "--json", "--model-b", "3", "--flavor", "l4x1", "--kind", "grpo").stdout)
+    assert grpo_json["cost_per_run_usd"] == pytest.approx(8 * json.loads(sft.stdout)["cost_per_run_usd"])
+    assert grpo_json["kind"] == "grpo" and grpo_json["work_examples"] == 24000
+    reward = json.loads(console("whatif", "--json", "--model-b", "3", "--flavor", "l4x1", "--kind", "reward").stdout)
+    dpo = json.loads(console("whatif", "--json", "--model-b", "3", "--flavor", "l4x1", "--kind", "dpo").stdout)
+    assert reward["memory"]["run"]["total_gb"] < dpo["memory"]["run"]["total_gb"]  # a score, not a vocabulary
