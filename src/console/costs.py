@@ -36,6 +36,7 @@ from console.inputs import (  # noqa: F401 - re-exported: the checked inputs of 
     parse_timeout,
     show_number,
 )
+from console.kinds import GRPO_GENERATIONS, GRPO_WORK_PER_COMPLETION
 from console.prices import (
     BASE_HOURS_PER_B_PER_1K_EXAMPLES,
     DEFAULT_TIMEOUT_BUFFER,
@@ -72,12 +73,6 @@ def padded_timeout_seconds(
 
 # ---------------------------------------------------------------------------------------------
 # Per-run estimate
-
-
-GRPO_GENERATIONS = 4
-"""Completions a GRPO run samples per prompt (`grpo_lora.py --num-generations`'s default)."""
-GRPO_WORK_PER_COMPLETION = 2.0
-"""SFT examples' worth of GPU time per GRPO completion: generating it, then training on it."""
 
 
 @dataclass(frozen=True)
@@ -127,17 +122,6 @@ class RunSpec:
         completions = (self.max_steps * self.batch_size if self.max_steps
                        else self.examples * self.epochs * GRPO_GENERATIONS)
         return completions * GRPO_WORK_PER_COMPLETION
-
-    def describe_work(self) -> str:
-        """How :meth:`work` counts the run, in words (empty for a kind counted by its examples)."""
-        if self.kind != "grpo":
-            return ""
-        per = f"x {GRPO_WORK_PER_COMPLETION:g} (each generated, then trained on)"
-        if self.max_steps:
-            return (f"GRPO: {self.max_steps:,} steps x {self.batch_size} completions {per} = "
-                    f"{self.work():,.0f} SFT examples' time")
-        return (f"GRPO: {self.examples:,} prompts x {self.epochs:g} epoch(s) x {GRPO_GENERATIONS} completions {per} "
-                f"= {self.work():,.0f} SFT examples' time")
 
     def examples_seen(self) -> float:
         """Examples the run trains on, repeats counted: examples x epochs, or with `max_steps`

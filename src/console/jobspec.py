@@ -52,6 +52,7 @@ from console.kinds import (  # noqa: F401 - the kinds, defined once, read throug
     TENANT_KINDS,
     TRAINING_KINDS,
     UNSLOTH_KINDS,
+    rewards_problem,
 )
 from console.prices import (
     DEFAULT_TIMEOUT_BUFFER,
@@ -692,24 +693,6 @@ def refusal(
         return "timeout must be longer than zero"
     if req.datasets_cache and (why := bucket_id_problem(req.datasets_cache)):
         return f"datasets_cache {why}"
-    return None
-
-
-def rewards_problem(rewards: Any, kind: str = "grpo") -> str | None:
-    """Why `rewards` (comma-separated) cannot be a GRPO run's rewards, or None: a built-in
-    (:data:`REWARDS`) or a module file name beside the dataset (`name.py`), each once."""
-    if kind != "grpo":
-        return "rewards are for kind grpo"
-    names = [n.strip() for n in str(rewards).split(",")]
-    if not names or not all(names):
-        return f"rewards {rewards!r}: name one or more of {', '.join(REWARDS)} or a module name.py"
-    for name in names:
-        module = name.endswith(".py") and re.fullmatch(r"[A-Za-z_][\w-]*\.py", name)
-        if name not in REWARDS and not module:
-            return (f"reward {name!r} must be one of {', '.join(REWARDS)} or a Python module shipped with the "
-                    "dataset (a file name like rewards.py)")
-    if len(set(names)) != len(names):
-        return f"rewards {rewards!r} names a reward twice"
     return None
 
 

@@ -7,6 +7,9 @@ Standard library only: the CLI's parser reads it at start-up.
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
 TRAINING_KINDS = ("sft", "dpo", "kto", "grpo", "reward", "embedding", "builder")
 """Kinds that train (a fleet row each, costed by the heuristic); `validate` is a dataset check."""
 TENANT_KINDS = tuple(k for k in TRAINING_KINDS if k != "builder")
@@ -45,6 +48,29 @@ LORA_KINDS = ("sft", "dpo", "kto", "grpo", "reward", "builder")
 UNSLOTH_KINDS = ("sft", "dpo", "kto", "builder")
 """Kinds whose script loads its base with Unsloth when asked (GRPO samples completions and a reward
 model is a sequence classifier: neither goes through Unsloth's loader)."""
+GRPO_GENERATIONS = 4
+"""Completions a GRPO run samples per prompt (`grpo_lora.py --num-generations`'s default)."""
+GRPO_WORK_PER_COMPLETION = 2.0
+"""SFT examples' worth of GPU time per GRPO completion: generating it, then training on it (the
+cost model's `RunSpec.work`)."""
 REWARDS = ("exact", "numeric", "format")
 """The built-in GRPO rewards (`training/jobkit/rewards.py`); a reward may also be a Python module
 shipped with the tenant's data (`name.py`)."""
+
+
+def rewards_problem(rewards: Any, kind: str = "grpo") -> str | None:
+    """Why `rewards` (comma-separated) cannot be a GRPO run's rewards, or None: a built-in
+    (:data:`REWARDS`) or a module file name beside the dataset (`name.py`), each once."""
+    if kind != "grpo":
+        return "rewards are for kind grpo"
+    names = [n.strip() for n in str(rewards).split(",")]
+    if not names or not all(names):
+        return f"rewards {rewards!r}: name one or more of {', '.join(REWARDS)} or a module name.py"
+    for name in names:
+        module = name.endswith(".py") and re.fullmatch(r"[A-Za-z_][\w-]*\.py", name)
+        if name not in REWARDS and not module:
+            return (f"reward {name!r} must be one of {', '.join(REWARDS)} or a Python module shipped with the "
+                    "dataset (a file name like rewards.py)")
+    if len(set(names)) != len(names):
+        return f"rewards {rewards!r} names a reward twice"
+    return None

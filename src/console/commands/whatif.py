@@ -129,8 +129,8 @@ def run(args: argparse.Namespace) -> int:
         )
         print(f"Prices:   {proj.price_source}; {e.flavor} ${e.price_per_hour:.2f}/hr")
         print(f"Model:    hw multiplier {e.multiplier:g} ({e.multiplier_source})")
-        if work := s.run.describe_work():
-            print(f"Work:     {work}")
+        if s.run.kind == "grpo":
+            print(f"Work:     {_grpo_work(s.run)}")
         print(f"Memory:   {memory['run']['describe']}")
         if "builder" in memory:
             print(f"          builder: {memory['builder']['describe']}")
@@ -264,6 +264,16 @@ def _calibrated(args: argparse.Namespace, scenario) -> dict:
             for e in cheaper
         ],
     }
+
+
+def _grpo_work(run) -> str:  # noqa: ANN001 - a costs.RunSpec
+    """How the cost model counts a GRPO run (`RunSpec.work`), in words."""
+    from console.kinds import GRPO_GENERATIONS, GRPO_WORK_PER_COMPLETION
+
+    per = f"x {GRPO_WORK_PER_COMPLETION:g} (each generated, then trained on) = {run.work():,.0f} SFT examples' time"
+    if run.max_steps:
+        return f"GRPO: {run.max_steps:,} steps x {run.batch_size} completions {per}"
+    return f"GRPO: {run.examples:,} prompts x {run.epochs:g} epoch(s) x {GRPO_GENERATIONS} completions {per}"
 
 
 def _print_calibrated(c: dict) -> None:
