@@ -6,7 +6,8 @@
 # ///
 """CPU preflight for a training dataset: does every row fit the training method?
 
-    validate_dataset.py DATASET [--method sft|dpo|kto|embedding] [--max-length N] [--split S] [--show N] [--json]
+    validate_dataset.py DATASET [--method sft|dpo|kto|grpo|reward|embedding] [--max-length N] [--split S]
+                        [--show N] [--json]
 
 Run it as a `cpu-basic` job (about $0.01) before a GPU run. The file is whole by itself (standard
 library only, `datasets` for Hub ids and parquet/csv files), so `hf jobs uv run validate_dataset.py
@@ -36,11 +37,15 @@ Formats detected (per row, then the majority decides the dataset's format):
     messages            {"messages": [{"role": ..., "content": ...}, ...]}        sft
     text                {"text": "..."}                                            sft
     prompt_completion   {"prompt": ..., "completion": ...}                         sft
-    preference          {"prompt": ..., "chosen": ..., "rejected": ...}            dpo
+    preference          {"prompt": ..., "chosen": ..., "rejected": ...}            dpo, reward
     kto                 {"prompt": ..., "completion": ..., "label": true|false}    kto
+    prompt_answer       {"prompt": ..., "answer": ...}                             grpo
     pair                {"anchor": ..., "positive": ...}                           embedding
     triplet             {"anchor": ..., "positive": ..., "negative": ...}          embedding
     scored_pair         {"sentence1": ..., "sentence2": ..., "score": 0..1}        embedding
+
+A GRPO row is a prompt (text or turns ending with a user turn) and the answer its rewards check
+(a string or a number); the row's other columns are passed to the rewards too (`grpo_lora.py`).
 
 The embedding formats are what sentence-transformers trains on (`sentence_transformer.py`, bi-,
 cross- and sparse encoders): every field is one plain string, and a score is a number from 0 to 1.
@@ -80,6 +85,8 @@ METHOD_FORMATS = {
     "sft": ("messages", "text", "prompt_completion"),
     "dpo": ("preference",),
     "kto": ("kto",),
+    "grpo": ("prompt_answer",),
+    "reward": ("preference",),
     "embedding": ("pair", "triplet", "scored_pair"),
 }
 REQUIRED_KEYS = {
@@ -88,6 +95,7 @@ REQUIRED_KEYS = {
     "prompt_completion": ("prompt", "completion"),
     "preference": ("chosen", "rejected"),
     "kto": ("prompt", "completion", "label"),
+    "prompt_answer": ("prompt", "answer"),
     "pair": ("anchor", "positive"),
     "triplet": ("anchor", "positive", "negative"),
     "scored_pair": ("sentence1", "sentence2", "score"),
@@ -98,6 +106,7 @@ TRAINED_KEYS = {
     "prompt_completion": ("prompt", "completion"),
     "preference": ("prompt", "chosen", "rejected"),
     "kto": ("prompt", "completion", "label"),
+    "prompt_answer": ("prompt", "answer"),
     "pair": ("anchor", "positive"),
     "triplet": ("anchor", "positive", "negative"),
     "scored_pair": ("sentence1", "sentence2", "score"),
@@ -292,6 +301,8 @@ def row_format(row: dict[str, Any]) -> str | None:
         return "kto"
     if "prompt" in row and "completion" in row:
         return "prompt_completion"
+    if "prompt" in row and "answer" in row:
+        return "prompt_answer"
     if "anchor" in row and "positive" in row:
         return "triplet" if "negative" in row else "pair"
     if "sentence1" in row and "sentence2" in row:
@@ -445,6 +456,14 @@ def check_row(report: Report, line: int, row: dict[str, Any], fmt: str) -> None:
             )
         else:
             report.labels[str(label).lower()] += 1
+    elif fmt == "prompt_answer":
+        check_text_or_turns(report, line, row, "prompt", ends="user")
+        answer = row["answer"]
+        if isinstance(answer, bool) or not isinstance(answer, (str, int, float)):
+            report.add(line, "wrong_type", f"'answer' is {type(answer).__name__}, not a string or a number")
+        elif isinstance(answer, str) and not answer.strip():
+            report.add(line, "empty_content", "'answer' is empty")
+        return
     elif fmt in METHOD_FORMATS["embedding"]:
         check_embedding_row(report, line, row, fmt)
         return
@@ -507,7 +526,7 @@ def check_rows(
     if not known:
         report.fatal = (
             "unknown_format",
-            "no row looks like messages, text, prompt/completion, preference pairs, KTO, "
+            "no row looks like messages, text, prompt/completion, preference pairs, KTO, prompt/answer, "
             "anchor/positive pairs, triplets or scored sentence pairs "
             "(keys seen: "
             + ", ".join(sorted({k for _, r in parsed for k in r})[:10] or ["none"])
@@ -672,7 +691,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="validate_dataset.py",
         description="Check that every row of a dataset fits a training method "
-        "(TRL sft, dpo, kto; sentence-transformers embedding).",
+        "(TRL sft, dpo, kto, grpo, reward; sentence-transformers embedding).",
     )
     parser.add_argument("dataset", help="local JSONL/JSON file or Hub dataset id")
     parser.add_argument("--method", choices=tuple(METHOD_FORMATS), default="sft")

@@ -36,6 +36,7 @@ from console.inputs import (  # noqa: F401 - re-exported: the checked inputs of 
     parse_timeout,
     show_number,
 )
+from console.kinds import GRPO_GENERATIONS, GRPO_WORK_PER_COMPLETION
 from console.prices import (
     BASE_HOURS_PER_B_PER_1K_EXAMPLES,
     DEFAULT_TIMEOUT_BUFFER,
@@ -92,6 +93,8 @@ class RunSpec:
     batch_size: int = vram.DEFAULT_BATCH_SIZE
     done_fraction: float = 0.0
     """The share already trained: a run resumed from a checkpoint trains only the rest."""
+    kind: str = "sft"
+    """What the run trains (`jobspec.TRAINING_KINDS`): GRPO costs more per example (:meth:`work`)."""
 
     def validate(self) -> RunSpec:
         check_range("model_b", self.model_b)
@@ -106,6 +109,19 @@ class RunSpec:
         if type(self.batch_size) is not int or not 1 <= self.batch_size <= 65536:
             raise CostInputError(f"batch size must be a whole number from 1 to 65536, got {self.batch_size!r}")
         return self
+
+    def work(self) -> float:
+        """The heuristic's examples term in SFT examples' worth of GPU time. The §4 heuristic is
+        per SFT example (one forward and backward pass); a GRPO example is a prompt sampled
+        :data:`GRPO_GENERATIONS` times, token by token, each completion then trained on, so each
+        completion counts :data:`GRPO_WORK_PER_COMPLETION` (its generation about one SFT example,
+        its training pass one more): 4 x 2 = 8 per prompt. A GRPO run's `max_steps` batches count
+        completions, not prompts (`grpo_lora.py`). Every other kind counts its examples once."""
+        if self.kind != "grpo":
+            return self.examples_seen()
+        completions = (self.max_steps * self.batch_size if self.max_steps
+                       else self.examples * self.epochs * GRPO_GENERATIONS)
+        return completions * GRPO_WORK_PER_COMPLETION
 
     def examples_seen(self) -> float:
         """Examples the run trains on, repeats counted: examples x epochs, or with `max_steps`
@@ -165,9 +181,8 @@ def estimate_run(
         raise CostInputError(str(exc.args[0])) from None
     if not math.isfinite(calibration_factor) or calibration_factor <= 0:
         raise CostInputError(f"calibration factor must be positive, got {calibration_factor!r}")
-    hours = BASE_HOURS_PER_B_PER_1K_EXAMPLES * spec.model_b * (spec.examples / 1000.0) * spec.epochs
-    if spec.max_steps:  # the run stops at max_steps: it sees max_steps x batch examples
-        hours = BASE_HOURS_PER_B_PER_1K_EXAMPLES * spec.model_b * (spec.examples_seen() / 1000.0)
+    # examples x epochs, or max_steps x batch when the run stops there; GRPO's generation counted
+    hours = BASE_HOURS_PER_B_PER_1K_EXAMPLES * spec.model_b * (spec.work() / 1000.0)
     hours = hours * multiplier * calibration_factor * (1.0 - spec.done_fraction)
     basis = hours
     if spec.unsloth:

@@ -2,8 +2,8 @@
 
 A :class:`TrainingRequest` says what to train (tenant, dataset, base model, size, examples, epochs,
 flavor...) and how: its `kind` (:data:`KINDS`) picks the recipe in `training/` (:data:`SCRIPTS`):
-a tenant's SFT, DPO or KTO LoRA adapter, its embedding model (a bi-, cross- or sparse encoder), the
-builder model (SFT, LoRA or with `full` every weight: one larger model on its own cadence,
+a tenant's SFT, DPO, KTO or GRPO LoRA adapter, its reward model, its embedding model (a bi-, cross-
+or sparse encoder), the builder model (SFT, LoRA or with `full` every weight: one larger model on its own cadence,
 reference §4(a)), or the CPU preflight of a dataset for one of them. :func:`build_submission` turns
 it into a :class:`Submission` — image, command, env, secrets, flavor, labels and the padded timeout
 (estimate x ``cfg.defaults.timeout_buffer``) — that goes to ``HfApi.run_job`` /
@@ -43,6 +43,18 @@ from console import labels, paths, vram
 from console.basesize import full_fine_tune_problem
 from console.costs import CostInputError, RunSpec, estimate_run, format_duration, timeout_rule
 from console.inputs import NAME_RULE, bucket_id_problem, is_label_name
+from console.kinds import (  # noqa: F401 - the kinds, defined once, read through jobspec too
+    KIND_LABELS,
+    KIND_METHOD,
+    KINDS,
+    LORA_KINDS,
+    REWARDS,
+    SCRIPTS,
+    TENANT_KINDS,
+    TRAINING_KINDS,
+    UNSLOTH_KINDS,
+    rewards_problem,
+)
 from console.prices import (
     DEFAULT_TIMEOUT_BUFFER,
     DEFAULT_TIMEOUT_OVERHEAD_S,
@@ -70,38 +82,18 @@ SEED_SCRIPT = "tiny_base.py"
 PREFLIGHT_FLAVOR = "cpu-basic"
 # A dataset check reads the file once: minutes on a CPU flavor (~$0.01), whatever the model size.
 PREFLIGHT_TIMEOUT_SECONDS = 15 * 60
-TRAINING_KINDS = ("sft", "dpo", "kto", "embedding", "builder")
 PROMOTE_POLICIES = ("manual", "on_pass")
 """When a passing run moves its repo's live tag (what serving loads): an engineer does (manual,
 the default), or the run itself (on_pass). The recipes' `--promote`."""
-"""Kinds that train (a fleet row each, costed by the heuristic); `validate` is a dataset check."""
-KINDS = (*TRAINING_KINDS, "validate")
-SCRIPTS = {
-    "sft": "sft_lora.py",
-    "dpo": "dpo_lora.py",
-    "kto": "kto_lora.py",
-    "embedding": "sentence_transformer.py",
-    "builder": "sft_lora.py",
-    "validate": "validate_dataset.py",
-}
-KIND_LABELS = {
-    "sft": "SFT + LoRA",
-    "dpo": "DPO + LoRA",
-    "kto": "KTO + LoRA",
-    "embedding": "embeddings",
-    "builder": "builder model",
-    "validate": "dataset check",
-}
-"""Each kind in words, for lists and forms."""
-KIND_METHOD = {"sft": "sft", "builder": "sft", "dpo": "dpo", "kto": "kto", "embedding": "embedding"}
-"""The validator's method (`validate_dataset.py --method`) for a kind's dataset."""
 ENCODERS = ("bi", "cross", "sparse")
 """What an embedding run trains (`sentence_transformer.py --kind`)."""
-RECIPE_BATCH_SIZE = {"embedding": 16}
+RECIPE_BATCH_SIZE = {"embedding": 16, "grpo": 8}
 """Examples per optimizer step of each kind's recipe at its defaults (`--batch-size`, one gradient
-accumulation step): sentence_transformer.py's 16, the TRL recipes' `vram.DEFAULT_BATCH_SIZE`."""
-LORA_KINDS = ("sft", "dpo", "kto", "builder")
-"""Kinds whose script takes the LoRA and Unsloth arguments."""
+accumulation step): sentence_transformer.py's 16, grpo_lora.py's 8 completions, the other TRL
+recipes' `vram.DEFAULT_BATCH_SIZE`."""
+GRPO_SEQ_LEN = 512
+"""Tokens of a GRPO sequence in the memory estimate: a prompt of a verifiable task (a question, not
+a document) and its completion (grpo_lora.py's 64 tokens), well under the other recipes' 1024."""
 SHARED_PACKAGE = "jobkit"
 """The package in training/ that every script imports: it travels with the script."""
 DATASET_CHECKS = "validate_dataset.py"
@@ -184,6 +176,8 @@ class TrainingRequest:
     """The builder model trained in full (every weight) instead of a LoRA adapter."""
     encoder: str | None = None
     """An embedding run's model: bi | cross | sparse (None: bi)."""
+    rewards: str | None = None
+    """A GRPO run's rewards, comma-separated (`grpo_lora.py --rewards`; None: the recipe's default)."""
     validates: str | None = None
     """A dataset check's method (`KIND_METHOD` of the run it precedes; None: sft)."""
     hub_model_id: str | None = None
@@ -212,11 +206,14 @@ class TrainingRequest:
         batch = RECIPE_BATCH_SIZE.get(self.kind, vram.DEFAULT_BATCH_SIZE)
         steps = self.max_steps if self.max_steps and self.max_steps > 0 else None
         return RunSpec(self.model_b, self.examples, self.epochs, self.flavor, self.unsloth, steps, batch,
-                       done_fraction=self.resume_done if self.resume_from else 0.0)
+                       done_fraction=self.resume_done if self.resume_from else 0.0, kind=self.kind)
 
     def run_shape(self) -> vram.RunShape:
         """How the run uses GPU memory (the recipes' batch and length defaults)."""
         method = "full" if self.full else "lora"
+        if self.kind == "grpo":  # its batch of completions, each a short prompt and its answer
+            return vram.RunShape(self.model_b, method=method, kind=self.kind, lora_r=self.lora_r or 16,
+                                 unsloth=self.unsloth, batch_size=RECIPE_BATCH_SIZE["grpo"], seq_len=GRPO_SEQ_LEN)
         return vram.RunShape(
             self.model_b, method=method, kind=self.kind, lora_r=self.lora_r or 16, unsloth=self.unsloth
         )
@@ -225,7 +222,7 @@ class TrainingRequest:
 def preflight_request(req: TrainingRequest) -> TrainingRequest:
     """The CPU dataset check that goes before `req`: its dataset, checked for its kind's method."""
     method = KIND_METHOD.get(req.kind, req.validates or "sft")
-    return replace(req, kind="validate", validates=method, ssh=False, run_name=None, scheduled=False)
+    return replace(req, kind="validate", validates=method, ssh=False, run_name=None, scheduled=False, rewards=None)
 
 
 def fit_problem(req: TrainingRequest, prices: PriceBook | None = None) -> str | None:
@@ -665,6 +662,10 @@ def refusal(
         return f"{why}; train the builder with LoRA (drop full)"
     if req.kind == "embedding" and (req.encoder or "bi") not in ENCODERS:
         return f"encoder must be one of {', '.join(ENCODERS)}, got {req.encoder!r}"
+    if req.rewards is not None and (why := rewards_problem(req.rewards, req.kind)):
+        return why
+    if req.unsloth and training and req.kind not in UNSLOTH_KINDS:
+        return f"unsloth is for kinds {', '.join(UNSLOTH_KINDS)}, not {req.kind}"
     if training and req.hub_model_id and (why := hub_model_id_problem(req.hub_model_id)):
         return f"hub_model_id {why}"
     if req.resume_from is not None and (not training or not req.hub_model_id):
@@ -771,7 +772,7 @@ def job_command(req: TrainingRequest, run_name: str, backend_kind: str) -> list[
     if req.scheduled and req.kind in TRAINING_KINDS:
         # each scheduled run names itself <tenant>-<job id>: see trackio_run_name()
         args += ["--run-name-prefix", req.tenant]
-    extra = ("unsloth",) if backend_kind == "hub" and req.unsloth and req.kind in LORA_KINDS else ()
+    extra = ("unsloth",) if backend_kind == "hub" and req.unsloth and req.kind in UNSLOTH_KINDS else ()
     return hub_command(SCRIPTS[req.kind], args, with_packages=extra)
 
 
@@ -818,6 +819,8 @@ def _script_args(req: TrainingRequest) -> list[str]:
     out: list[str] = []
     if req.kind == "embedding":
         out += ["--kind", req.encoder or "bi"]
+    if req.kind == "grpo" and req.rewards:
+        out += ["--rewards", req.rewards]
     for flag, attr in _ARG_FIELDS:
         value = getattr(req, attr)
         if value is None or (req.kind == "embedding" and flag in _NOT_FOR_EMBEDDINGS):
@@ -827,7 +830,7 @@ def _script_args(req: TrainingRequest) -> list[str]:
         out += [flag, str(value)]
     if req.kind == "builder":  # the recipe checks the base's real size against model_b too
         out += [*(["--full"] if req.full else []), "--flavor", req.flavor, "--model-b", format_number(req.model_b)]
-    if req.unsloth and req.kind in LORA_KINDS:
+    if req.unsloth and req.kind in UNSLOTH_KINDS:
         out.append("--unsloth")
     return out
 
@@ -1055,7 +1058,7 @@ def read_request(info: Any) -> TrainingRequest | None:
     args = script_args_of(command_of(info))
     values: dict[str, str] = {}
     i = 0
-    flags = {**dict(_ARG_FIELDS), "--kind": "encoder", "--method": "validates"}
+    flags = {**dict(_ARG_FIELDS), "--kind": "encoder", "--method": "validates", "--rewards": "rewards"}
     if labels.get("kind") == "validate" and args:
         values["dataset"] = args[0]
     while i < len(args):
@@ -1092,6 +1095,7 @@ def read_request(info: Any) -> TrainingRequest | None:
         full=labels.get("full") == "1" or "--full" in args,
         encoder=values.get("encoder") if labels.get("kind") == "embedding" else None,
         validates=values.get("validates") if labels.get("kind") == "validate" else None,
+        rewards=values.get("rewards") if labels.get("kind") == "grpo" else None,
         max_steps=_int("max_steps"),
         learning_rate=_parse_float(values.get("learning_rate")),
         lora_r=_int("lora_r"),

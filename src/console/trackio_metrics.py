@@ -101,6 +101,9 @@ class RunMetrics:
     recent_steps: tuple[tuple[int, float], ...] = ()
     """The last logged steps as (step, Unix time Trackio logged it), oldest first, at most
     RATE_POINTS: what the step rate and the time of the last step are read from."""
+    latest_method: tuple[tuple[str, float], ...] = ()
+    """The latest values of what a method logs beside the loss (:data:`METHOD_KEYS`: GRPO's reward
+    and KL, a reward model's held-out accuracy), as (name, value), in that order."""
 
     @property
     def last_step_at(self) -> float | None:
@@ -184,6 +187,11 @@ def downsample(values: Sequence[float], points: int = SPARK_POINTS) -> list[floa
     return out
 
 
+METHOD_KEYS = (("reward", ("train/reward", "reward")), ("KL", ("train/kl", "kl")),
+               ("held-out accuracy", ("eval/accuracy", "eval_accuracy")))
+"""What a method logs that says whether it learns, beside the loss: (name, its log keys)."""
+
+
 def run_metrics_from_logs(
     project: str,
     run: str,
@@ -205,7 +213,11 @@ def run_metrics_from_logs(
     last_epoch: float | None = None
     step_at_epoch: int | None = None
     timed: list[tuple[int, float]] = []
+    method: dict[str, float] = {}
     for row in logs:
+        for name, keys in METHOD_KEYS:
+            if (v := _number(_first(row, keys))) is not None:
+                method[name] = v
         s = _number(_first(row, STEP_KEYS))
         if s is None:
             s = _number(row.get("step"))
@@ -252,6 +264,7 @@ def run_metrics_from_logs(
         alerts=list(alerts),
         found=bool(logs),
         recent_steps=tuple(timed[-RATE_POINTS:]),
+        latest_method=tuple((name, method[name]) for name, _ in METHOD_KEYS if name in method),
     )
 
 

@@ -44,9 +44,10 @@ MODEL_CONFIG_MAX_BYTES = 4 * MIB
 DEFAULT_BATCH_SIZE = 4  # the TRL recipes' --batch-size default
 DEFAULT_SEQ_LEN = 1024  # and their --max-length
 METHODS = ("lora", "full")
-SEQUENCES_PER_EXAMPLE = {"sft": 1, "builder": 1, "dpo": 2, "kto": 2, "embedding": 3}
-"""Sequences each example puts through the model: DPO a chosen and a rejected answer, KTO an
-answer and its KL pair, an embedding triplet three texts."""
+SEQUENCES_PER_EXAMPLE = {"sft": 1, "builder": 1, "dpo": 2, "kto": 2, "grpo": 1, "reward": 2, "embedding": 3}
+"""Sequences each example puts through the model: DPO and a reward model a chosen and a rejected
+answer, KTO an answer and its KL pair, an embedding triplet three texts; GRPO's batch counts
+completions, one sequence each."""
 NO_BF16_GPUS = ("T4",)
 
 
@@ -174,7 +175,7 @@ def fit(run: RunShape, flavor: Flavor) -> Fit:
         sequences_per_example=SEQUENCES_PER_EXAMPLE.get(run.kind, 1),
         lora_r=run.lora_r,
         gradient_checkpointing=True,  # TRL's default for the recipes on a GPU
-        lm_head=run.kind != "embedding",
+        lm_head=run.kind not in ("embedding", "reward"),  # a reward model has a one-score head
         unsloth=run.unsloth,
         gpus=gpu_count(flavor),
     )

@@ -7,6 +7,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 
 def console(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "console", *args], capture_output=True, text=True)
@@ -88,3 +90,17 @@ def test_70b_on_four_a100s_is_costed_and_says_how_it_fits():
     assert data["memory"]["run"]["fits"] and data["memory"]["run"]["gpus"] == 2
     assert data["memory"]["run"]["how"] == "layers split over 2 GPUs (device_map=auto)"
     assert data["memory"]["run"]["cheapest_fitting_flavor"] == "a100x4"
+
+
+def test_a_grpo_fleet_costs_its_generation_and_a_reward_model_has_no_lm_head():
+    sft = console("whatif", "--json", "--model-b", "3", "--flavor", "l4x1")
+    grpo = console("whatif", "--model-b", "3", "--flavor", "l4x1", "--kind", "grpo")
+    assert sft.returncode == 0 and grpo.returncode == 0, sft.stderr + grpo.stderr
+    assert ("Work:     GRPO: 1,000 prompts x 3 epoch(s) x 4 completions x 2 (each generated, then trained on) "
+            "= 24,000 SFT examples' time") in grpo.stdout.splitlines()
+    grpo_json = json.loads(console("whatif", "--json", "--model-b", "3", "--flavor", "l4x1", "--kind", "grpo").stdout)
+    assert grpo_json["cost_per_run_usd"] == pytest.approx(8 * json.loads(sft.stdout)["cost_per_run_usd"])
+    assert grpo_json["kind"] == "grpo" and grpo_json["work_examples"] == 24000
+    reward = json.loads(console("whatif", "--json", "--model-b", "3", "--flavor", "l4x1", "--kind", "reward").stdout)
+    dpo = json.loads(console("whatif", "--json", "--model-b", "3", "--flavor", "l4x1", "--kind", "dpo").stdout)
+    assert reward["memory"]["run"]["total_gb"] < dpo["memory"]["run"]["total_gb"]  # a score, not a vocabulary

@@ -57,6 +57,9 @@ def test_an_sft_run_keeps_the_arguments_it_always_had():
     [
         ({"kind": "dpo"}, "dpo_lora.py", ["--lora-r", "8"], ["--kind", "--full"]),
         ({"kind": "kto"}, "kto_lora.py", ["--lora-r", "8"], ["--kind"]),
+        ({"kind": "grpo", "rewards": "numeric,mine.py"}, "grpo_lora.py", ["--rewards", "numeric,mine.py", "--lora-r"],
+         ["--kind"]),
+        ({"kind": "reward"}, "reward_lora.py", ["--lora-r", "8"], ["--kind", "--rewards"]),
         ({"kind": "embedding", "encoder": "cross", "model_b": 0.1}, "sentence_transformer.py",
          ["--kind", "cross"], ["--lora-r", "--flavor"]),
         ({"kind": "builder", "tenant": "builder", "full": True, "model_b": 7, "flavor": "a100-large"},
@@ -76,11 +79,13 @@ def test_each_kind_runs_its_recipe_and_reads_back_as_it_was_asked(changes, scrip
     assert sub.labels["kind"] == req.kind
     back = read_request(as_scheduled(sub))
     assert (back.kind, back.full, back.encoder, back.unsloth) == (req.kind, req.full, req.encoder, req.unsloth)
+    assert back.rewards == req.rewards
     assert (back.model_b, back.flavor, back.dataset) == (req.model_b, req.flavor, req.dataset)
 
 
 @pytest.mark.parametrize(("kind", "method"), [("sft", "sft"), ("builder", "sft"), ("dpo", "dpo"),
-                                              ("kto", "kto"), ("embedding", "embedding")])  # fmt: skip
+                                              ("kto", "kto"), ("grpo", "grpo"), ("reward", "reward"),
+                                              ("embedding", "embedding")])  # fmt: skip
 def test_a_dataset_check_checks_for_the_method_of_the_run_it_precedes(kind, method):
     check = jobspec.preflight_request(TrainingRequest(**{**BASE, "kind": kind, "model_b": 1}))
     sub = build_submission(check)
@@ -89,13 +94,37 @@ def test_a_dataset_check_checks_for_the_method_of_the_run_it_precedes(kind, meth
     assert read_request(as_scheduled(sub)).validates == method
 
 
+def test_a_grpo_example_costs_eight_sft_examples_and_says_so():
+    """A GRPO prompt is sampled 4 times, each completion generated and then trained on (x2): the
+    estimate counts 8 SFT examples' time per prompt, and with max_steps 2 per completion of its batch."""
+    sft = TrainingRequest(**{**BASE, "max_steps": None, "kind": "dpo"}).run_spec()
+    grpo = TrainingRequest(**{**BASE, "max_steps": None, "kind": "grpo"}).run_spec()
+    assert estimate_run(grpo).hours == pytest.approx(8 * estimate_run(sft).hours)
+    stepped = TrainingRequest(**{**BASE, "kind": "grpo"}).run_spec()  # 50 steps of 8 completions
+    assert stepped.work() == 50 * 8 * 2 and sft.work() == 3000
+    sub = build_submission(TrainingRequest(**{**BASE, "max_steps": None, "kind": "grpo"}))
+    assert sub.estimate_hours == pytest.approx(estimate_run(grpo).hours)
+    # the month's projection reads the kind from the schedule's labels: the same factor
+    monthly = {kind: fleet_costs([as_scheduled(build_submission(TrainingRequest(**{**BASE, "max_steps": None,
+                                                                                     "kind": kind})))]).tenants_usd
+               for kind in ("dpo", "grpo")}
+    assert monthly["grpo"] == pytest.approx(8 * monthly["dpo"])
+
+
 def test_what_a_kind_cannot_ask_for_is_refused():
     with pytest.raises(SubmissionError, match="a full fine-tune is the builder model's"):
         build_submission(TrainingRequest(**{**BASE, "full": True}))
     with pytest.raises(SubmissionError, match="encoder must be one of bi, cross, sparse"):
         build_submission(TrainingRequest(**{**BASE, "kind": "embedding", "encoder": "dual"}))
-    with pytest.raises(SubmissionError, match="kind must be one of sft, dpo, kto, embedding, builder, validate"):
-        build_submission(TrainingRequest(**{**BASE, "kind": "grpo"}))
+    with pytest.raises(SubmissionError, match="kind must be one of sft, dpo, kto, grpo, reward, embedding, builder, "
+                                              "validate"):
+        build_submission(TrainingRequest(**{**BASE, "kind": "ppo"}))
+    with pytest.raises(SubmissionError, match="rewards are for kind grpo"):
+        build_submission(TrainingRequest(**{**BASE, "kind": "dpo", "rewards": "exact"}))
+    with pytest.raises(SubmissionError, match="reward 'os.system' must be one of exact, numeric, format"):
+        build_submission(TrainingRequest(**{**BASE, "kind": "grpo", "rewards": "exact,os.system"}))
+    with pytest.raises(SubmissionError, match="unsloth is for kinds sft, dpo, kto, builder, not reward"):
+        build_submission(TrainingRequest(**{**BASE, "kind": "reward", "unsloth": True}))
     # the builder's full fine-tune of 7B needs ~69 GB: refused on a 24 GB GPU, naming the one that fits
     with pytest.raises(SubmissionError) as err:
         build_submission(TrainingRequest(**{**BASE, "kind": "builder", "full": True, "model_b": 7,
@@ -172,10 +201,10 @@ def test_the_fleet_file_says_each_tenants_kind_and_the_builder(fleet_path):
 @pytest.mark.parametrize(
     ("edit", "problem"),
     [
-        (('kind = "dpo"', 'kind = "grpo"'),
-         "tenant 'hooli': kind 'grpo' must be one of sft, dpo, kto, embedding"),
+        (('kind = "dpo"', 'kind = "ppo"'),
+         "tenant 'hooli': kind 'ppo' must be one of sft, dpo, kto, grpo, reward, embedding"),
         (('method = "embedding"', 'method = "embeding"'),
-         "tenant 'stark': method 'embeding' must be one of sft, dpo, kto, embedding"),
+         "tenant 'stark': method 'embeding' must be one of sft, dpo, kto, grpo, reward, embedding"),
         (('kind = "dpo"', 'kind = "dpo"\nmethod = "dpo"'),
          "tenant 'hooli': kind and method are one setting (method is its older name): keep kind"),
         (('encoder = "sparse"', 'encoder = "dual"'), "tenant 'stark': encoder 'dual' must be one of bi, cross, sparse"),
@@ -216,7 +245,8 @@ def test_the_fleet_has_a_row_per_kind_and_the_builder_is_its_own_row_costed_at_i
     assert costs.builder_usd == pytest.approx(builder.monthly_usd)
     assert costs.tenants_usd == pytest.approx(sum(r.monthly_usd for r in rows[:-1]))
     scenario = costs.representative
-    assert scenario.builder == RunSpec(7, 3000, 3, "a100-large", False) and scenario.builder_cadence == "0 2 1 * *"
+    assert scenario.builder == RunSpec(7, 3000, 3, "a100-large", False, kind="builder")
+    assert scenario.builder_cadence == "0 2 1 * *"
     assert scenario.run.model_b == 3  # the tenants' median, not pulled by the builder
 
 

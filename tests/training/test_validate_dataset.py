@@ -24,6 +24,7 @@ GOOD_CHAT = {"messages": turns(("user", "hi"), ("assistant", "hello"))}
         ("umbrella", "sft", "messages"),
         ("hooli", "dpo", "preference"),
         ("piedpiper", "kto", "kto"),
+        ("cyberdyne", "reward", "preference"),
     ],
 )
 def test_sample_datasets_pass(validator, name, method, fmt):
@@ -150,11 +151,34 @@ def test_system_turn_first_is_fine_and_conversational_prompt_completion(validato
     assert report.verdict()[0] and report.fmt == "preference"
 
 
+def test_the_grpo_sample_passes_and_its_rows_are_checked(validator, tmp_path):
+    report = validator.validate(str(DATA / "massive.jsonl"), "grpo", max_length=512)
+    assert report.verdict() == (True, "format=prompt_answer method=grpo rows=96 max_tokens~46")
+    good = {"prompt": "2 + 2?", "answer": "4"}
+    rows = [good] * 7 + [
+        {"prompt": "3 + 3?", "answer": 6},  # a number is an answer too
+        {"prompt": "4 + 4?", "answer": True},
+        {"prompt": "5 + 5?", "answer": " "},
+        {"prompt": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}], "answer": "1"},
+    ]
+    path = tmp_path / "g.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    report = validator.validate(str(path), "grpo", None)
+    assert [(i.line, i.code, i.message) for i in report.issues if i.severity == "error"] == [
+        (9, "wrong_type", "'answer' is bool, not a string or a number"),
+        (10, "empty_content", "'answer' is empty"),
+        (11, "not_alternating", "'prompt' ends with an assistant turn, not user"),
+    ]
+
+
 @pytest.mark.parametrize(
     ("name", "method", "fits"),
     [
-        ("hooli", "sft", "dpo"),
+        ("hooli", "sft", "dpo, reward"),
         ("acme", "dpo", "sft"),
+        ("acme", "grpo", "sft"),
+        ("massive", "sft", "grpo"),
+        ("massive", "reward", "grpo"),
         ("piedpiper", "sft", "kto"),
         ("acme", "kto", "sft"),
     ],
@@ -253,6 +277,6 @@ def test_cli_unreadable_dataset_exits_2(tmp_path):
     result = run(VALIDATE, [str(tmp_path / "nope.jsonl")], script_env(tmp_path))
     assert result.returncode == 2
     assert result.last_line.startswith("VERDICT: FAIL unreadable: ")
-    bad = run(VALIDATE, [str(DATA / "acme.jsonl"), "--method", "grpo"], script_env(tmp_path))
+    bad = run(VALIDATE, [str(DATA / "acme.jsonl"), "--method", "ppo"], script_env(tmp_path))
     assert bad.returncode == 2
     assert bad.last_line.startswith("VERDICT: FAIL bad_arguments")

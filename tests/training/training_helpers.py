@@ -24,7 +24,9 @@ VALIDATE = TRAINING / "validate_dataset.py"
 DPO = TRAINING / "dpo_lora.py"
 KTO = TRAINING / "kto_lora.py"
 EMBED = TRAINING / "sentence_transformer.py"
-RECIPES = (SFT, DPO, KTO, EMBED)
+GRPO = TRAINING / "grpo_lora.py"
+REWARD = TRAINING / "reward_lora.py"
+RECIPES = (SFT, DPO, KTO, GRPO, REWARD, EMBED)
 
 
 @dataclass

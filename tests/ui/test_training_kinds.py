@@ -55,6 +55,21 @@ async def test_the_form_follows_the_kind_and_refuses_a_model_that_does_not_fit(b
         assert "embedding data" in _estimate(form) and "GB on" in _estimate(form)
         request, _ = form.read_request()
         assert (request.kind, request.encoder, request.full) == ("embedding", "cross", False)
+        assert not form.query_one("#row-rewards").display
+
+        # GRPO: the rewards row shows, and a reward that is neither built in nor a module is refused
+        await type_into(pilot, form.query_one("#f-dataset", Input), str(DATA / "massive.jsonl"))
+        await _pick(pilot, form, "f-kind", "grpo")
+        assert form.query_one("#row-rewards").display and not form.query_one("#row-encoder").display
+        assert not form.query_one("#row-unsloth").display  # GRPO does not load through Unsloth
+        await type_into(pilot, form.query_one("#f-rewards", Input), "numeric, massive_rewards.py")
+        request, _ = form.read_request()
+        assert (request.kind, request.rewards) == ("grpo", "numeric,massive_rewards.py")
+        assert _error(form) == "" and "grpo data" in _estimate(form)
+        await type_into(pilot, form.query_one("#f-rewards", Input), "numeric,eval")
+        assert _error(form).startswith("reward 'eval' must be one of exact, numeric, format")
+        await type_into(pilot, form.query_one("#f-rewards", Input), "")
+        await type_into(pilot, form.query_one("#f-dataset", Input), str(DATA / "stark.jsonl"))
 
         # an 8B LoRA on a T4 (16 GB, fp16): refused in one line, with a flavor that fits
         await _pick(pilot, form, "f-kind", "sft")
@@ -138,6 +153,8 @@ def _submit_kinds(backend, scripts) -> dict[str, object]:
         TrainingRequest(tenant="hooli", dataset=HOOLI, kind="dpo"),
         TrainingRequest(tenant="vandelay", dataset=str(DATA / "vandelay.jsonl"), kind="kto"),
         TrainingRequest(tenant="tyrell", dataset=str(DATA / "tyrell.jsonl"), kind="embedding", encoder="cross"),
+        TrainingRequest(tenant="massive", dataset=str(DATA / "massive.jsonl"), kind="grpo", rewards="numeric"),
+        TrainingRequest(tenant="cyberdyne", dataset=str(DATA / "cyberdyne.jsonl"), kind="reward"),
         TrainingRequest(tenant="builder", dataset=str(DATA / "builder.jsonl"), kind="builder", full=True,
                         model_b=7.0, flavor="a100-large"),
     ]
@@ -160,16 +177,17 @@ async def test_every_kind_in_the_jobs_table_and_the_fleet_pane_the_builder_its_o
         await pilot.press("2")
         await pilot.pause(0.1)
         kinds = {tenant: table.get_cell(job.id, "kind").plain for tenant, job in jobs.items()}
-        assert kinds == {"acme": "sft", "hooli": "dpo", "vandelay": "kto", "tyrell": "emb", "builder": "bld"}
+        assert kinds == {"acme": "sft", "hooli": "dpo", "vandelay": "kto", "tyrell": "emb", "massive": "grpo",
+                         "cyberdyne": "rwd", "builder": "bld"}
 
         await pilot.press("1")
         fleet = app.fleet_table
-        await wait_for(pilot, lambda: fleet.row_count == 5, what="the fleet rows")
+        await wait_for(pilot, lambda: fleet.row_count == 7, what="the fleet rows")
         cells = {t: fleet.get_cell(t, "kind").plain for t in jobs}
-        assert cells == {"acme": "sft", "hooli": "dpo", "vandelay": "kto", "tyrell": "emb cross",
-                         "builder": "bld full"}
+        assert cells == {"acme": "sft", "hooli": "dpo", "vandelay": "kto", "tyrell": "emb cross", "massive": "grpo",
+                         "cyberdyne": "rwd", "builder": "bld full"}
         order = [fleet.get_row_at(i)[0].plain.strip() for i in range(fleet.row_count)]
-        assert order == ["acme", "hooli", "tyrell", "vandelay", "builder"]  # the builder its own row, last
+        assert order == ["acme", "cyberdyne", "hooli", "massive", "tyrell", "vandelay", "builder"]  # builder last
 
 
 async def test_the_what_if_names_the_flavors_that_fit_and_costs_the_builder_model(backend, cfg, tmp_path):

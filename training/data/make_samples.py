@@ -17,6 +17,9 @@ Tenants (each a different domain and a different valid format):
 * `lumon.jsonl`     malformed preference pairs        the DPO preflight's row errors
 * `vandelay.jsonl`  malformed KTO rows                the KTO preflight's row errors
 * `oscorp.jsonl`    malformed embedding rows          the embedding preflight's row errors
+* `massive.jsonl`   warehouse arithmetic              prompt / answer, GRPO (verifiable rewards, with
+                                                      `massive_rewards.py`, the tenant's own reward)
+* `cyberdyne.jsonl` robot support replies, ranked     prompt / chosen / rejected, reward model
 
 The files are committed; this script is how they were made.
 """
@@ -494,6 +497,50 @@ def oscorp() -> list[object]:
     return _with_errors(good, bad)
 
 
+def massive(rng: random.Random, n: int = 96) -> list[dict]:
+    items = ["crates", "pallets", "boxes", "drums", "bins", "cartons"]
+    rows = []
+    for i in range(n):
+        a, b = rng.randint(2, 12), rng.randint(2, 12)
+        item = rng.choice(items)
+        if i % 2:
+            question, answer = f"{a} {item} of {b} units each. How many units?", a * b
+        else:
+            question, answer = f"{a} {item} arrived, then {b} more. How many {item}?", a + b
+        rows.append({"prompt": f"Order MD-{4000 + i}: {question} Answer with the number.", "answer": str(answer)})
+    return rows
+
+
+def cyberdyne(rng: random.Random, n: int = 160) -> list[dict]:
+    robots = ["T-100 vacuum", "Skynet hub", "HK lawnmower", "T-600 kitchen arm", "Genisys speaker"]
+    problems = ["will not charge", "keeps rebooting", "lost its Wi-Fi", "makes a grinding noise",
+                "ignores voice commands"]
+    helpful = [
+        "Sorry about that! Hold the power button for {s} seconds to reset the {r}; if it still happens, we replace it.",
+        "Thanks for writing. Unplug the {r} for {s} minutes, then update it from the app; tell us if that fails.",
+        "That should not happen. Step {s} of the {r} guide covers it, and our team can call you today.",
+        "We can fix this: reset the {r} with the pin for {s} seconds, and warranty covers a swap if needed.",
+    ]
+    curt = [
+        "Your {r} {p}? Read the manual.",
+        "Not our problem, the {r} works fine for everyone else.",
+        "Try turning the {r} off and on, {s} times if you must.",
+        "The {r} {p} because you broke it. No refunds.",
+    ]
+    rows = []
+    for i in range(n):
+        robot, problem = rng.choice(robots), rng.choice(problems)
+        fill = {"r": robot, "p": problem, "s": rng.randint(2, 9)}
+        rows.append(
+            {
+                "prompt": f"Case CD-{7000 + i}: my {robot} {problem}. What should I do?",
+                "chosen": rng.choice(helpful).format(**fill),
+                "rejected": rng.choice(curt).format(**fill),
+            }
+        )
+    return rows
+
+
 def main() -> None:
     rng = random.Random(20260601)
     _write("acme.jsonl", acme(rng))
@@ -511,6 +558,9 @@ def main() -> None:
     _write("lumon.jsonl", lumon())
     _write("vandelay.jsonl", vandelay())
     _write("oscorp.jsonl", oscorp())
+    methods = random.Random(20261207)
+    _write("massive.jsonl", massive(methods))
+    _write("cyberdyne.jsonl", cyberdyne(methods))
 
 
 if __name__ == "__main__":

@@ -154,7 +154,7 @@ class Plan:
     """Everything decided before torch is imported."""
 
     args: argparse.Namespace
-    method: str  # the validator's method: sft | dpo | kto
+    method: str  # the validator's method: sft | dpo | kto | grpo | reward
     run_name: str
     dataset_is_local: bool  # checked in the preflight (a local JSON/JSONL file)
     rows: list[dict[str, Any]] | None  # the rows to train on, once checked
@@ -193,7 +193,8 @@ def estimate_steps(rows: int, args: argparse.Namespace) -> int:
     """Optimizer steps the Trainer will run (no packing): the `steps_total=` line."""
     if args.max_steps and args.max_steps > 0:
         return int(args.max_steps)
-    batches = math.ceil(rows / args.batch_size)
+    # GRPO samples each prompt --num-generations times, and its batch counts completions
+    batches = math.ceil(rows * getattr(args, "num_generations", 1) / args.batch_size)
     per_epoch = max(1, math.ceil(batches / args.grad_accum))
     return max(1, math.ceil(args.epochs * per_epoch))
 
@@ -302,7 +303,8 @@ def model_config(base_model: str) -> dict[str, Any] | None:
         return None
 
 
-SEQUENCES = {"sft": 1, "dpo": 2, "kto": 2}
+SEQUENCES = {"sft": 1, "dpo": 2, "kto": 2, "grpo": 1, "reward": 2}
+"""Sequences per example of the batch (GRPO's batch counts completions: one sequence each)."""
 
 
 def fit_estimate(plan: Plan, config: dict[str, Any], flavor: str | None, gpus: int | None = None) -> vram.Estimate:
@@ -488,11 +490,21 @@ MakeTrainer = Callable[[Plan, Any, Any, Any, dict[str, Any], list[Any]], Any]
 
 
 def train(
-    plan: Plan, started: float, make_trainer: MakeTrainer, config_class: Callable[[], Any], **line: Any
+    plan: Plan,
+    started: float,
+    make_trainer: MakeTrainer,
+    config_class: Callable[[], Any],
+    *,
+    load_model: Callable[[Plan, Any, Any], tuple[Any, Any, bool]] | None = None,
+    lora_task: str = "CAUSAL_LM",
+    new_monitor: Callable[[argparse.Namespace], LossMonitor] | None = None,
+    **line: Any,
 ) -> tuple[bool, str]:
     """Run a TRL recipe; returns (passed, VERDICT line tail). `config_class()` imports and returns
     the recipe's TRL config class (`SFTConfig`...), whose fields decide which settings apply;
-    `line` adds the recipe's own fields to the `plan` line."""
+    `line` adds the recipe's own fields to the `plan` line. A recipe may load its own model
+    (`load_model`, as :func:`build_model`: the reward model's one-score head), give LoRA its task
+    (`lora_task`) and judge the run with its own monitor (`new_monitor(args)`)."""
     args = plan.args
     if multigpu.needs_launch(args.flavor, plan.full):  # one process per GPU, FSDP: they print the rest
         return multigpu.run_ranks(multigpu.fsdp_launch_command(plan.script, plan.argv, args.flavor), say)
@@ -524,7 +536,7 @@ def train(
     bf16, fp16, dtype = pick_precision(args.precision, full=plan.full)
 
     t0 = time.monotonic()
-    model, tokenizer, has_adapter = build_model(plan, dtype, torch)
+    model, tokenizer, has_adapter = (load_model or build_model)(plan, dtype, torch)
     n_params = sum(p.numel() for p in model.parameters())
     say(f"model ready params={n_params} vocab={len(tokenizer)} in {time.monotonic() - t0:.1f}s")
 
@@ -535,11 +547,11 @@ def train(
             lora_alpha=args.lora_alpha,
             lora_dropout=args.lora_dropout,
             target_modules=lora_target(args),
-            task_type="CAUSAL_LM",
+            task_type=lora_task,
         )
     fields = {f.name for f in dataclasses.fields(config_class())}
     config_kwargs = trainer_settings(plan, fields, bf16=bf16, fp16=fp16, cuda=torch.cuda.is_available())
-    monitor = LossMonitor.from_args(args)
+    monitor = (new_monitor or LossMonitor.from_args)(args)
     monitor.vocab_size = len(tokenizer)  # a dead run's loss sits at ln(vocab)
     callback = monitor_callback(monitor, steps_total=plan.steps_total, inject_nan_at=plan.inject_nan_at)
     record = {"run_name": plan.run_name, "job_id": os.environ.get("JOB_ID") or None, "base_model": args.base_model,

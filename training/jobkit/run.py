@@ -86,6 +86,9 @@ VERDICT_TITLES = {
     "metric_flat": "Run failed: the held-out metric did not rise",
     "no_metric": "Run failed: the held-out metric was never evaluated",
     "zero_lr": "Run failed: the learning rate was 0",
+    "reward_flat": "Run failed: the reward did not rise",
+    "no_reward": "Run failed: no reward logged",
+    "at_chance": "Run failed: held-out accuracy at chance",
 }
 
 
@@ -621,6 +624,7 @@ class LossMonitor:
     vocab_size: int | None = None  # when known, a dead run's loss is compared to ln(vocab)
     metric_name: str | None = None  # a held-out metric that must rise (see watch_metric)
     min_metric_gain: float = 0.0
+    metric_key: str | None = None  # the log key of the metric (None: eval_<metric_name>)
     metrics: list[tuple[int, float]] = field(default_factory=list)
     losses: list[tuple[int, float]] = field(default_factory=list)
     grad_norms: list[tuple[int, float]] = field(default_factory=list)
@@ -852,19 +856,8 @@ class LossMonitor:
                 f"{end / self.best:.2f}x the run's best {fmt_loss(self.best)} (step {self.best_step}) "
                 f"(--divergence-factor {self.divergence_factor:g})"
             )
-        if self.metric_name is not None:
-            if len(self.metrics) < 2:
-                return False, (
-                    f"no_metric: the held-out {self.metric_name} was evaluated {len(self.metrics)} "
-                    "time(s); it needs a value before training and one after"
-                )
-            first, last = self.metrics[0][1], self.metrics[-1][1]
-            if not (last - first > self.min_metric_gain):
-                return False, (
-                    f"metric_flat: the held-out {self.metric_name} went from {fmt_loss(first)} before "
-                    f"training to {fmt_loss(last)} (step {self.metrics[-1][0]}); a run that learns "
-                    f"raises it by more than {self.min_metric_gain:g}"
-                )
+        if self.metric_name is not None and (why := self.judge_metric()):
+            return False, why
         if self.min_loss_drop > 0 and len(values) >= FLAT_MIN_POINTS and start > 0:
             drop = (start - end) / start
             if drop < self.min_loss_drop:
@@ -875,6 +868,23 @@ class LossMonitor:
                     f"a run that learns falls at least {self.min_loss_drop:.0%}"
                 )
         return True, ""
+
+    def judge_metric(self) -> str | None:
+        """The watched metric's failure reason, or None (`jobkit.rewards` judges a reward and an
+        accuracy against chance instead): `no_metric` / `metric_flat`."""
+        if len(self.metrics) < 2:
+            return (
+                f"no_metric: the held-out {self.metric_name} was evaluated {len(self.metrics)} "
+                "time(s); it needs a value before training and one after"
+            )
+        first, last = self.metrics[0][1], self.metrics[-1][1]
+        if not (last - first > self.min_metric_gain):
+            return (
+                f"metric_flat: the held-out {self.metric_name} went from {fmt_loss(first)} before "
+                f"training to {fmt_loss(last)} (step {self.metrics[-1][0]}); a run that learns "
+                f"raises it by more than {self.min_metric_gain:g}"
+            )
+        return None
 
     def conclude(self) -> list[Alert]:
         """The ERROR alert of a failed verdict (kind = its reason code), once; a NaN already had
@@ -919,6 +929,9 @@ def progress_line(step: int, steps_total: int | None, loss: float, logs: dict[st
         parts.append(f"lr={float(logs['learning_rate']):.3e}")
     if "grad_norm" in logs:
         parts.append(f"grad_norm={float(logs['grad_norm']):.4g}")
+    for key in ("reward", "kl", "accuracy"):  # GRPO's reward and KL, a reward model's accuracy
+        if logs.get(key) is not None:
+            parts.append(f"{key}={float(logs[key]):.4g}")
     if "epoch" in logs:
         parts.append(f"epoch={float(logs['epoch']):.2f}")
     parts.append(f"elapsed={elapsed:.1f}s")
@@ -1014,10 +1027,11 @@ def monitor_callback(monitor: LossMonitor, *, steps_total: int | None, inject_na
         def on_log(self, targs, state, control, logs=None, **kwargs):  # type: ignore[no-untyped-def]
             if not logs:
                 return
-            key = f"eval_{monitor.metric_name}" if monitor.metric_name else None
+            key = monitor.metric_key or (f"eval_{monitor.metric_name}" if monitor.metric_name else None)
             if key is not None and key in logs:
                 value = float(logs[key])
-                say(f"eval step={state.global_step} {monitor.metric_name}={fmt_loss(value)}")
+                if key.startswith("eval_"):  # a training-log metric (GRPO's reward) is on the progress line
+                    say(f"eval step={state.global_step} {monitor.metric_name}={fmt_loss(value)}")
                 monitor.observe_metric(state.global_step, value)
             if "loss" not in logs:
                 if "train_runtime" in logs:

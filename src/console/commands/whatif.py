@@ -27,6 +27,7 @@ from console.commands import _json
 
 
 def register(sub, add_common) -> None:
+    from console.kinds import TENANT_KINDS
     p = sub.add_parser(
         "whatif",
         help="what a fleet scenario costs (per run, timeout, per month)",
@@ -46,8 +47,9 @@ def register(sub, add_common) -> None:
     p.add_argument("--unsloth", action="store_true", help="train with Unsloth (~2x faster, 4-bit LoRA)")
     p.add_argument("--method", choices=("lora", "full"), default="lora",
                    help="LoRA adapters (default) or a full fine-tune: what the GPU memory estimate assumes")
-    p.add_argument("--kind", choices=("sft", "dpo", "kto", "embedding"), default="sft",
-                   help="the tenants' training method (DPO and KTO put two sequences per example on the GPU)")
+    p.add_argument("--kind", choices=TENANT_KINDS, default="sft",
+                   help="the tenants' training method (DPO, KTO and a reward model put two sequences per example "
+                   "on the GPU; a GRPO example costs 8 SFT examples' time: 4 completions, each generated and trained)")
     p.add_argument("--model-config", metavar="PATH",
                    help="the model's config.json (or its folder) for the memory estimate (default: a "
                    "Llama-family shape of --model-b)")
@@ -98,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
         scenario = Scenario(
             tenants=parse_count("tenants", str(args.tenants)),
             cadence=args.cadence,
-            run=RunSpec(args.model_b, args.examples, args.epochs, flavor, args.unsloth),
+            run=RunSpec(args.model_b, args.examples, args.epochs, flavor, args.unsloth, kind=args.kind),
             plan=args.plan or cfg.plan,
             seats=args.seats if args.seats is not None else cfg.seats,
             builder=builder,
@@ -128,6 +130,8 @@ def run(args: argparse.Namespace) -> int:
         out["cadence_words"] = words
         out["memory"] = memory
         out["warnings"] = warnings
+        out["kind"] = args.kind
+        out["work_examples"] = scenario.run.work()  # SFT examples' worth of GPU time per run
         if calibrated is not None:
             out.update(calibrated)
         print(_json.dumps(out, indent=2))
@@ -139,6 +143,8 @@ def run(args: argparse.Namespace) -> int:
         )
         print(f"Prices:   {proj.price_source}; {e.flavor} ${e.price_per_hour:.2f}/hr")
         print(f"Model:    hw multiplier {e.multiplier:g} ({e.multiplier_source})")
+        if s.run.kind == "grpo":
+            print(f"Work:     {_grpo_work(s.run)}")
         print(f"Memory:   {memory['run']['describe']}")
         if "builder" in memory:
             print(f"          builder: {memory['builder']['describe']}")
@@ -295,6 +301,16 @@ def _calibrated(args: argparse.Namespace, scenario) -> dict:
             for e in cheaper
         ],
     }
+
+
+def _grpo_work(run) -> str:  # noqa: ANN001 - a costs.RunSpec
+    """How the cost model counts a GRPO run (`RunSpec.work`), in words."""
+    from console.kinds import GRPO_GENERATIONS, GRPO_WORK_PER_COMPLETION
+
+    per = f"x {GRPO_WORK_PER_COMPLETION:g} (each generated, then trained on) = {run.work():,.0f} SFT examples' time"
+    if run.max_steps:
+        return f"GRPO: {run.max_steps:,} steps x {run.batch_size} completions {per}"
+    return f"GRPO: {run.examples:,} prompts x {run.epochs:g} epoch(s) x {GRPO_GENERATIONS} completions {per}"
 
 
 def _print_calibrated(c: dict) -> None:

@@ -1,8 +1,10 @@
 """The fleet file: a TOML with top-level defaults, one ``[[tenant]]`` table per tenant and an
 optional ``[builder]`` table for the builder model.
 
-A tenant trains with its ``kind``: ``sft`` (the default), ``dpo``, ``kto`` (LoRA adapters) or
-``embedding`` (a sentence-transformers model, ``encoder = "bi" | "cross" | "sparse"``). The
+A tenant trains with its ``kind`` (``jobspec.TENANT_KINDS``): ``sft`` (the default), ``dpo``,
+``kto``, ``grpo`` (LoRA adapters; GRPO with ``rewards = ["numeric", "format", "mine.py"]``, the
+built-in rewards and modules shipped beside the dataset), ``reward`` (a reward model on preference
+pairs) or ``embedding`` (a sentence-transformers model, ``encoder = "bi" | "cross" | "sparse"``). The
 builder model (reference §4(a): one larger model retrained on its own cadence) is its own table,
 ``full = true`` for a full fine-tune; it takes the top-level defaults too, except ``base_model``,
 ``model_b`` and ``flavor``, which it must name (a builder is not a tenant's size). It becomes one
@@ -80,15 +82,17 @@ TENANT_KEYS: dict[str, Key] = {
     "kind": Key(str),
     "method": Key(str),  # the older name of `kind`, still read
     "encoder": Key(str, check=_one_of(jobspec.ENCODERS)),
+    "rewards": Key(list, check=lambda v: jobspec.rewards_problem(",".join(map(str, v)))
+                   if v and all(isinstance(n, str) for n in v) else "must be a list of reward names"),
     "full": Key(bool),  # the builder's only
 }
 """Every key a `[[tenant]]` or `[builder]` table may hold, declared once: the reading, the
 messages and the docs follow from it."""
 _TENANT_KEYS = set(TENANT_KEYS) - {"full"}
-_BUILDER_KEYS = (_TENANT_KEYS - {"kind", "method", "encoder"}) | {"full"}
+_BUILDER_KEYS = (_TENANT_KEYS - {"kind", "method", "encoder", "rewards"}) | {"full"}
 _BUILDER_OWN = ("base_model", "model_b", "flavor")
 """What the builder table must say itself (the top-level defaults are the tenants')."""
-METHODS = ("sft", "dpo", "kto", "embedding")
+METHODS = jobspec.TENANT_KINDS
 """A tenant's `kind`: what its runs train (the job's `kind=` label, as everywhere else)."""
 _TOP_KEYS = {
     "base_model",
@@ -146,8 +150,10 @@ class TenantSpec:
     """on_pass: a passing run moves the repo's live tag; None (manual): an engineer promotes."""
     suspend: bool = False
     kind: str = "sft"
-    """sft | dpo | kto | embedding (the tenant's `method`), or builder."""
+    """sft | dpo | kto | grpo | reward | embedding (the tenant's `method`), or builder."""
     encoder: str | None = None
+    rewards: str | None = None
+    """A GRPO tenant's rewards, comma-separated (the fleet file's list)."""
     full: bool = False
 
     @property
@@ -175,6 +181,7 @@ class TenantSpec:
             promote=self.promote,
             kind=self.kind,
             encoder=self.encoder,
+            rewards=self.rewards,
             full=self.full,
             scheduled=True,
             trackio_project=trackio_project,
@@ -340,7 +347,8 @@ def _tenant(
         errors.append(f"{where}: kind and method are one setting (method is its older name): keep kind")
     kind_key = "method" if "method" in raw and "kind" not in raw else "kind"
     v = {name: _read(name, merged, where, errors) for name in TENANT_KEYS
-         if name not in ("kind", "method") and (builder or name != "full") and (not builder or name != "encoder")}
+         if name not in ("kind", "method") and (builder or name != "full")
+         and (not builder or name not in ("encoder", "rewards"))}
 
     tid, hub_model_id, promote = v["id"], v["hub_model_id"], v["promote"]
     if v["dataset"] is not None:
@@ -363,6 +371,13 @@ def _tenant(
             errors.append(f"{where}: encoder is for kind = \"embedding\"")
         elif kind == "embedding":
             encoder = encoder or "bi"
+    rewards = ",".join(v["rewards"]) if v.get("rewards") else None
+    if rewards is not None and kind != "grpo":
+        errors.append(f"{where}: rewards are for kind = \"grpo\"")
+    elif rewards is not None and v["dataset"] is not None and v["dataset"].startswith("/"):
+        for name in rewards.split(","):  # a module shipped beside a local dataset file must be there
+            if name.endswith(".py") and not (Path(v["dataset"]).parent / name).is_file():
+                errors.append(f"{where}: reward module {name} is not beside the dataset {v['dataset']}")
     full = bool(v.get("full"))
     schedule, flavor, model_b = v["schedule"], v["flavor"], v["model_b"]
     if schedule is not None:
@@ -397,6 +412,7 @@ def _tenant(
             suspend=bool(v["suspend"]),
             kind=kind,
             encoder=encoder,
+            rewards=rewards,
             full=full,
         ),
         errors,

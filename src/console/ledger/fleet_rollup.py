@@ -106,7 +106,7 @@ def fleet_costs(
         examples = label_float(labels, "examples")
         if not (model_b and examples and epochs):
             continue
-        run = RunSpec(model_b, int(examples), epochs, flavor_of(spec), bool(label_bool(labels, "unsloth")))
+        run = RunSpec(model_b, int(examples), epochs, flavor_of(spec), bool(label_bool(labels, "unsloth")), kind=kind)
         try:
             cadence = normalize_cron(getattr(sj, "schedule", "") or "")
             rpm = runs_per_month(cadence)

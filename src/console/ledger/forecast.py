@@ -143,7 +143,8 @@ def forecast_schedule(
         factor = calibration.factor_for(flavor) if calibration and calibration.runs else 1.0
         try:
             est = estimate_run(
-                RunSpec(model_b, int(examples), epochs, flavor, bool(label_bool(labels, "unsloth"))),
+                RunSpec(model_b, int(examples), epochs, flavor, bool(label_bool(labels, "unsloth")),
+                        kind=kind or "sft"),
                 prices,
                 calibration_factor=factor,
             )

@@ -276,6 +276,8 @@ def render(facts: IncidentFacts, *, now: datetime | None = None,
             + (f", {m.step_rate:.3g} steps/s" if m.step_rate else ""))
         add(f"- Latest loss {_num(m.latest_loss)}, learning rate {_num(m.latest_learning_rate)}, "
             f"grad norm {_num(m.latest_grad_norm)}; trend {m.loss_trend() or '-'}")
+        if m.latest_method:  # GRPO's reward and KL, a reward model's held-out accuracy
+            add("- Latest " + ", ".join(f"{name} {_num(value)}" for name, value in m.latest_method))
         if m.alerts:
             add("")
             add("| level | step | title | text |")

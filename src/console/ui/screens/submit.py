@@ -1,13 +1,16 @@
 """The submit form: one tenant's training job, with its cost and padded timeout before confirming.
 
-Fields: tenant, kind (`jobspec.TRAINING_KINDS`: an SFT, DPO or KTO LoRA adapter, an embedding model
-with its encoder bi | cross | sparse, or the builder model, LoRA or in full), dataset, Hub repo
+Fields: tenant, kind (`jobspec.TRAINING_KINDS`: an SFT, DPO, KTO or GRPO LoRA adapter, a reward
+model, an embedding model with its encoder bi | cross | sparse, or the builder model, LoRA or in
+full), a GRPO run's rewards (comma-separated: exact, numeric, format, or a module.py shipped beside
+the dataset; empty: the recipe's numeric,format), dataset, Hub repo
 (where the weights are pushed), base model, model size, examples, epochs, flavor (with its price),
 timeout (pre-filled with the padding rule's value and kept in step until edited, never rewritten
 while the cursor is in it: emptied, it means the padded value), max steps, a CPU dataset preflight
 first (on by default; it checks the dataset for the kind's method), ssh on/off and an optional cron
-that makes it a scheduled job. The encoder row shows for an embedding run only, the full fine-tune
-box for the builder only, the Unsloth box (about 2x faster, less memory) for the LoRA kinds. The
+that makes it a scheduled job. The encoder row shows for an embedding run only, the rewards row
+for GRPO only, the full fine-tune box for the builder only, the Unsloth box (about 2x faster, less
+memory) for the kinds whose recipe loads with Unsloth. The
 form refuses invalid input with the reason and only dismisses with a request that `jobspec` accepts.
 
 GPU memory: the run's estimate on the flavor (`jobspec.fit_problem`, `console.vram`) is shown under
@@ -39,14 +42,15 @@ from console.costs import (
     normalize_cron,
     parse_timeout,
 )
-from console.jobspec import LORA_KINDS, Submission, SubmissionError, TrainingRequest
+from console.jobspec import UNSLOTH_KINDS, Submission, SubmissionError, TrainingRequest
 from console.prices import DEFAULT_TIMEOUT_OVERHEAD_S, PriceBook, shipped_price_book
 from console.ui import keys
 from console.ui.screens.dialog import Dialog
 
 FOLLOW_TENANT = (("f-dataset", "dataset"), ("f-hub-model-id", "hub_model_id"))
 """The fields that belong to the tenant: (field id, TrainingRequest attribute)."""
-KIND_ROWS = (("row-encoder", ("embedding",)), ("row-full", ("builder",)), ("row-unsloth", LORA_KINDS))
+KIND_ROWS = (("row-encoder", ("embedding",)), ("row-rewards", ("grpo",)), ("row-full", ("builder",)),
+             ("row-unsloth", UNSLOTH_KINDS))
 """Rows that show for some kinds only: (row id, the kinds)."""
 
 
@@ -122,6 +126,11 @@ class SubmitScreen(Dialog[SubmitResult | None]):
                         compact=True,
                     ),
                     row_id="row-encoder",
+                )
+                yield self._row(
+                    "Rewards",
+                    Input(r.rewards or "", id="f-rewards", placeholder="numeric,format", compact=True),
+                    row_id="row-rewards",
                 )
                 yield self._row(
                     "Weights",
@@ -248,7 +257,8 @@ class SubmitScreen(Dialog[SubmitResult | None]):
             kind=kind,
             encoder=str(self.query_one("#f-encoder", Select).value) if kind == "embedding" else None,
             full=kind == "builder" and self.query_one("#f-full", Checkbox).value,
-            unsloth=kind in LORA_KINDS and self.query_one("#f-unsloth", Checkbox).value,
+            unsloth=kind in UNSLOTH_KINDS and self.query_one("#f-unsloth", Checkbox).value,
+            rewards=(self._value("f-rewards").replace(" ", "") or None) if kind == "grpo" else None,
         )
         if not req.base_model:
             raise SubmissionError("base model is required")

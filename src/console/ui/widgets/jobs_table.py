@@ -25,6 +25,7 @@ from textual.widgets import DataTable
 from console.costs import format_duration
 from console.inputs import format_coarse
 from console.jobs import JobFilter, JobRow, clean_log_line, format_clock, format_cost
+from console.kinds import KIND_SHORT
 from console.ui.widgets.keyed_table import KeyedTable
 
 STAGE_STYLES = {
@@ -46,8 +47,6 @@ COLUMNS = (
     ("cost", "Cost", 6),
     ("message", "Message", 60),
 )
-KIND_SHORT = {"validate": "val", "embedding": "emb", "builder": "bld"}
-"""A kind in at most three letters (sft, dpo and kto are their own), for narrow columns."""
 MAX_ROWS = 500
 """Rows the table holds before the user pages further: every active job and the newest finished
 ones up to this many (a DataTable of 10,000 rows costs seconds to build and hundreds of MB)."""

@@ -51,7 +51,7 @@ from console.prices import PLANS, PriceBook, shipped_price_book
 from console.ui import keys
 
 NO_CALIBRATION = Calibration({}, None, 0)
-KINDS = ("sft", "dpo", "kto", "embedding")
+KINDS = jobspec.TENANT_KINDS
 """The tenants' training kinds the memory estimate tells apart (`console whatif --kind`)."""
 BUILDER_EXAMPLES = 3000
 BUILDER_FLAVOR = "a100-large"
@@ -307,7 +307,8 @@ class WhatIfScreen(ModalScreen[None]):
             tenants=fields["tenants"],
             cadence=cadence,
             run=RunSpec(fields["model_b"], fields["examples"], fields["epochs"], flavor,
-                        self.query_one("#wi-unsloth", Checkbox).value),
+                        self.query_one("#wi-unsloth", Checkbox).value,
+                        kind=str(self.query_one("#wi-kind", Select).value)),
             plan=plan,
             seats=fields["seats"],
             builder=builder,
