@@ -390,6 +390,8 @@ class Projection:
             "epochs": s.run.epochs,
             "flavor": s.run.flavor,
             "unsloth": s.run.unsloth,
+            "max_steps": s.run.max_steps,
+            "batch_size": s.run.batch_size,
             "plan": s.plan,
             "seats": s.seats,
             "hours_per_run": self.per_run.hours,

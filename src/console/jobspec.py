@@ -1023,7 +1023,7 @@ def _shared_volume(volume: Any) -> Any:
 
 def command_of(info: Any) -> list[str]:
     spec = getattr(info, "job_spec", None) or info
-    return list(spec.command or []) + list(spec.arguments or [])
+    return list(getattr(spec, "command", None) or []) + list(getattr(spec, "arguments", None) or [])
 
 
 def script_args_of(command: list[str]) -> list[str]:

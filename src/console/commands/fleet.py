@@ -140,7 +140,7 @@ def run_apply(args: argparse.Namespace) -> int:
 
 
 def run_show(args: argparse.Namespace) -> int:
-    from console.commands._common import CommandError, load_config
+    from console.commands._common import CommandError, command_now, load_config
     from console.fleet import derive_fleet
     from console.jobs import format_age, format_cost, job_row, queue_line, scheduling_queue
 
@@ -152,14 +152,13 @@ def run_show(args: argparse.Namespace) -> int:
             jobs = list(backend.api.list_jobs(namespace=backend.namespace))
         except Exception as exc:  # noqa: BLE001
             raise CommandError(f"cannot read the fleet: {_api_error(exc)}") from None
+        from console.ledger import live_prices
+
+        prices = live_prices(backend.api, cfg.billing.granularity)  # as the ledger and bulk price
     finally:
         backend.close()
-    from datetime import UTC, datetime
-
-    now = datetime.now(UTC)
-    from console.config import price_book
-
-    rows = derive_fleet(scheduled, jobs, now=now, prices=price_book(cfg))
+    now = command_now()
+    rows = derive_fleet(scheduled, jobs, now=now, prices=prices)
     if args.json:
         print(
             _json.dumps(
@@ -180,6 +179,8 @@ def run_show(args: argparse.Namespace) -> int:
                         "last_at": r.last_at.isoformat() if r.last_at else None,
                         "cost_per_run_usd": r.cost_per_run,
                         "monthly_usd": r.monthly_usd,
+                        "would_be_monthly_usd": r.would_be_monthly_usd,
+                        "left_this_month_usd": r.left_this_month_usd,
                         "flags": r.flags,
                     }
                     for r in rows

@@ -147,6 +147,8 @@ class LedgerPane(Vertical):
         self._pace_timer: Any = None
         self._stale = False
         """A quiet refresh came while the pane was hidden: update it when it shows."""
+        self._schedules_moved = False
+        """New schedules came since the last update: the next one is not paced."""
         self._tenants_pending: Sequence[TenantSpend] | None = None
         """Spend by tenant not drawn yet (the pane was hidden when it came)."""
 
@@ -176,6 +178,9 @@ class LedgerPane(Vertical):
         """
         if scheduled is not None:
             self.scheduled = list(scheduled)
+            # the schedules moved (read after a pause, resume, reschedule or trigger): the projection
+            # follows at once, not after the pacing that keeps quiet refreshes light
+            self._schedules_moved = True
         self.prices = prices or self.prices
         if full:
             self._active = {}
@@ -222,6 +227,8 @@ class LedgerPane(Vertical):
             return
         if self.hold is not None and not self.is_on_screen and self.hold():
             wait = HOLD_RETRY_SECONDS
+        elif self._schedules_moved:
+            wait = 0.0
         else:
             wait = pace_wait(self._took, time.monotonic() - self._done_at, self.is_on_screen)
         if wait > 0:
@@ -230,6 +237,7 @@ class LedgerPane(Vertical):
             return
         jobs, now = list(self._pending.values()), self._pending_now
         self._pending, self._pending_now = None, None
+        self._schedules_moved = False
         self._busy = True
         self._ingest(jobs, self.scheduled, self.prices, now, list(self._active.values()))
 
@@ -340,9 +348,13 @@ class LedgerPane(Vertical):
         t.append(f" ({s.wasted_runs} timeout{'s' if s.wasted_runs != 1 else ''})\n",
                  style="red" if s.wasted_usd else "dim")
         t.append(f"plan floor ${s.plan_floor_usd:,.2f} ({s.plan} x {s.seats})  ")
-        runs = sum(f.remaining_runs for f in s.schedules)
+        running = [f for f in s.schedules if not f.suspended]
+        runs = sum(f.remaining_runs for f in running)
         t.append(f"schedules +${s.scheduled_remaining_usd:,.2f} ({runs} run{'s' if runs != 1 else ''} left")
-        builder = [f for f in s.schedules if f.kind == "builder"]
+        paused = len(s.schedules) - len(running)
+        if paused:  # a suspended schedule adds $0
+            t.append(f"; {paused} suspended: $0")
+        builder = [f for f in running if f.kind == "builder"]
         if builder:  # the builder model's own cadence and size, apart from the tenants' (reference §4(a))
             b_runs = sum(f.remaining_runs for f in builder)
             t.append(f"; builder model +${sum(f.remaining_usd for f in builder):,.2f}, "
