@@ -518,6 +518,10 @@ class Calibration:
             return self.per_flavor[flavor].factor
         return self.overall_factor or 1.0
 
+    def spread(self) -> str:
+        """How far apart all the runs are, in words (`runs x0.12 to x0.81`); empty for fewer than two."""
+        return f"runs x{self.low:.3g} to x{self.high:.3g}" if self.runs >= 2 else ""
+
     def spread_for(self, flavor: str) -> str:
         """How far apart the runs behind `flavor`'s factor are, in words: `runs x0.12 to x0.81`
         (a factor blended from runs that far apart predicts neither); empty for fewer than two."""

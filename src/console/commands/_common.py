@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
@@ -52,3 +53,12 @@ def command_now() -> datetime:
     except ValueError:
         raise CommandError(f"{NOW_ENV} must be an ISO-8601 time like 2026-12-07T12:00:00Z, got {text[:40]!r}") from None
     return when if when.tzinfo else when.replace(tzinfo=UTC)
+
+
+def command_clock() -> Callable[[], datetime] | None:
+    """The clock an app or watcher is given: `$CONSOLE_NOW` held still when set, else None (the
+    wall clock, their default)."""
+    if not os.environ.get(NOW_ENV, "").strip():
+        return None
+    now = command_now()
+    return lambda: now

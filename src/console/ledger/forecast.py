@@ -120,6 +120,9 @@ class LedgerSummary:
     unknown_jobs: list[str] = field(default_factory=list)
     """Finished jobs whose running time the Jobs API did not say (no durations, no finish time):
     not costed, in no total above, listed so that they are not forgotten."""
+    calibration_spread: str = ""
+    """How far apart the runs behind the calibration are (`runs x0.9 to x1.6`): what the heuristic
+    is worth against them (the calibration is reported, never folded into the projection)."""
 
     @property
     def scheduled_month_usd(self) -> float:
@@ -253,4 +256,5 @@ def summarize(
         budget_usd=budget_usd,
         calibration_runs=calibration.runs,
         unknown_jobs=list(totals.unknown),
+        calibration_spread=calibration.spread(),
     )

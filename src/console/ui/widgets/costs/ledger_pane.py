@@ -366,7 +366,8 @@ class LedgerPane(Vertical):
             t.append("  no budget set (monthly_budget_usd)", style="dim")
         else:
             t.append(f"  budget ${s.budget_usd:,.2f}", style="red" if s.over_budget else "green")
-        t.append(f"  · {s.entries} jobs costed, calibration on {s.calibration_runs} run(s)", style="dim")
+        spread = f", {s.calibration_spread}" if s.calibration_spread else ""
+        t.append(f"  · {s.entries} jobs costed, calibration on {s.calibration_runs} run(s){spread}", style="dim")
         return t
 
     def on_show(self) -> None:
