@@ -198,3 +198,78 @@ def test_three_tenants_read_69_cents_5_76_and_86_cents_a_run_everywhere(server, 
     read_back = {jobspec.labels_of(sj)["tenant"]: jobspec.read_request(sj).max_steps
                  for sj in backend.api.list_scheduled_jobs(namespace=backend.namespace)}
     assert read_back == {"capped": 600, "long": 5000, "uncapped": None}  # from HF Jobs alone
+
+
+async def _until(pilot, condition, what: str, timeout: float = 60.0) -> None:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await pilot.pause(0.1)
+
+
+async def test_the_tuis_fleet_rows_costs_tab_reschedule_and_bulk_dialogs_agree_with_the_commands(
+    server, backend, cfg, capsys, monkeypatch
+):
+    """The same random fleet in the TUI (at the same frozen clock): each fleet row, the Costs tab's
+    schedules and projection, the reschedule dialog's $/month and the bulk previews read what the
+    headless commands read, to the cent."""
+    from textual.widgets import Input
+
+    from console.jobs import format_cost
+    from console.ui.app import ConsoleApp
+    from console.ui.screens.bulk import BulkScreen
+    from console.ui.screens.reschedule import RescheduleScreen
+
+    monkeypatch.setenv("CONSOLE_NOW", NOW)
+    save(Config(namespace=NAMESPACE, endpoint=server.url, plan="pro"), os.environ["CONSOLE_CONFIG"])
+    planned = random_fleet(11)  # suspended schedules among them: every preview has items
+    ids = schedule(backend, planned)
+    headless = figures(capsys, cfg, backend, planned, ids)
+    want = headless["fleet show"]
+    now = datetime.fromisoformat(NOW)
+    app = ConsoleApp(cfg, backend, clock=lambda: now, refresh_seconds=3600, stream_metrics=False,
+                     watch_seconds=None, start_tab="fleet")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await _until(pilot, lambda: len(app.fleet_table.rows_by_tenant) == len(ids), "the fleet rows")
+        for tenant, row in app.fleet_table.rows_by_tenant.items():
+            assert {"per_run": cents(row.cost_per_run), "month": cents(row.would_be_monthly_usd),
+                    "month_now": cents(row.monthly_usd), "left": cents(row.left_this_month_usd)} == want[ids[tenant]]
+
+        await pilot.press("r")
+        await _until(pilot, lambda: isinstance(app.screen, RescheduleScreen), "the reschedule dialog")
+        row = app.fleet_table.rows_by_tenant[app.screen.tenant]
+        line = str(app.screen.query_one("#cron-cost").render())
+        month = format_cost(row.would_be_monthly_usd)
+        assert line.startswith(f"cost: {month}/month -> {month}/month"), line
+        assert f"runs at {format_cost(row.cost_per_run)}" in line, line
+        await pilot.press("escape")
+        await _until(pilot, lambda: not isinstance(app.screen, RescheduleScreen), "the dialog to close")
+
+        for action in ("trigger", "suspend", "resume"):
+            await pilot.press("b")
+            await _until(pilot, lambda: isinstance(app.screen, BulkScreen), "the bulk dialog")
+            screen = app.screen
+            screen.query_one("#bulk-action", Input).value = action
+            screen.query_one("#bulk-filter", Input).value = "label:app=console"
+            screen.query_one("#bulk-filter", Input).focus()
+            await pilot.press("enter")
+            await _until(pilot, lambda screen=screen: screen.plan is not None, f"the {action} preview")
+            key = "per_run" if action == "trigger" else "month"
+            assert screen.plan.items or action == "resume"
+            for item in screen.plan.items:
+                assert cents(abs(item.delta_usd)) == want[item.target_id][key], (action, item)
+            await pilot.press("escape")
+            await _until(pilot, lambda: not isinstance(app.screen, BulkScreen), "the bulk dialog to close")
+
+        await pilot.press("3")
+        await _until(pilot, lambda: bool(app.query("LedgerPane")), "the Costs tab")
+        pane = app.query_one("LedgerPane")
+        await _until(pilot, lambda: pane.summary is not None and len(pane.summary.schedules) == len(ids)
+                     and not pane.updating, "the Costs tab's schedules")
+        for f in pane.summary.schedules:
+            assert {"per_run": cents(f.per_run_usd), "month": cents(f.would_be_month_usd),
+                    "month_now": cents(f.month_usd), "left": cents(f.remaining_usd)} == want[f.scheduled_job_id]
+        assert cents(pane.summary.projection_usd) == headless["projection"]["all"]["ledger"]

@@ -142,7 +142,7 @@ def run_apply(args: argparse.Namespace) -> int:
 def run_show(args: argparse.Namespace) -> int:
     from console.commands._common import CommandError, command_now, load_config
     from console.fleet import derive_fleet
-    from console.jobs import format_age, format_cost, job_row, queue_line, scheduling_queue
+    from console.jobs import format_age, format_cost, format_month, job_row, queue_line, scheduling_queue
 
     cfg = load_config(args)
     backend = _connect(cfg, acting=False)
@@ -201,7 +201,7 @@ def run_show(args: argparse.Namespace) -> int:
         print(
             f"{r.tenant:<12} {kind:<7} {r.flavor or '-':<11} {r.schedule or 'ad hoc':<12} "
             f"{r.last_stage or 'never':<10} {format_age(r.last_at, now):<8} "
-            f"{format_cost(r.cost_per_run):>7} {format_cost(r.monthly_usd):>8}  "
+            f"{format_cost(r.cost_per_run):>7} {format_month(r.monthly_usd, r.suspended):>8}  "
             f"{','.join(r.flags)}"
         )
     queue = queue_line(scheduling_queue((job_row(j, now=now) for j in jobs), now), now)

@@ -62,6 +62,12 @@ TENANT_COLUMNS = (("tenant", "Tenant"), ("runs", "Runs"), ("month", "This month"
                   ("total", "All time"), ("wasted", "Wasted"))
 
 
+def _marks(scheduled: Sequence[Any] | None) -> frozenset[tuple[str, Any, bool]]:
+    """What of the schedules moves the projection: each one's id, cron and whether it is suspended."""
+    return frozenset((str(getattr(s, "id", "")), getattr(s, "schedule", None), bool(getattr(s, "suspend", False)))
+                     for s in scheduled or ())
+
+
 def _plain(text: object, style: str = "") -> Text:
     return Text(clean_log_line(str(text)), style=style, no_wrap=True, overflow="ellipsis")
 
@@ -177,10 +183,11 @@ class LedgerPane(Vertical):
         The pane keeps the active jobs itself, so the minutes in flight stay right either way.
         """
         if scheduled is not None:
-            self.scheduled = list(scheduled)
-            # the schedules moved (read after a pause, resume, reschedule or trigger): the projection
-            # follows at once, not after the pacing that keeps quiet refreshes light
-            self._schedules_moved = True
+            scheduled = list(scheduled)
+            # a schedule paused, resumed, rescheduled, added or removed: the projection follows at
+            # once, not after the pacing that keeps quiet refreshes light
+            self._schedules_moved |= _marks(scheduled) != _marks(self.scheduled)
+            self.scheduled = scheduled
         self.prices = prices or self.prices
         if full:
             self._active = {}
