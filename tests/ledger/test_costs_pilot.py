@@ -79,7 +79,7 @@ def cfg(**kw) -> Config:
 
 async def set_form(pilot, screen: WhatIfScreen, **values) -> None:
     ids = {"tenants": "#wi-tenants", "cadence": "#wi-cadence", "model_b": "#wi-model-b",
-           "examples": "#wi-examples", "epochs": "#wi-epochs", "seats": "#wi-seats"}
+           "examples": "#wi-examples", "epochs": "#wi-epochs", "seats": "#wi-seats", "max_steps": "#wi-max-steps"}
     for name, value in values.items():
         if name in ids:
             screen.query_one(ids[name], Input).value = str(value)
@@ -112,6 +112,22 @@ async def test_reference_scenarios_match_the_reference_tables():
                        flavor="a10g-small")
         r = screen.result
         assert r.heuristic.tenants_usd == pytest.approx(100 * runs_per_month("weekly") * 1.17, rel=0.01)
+
+
+async def test_max_steps_in_the_explorer_costs_the_run_as_the_fleet_does():
+    """3B, 1,000 examples, 3 epochs on l4x1: 600 steps $0.69, 5,000 steps $5.76, no cap $0.86 (what
+    `console whatif --max-steps` and the fleet rows say)."""
+    app = Host(lambda: WhatIfScreen(cfg()))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        screen = app.screen
+        await set_form(pilot, screen, tenants=1, model_b=3, examples=1000, epochs=3, flavor="l4x1")
+        for steps, usd in (("600", 0.69), ("5000", 5.76), ("", 0.86)):
+            await set_form(pilot, screen, max_steps=steps)
+            assert screen.error is None
+            assert round(screen.result.heuristic.per_run.cost_usd, 2) == usd
+        await set_form(pilot, screen, max_steps="0")
+        assert "max_steps" in screen.error and round(screen.result.heuristic.per_run.cost_usd, 2) == 0.86
 
 
 async def test_changing_one_assumption_moves_the_projection_by_the_models_amount():
