@@ -405,6 +405,8 @@ class Projection:
             "epochs": s.run.epochs,
             "flavor": s.run.flavor,
             "unsloth": s.run.unsloth,
+            "max_steps": s.run.max_steps,
+            "batch_size": s.run.batch_size,
             "plan": s.plan,
             "seats": s.seats,
             "hours_per_run": self.per_run.hours,
@@ -530,6 +532,10 @@ class Calibration:
         if flavor in self.per_flavor:
             return self.per_flavor[flavor].factor
         return self.overall_factor or 1.0
+
+    def spread(self) -> str:
+        """How far apart all the runs are, in words (`runs x0.12 to x0.81`); empty for fewer than two."""
+        return f"runs x{self.low:.3g} to x{self.high:.3g}" if self.runs >= 2 else ""
 
     def spread_for(self, flavor: str) -> str:
         """How far apart the runs behind `flavor`'s factor are, in words: `runs x0.12 to x0.81`

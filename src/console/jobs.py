@@ -264,6 +264,11 @@ def format_clock(when: datetime | None, now: datetime) -> str:
     return when.strftime("%b %d")
 
 
+def format_month(usd: float | None, suspended: bool = False) -> str:
+    """A schedule's $/month as a cell: a suspended schedule adds "$0" (`console.money`)."""
+    return "$0" if suspended and not usd else format_cost(usd)
+
+
 def format_cost(usd: float | None) -> str:
     if usd is None:
         return "-"

@@ -117,9 +117,9 @@ _ARG_FIELDS: tuple[tuple[str, str], ...] = (
 )
 
 
-_DERIVED_LABELS = ("run", "spec", "timeout")
-"""Labels left out of a fingerprint: the run's name, the fingerprint itself, and the timeout
-(already in it as the job's own)."""
+_DERIVED_LABELS = ("run", "spec", "timeout", "max_steps")
+"""Labels left out of a fingerprint: the run's name, the fingerprint itself, the timeout (already
+in it as the job's own) and max_steps (in it as an argument): a schedule keeps its fingerprint."""
 
 
 class SubmissionError(ValueError):
@@ -756,6 +756,8 @@ def job_labels(req: TrainingRequest, run_name: str, timeout_seconds: int) -> dic
         "examples": str(int(req.examples)),
         "epochs": number_label(req.epochs),
         "unsloth": "1" if req.unsloth else "0",
+        # a calibration reading past runs by their labels compares like with like
+        **({"max_steps": str(int(req.max_steps))} if req.max_steps and req.max_steps > 0 else {}),
         "run": label_value(run_name),
         **({"full": "1"} if req.full else {}),
         **({"encoder": req.encoder} if req.kind == "embedding" and req.encoder else {}),
@@ -1025,7 +1027,7 @@ def _shared_volume(volume: Any) -> Any:
 
 def command_of(info: Any) -> list[str]:
     spec = getattr(info, "job_spec", None) or info
-    return list(spec.command or []) + list(spec.arguments or [])
+    return list(getattr(spec, "command", None) or []) + list(getattr(spec, "arguments", None) or [])
 
 
 def script_args_of(command: list[str]) -> list[str]:

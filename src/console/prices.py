@@ -281,6 +281,17 @@ def _guidance(model: str, count: int, memory_gb: int) -> tuple[str, float, str]:
     return "", 0.0, "no size guidance (no shipped flavor to compare with)"
 
 
+def _hourly(cost: float, unit: str) -> float:
+    """$/hr of a listed price. Hourly prices are quoted in cents (reference §3: l4x1 $0.80/hr, $0.0133
+    a minute); a per-minute price is that quote / 60, rounded (13333 micro-USD), so x 60 it is read
+    back to the cent it came from, and every estimate uses the quoted price whichever list it read."""
+    if not unit.startswith("min"):
+        return round(cost, 6)
+    per_hour = cost * 60.0
+    quoted = round(per_hour, 2)
+    return quoted if quoted > 0 and abs(per_hour - quoted) <= 60 * 0.5e-6 + 1e-12 else round(per_hour, 6)
+
+
 def price_book_from_hardware(hardware: Iterable[Any], detail: str = "list_jobs_hardware") -> PriceBook:
     """The shipped table with the live prices of `HfApi.list_jobs_hardware()` merged in.
 
@@ -299,7 +310,7 @@ def price_book_from_hardware(hardware: Iterable[Any], detail: str = "list_jobs_h
         if not name or cost is None:
             continue
         unit = (getattr(hw, "unit_label", None) or "hour").lower()
-        per_hour = round(float(cost) * (60.0 if unit.startswith("min") else 1.0), 6)
+        per_hour = _hourly(float(cost), unit)
         base = shipped.get(name)
         acc = getattr(hw, "accelerator", None)
         if base is not None:

@@ -142,7 +142,8 @@ def test_the_snapshot_keeps_the_fleet_and_the_ledger_summary(cache):
     summary = summarize([], now=at, plan="pro")
     summary = dataclasses.replace(
         summary, by_tenant=[TenantSpend("acme", 3, 1.25, 4.5, 0.5)], by_month={"2026-11": 3.25, "2026-12": 1.25},
-        schedules=[ScheduleForecast("sj1", "acme", "sft", "l4x1", "0 3 * * 1", 4, 0.5, 2.0, "heuristic")],
+        schedules=[ScheduleForecast("sj1", "acme", "sft", "l4x1", "0 3 * * 1", False, 0.5, "heuristic", 4.35, 4,
+                                    2.175, 2.0)],
         unknown_jobs=["j9"], budget_usd=100.0)
     snapshot.save_ledger(cache, summary)
     assert snapshot.seen_at(cache) == at

@@ -37,6 +37,8 @@ def test_the_json_record_of_a_projection_names_every_assumption_and_figure():
         "epochs": 2,
         "flavor": "a10g-large",
         "unsloth": True,
+        "max_steps": None,
+        "batch_size": 4,
         "plan": "team",
         "seats": 3,
         "hours_per_run": p.per_run.hours,

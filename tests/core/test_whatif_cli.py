@@ -90,3 +90,13 @@ def test_a_run_that_fits_only_with_unsloth_is_told_so():
     assert "or Unsloth (reference §2: ~60% less VRAM" in r.stderr and "~53.7 GB, it fits h200" in r.stderr
     assert r.stderr.rstrip().endswith("try --flavor a100x4 or --unsloth")
     assert console("whatif", "--model-b", "70", "--flavor", "h200", "--unsloth").returncode == 0
+
+
+def test_max_steps_caps_each_run_as_a_tenants_max_steps_does():
+    """3B, 1,000 examples, 3 epochs on l4x1: 600 steps of 4 examples $0.69, 5,000 steps $5.76."""
+    base = ["whatif", "--json", "--model-b", "3", "--examples", "1000", "--epochs", "3", "--flavor", "l4x1"]
+    costs = {steps: json.loads(console(*base, *(["--max-steps", steps] if steps else [])).stdout)["cost_per_run_usd"]
+             for steps in ("600", "5000", "")}
+    assert {k: round(v, 2) for k, v in costs.items()} == {"600": 0.69, "5000": 5.76, "": 0.86}
+    bad = console(*base, "--max-steps", "0")
+    assert bad.returncode == 2 and "--max-steps must be a whole number from 1" in bad.stderr

@@ -41,8 +41,9 @@ def test_two_finished_jobs_then_refresh_again_and_restart_add_nothing(api, tmp_p
     snap = record_from_api(ledger, api, namespace=NS)
     assert snap.recorded.added == 2 and len(ledger) == 2
     assert snap.prices.source == "live"  # the server's list_jobs_hardware answered
-    # the price in effect: what the server's hardware list says (per minute, x 60)
-    prices = {hw.name: hw.unit_cost_usd * 60 for hw in api.list_jobs_hardware()}
+    # the price in effect: what the server's hardware list says (per minute, x 60, read back to the
+    # hourly quote's cent it was rounded from)
+    prices = {hw.name: round(hw.unit_cost_usd * 60, 2) for hw in api.list_jobs_hardware()}
     for job_id, info in done.items():
         e = ledger.get(job_id)
         assert e.running_seconds == info.durations.running_secs

@@ -97,5 +97,6 @@ def test_a_summary_from_the_store_equals_the_summary_of_the_entries(ledger):
     assert [(t.tenant, t.runs) for t in stored.by_tenant] == [(t.tenant, t.runs) for t in folded.by_tenant]
     assert [(f.scheduled_job_id, f.basis) for f in stored.schedules] == [
         (f.scheduled_job_id, f.basis) for f in folded.schedules]
-    assert {f.basis for f in stored.schedules} == {"observed", "calibrated"}
+    assert {f.basis for f in stored.schedules} == {"observed", "heuristic"}
+    assert stored.calibration_spread == folded.calibration_spread
     assert [f.per_run_usd for f in stored.schedules] == pytest.approx([f.per_run_usd for f in folded.schedules])

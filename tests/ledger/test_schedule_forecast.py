@@ -1,5 +1,5 @@
 """The costs pane's month-end forecast of each scheduled job: how many runs are left this month and
-what each will cost, from the job's labels (the cost model, calibrated when real runs say so),
+what each will cost, from the job spec (`console.money`: the cost model of the run it describes),
 else from what the same schedule or tenant cost before, else unknown."""
 
 from __future__ import annotations
@@ -9,14 +9,14 @@ from types import SimpleNamespace
 
 import pytest
 
-from console.costs import Calibration, FlavorCalibration, RunSpec, estimate_run
+from console.costs import RunSpec, estimate_run
 from console.ledger.entries import LedgerEntry
 from console.ledger.forecast import forecast_schedule, month_end, remaining_firings
 from console.prices import shipped_price_book
 
 PRICES = shipped_price_book()
 NOW = datetime(2026, 12, 14, 12, 0, tzinfo=UTC)  # a Monday; Mondays left: 21, 28 -> 2 runs
-LABELS = {"tenant": "acme", "kind": "sft", "model_b": "3", "examples": "1000", "epochs": "2"}
+LABELS = {"app": "console", "tenant": "acme", "kind": "sft", "model_b": "3", "examples": "1000", "epochs": "2"}
 
 
 def sj(labels=None, *, schedule="0 3 * * 1", flavor="l4x1", suspend=False, id="sj-1"):
@@ -59,22 +59,25 @@ def test_an_unsloth_run_is_forecast_faster_and_cheaper():
     assert fast == pytest.approx(plain / 2)
 
 
-def test_real_runs_calibrate_the_forecast_of_their_flavor():
-    cal = Calibration({"l4x1": FlavorCalibration("l4x1", 1.5, 4, 30.0, 5.0)}, overall_factor=1.2, runs=4)
-    plain = forecast_schedule(sj(), NOW, PRICES).per_run_usd
-    f = forecast_schedule(sj(), NOW, PRICES, calibration=cal)
-    assert f.per_run_usd == pytest.approx(plain * 1.5) and f.basis == "calibrated"
-    other = forecast_schedule(sj(flavor="a10g-large"), NOW, PRICES, calibration=cal)
-    assert other.basis == "calibrated"  # the overall factor for a flavor with no runs of its own
-    none_yet = Calibration({}, overall_factor=None, runs=0)
-    assert forecast_schedule(sj(), NOW, PRICES, calibration=none_yet).basis == "heuristic"
+def test_a_step_capped_run_is_forecast_by_its_steps():
+    """max_steps travels in the job spec (its arguments): the forecast reads it, as the fleet row does."""
+    command = ["uv", "run", "/console-training/sft_lora.py", "--dataset", "d", "--max-steps", "5000"]
+    capped = sj()
+    capped.job_spec.command = command
+    f = forecast_schedule(capped, NOW, PRICES)
+    assert f.per_run_usd == pytest.approx(estimate_run(RunSpec(3, 1000, 2, "l4x1", max_steps=5000), PRICES).cost_usd)
+    assert f.per_run_usd > 5 * forecast_schedule(sj(), NOW, PRICES).per_run_usd
 
 
-def test_a_suspended_schedule_costs_nothing_more_this_month():
-    assert forecast_schedule(sj(suspend=True), NOW, PRICES) is None
-    assert forecast_schedule(sj(suspend=False), NOW, PRICES) is not None
+def test_a_suspended_schedule_adds_nothing_and_says_what_it_would():
+    paused = forecast_schedule(sj(suspend=True), NOW, PRICES)
+    running = forecast_schedule(sj(suspend=False), NOW, PRICES)
+    assert paused.suspended and paused.remaining_usd == 0.0 and paused.month_usd == 0.0
+    assert running.remaining_usd > 0 and paused.would_be_remaining_usd == pytest.approx(running.remaining_usd)
+    assert running.month_usd > 0 and paused.would_be_month_usd == pytest.approx(running.month_usd)
+    assert running.month_usd == pytest.approx(running.per_run_usd * running.runs_per_month)
     bare = SimpleNamespace(id="sj-2", schedule="0 3 * * 1", job_spec=sj().job_spec)  # no suspend field
-    assert forecast_schedule(bare, NOW, PRICES) is not None
+    assert not forecast_schedule(bare, NOW, PRICES).suspended
 
 
 @pytest.mark.parametrize("schedule", ["", None, "every tuesday", "61 3 * * 1"])

@@ -34,7 +34,8 @@ def test_weekly_to_daily_says_the_tenant_goes_from_75_cents_to_5_26_a_month(back
 
 def test_a_suspended_schedule_says_what_it_will_cost_once_resumed():
     sj = SimpleNamespace(id="s", schedule="0 3 * * 1", suspend=True, job_spec=SimpleNamespace(
-        flavor="l4x1", labels={"tenant": "acme", "model_b": "1p8", "examples": "1000", "epochs": "1"}))
+        flavor="l4x1", labels={"app": "console", "tenant": "acme", "model_b": "1p8", "examples": "1000",
+                               "epochs": "1"}))
     cost = reschedule_cost(sj, "0 3 * * *")
     assert cost.suspended and cost.after_usd_month == pytest.approx(5.26, abs=0.005)
     assert cost.line().endswith("suspended: $0 until resumed")

@@ -40,7 +40,7 @@ def register(sub, add_common) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from console.backend import NEVER, BackendError, connect
-    from console.commands._common import CommandError, load_config
+    from console.commands._common import CommandError, command_now, load_config
     from console.commands.ledger import plain
     from console.ledger import Ledger, LedgerError, live_prices
     from console.oncall import BulkRefused, apply_bulk, check_confirmation, plan_bulk
@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
                 backend.api, args.action, filter_text, namespace=backend.namespace,
                 prices=live_prices(backend.api, cfg.billing.granularity),
                 read_only=bool(cfg.read_only), reader=reader, project=cfg.trackio.project,
-                history=history,
+                history=history, now=command_now(),
             )
         except BulkRefused as exc:
             raise CommandError(f"bulk: {exc}") from None

@@ -151,25 +151,26 @@ def run_apply(args: argparse.Namespace) -> int:
 
 
 def run_show(args: argparse.Namespace) -> int:
-    from console.commands._common import CommandError, load_config
+    from console.commands._common import CommandError, command_now, load_config
     from console.fleet import derive_fleet
-    from console.jobs import format_age, format_cost, job_row, queue_line, scheduling_queue
+    from console.jobs import format_age, format_cost, format_month, job_row, queue_line, scheduling_queue
 
     cfg = load_config(args)
     backend = _connect(cfg, acting=False)
-    from datetime import UTC, datetime
 
-    from console.config import price_book
     from console.fleet.preflight import failure_reason
 
-    now = datetime.now(UTC)
     try:
         try:
             scheduled = list(backend.api.list_scheduled_jobs(namespace=backend.namespace))
             jobs = list(backend.api.list_jobs(namespace=backend.namespace))
         except Exception as exc:  # noqa: BLE001
             raise CommandError(f"cannot read the fleet: {_api_error(exc)}") from None
-        rows = derive_fleet(scheduled, jobs, now=now, prices=price_book(cfg))
+        from console.ledger import live_prices
+
+        prices = live_prices(backend.api, cfg.billing.granularity)  # as the ledger and bulk price
+        now = command_now()
+        rows = derive_fleet(scheduled, jobs, now=now, prices=prices)
         held = {r.tenant: failure_reason(backend.api, r.preflight_job_id, backend.namespace) or "see its log"
                 for r in rows if r.preflight_failed and r.preflight_job_id}  # why each is held: few
     finally:
@@ -194,6 +195,8 @@ def run_show(args: argparse.Namespace) -> int:
                         "last_at": r.last_at.isoformat() if r.last_at else None,
                         "cost_per_run_usd": r.cost_per_run,
                         "monthly_usd": r.monthly_usd,
+                        "would_be_monthly_usd": r.would_be_monthly_usd,
+                        "left_this_month_usd": r.left_this_month_usd,
                         "flags": r.flags,
                         "preflight_job_id": r.preflight_job_id,
                         "preflight_reason": held.get(r.tenant),
@@ -216,7 +219,7 @@ def run_show(args: argparse.Namespace) -> int:
         print(
             f"{r.tenant:<12} {kind:<7} {r.flavor or '-':<11} {r.schedule or 'ad hoc':<12} "
             f"{r.last_stage or 'never':<10} {format_age(r.last_at, now):<8} "
-            f"{format_cost(r.cost_per_run):>7} {format_cost(r.monthly_usd):>8}  "
+            f"{format_cost(r.cost_per_run):>7} {format_month(r.monthly_usd, r.suspended):>8}  "
             f"{','.join(r.flags)}"
         )
         if r.tenant in held:

@@ -68,7 +68,7 @@ def _csv_cell(value: object) -> object:
 
 
 def run(args: argparse.Namespace) -> int:
-    from console.commands._common import CommandError, load_config
+    from console.commands._common import CommandError, command_now, load_config
     from console.ledger import Ledger, LedgerError, summary_for_config
 
     if args.month is not None and not re.fullmatch(r"\d{4}-(0[1-9]|1[0-2])", args.month):
@@ -76,6 +76,7 @@ def run(args: argparse.Namespace) -> int:
     if args.summary and args.csv:
         raise CommandError("--summary goes with the text output or --json, not --csv")
     cfg = load_config(args)
+    now = command_now()
     try:
         ledger = Ledger(args.ledger)
     except LedgerError as exc:
@@ -99,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
     entries = ledger.entries(month=args.month, tenant=args.tenant)
 
     if args.json and args.summary:
-        print(_json.dumps(summary_for_config(ledger, cfg, snapshot).to_dict(), indent=2))
+        print(_json.dumps(summary_for_config(ledger, cfg, snapshot, now=now).to_dict(), indent=2))
         return 0
     if args.json:
         print(_json.dumps([_entry_dict(e) for e in entries], indent=2))
@@ -112,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
             writer.writerow([_csv_cell(d[c]) for c in CSV_COLUMNS])
         return 0
     limit = 0 if args.summary else args.limit
-    _print_text(summary_for_config(ledger, cfg, snapshot), entries, limit, ledger.path)
+    _print_text(summary_for_config(ledger, cfg, snapshot, now=now), entries, limit, ledger.path)
     return 0
 
 
@@ -163,9 +164,14 @@ def _print_text(s, entries, limit: int, path) -> None:
         print(f" + ${s.in_flight_usd:,.2f} in flight", end="")
     print(f"; wasted on timeouts ${s.wasted_usd:,.2f} ({s.wasted_runs} run(s))")
     print(f"Plan floor:   ${s.plan_floor_usd:,.2f} ({s.plan} x {s.seats} seat(s))")
+    active = [f for f in s.schedules if not f.suspended]
+    paused = [f for f in s.schedules if f.suspended]
+    suspended = (f" ({len(paused)} suspended: $0, would be ${sum(f.would_be_month_usd for f in paused):,.2f}/month)"
+                 if paused else "")
     print(
         f"Schedules:    ${s.scheduled_remaining_usd:,.2f} more this month from "
-        f"{sum(f.remaining_runs for f in s.schedules)} firing(s) of {len(s.schedules)} schedule(s)"
+        f"{sum(f.remaining_runs for f in active)} firing(s) of {len(active)} schedule(s)"
+        f"{suspended}; ${s.scheduled_month_usd:,.2f}/month"
     )
     budget = "no budget set" if s.budget_usd is None else f"budget ${s.budget_usd:,.2f}"
     print(f"Projection:   ${s.projection_usd:,.2f} by month end ({budget})")

@@ -41,11 +41,12 @@ def run_tui(args: argparse.Namespace) -> int:
     try:
         # The app paints the last picture from the local cache first; huggingface_hub and the
         # connection to the backend load in its first refresh, after that frame.
+        from console.commands._common import command_clock
         from console.config import ConfigError
         from console.ui.app import ConsoleApp
 
         try:
-            app = ConsoleApp(cfg, backend)
+            app = ConsoleApp(cfg, backend, clock=command_clock())
         except ConfigError as exc:  # a bad `[keys]` entry or theme: one line, no screen
             raise CommandError(str(exc)) from None
         for sig in HANGUP_SIGNALS:

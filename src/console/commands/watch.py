@@ -75,8 +75,10 @@ def _watcher(cfg, backend, since=None):
 
     trackio_dir = backend.trackio_dir
     reader = LocalTrackioReader(trackio_dir) if trackio_dir is not None else reader_for(cfg, backend.kind)
+    from console.commands._common import command_clock
+
     return Watcher(backend.api, cfg, namespace=backend.namespace, backend_kind=backend.kind,
-                   reader=reader, write=_write_terminal, since=since, consumer="watch")
+                   reader=reader, write=_write_terminal, since=since, consumer="watch", clock=command_clock())
 
 
 def run(args: argparse.Namespace) -> int:

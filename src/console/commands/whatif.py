@@ -37,6 +37,9 @@ def register(sub, add_common) -> None:
     p.add_argument("--model-b", type=float, default=3.0, help="model size in billions of parameters (default 3)")
     p.add_argument("--examples", type=int, default=1000, help="training examples per run (default 1000)")
     p.add_argument("--epochs", type=float, default=3.0, help="epochs per run (default 3)")
+    p.add_argument("--max-steps", type=int, metavar="N",
+                   help="stop each run after N optimizer steps of its recipe's batch, whatever the epochs "
+                   "(as a tenant's max_steps does)")
     p.add_argument("--flavor", help="hardware flavor (default: the config's defaults.flavor)")
     p.add_argument("--tenants", default="1", help="number of tenants (default 1)")
     p.add_argument(
@@ -100,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
         scenario = Scenario(
             tenants=parse_count("tenants", str(args.tenants)),
             cadence=args.cadence,
-            run=RunSpec(args.model_b, args.examples, args.epochs, flavor, args.unsloth, kind=args.kind),
+            run=_run_spec(args, flavor),
             plan=args.plan or cfg.plan,
             seats=args.seats if args.seats is not None else cfg.seats,
             builder=builder,
@@ -139,7 +142,9 @@ def run(args: argparse.Namespace) -> int:
         s, e = scenario, proj.per_run
         print(
             f"Scenario: {s.tenants} tenant(s), {s.run.model_b:g}B model, {s.run.examples:,} examples, "
-            f"{s.run.epochs:g} epoch(s) on {e.flavor}{' with Unsloth' if e.unsloth else ''}"
+            f"{s.run.epochs:g} epoch(s)"
+            + (f" capped at {s.run.max_steps:,} steps of {s.run.batch_size}" if s.run.max_steps else "")
+            + f" on {e.flavor}{' with Unsloth' if e.unsloth else ''}"
         )
         print(f"Prices:   {proj.price_source}; {e.flavor} ${e.price_per_hour:.2f}/hr")
         print(f"Model:    hw multiplier {e.multiplier:g} ({e.multiplier_source})")
@@ -192,6 +197,20 @@ def _size_warnings(args: argparse.Namespace) -> list[str]:
         if why:
             out.append(f"{why} (a run submitted so is refused)")
     return out
+
+
+def _run_spec(args: argparse.Namespace, flavor: str):
+    """The tenants' run as a job spec would cost it (`TrainingRequest.run_spec`: max_steps counted
+    in steps of the kind's recipe batch)."""
+    from console.costs import CostInputError
+    from console.jobspec import TrainingRequest
+
+    if args.max_steps is not None and not 1 <= args.max_steps <= 10_000_000:
+        raise CostInputError(f"--max-steps must be a whole number from 1 to 10000000, got {args.max_steps}")
+    req = TrainingRequest(tenant="whatif", dataset="-", model_b=args.model_b, examples=args.examples,
+                          epochs=args.epochs, flavor=flavor, kind=args.kind, unsloth=args.unsloth,
+                          max_steps=args.max_steps)
+    return req.run_spec()
 
 
 def _shape(args: argparse.Namespace, *, builder: bool = False):

@@ -22,9 +22,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from console import jobspec
-from console.costs import MONTH_SECONDS, CostInputError, describe_cron, estimate_run, runs_per_month
+from console.costs import MONTH_SECONDS, CostInputError, describe_cron, runs_per_month
 from console.fleet.outcome import RunOutcome
 from console.jobspec import TrainingRequest
+from console.money import run_cost, schedule_money
 from console.prices import PriceBook, shipped_price_book
 
 
@@ -55,6 +56,11 @@ class TenantRow:
     adapter: str | None = None
     cost_per_run: float | None = None
     monthly_usd: float | None = None
+    """$/month (`console.money`): runs a month x $/run; $0 while suspended."""
+    would_be_monthly_usd: float | None = None
+    """What the schedule costs a month while it runs (a suspended one's would-be $/month)."""
+    left_this_month_usd: float | None = None
+    """Its firings left this month x $/run ($0 while suspended)."""
     stale: bool = False
     preflight_failed: bool = False
     """The tenant's last dataset preflight job (`fleet apply`'s or the submit form's) failed: its
@@ -154,11 +160,16 @@ def derive_fleet(
         row.suspended = bool(sj.suspend)
         row.next_run = None if sj.suspend else sj.status.next_job_run_at
         _fill_from_request(row, req, prices)
+        money = schedule_money(sj, now, prices) if sj.schedule else None
+        if money is not None:
+            row.cost_per_run = money.per_run_usd if money.known else None
+        if money is not None and money.known:
+            row.monthly_usd = money.month_usd
+            row.would_be_monthly_usd = money.would_be_month_usd
+            row.left_this_month_usd = money.remaining_usd
         if sj.schedule:
             try:
                 row.schedule_words = describe_cron(sj.schedule)
-                if row.cost_per_run is not None:
-                    row.monthly_usd = row.cost_per_run * runs_per_month(sj.schedule)
             except CostInputError:
                 row.schedule_words = "(not a cron expression)"
     latest: dict[str, Any] = {}
@@ -220,10 +231,7 @@ def _fill_from_request(row: TenantRow, req: TrainingRequest | None, prices: Pric
     row.model_b = req.model_b
     row.examples = req.examples
     row.epochs = req.epochs
-    try:
-        row.cost_per_run = estimate_run(req.run_spec(), prices).cost_usd
-    except CostInputError:
-        row.cost_per_run = None
+    row.cost_per_run = run_cost(req, prices)
 
 
 def cadence_seconds(schedule: str) -> float | None:

@@ -12,7 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from console.costs import Calibration, Observation, calibrate
-from console.ledger.entries import LedgerEntry
+from console.jobspec import RECIPE_BATCH_SIZE
+from console.ledger.entries import LedgerEntry, label_float
+from console.vram import DEFAULT_BATCH_SIZE
 
 
 def observations_from(entries: Iterable[LedgerEntry], *, local: bool | None = None) -> list[Observation]:
@@ -38,9 +40,23 @@ def observations_from(entries: Iterable[LedgerEntry], *, local: bool | None = No
                 epochs=e.epochs,
                 running_seconds=e.running_seconds,
                 unsloth=bool(e.unsloth),
+                max_steps=steps_of(e.labels),
+                batch_size=batch_of(e.kind),
             )
         )
     return out
+
+
+def steps_of(labels: dict[str, str] | None) -> int | None:
+    """The optimizer steps a run was capped at (its `max_steps` label), or None: its run is then
+    compared with the heuristic per step (max_steps x batch examples), not per epoch."""
+    value = label_float(labels or {}, "max_steps")
+    return int(value) if value and value >= 1 and value == int(value) else None
+
+
+def batch_of(kind: str | None) -> int:
+    """Examples per optimizer step of a kind's recipe (`jobspec.RECIPE_BATCH_SIZE`)."""
+    return RECIPE_BATCH_SIZE.get(kind or "sft", DEFAULT_BATCH_SIZE)
 
 
 def estimate_calibration(entries: Iterable[LedgerEntry]) -> tuple[Calibration, str]:

@@ -1,7 +1,8 @@
 """What the scheduled training fleet costs per month, for the what-if explorer's "current" column.
 
-Schedule by schedule (tenants may differ): runs per month x each run's heuristic cost, with and
-without the ledger's calibration, and one representative scenario to start the what-if from.
+Schedule by schedule (tenants may differ): each schedule's $/month (`console.money`, what its
+fleet row says), and the same calibrated by the ledger's runs; and one representative scenario
+to start the what-if from.
 Every training kind counts (`jobspec.TRAINING_KINDS`); the builder model's schedule is its own
 part (`builder_usd`), costed with its own size, flavor and cadence (reference §4(a)), and it is the
 representative scenario's builder rather than one more tenant.
@@ -14,12 +15,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from console.costs import Calibration, CostInputError, RunSpec, estimate_run, normalize_cron
-from console.jobspec import TRAINING_KINDS
-from console.ledger.entries import NO_TENANT, flavor_of, label_bool, label_float
+from console.ledger.entries import NO_TENANT
+from console.money import run_request, schedule_money
 from console.prices import PLANS, PriceBook, plan_floor_usd, shipped_price_book
+from console.vram import DEFAULT_BATCH_SIZE
 
 
 @dataclass(frozen=True)
@@ -81,9 +84,11 @@ def fleet_costs(
     prices: PriceBook | None = None,
     calibration: Calibration | None = None,
     timeout_buffer: float | None = None,
+    now: datetime | None = None,
 ) -> FleetCosts:
-    """The scheduled training fleet's monthly cost and a representative scenario for the what-if."""
-    from console.costs import Scenario, runs_per_month
+    """The scheduled training fleet's monthly cost and a representative scenario for the what-if:
+    each schedule's $/month is `console.money`'s (what its fleet row shows)."""
+    from console.costs import Scenario
 
     prices = prices or shipped_price_book()
     tenants: set[str] = set()
@@ -94,38 +99,33 @@ def fleet_costs(
     builder: tuple[RunSpec, str] | None = None
     builders = 0
     n = 0
+    now = now or datetime.now(UTC)
     for sj in scheduled_jobs:
-        if getattr(sj, "suspend", False):
+        req = run_request(sj)
+        if req is None or getattr(sj, "suspend", False):
+            continue  # a suspended schedule adds $0 (console.money)
+        money = schedule_money(sj, now, prices)
+        if money is None or not money.known:
             continue
-        spec = getattr(sj, "job_spec", None)
-        labels = {str(k): str(v) for k, v in (getattr(spec, "labels", None) or {}).items()}
-        kind = labels.get("kind", "sft")
-        if kind not in TRAINING_KINDS:
-            continue
-        model_b, epochs = label_float(labels, "model_b"), label_float(labels, "epochs")
-        examples = label_float(labels, "examples")
-        if not (model_b and examples and epochs):
-            continue
-        run = RunSpec(model_b, int(examples), epochs, flavor_of(spec), bool(label_bool(labels, "unsloth")), kind=kind)
+        run = req.run_spec()
         try:
             cadence = normalize_cron(getattr(sj, "schedule", "") or "")
-            rpm = runs_per_month(cadence)
-            base = estimate_run(run, prices).cost_usd
             factor = calibration.factor_for(run.flavor) if calibration and calibration.runs else 1.0
-            cal = estimate_run(run, prices, calibration_factor=factor).cost_usd
+            cal = estimate_run(run, prices, calibration_factor=factor).cost_usd * money.runs_per_month
         except CostInputError:
             continue
+        base = money.month_usd
         n += 1
-        rpm_total += rpm
-        gpu += rpm * base
-        gpu_cal += rpm * cal
-        if kind == "builder":
+        rpm_total += money.runs_per_month
+        gpu += base
+        gpu_cal += cal
+        if req.kind == "builder":
             builders += 1
-            builder_usd += rpm * base
-            builder_cal += rpm * cal
+            builder_usd += base
+            builder_cal += cal
             builder = builder or (run, cadence)
             continue
-        tenants.add(labels.get("tenant") or NO_TENANT)
+        tenants.add(req.tenant or NO_TENANT)
         specs.append(run)
         cadences.append(cadence)
     floor = plan_floor_usd(plan, seats) if plan in PLANS else 0.0
@@ -143,6 +143,8 @@ def fleet_costs(
             _median([s.epochs for s in specs], 3.0),
             _most_common([s.flavor for s in specs], default_flavor),
             _most_common([s.unsloth for s in specs], False),
+            _most_common([s.max_steps for s in specs], None),
+            _most_common([s.batch_size for s in specs], DEFAULT_BATCH_SIZE),
         ),
         plan=plan if plan in PLANS else "pro",
         seats=seats,

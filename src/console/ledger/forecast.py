@@ -2,7 +2,8 @@
 
 The summary answers the pane's questions: spend by tenant and by month, month to date, wasted
 spend (timeouts), the plan floor, the projection to month end from the scheduled jobs, and whether
-that projection is over the configured budget. Months are UTC calendar months.
+that projection is over the configured budget. Months are UTC calendar months. What a schedule
+adds is `console.money`'s (the one projection every money surface shows).
 
 Imports the entries, the calibration, console.costs and console.prices: no SQLite, no Textual, no
 console.ui or console.server, no network, no training stack.
@@ -13,27 +14,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
-from functools import lru_cache
 from typing import Any
 
-from console.costs import (
-    Calibration,
-    CostInputError,
-    RunSpec,
-    count_firings,
-    estimate_run,
-    job_cost,
-)
+from console.costs import Calibration, job_cost
 from console.jobspec import exposed_ports_of, run_limit_seconds
 from console.ledger.calibration import estimate_calibration
-from console.ledger.entries import (
-    NO_TENANT,
-    LedgerEntry,
-    flavor_of,
-    label_bool,
-    label_float,
-    running_seconds_of,
-)
+from console.ledger.entries import LedgerEntry, flavor_of, running_seconds_of
+from console.money import ScheduleMoney, month_end, remaining_firings, schedule_money  # noqa: F401 - re-exported
 from console.prices import PLANS, PriceBook, plan_floor_usd, shipped_price_book
 
 
@@ -41,42 +28,8 @@ def month_of(now: datetime) -> str:
     return now.astimezone(UTC).strftime("%Y-%m")
 
 
-def month_end(now: datetime) -> datetime:
-    """The first instant of the next month (UTC)."""
-    now = now.astimezone(UTC)
-    if now.month == 12:
-        return datetime(now.year + 1, 1, 1, tzinfo=UTC)
-    return datetime(now.year, now.month + 1, 1, tzinfo=UTC)
-
-
-def remaining_firings(cron: str, now: datetime, end: datetime | None = None) -> int:
-    """How many times a cron fires from `now` (exclusive) to the end of the month (UTC)."""
-    # A cron fires on whole minutes: from `now` or from the start of its minute, the count is the
-    # same, and 10,000 schedules summarized within a minute share their crons' counts.
-    minute = now.astimezone(UTC).replace(second=0, microsecond=0)
-    return _firings_after_minute(cron, minute, end or month_end(now))
-
-
-@lru_cache(maxsize=8192)
-def _firings_after_minute(cron: str, minute: datetime, end: datetime) -> int:
-    return count_firings(cron, minute, end)
-
-
-@dataclass(frozen=True, slots=True)
-class ScheduleForecast:
-    """What one scheduled job will still cost this month (slotted: one per schedule)."""
-
-    scheduled_job_id: str
-    tenant: str
-    kind: str
-    flavor: str
-    schedule: str
-    remaining_runs: int
-    per_run_usd: float
-    remaining_usd: float
-    basis: str
-    """calibrated (heuristic x factor from N runs) | heuristic | observed (mean of past runs) |
-    unknown (no labels to estimate from and no past runs)"""
+ScheduleForecast = ScheduleMoney
+"""What one scheduled job costs this month (`console.money.ScheduleMoney`: the one projection)."""
 
 
 class ObservedCosts:
@@ -117,57 +70,18 @@ def forecast_schedule(
     now: datetime,
     prices: PriceBook,
     *,
-    calibration: Calibration | None = None,
     history: Iterable[LedgerEntry] | ObservedCosts = (),
+    cron: str | None = None,
+    suspended: bool | None = None,
 ) -> ScheduleForecast | None:
-    """The month-end forecast of one `ScheduledJobInfo` (None when suspended or unreadable).
+    """The money of one `ScheduledJobInfo` at `now` (`console.money.schedule_money`, the one
+    projection; None when its cron is unreadable). A suspended schedule adds $0 (its would-be
+    figures are kept beside).
 
     `history`: the finished runs an unlabelled schedule's cost is observed from, as entries or
     as an :class:`ObservedCosts` built once for many schedules."""
-    if getattr(sj, "suspend", False):
-        return None
-    spec = getattr(sj, "job_spec", None)
-    labels = {str(k): str(v) for k, v in (getattr(spec, "labels", None) or {}).items()}
-    flavor = flavor_of(spec)
-    schedule = getattr(sj, "schedule", None) or ""
-    try:
-        runs = remaining_firings(schedule, now)
-    except (CostInputError, ValueError, KeyError):
-        return None
-    tenant = labels.get("tenant") or NO_TENANT
-    kind = labels.get("kind") or ""
-    model_b, epochs = label_float(labels, "model_b"), label_float(labels, "epochs")
-    examples = label_float(labels, "examples")
-    per_run, basis = 0.0, "unknown"
-    if model_b and examples and epochs:
-        factor = calibration.factor_for(flavor) if calibration and calibration.runs else 1.0
-        try:
-            est = estimate_run(
-                RunSpec(model_b, int(examples), epochs, flavor, bool(label_bool(labels, "unsloth")),
-                        kind=kind or "sft"),
-                prices,
-                calibration_factor=factor,
-            )
-            per_run = est.cost_usd
-            basis = "calibrated" if factor != 1.0 else "heuristic"
-        except CostInputError:
-            pass
-    if basis == "unknown":
-        observed = history if isinstance(history, ObservedCosts) else ObservedCosts(history)
-        past = observed.costs(getattr(sj, "id", None), tenant, kind, flavor)
-        if past:
-            per_run, basis = sum(past) / len(past), "observed"
-    return ScheduleForecast(
-        scheduled_job_id=str(getattr(sj, "id", "")),
-        tenant=tenant,
-        kind=kind,
-        flavor=flavor,
-        schedule=schedule,
-        remaining_runs=runs,
-        per_run_usd=per_run,
-        remaining_usd=per_run * runs,
-        basis=basis,
-    )
+    observed = history if isinstance(history, ObservedCosts) else ObservedCosts(history)
+    return schedule_money(sj, now, prices, cron=cron, suspended=suspended, observed=observed.costs)
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,7 +110,9 @@ class LedgerSummary:
     seats: int
     plan_floor_usd: float
     schedules: list[ScheduleForecast]
+    """Every schedule (`console.money.ScheduleMoney`); a suspended one adds $0."""
     scheduled_remaining_usd: float
+    """What the schedules add from now to the month's end: their firings left x $/run."""
     projection_usd: float
     """Month to date + in flight + the schedules' remaining firings + the plan floor."""
     budget_usd: float | None
@@ -204,6 +120,14 @@ class LedgerSummary:
     unknown_jobs: list[str] = field(default_factory=list)
     """Finished jobs whose running time the Jobs API did not say (no durations, no finish time):
     not costed, in no total above, listed so that they are not forgotten."""
+    calibration_spread: str = ""
+    """How far apart the runs behind the calibration are (`runs x0.9 to x1.6`): what the heuristic
+    is worth against them (the calibration is reported, never folded into the projection)."""
+
+    @property
+    def scheduled_month_usd(self) -> float:
+        """What the schedules cost in a month ($/month summed; suspended ones $0)."""
+        return sum(f.month_usd for f in self.schedules)
 
     @property
     def unknown_runs(self) -> int:
@@ -225,6 +149,8 @@ class LedgerSummary:
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
+        d["schedules"] = [f.to_dict() for f in self.schedules]
+        d["scheduled_month_usd"] = self.scheduled_month_usd
         d["unknown_runs"] = self.unknown_runs
         d["over_budget"] = self.over_budget
         d["budget_warning"] = self.budget_warning
@@ -306,12 +232,7 @@ def summarize(
             in_flight += job_cost(secs, flavor, prices, timeout_s=run_limit_seconds(job),
                                   exposed_ports=exposed_ports_of(job))
     observed = ObservedCosts(history)
-    forecasts = [
-        f
-        for sj in scheduled_jobs
-        if (f := forecast_schedule(sj, now, prices, calibration=calibration, history=observed))
-        is not None
-    ]
+    forecasts = [f for sj in scheduled_jobs if (f := forecast_schedule(sj, now, prices, history=observed)) is not None]
     remaining = sum(f.remaining_usd for f in forecasts)
     floor = plan_floor_usd(plan, seats) if plan in PLANS else 0.0
     return LedgerSummary(
@@ -335,4 +256,5 @@ def summarize(
         budget_usd=budget_usd,
         calibration_runs=calibration.runs,
         unknown_jobs=list(totals.unknown),
+        calibration_spread=calibration.spread(),
     )

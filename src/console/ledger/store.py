@@ -22,7 +22,7 @@ from typing import Any
 
 from console import paths, sqldb
 from console.costs import Calibration, Observation, calibrate
-from console.ledger.calibration import estimate_calibration, observations_from
+from console.ledger.calibration import batch_of, estimate_calibration, observations_from, steps_of
 from console.ledger.entries import UNKNOWN, LedgerEntry, entry_from_job, is_loopback, is_terminal
 from console.ledger.forecast import SpendTotals
 from console.prices import PriceBook, shipped_price_book
@@ -407,14 +407,17 @@ class Ledger:
                 if not among:
                     return
                 rows = conn.execute(
-                    "SELECT flavor, model_b, examples, epochs, running_seconds, unsloth FROM entries "
+                    "SELECT flavor, model_b, examples, epochs, running_seconds, unsloth, kind, "
+                    "json_extract(labels, '$.max_steps') FROM entries "
                     f"WHERE {where} AND endpoint IN ({','.join('?' * len(among))}) "
                     "ORDER BY COALESCE(started_at, created_at, recorded_at), job_id",  # as entries() are
                     (UNKNOWN, *among),
                 )
-                for flavor, model_b, examples, epochs, running, unsloth in rows:
+                for flavor, model_b, examples, epochs, running, unsloth, kind, steps in rows:
                     yield Observation(flavor=flavor, model_b=model_b, examples=examples, epochs=epochs,
-                                      running_seconds=running, unsloth=bool(unsloth))
+                                      running_seconds=running, unsloth=bool(unsloth),
+                                      max_steps=steps_of({"max_steps": str(steps)} if steps else None),
+                                      batch_size=batch_of(kind))
 
             local = [e for e in endpoints if is_loopback(e)]
             found = calibrate(observed([e for e in endpoints if e not in local]))

@@ -24,11 +24,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
-from types import SimpleNamespace
 from typing import Any
 
 from console import jobspec
-from console.costs import Calibration, format_duration, runs_per_month
+from console.costs import format_duration
 from console.jobs import (
     ACTIVE_STAGES,
     JOB_STAGES,
@@ -178,29 +177,25 @@ def _cancel_item(job: Any, metrics: Any, now: datetime, prices: PriceBook) -> Bu
     return BulkItem(row.id, "job", row.tenant, what, -saves, money)
 
 
-def _schedule_item(action: str, sj: Any, now: datetime, prices: PriceBook,
-                   calibration: Calibration | None, history: ObservedCosts) -> BulkItem:
+def _schedule_item(action: str, sj: Any, now: datetime, prices: PriceBook, history: ObservedCosts) -> BulkItem:
     row = schedule_row(sj)
     cron = str(getattr(sj, "schedule", None) or "")
     what = f"{row.stage:<10} {row.flavor:<11} {cron}"
-    view = SimpleNamespace(id=sj.id, suspend=False, job_spec=getattr(sj, "job_spec", None), schedule=cron)
-    fc = forecast_schedule(view, now, prices, calibration=calibration, history=history)
-    if fc is None or fc.basis == "unknown":
+    # the one projection (`console.money`), read as if the schedule ran: what it adds while it does
+    fc = forecast_schedule(sj, now, prices, history=history, suspended=False)
+    if fc is None:
+        return BulkItem(row.id, "schedule", row.tenant, what, None, "cron unreadable")
+    if not fc.known:
         return BulkItem(row.id, "schedule", row.tenant, what, None, "cost per run unknown")
     if action == "trigger":
         return BulkItem(row.id, "schedule", row.tenant, what, fc.per_run_usd,
                         f"+{format_cost(fc.per_run_usd)} (one run, {fc.basis})")
-    try:
-        monthly = fc.per_run_usd * runs_per_month(cron)
-    except ValueError:
-        return BulkItem(row.id, "schedule", row.tenant, what, None, "cron unreadable")
+    monthly, left = fc.month_usd, fc.remaining_usd
     if action == "suspend":
         return BulkItem(row.id, "schedule", row.tenant, what, -monthly,
-                        f"saves {format_cost(monthly)}/month ({format_cost(fc.remaining_usd)} "
-                        f"left this month)")
+                        f"saves {format_cost(monthly)}/month ({format_cost(left)} left this month)")
     return BulkItem(row.id, "schedule", row.tenant, what, monthly,
-                    f"+{format_cost(monthly)}/month ({format_cost(fc.remaining_usd)} "
-                    f"left this month)")
+                    f"+{format_cost(monthly)}/month ({format_cost(left)} left this month)")
 
 
 def plan_bulk(
@@ -214,7 +209,6 @@ def plan_bulk(
     read_only: bool = False,
     reader: MetricsReader | None = None,
     project: str = "console",
-    calibration: Calibration | None = None,
     history: Sequence[LedgerEntry] = (),
 ) -> BulkPlan:
     """What `action` would change among the jobs / schedules `filter_text` matches.
@@ -255,7 +249,7 @@ def plan_bulk(
             continue
         if not filt.matches(schedule_row(sj)):
             continue
-        items.append(_schedule_item(action, sj, now, prices, calibration, observed))
+        items.append(_schedule_item(action, sj, now, prices, observed))
     per = "" if action == "trigger" else "month"
     return BulkPlan(action, filter_text, tuple(items), read_only=read_only, per=per)
 

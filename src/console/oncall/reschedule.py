@@ -1,9 +1,9 @@
 """What a schedule change costs: $/month before -> after, said before it is saved.
 
-A tenant moved from weekly to daily went from $0.75 to $5.26 a month with no word. The per-run
-cost is the one the cost pane projects with (`console.ledger.forecast_schedule`: the heuristic,
-calibrated from the ledger's runs when there are some, else the mean of the schedule's past
-runs), times the runs a month of each cron (`console.costs.runs_per_month`).
+A tenant moved from weekly to daily goes from $0.75 to $5.26 a month, and the dialog says so first.
+The figures are the one projection's (`console.money`, through `console.ledger.forecast_schedule`):
+the run its job spec describes, else the mean of the schedule's past runs, times the runs a month
+of each cron.
 
 Pure: the caller passes the `ScheduledJobInfo`. No Textual, no console.ui, console.server or
 console.backend, no network.
@@ -14,13 +14,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
-from types import SimpleNamespace
 from typing import Any
 
-from console.costs import Calibration, describe_cron, normalize_cron, runs_per_month
+from console.costs import describe_cron, normalize_cron
 from console.jobs import format_cost
 from console.jobspec import labels_of
-from console.ledger import LedgerEntry, forecast_schedule
+from console.ledger import LedgerEntry, ObservedCosts, forecast_schedule
 from console.prices import PriceBook, shipped_price_book
 
 
@@ -76,11 +75,12 @@ def reschedule_cost(
     new_cron: str,
     *,
     prices: PriceBook | None = None,
-    calibration: Calibration | None = None,
     history: Sequence[LedgerEntry] = (),
     now: datetime | None = None,
 ) -> RescheduleCost:
-    """The monthly cost of `sj` (a `ScheduledJobInfo`) under its cron and under `new_cron`.
+    """The monthly cost of `sj` (a `ScheduledJobInfo`) under its cron and under `new_cron`:
+    `console.money`'s $/month of each (read as if the schedule ran; a suspended one adds $0 until
+    resumed, and says so).
 
     Raises `console.costs.CostInputError` (one line) when `new_cron` is not a valid cron.
     """
@@ -88,18 +88,13 @@ def reschedule_cost(
     now = now or datetime.now(UTC)
     after = normalize_cron(new_cron)
     before = str(getattr(sj, "schedule", None) or "")
-    # The pane's per-run figure, read as if the schedule ran (a suspended one is forecast as None).
-    view = SimpleNamespace(
-        id=getattr(sj, "id", ""), suspend=False, job_spec=getattr(sj, "job_spec", None), schedule=after
-    )
-    forecast = forecast_schedule(view, now, prices, calibration=calibration, history=history)
-    per_run = forecast.per_run_usd if forecast is not None else 0.0
-    basis = forecast.basis if forecast is not None else "unknown"
-    try:
-        runs_before = runs_per_month(before) if before else 0.0
-    except ValueError:  # a cron the backend kept but this console cannot read
-        runs_before = 0.0
-    runs_after = runs_per_month(after)
+    observed = ObservedCosts(history)
+    then = forecast_schedule(sj, now, prices, history=observed, cron=after, suspended=False)
+    was = forecast_schedule(sj, now, prices, history=observed, cron=before, suspended=False) if before else None
+    per_run = then.per_run_usd if then is not None else 0.0
+    basis = then.basis if then is not None else "unknown"
+    runs_after = then.runs_per_month if then is not None else 0.0
+    runs_before = was.runs_per_month if was is not None else 0.0  # a cron this console cannot read: 0
     return RescheduleCost(
         scheduled_job_id=str(getattr(sj, "id", "")),
         tenant=labels_of(sj).get("tenant", "-"),
@@ -109,7 +104,7 @@ def reschedule_cost(
         basis=basis,
         runs_before=runs_before,
         runs_after=runs_after,
-        before_usd_month=per_run * runs_before,
-        after_usd_month=per_run * runs_after,
+        before_usd_month=was.month_usd if was is not None else 0.0,
+        after_usd_month=then.month_usd if then is not None else 0.0,
         suspended=bool(getattr(sj, "suspend", False)),
     )

@@ -24,7 +24,7 @@ from textual.message import Message
 from textual.widgets import DataTable
 
 from console.fleet import TenantRow
-from console.jobs import clean_log_line, format_age, format_clock, format_cost
+from console.jobs import clean_log_line, format_age, format_clock, format_cost, format_month
 from console.ui.widgets.jobs_table import KIND_SHORT, STAGE_STYLES, plain
 from console.ui.widgets.keyed_table import KeyedTable
 
@@ -178,7 +178,7 @@ class FleetTable(KeyedTable):
             loss,
             next_run,
             format_cost(row.cost_per_run),
-            format_cost(row.monthly_usd),
+            format_month(row.monthly_usd, row.suspended),
             kind_cell(row),
             schedule + ("=" if row.suspended else ""),
             row.flavor or "-",

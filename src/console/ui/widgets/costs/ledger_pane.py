@@ -63,6 +63,12 @@ TENANT_COLUMNS = (("tenant", "Tenant"), ("runs", "Runs"), ("month", "This month"
                   ("total", "All time"), ("wasted", "Wasted"))
 
 
+def _marks(scheduled: Sequence[Any] | None) -> frozenset[tuple[str, Any, bool]]:
+    """What of the schedules moves the projection: each one's id, cron and whether it is suspended."""
+    return frozenset((str(getattr(s, "id", "")), getattr(s, "schedule", None), bool(getattr(s, "suspend", False)))
+                     for s in scheduled or ())
+
+
 def _plain(text: object, style: str = "") -> Text:
     return Text(clean_log_line(str(text)), style=style, no_wrap=True, overflow="ellipsis")
 
@@ -148,6 +154,8 @@ class LedgerPane(Vertical):
         self._pace_timer: Any = None
         self._stale = False
         """A quiet refresh came while the pane was hidden: update it when it shows."""
+        self._schedules_moved = False
+        """New schedules came since the last update: the next one is not paced."""
         self._tenants_pending: Sequence[TenantSpend] | None = None
         """Spend by tenant not drawn yet (the pane was hidden when it came)."""
 
@@ -176,7 +184,11 @@ class LedgerPane(Vertical):
         The pane keeps the active jobs itself, so the minutes in flight stay right either way.
         """
         if scheduled is not None:
-            self.scheduled = list(scheduled)
+            scheduled = list(scheduled)
+            # a schedule paused, resumed, rescheduled, added or removed: the projection follows at
+            # once, not after the pacing that keeps quiet refreshes light
+            self._schedules_moved |= _marks(scheduled) != _marks(self.scheduled)
+            self.scheduled = scheduled
         self.prices = prices or self.prices
         if full:
             self._active = {}
@@ -223,6 +235,8 @@ class LedgerPane(Vertical):
             return
         if self.hold is not None and not self.is_on_screen and self.hold():
             wait = HOLD_RETRY_SECONDS
+        elif self._schedules_moved:
+            wait = 0.0
         else:
             wait = pace_wait(self._took, time.monotonic() - self._done_at, self.is_on_screen)
         if wait > 0:
@@ -231,6 +245,7 @@ class LedgerPane(Vertical):
             return
         jobs, now = list(self._pending.values()), self._pending_now
         self._pending, self._pending_now = None, None
+        self._schedules_moved = False
         self._busy = True
         self._ingest(jobs, self.scheduled, self.prices, now, list(self._active.values()))
 
@@ -341,9 +356,13 @@ class LedgerPane(Vertical):
         t.append(f" ({s.wasted_runs} timeout{'s' if s.wasted_runs != 1 else ''})\n",
                  style="red" if s.wasted_usd else "dim")
         t.append(f"plan floor ${s.plan_floor_usd:,.2f} ({s.plan} x {s.seats})  ")
-        runs = sum(f.remaining_runs for f in s.schedules)
+        running = [f for f in s.schedules if not f.suspended]
+        runs = sum(f.remaining_runs for f in running)
         t.append(f"schedules +${s.scheduled_remaining_usd:,.2f} ({runs} run{'s' if runs != 1 else ''} left")
-        builder = [f for f in s.schedules if f.kind == "builder"]
+        paused = len(s.schedules) - len(running)
+        if paused:  # a suspended schedule adds $0
+            t.append(f"; {paused} suspended: $0")
+        builder = [f for f in running if f.kind == "builder"]
         if builder:  # the builder model's own cadence and size, apart from the tenants' (reference §4(a))
             b_runs = sum(f.remaining_runs for f in builder)
             t.append(f"; builder model +${sum(f.remaining_usd for f in builder):,.2f}, "
@@ -355,7 +374,8 @@ class LedgerPane(Vertical):
             t.append("  no budget set (monthly_budget_usd)", style="dim")
         else:
             t.append(f"  budget ${s.budget_usd:,.2f}", style="red" if s.over_budget else "green")
-        t.append(f"  · {s.entries} jobs costed, calibration on {s.calibration_runs} run(s)", style="dim")
+        spread = f", {s.calibration_spread}" if s.calibration_spread else ""
+        t.append(f"  · {s.entries} jobs costed, calibration on {s.calibration_runs} run(s){spread}", style="dim")
         return t
 
     def on_show(self) -> None:

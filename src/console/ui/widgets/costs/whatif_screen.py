@@ -1,7 +1,7 @@
 """The what-if explorer: change the fleet's assumptions and see the cost move at once.
 
 A modal screen with one compact input per assumption (tenants, cadence, flavor, model size,
-examples, epochs, Unsloth, the tenants' training kind, the builder model's size and whether it is a
+examples, epochs, max steps, Unsloth, the tenants' training kind, the builder model's size and whether it is a
 full fine-tune, plan, seats). Every change recomputes `costs.project` on the spot (it is
 pure arithmetic) and shows, side by side, the current fleet (its real schedules, from
 :func:`console.ledger.fleet_costs`), the what-if, and the difference — with the reference heuristic
@@ -192,6 +192,10 @@ class WhatIfScreen(ModalScreen[None]):
                     yield from self._row("Model B", Input(f"{s.run.model_b:g}", id="wi-model-b", compact=True))
                     yield from self._row("Examples", Input(str(s.run.examples), id="wi-examples", compact=True))
                     yield from self._row("Epochs", Input(f"{s.run.epochs:g}", id="wi-epochs", compact=True))
+                    steps = str(s.run.max_steps) if s.run.max_steps else ""
+                    yield from self._row(
+                        "Max steps", Input(steps, placeholder="(epochs)", id="wi-max-steps", compact=True)
+                    )
                     yield Checkbox("Unsloth (~2x faster)", s.run.unsloth, id="wi-unsloth", compact=True)
                     yield from self._row(
                         "Kind",
@@ -258,6 +262,7 @@ class WhatIfScreen(ModalScreen[None]):
         self.query_one("#wi-model-b", Input).value = f"{s.run.model_b:g}"
         self.query_one("#wi-examples", Input).value = str(s.run.examples)
         self.query_one("#wi-epochs", Input).value = f"{s.run.epochs:g}"
+        self.query_one("#wi-max-steps", Input).value = str(s.run.max_steps) if s.run.max_steps else ""
         self.query_one("#wi-unsloth", Checkbox).value = s.run.unsloth
         self.query_one("#wi-kind", Select).value = "sft"
         self.query_one("#wi-builder-b", Input).value = f"{s.builder.model_b:g}" if s.builder else ""
@@ -298,17 +303,32 @@ class WhatIfScreen(ModalScreen[None]):
             builder = replace(base, model_b=size)
         else:
             builder = None
+        steps_box = self.query_one("#wi-max-steps", Input)
+        steps = None
+        if steps_box.value.strip():
+            try:
+                steps = int(_number(steps_box.value, "max_steps", whole=True))
+                if not 1 <= steps <= 10_000_000:
+                    raise CostInputError(f"max_steps must be a whole number from 1 to 10000000, got {steps}")
+            except CostInputError:
+                steps_box.add_class("invalid")
+                raise
         flavor = self.query_one("#wi-flavor", Select).value
         plan = self.query_one("#wi-plan", Select).value
+        kind = self.query_one("#wi-kind", Select).value
         if not isinstance(flavor, str) or not isinstance(plan, str):
             raise CostInputError("choose a flavor and a plan")
+        # the run as a job spec costs it (max_steps in steps of the kind's recipe batch)
+        run = jobspec.TrainingRequest(
+            tenant="whatif", dataset="-", model_b=fields["model_b"], examples=fields["examples"],
+            epochs=fields["epochs"], flavor=flavor, kind=str(kind), max_steps=steps,
+            unsloth=self.query_one("#wi-unsloth", Checkbox).value,
+        ).run_spec()
         return replace(
             self.fleet.representative,
             tenants=fields["tenants"],
             cadence=cadence,
-            run=RunSpec(fields["model_b"], fields["examples"], fields["epochs"], flavor,
-                        self.query_one("#wi-unsloth", Checkbox).value,
-                        kind=str(self.query_one("#wi-kind", Select).value)),
+            run=run,
             plan=plan,
             seats=fields["seats"],
             builder=builder,
