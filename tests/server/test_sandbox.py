@@ -49,6 +49,17 @@ def test_a_cancel_and_a_timeout_leave_nothing_running(api: HfApi) -> None:
     assert job_processes(canceled.id) == [] and job_processes(timed_out.id) == []
 
 
+def test_a_job_has_its_own_pid_ipc_uts_and_mount_namespaces(api: HfApi) -> None:
+    """Each namespace bubblewrap is asked to unshare is a new one: a job cannot reach the host's
+    System V shared memory or message queues (IPC), nor set the host's name (UTS)."""
+    kinds = ("pid", "ipc", "uts", "mnt")
+    job = _bash(api, " ".join(["readlink", *(f"/proc/self/ns/{kind}" for kind in kinds)]))
+    assert wait_stage(api, job.id, timeout=30).status.stage == "COMPLETED"
+    inside = dict(zip(kinds, api.fetch_job_logs(job_id=job.id, namespace=NAMESPACE), strict=True))
+    for kind in kinds:
+        assert inside[kind] != os.readlink(f"/proc/self/ns/{kind}"), (kind, inside)
+
+
 def test_a_job_sees_no_server_state_no_other_job_and_no_other_tenant(api: HfApi, server) -> None:
     other = _bash(api, "echo ready; sleep 300", secrets={"HF_TOKEN": "hf_globex_secret_9d8f7e"},
                   labels={"tenant": "globex"})
@@ -123,9 +134,18 @@ def test_a_job_under_a_root_server_holds_no_capability_and_cannot_escape(api: Hf
     assert status["CapEff"].strip() == "0000000000000000" and status["CapPrm"].strip() == "0000000000000000"
     assert status["NoNewPrivs"].strip() == "1"
     assert "uid=0" not in logs
+    (home / ".ssh" / "config").write_text("Host prod\n  IdentityFile PUBLIC-CONFIG-4d2e\n")
+    os.chmod(home / ".ssh" / "config", 0o644)  # world-readable: `nobody` could read it on the host
+    os.chmod(other_data / "token", 0o644)
+    named = [str(home / ".ssh" / "config"), str(home / ".ssh" / "id_probe"), str(config), str(other_data / "token")]
+    by_name = api.run_job(image="ubuntu", command=["cat", *named], namespace=NAMESPACE)  # each path an argument
+    assert wait_stage(api, by_name.id, timeout=30).status.stage == "ERROR"  # cat: no such file
+    logs += list(api.fetch_job_logs(job_id=by_name.id, namespace=NAMESPACE))
     text = "\n".join(logs)
-    for leaked in ("UNMOUNTED", "REMOUNTED", "PRIVATE-KEY-7f3a", "SECRET-91c2", "OTHER-SERVER-TOKEN-55e1", "root:"):
+    for leaked in ("UNMOUNTED", "REMOUNTED", "PRIVATE-KEY-7f3a", "SECRET-91c2", "OTHER-SERVER-TOKEN-55e1", "root:",
+                   "PUBLIC-CONFIG-4d2e"):
         assert leaked not in text, logs
+    assert "No such file or directory" in text, logs
 
 
 USER = "console-sbx"
@@ -243,8 +263,14 @@ def test_a_job_under_a_users_server_cannot_escape_or_read_the_users_files() -> N
         job = _bash(api, probe)
         assert wait_stage(api, job.id, timeout=60).status.stage == "COMPLETED"
         logs = list(api.fetch_job_logs(job_id=job.id, namespace=NAMESPACE))
-        print("PROBE", logs)  # DEBUG
         assert logs[-1] == "done", logs
+        # the same files named as the command's own arguments: none of their folders is shown
+        by_name = api.run_job(image="ubuntu", command=["cat", str(token_file), *map(str, planted)], namespace=NAMESPACE)
+        assert wait_stage(api, by_name.id, timeout=60).status.stage == "ERROR"
+        named_logs = list(api.fetch_job_logs(job_id=by_name.id, namespace=NAMESPACE))
+        assert "No such file or directory" in "\n".join(named_logs), named_logs
+        secrets_named = [f"-{mark}", f"_{mark}", token_file.read_text().strip()]
+        assert not [word for word in secrets_named if word in "\n".join(named_logs)], named_logs
         status = dict(line.split(":\t", 1) for line in logs if ":\t" in line)
         assert status["CapEff"].strip() == "0000000000000000" and status["CapPrm"].strip() == "0000000000000000"
         assert status["NoNewPrivs"].strip() == "1"
