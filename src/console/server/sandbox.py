@@ -184,14 +184,16 @@ def wrap(
     writable: list[Path],
     mounts: list[Mount] = (),  # type: ignore[assignment]
     env: dict[str, str] | None = None,
+    limits: list[str] = (),  # type: ignore[assignment]
 ) -> list[str]:
-    """`argv` run inside the sandbox (unchanged when there is none).
+    """`argv` run inside the sandbox (unchanged but for `limits` when there is none).
 
     `writable`: folders the job may write (created if missing, given to the job's user), bound at
     their own paths; `mounts`: volumes, bound last at their mount paths (which need not exist on
-    this machine); `env`: the job's environment (its PATH finds the program)."""
-    if not sandbox.available or sandbox.bwrap is None:
-        return list(argv)
+    this machine); `env`: the job's environment (its PATH finds the program); `limits`: the
+    `prlimit` prefix that holds the job's processes to its flavor's limits (:mod:`console.server.limits`)."""
+    if not sandbox.available or sandbox.bwrap is None:  # no own user: the user's process count is shared
+        return [*(arg for arg in limits if not arg.startswith("--nproc=")), *argv]
     uid, gid = job_ids()
     home = workdir / ".home"
     for folder in (workdir, home, *writable):
@@ -202,7 +204,7 @@ def wrap(
     for source, _dest, read_only in mounts:
         if not read_only:
             give(source, uid, gid, walk=True)
-    return _sandbox_argv(argv, sandbox, workdir=workdir, writable=writable, mounts=mounts, env=env or {})
+    return _sandbox_argv([*limits, *argv], sandbox, workdir=workdir, writable=writable, mounts=mounts, env=env or {})
 
 
 def _sandbox_argv(argv: list[str], sandbox: Sandbox, *, workdir: Path | None, writable: list[Path],
