@@ -54,3 +54,14 @@ def job_processes(job_id: str) -> list[int]:
         except psutil.Error:
             continue
     return found
+
+
+def shared_folder(name: str) -> Path:
+    """A folder of this machine that a job with no tenant label sees at the same path: in its
+    artifact folder (`_shared`, bound writable). The sandbox shows no other host path, not even
+    one the command names: a test that signals a job through a file puts the file here."""
+    from console.server import paths
+
+    folder = paths.tenant_artifacts_dir(None) / name
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
