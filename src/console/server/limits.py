@@ -147,21 +147,48 @@ class Watch:
 
     def _tree(self) -> tuple[int, int]:
         """(anonymous memory, processes and threads) of the job's processes, the sandbox's own
-        bubblewrap left out."""
-        try:
-            root = psutil.Process(self.pid)
-            procs = [root, *root.children(recursive=True)]
-        except psutil.Error:
-            return 0, 0
+        bubblewrap left out. Read from /proc for the job's processes only (a walk of every
+        process on the machine, as psutil's `children` does, costs tens of milliseconds)."""
         memory = tasks = 0
-        for proc in procs:
+        for pid in _descendants(self.pid):
             try:
-                with proc.oneshot():
-                    if proc.name() == "bwrap":
-                        continue
-                    info = proc.memory_info()
-                    memory += max(0, info.rss - info.shared)
-                    tasks += proc.num_threads()
-            except psutil.Error:
+                if Path(f"/proc/{pid}/comm").read_text().strip() == "bwrap":
+                    continue
+                _size_pages, resident, shared = (int(x) for x in Path(f"/proc/{pid}/statm").read_text().split()[:3])
+                memory += max(0, resident - shared) * PAGE
+                tasks += len(os.listdir(f"/proc/{pid}/task"))
+            except (OSError, ValueError):
                 continue
         return memory, tasks
+
+
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def _descendants(pid: int) -> list[int]:
+    """`pid` and every process below it, from each thread's `children` file (psutil's scan of
+    every process where the kernel has none)."""
+    found, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        found.append(current)
+        try:
+            tids = os.listdir(f"/proc/{current}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                todo += [int(c) for c in Path(f"/proc/{current}/task/{tid}/children").read_text().split()]
+            except FileNotFoundError:
+                return _descendants_psutil(pid)
+            except (OSError, ValueError):
+                continue
+    return found
+
+
+def _descendants_psutil(pid: int) -> list[int]:
+    try:
+        root = psutil.Process(pid)
+        return [pid, *(p.pid for p in root.children(recursive=True))]
+    except psutil.Error:
+        return []
