@@ -8,7 +8,7 @@ import sys
 import psutil
 import pytest
 from huggingface_hub import HfApi
-from jobs_helpers import NAMESPACE, make_server, wait_stage
+from jobs_helpers import GROW, NAMESPACE, make_server, wait_stage
 
 from console.server import limits
 
@@ -48,9 +48,7 @@ def small_server():
 
 def test_a_job_over_its_memory_is_killed_with_the_limit_named_and_the_server_runs_on(small_server) -> None:
     api = HfApi(endpoint=small_server.url, token=small_server.token)
-    grow = ("import time\nblocks = []\nwhile True:\n    blocks.append(b'x' * (4 * 2**20))\n"
-            "    print(len(blocks) * 4, 'MiB', flush=True)\n    time.sleep(0.02)\n")
-    job = api.run_job(image="python:3.12", command=[sys.executable, "-c", grow], flavor="cpu-basic",
+    job = api.run_job(image="python:3.12", command=[sys.executable, "-c", GROW], flavor="cpu-basic",
                       namespace=NAMESPACE)
     done = wait_stage(api, job.id, timeout=60)
     logs = list(api.fetch_job_logs(job_id=job.id, namespace=NAMESPACE))

@@ -17,9 +17,10 @@ from pathlib import Path
 
 import pytest
 from huggingface_hub import HfApi
-from jobs_helpers import NAMESPACE, job_processes, wait_stage
+from jobs_helpers import GROW, NAMESPACE, TOKEN_PROBE, TOKEN_PROBE_DENIED, job_processes, wait_stage
 
 from console.server import paths, sandbox
+from console.server.limits import PROCESS_LIMIT
 
 pytestmark = pytest.mark.skipif(not sandbox.detect().available, reason=sandbox.detect().reason)
 
@@ -226,7 +227,8 @@ def test_a_job_under_a_users_server_cannot_escape_or_read_the_users_files() -> N
     os.chmod(home / ".ssh", 0o700)
     env = {"HOME": str(home), "USER": USER, "LOGNAME": USER, "PATH": "/usr/local/bin:/usr/bin:/bin",
            "XDG_CACHE_HOME": str(home / ".cache"), "XDG_CONFIG_HOME": str(home / ".config"),
-           "XDG_DATA_HOME": str(home / ".local" / "share"), "HF_HUB_DISABLE_TELEMETRY": "1", "LANG": "C.UTF-8"}
+           "XDG_DATA_HOME": str(home / ".local" / "share"), "HF_HUB_DISABLE_TELEMETRY": "1", "LANG": "C.UTF-8",
+           "CONSOLE_JOB_MEMORY_MB": "160"}
     python, env = _python_for_user(uid, gid, env)
     log = open(home / "serve.log", "wb")  # noqa: SIM115 (closed below)
     server = subprocess.Popen([*_as_user(uid, gid), python, "-m", "console", "serve", "--port", "0"],
@@ -271,6 +273,25 @@ def test_a_job_under_a_users_server_cannot_escape_or_read_the_users_files() -> N
         assert "No such file or directory" in "\n".join(named_logs), named_logs
         secrets_named = [f"-{mark}", f"_{mark}", token_file.read_text().strip()]
         assert not [word for word in secrets_named if word in "\n".join(named_logs)], named_logs
+        # a job handed this server's token can reach no other job; the flavor's limits hold
+        other = api.run_job(image="ubuntu", command=["sleep", "300"], namespace=NAMESPACE)
+        handed = api.run_job(image="python:3.12", command=["python3", "-c", TOKEN_PROBE, NAMESPACE, other.id],
+                             secrets={"HF_TOKEN": token_file.read_text().strip()}, namespace=NAMESPACE)
+        assert wait_stage(api, handed.id, timeout=60).status.stage == "COMPLETED"
+        assert json.loads(list(api.fetch_job_logs(job_id=handed.id, namespace=NAMESPACE))[-1]) == TOKEN_PROBE_DENIED
+        assert api.inspect_job(job_id=other.id, namespace=NAMESPACE).status.stage == "RUNNING"
+        api.cancel_job(job_id=other.id, namespace=NAMESPACE)
+        limited = api.run_job(image="ubuntu", command=["cat", "/proc/self/limits"], flavor="cpu-basic",
+                              namespace=NAMESPACE)
+        assert wait_stage(api, limited.id, timeout=60).status.stage == "COMPLETED"
+        shown = "\n".join(api.fetch_job_logs(job_id=limited.id, namespace=NAMESPACE))
+        assert f"Max processes             {PROCESS_LIMIT}" in shown, shown
+        assert f"Max resident set          {160 * 2**20}" in shown, shown  # capped by CONSOLE_JOB_MEMORY_MB
+        grow = api.run_job(image="python:3.12", command=["python3", "-c", GROW], flavor="cpu-basic",
+                           namespace=NAMESPACE)
+        killed = wait_stage(api, grow.id, timeout=60).status
+        assert killed.stage == "ERROR", killed
+        assert (killed.message or "").startswith("Job killed: over its memory limit"), killed
         status = dict(line.split(":\t", 1) for line in logs if ":\t" in line)
         assert status["CapEff"].strip() == "0000000000000000" and status["CapPrm"].strip() == "0000000000000000"
         assert status["NoNewPrivs"].strip() == "1"

@@ -3,7 +3,7 @@ of its working folder.
 
 A job on HF Jobs is a container with its flavor's RAM and disk; here jobs share one machine, so
 each gets its flavor's figures, capped by what the machine has (and by the server's own caps,
-`ServiceSettings.job_memory_cap_bytes` / `job_disk_cap_bytes`):
+`$CONSOLE_JOB_MEMORY_MB` / `$CONSOLE_JOB_DISK_MB`, :meth:`Caps.from_env`):
 
 * the kernel holds each of the job's processes to them (`prlimit`, run inside the sandbox before
   the job's command, so `/proc/self/limits` of a job shows them): `Max resident set` is the
@@ -85,6 +85,16 @@ class Caps:
 
     memory_bytes: int | None = None
     disk_bytes: int | None = None
+
+    @classmethod
+    def from_env(cls) -> Caps:
+        """Caps from `$CONSOLE_JOB_MEMORY_MB` and `$CONSOLE_JOB_DISK_MB` (whole MiB; unset or
+        not a positive number: none)."""
+        def mib(name: str) -> int | None:
+            text = os.environ.get(name, "").strip()
+            return int(text) * 2**20 if text.isdigit() and int(text) > 0 else None
+
+        return cls(mib("CONSOLE_JOB_MEMORY_MB"), mib("CONSOLE_JOB_DISK_MB"))
 
     def for_flavor(self, flavor: str | None) -> JobLimits:
         name = flavor or "cpu-basic"

@@ -130,7 +130,7 @@ class Runner:
         self.on_finish: list[Callable[[JobRecord], Any]] = []
         """Called (in the runner thread) once a job's run has ended and its process group is gone."""
         self.log_cap_bytes = log_cap_bytes
-        self.caps = limits.Caps()
+        self.caps = limits.Caps.from_env()
         """The server's caps on each job's flavor limits (:mod:`console.server.limits`)."""
         self.grant: Callable[[JobRecord], dict[str, str]] = lambda job: dict(job.secrets)
         """A job's secrets as it starts with them (the server's token replaced: :mod:`console.server.grants`)."""
