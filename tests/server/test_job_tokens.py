@@ -65,3 +65,43 @@ def test_a_job_handed_the_servers_token_reaches_only_its_own_job(server, api: Hf
     own = httpx.get(f"{server.url}/api/jobs/{NAMESPACE}/{job.id}", headers={"authorization": f"Bearer {token}"})
     assert own.status_code == 401  # revoked when the job ended
     api.cancel_job(job_id=other.id, namespace=NAMESPACE)
+
+
+REPO_PROBE = """
+import json, os, sys, urllib.error, urllib.request
+
+def call(method, path, body=None):
+    req = urllib.request.Request(os.environ["HF_ENDPOINT"] + path, method=method, data=body,
+                                 headers={"authorization": "Bearer " + os.environ["HF_TOKEN"],
+                                          "content-type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=20) as answer:
+            return answer.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+ns = sys.argv[1]
+create = lambda name: json.dumps({"name": name, "organization": ns, "type": "model"}).encode()
+print(json.dumps({
+    "create_own": call("POST", "/api/repos/create", create("mine")),
+    "create_other": call("POST", "/api/repos/create", create("theirs")),
+    "read_base": call("GET", f"/api/models/{ns}/base"),
+    "read_other": call("GET", f"/api/models/{ns}/private-other"),
+    "delete_own": call("DELETE", "/api/repos/delete", create("mine")),
+}))
+"""
+
+
+def test_a_console_runs_token_reaches_the_repos_its_command_names_and_no_other(server, api: HfApi) -> None:
+    for repo in ("base", "private-other"):
+        api.create_repo(f"{NAMESPACE}/{repo}", private=True)
+    command = [sys.executable, "-c", REPO_PROBE, NAMESPACE, "--base-model", f"{NAMESPACE}/base",
+               "--hub-model-id", f"{NAMESPACE}/mine"]
+    job = api.run_job(image="python:3.12", command=command, secrets={"HF_TOKEN": server.token},
+                      labels={"app": "console", "tenant": "acme", "kind": "sft"}, namespace=NAMESPACE)
+    done = wait_stage(api, job.id, timeout=60)
+    logs = list(api.fetch_job_logs(job_id=job.id, namespace=NAMESPACE))
+    assert done.status.stage == "COMPLETED", (done.status, logs[-10:])
+    assert json.loads(logs[-1]) == {"create_own": 200, "create_other": 403, "read_base": 200, "read_other": 403,
+                                    "delete_own": 403}, logs[-1]
+    assert api.repo_exists(f"{NAMESPACE}/mine") and not api.repo_exists(f"{NAMESPACE}/theirs")

@@ -145,6 +145,8 @@ def _repo_request(method: str, parts: list[str]) -> tuple[Repo | None, bool]:
         action = parts[4] if len(parts) > 4 else ""
         looks = method in ("GET", "HEAD") or action == "paths-info"
         return repo, not (looks and (action == "" or action in _READ_ACTIONS))
+    if parts[:1] == ["api"]:
+        return None, False
     kind = "model"
     if parts[:1] == ["datasets"]:
         kind, parts = "dataset", parts[1:]
