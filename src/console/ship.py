@@ -21,7 +21,9 @@ Talks to the backend only through the `HfApi` it is given; no UI.
 
 from __future__ import annotations
 
+import hashlib
 import threading
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -102,8 +104,10 @@ def bucket_of(namespace: str) -> str:
 def ship(api: Any, submission: Submission, namespace: str) -> Submission:
     """The submission ready to run: its files in the namespace's jobs-artifacts bucket and their
     folder mounted read-only at `TRAINING_MOUNT`, on either backend, and the buckets of its own
-    volumes (its datasets cache) there, created private if missing. A submission that ships
-    nothing comes back as it is."""
+    volumes (its datasets cache) there, created private if missing. A dataset file of this
+    machine that its command names travels the same way (:func:`ship_dataset`). A submission that
+    ships nothing comes back as it is."""
+    submission = ship_dataset(api, submission, namespace)
     for volume in submission.volumes:
         key = (str(getattr(api, "endpoint", "")), volume["source"], "")
         with _lock:
@@ -131,6 +135,44 @@ def ship(api: Any, submission: Submission, namespace: str) -> Submission:
                     enable_progress_bars()
             _shipped.add(key)
     return submission.mounted(bucket)
+
+
+def local_dataset(submission: Submission) -> Path | None:
+    """The dataset file of this machine a submission's command names (`--dataset /abs/file`, or a
+    dataset check's first argument), if it is one."""
+    from console.jobspec import script_args_of
+
+    args = script_args_of(list(submission.command))
+    named = [args[i + 1] for i, arg in enumerate(args[:-1]) if arg == "--dataset"]
+    if submission.labels.get("kind") == "validate" and args:
+        named.append(args[0])
+    for value in named:
+        path = Path(value)
+        if path.is_absolute() and path.is_file() and path.parent != Path("/"):
+            return path
+    return None
+
+
+def ship_dataset(api: Any, submission: Submission, namespace: str) -> Submission:
+    """A job reads no file of this machine (the local server's sandbox shows none that a command
+    names; a job on HF Jobs has none): a dataset file the command names goes to the jobs-artifacts
+    bucket (`datasets/<hash of its bytes>/<its name>`, once per content) and that folder is mounted
+    read-only where the file's folder is, so the command reads it at the path it names; the rest
+    of that folder is not there."""
+    path = local_dataset(submission)
+    if path is None:
+        return submission
+    data = path.read_bytes()
+    folder = f"datasets/{hashlib.sha256(data).hexdigest()[:16]}"
+    bucket = bucket_of(namespace)
+    key = (str(getattr(api, "endpoint", "")), bucket, folder)
+    with _lock:
+        if key not in _shipped:
+            api.create_bucket(bucket, exist_ok=True, private=True)
+            api.batch_bucket_files(bucket, add=[(data, f"{folder}/{path.name}")])
+            _shipped.add(key)
+    volume = {"type": "bucket", "source": bucket, "mount_path": str(path.parent), "path": folder, "read_only": True}
+    return replace(submission, volumes=(*submission.volumes, volume))
 
 
 # ---------------------------------------------------------------------------------------------

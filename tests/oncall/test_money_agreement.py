@@ -96,6 +96,12 @@ def cli_json(capsys, *argv: str):
     return json.loads(capsys.readouterr().out)
 
 
+def cli_lines(capsys, *argv: str) -> list[dict]:
+    """A command that prints one JSON object a line (`watch --json`)."""
+    assert main(list(argv)) == 0, capsys.readouterr().err
+    return [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.strip()]
+
+
 def cents(value: float | None) -> float | None:
     return None if value is None else round(value + 1e-9, 2)
 
@@ -124,7 +130,15 @@ def figures(capsys, cfg, backend, planned: list[Planned], ids: dict[str, str]) -
     got["watch"] = {f.scheduled_job_id: {"per_run": cents(f.per_run_usd), "month": cents(f.would_be_month_usd),
                                          "month_now": cents(f.month_usd), "left": cents(f.remaining_usd)}
                     for f in summary.schedules}
-    projections = {"ledger": cents(ledger["projection_usd"]), "watch": cents(summary.projection_usd)}
+    status = next(line for line in cli_lines(capsys, "watch", "--once", "--json") if line.get("event") == "status")
+    money = status["money"]
+    got["watch --once --json"] = {f["scheduled_job_id"]: {"per_run": cents(f["per_run_usd"]),
+                                                          "month": cents(f["would_be_month_usd"]),
+                                                          "month_now": cents(f["month_usd"]),
+                                                          "left": cents(f["remaining_usd"])}
+                                  for f in money["schedules"]}
+    projections = {"ledger": cents(ledger["projection_usd"]), "watch": cents(summary.projection_usd),
+                   "watch --once --json": cents(money["projection_usd"])}
     bulk: dict[str, dict] = {}
     for action in ("trigger", "suspend", "resume"):
         plan = cli_json(capsys, "bulk", action, "label:app=console", "--json")
@@ -151,7 +165,7 @@ def figures(capsys, cfg, backend, planned: list[Planned], ids: dict[str, str]) -
 def assert_agree(got: dict[str, dict[str, dict]], planned: list[Planned], ids: dict[str, str]) -> None:
     suspended = {ids[p.req.tenant] for p in planned if p.suspend}
     projections = got.pop("projection")["all"]
-    assert projections["ledger"] == projections["watch"], projections
+    assert projections["ledger"] == projections["watch"] == projections["watch --once --json"], projections
     reference = got["fleet show"]
     assert set(reference) == set(ids.values())
     for surface, by_id in got.items():

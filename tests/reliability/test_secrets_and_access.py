@@ -56,8 +56,9 @@ async def test_a_planted_secret_is_never_written_or_shown(monkeypatch, tmp_path,
     monkeypatch.setenv("HF_TOKEN", ENV_SECRET)  # huggingface_hub's own token, in our env
     cfg = config_mod.Config(namespace="oncall")
     config_mod.save(cfg)  # the config file too
-    backend = connect(cfg, policy=fast_policy())  # an in-process server in this data dir
-    leaky = tmp_path / "leaky.py"
+    # an in-process server in this data dir; the rerun ships the dataset file (a bucket upload): not 1 s
+    backend = connect(cfg, policy=fast_policy(timeout=20.0, budget=60.0))
+    leaky = server_paths.tenant_artifacts_dir("acme") / "leaky.py"  # a folder of this machine its job sees
     leaky.write_text(LEAKY)
     dataset = str(paths.training_dir() / "data" / "acme.jsonl")
     rerun_id = None

@@ -50,6 +50,14 @@ FLOOD_UNTIL_SENTINEL = (
 )
 
 
+def _sentinel(tmp_path) -> Path:
+    """A file the test creates to let its jobs finish, in the folder the jobs see (their tenant's
+    artifact folder: the sandbox shows no other path of this machine)."""
+    folder = server_paths.tenant_artifacts_dir("acme") / f"signal-{tmp_path.name}"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / "finish"
+
+
 def _spawn_console(*args: str) -> tuple[int, int]:
     # not measured by coverage: a measured process saves its data on the way out (os._exit
     # included), which on a loaded machine can take longer than the exit deadline under test
@@ -138,8 +146,7 @@ def _wait_stage(api: HfApi, job_id: str, stages: tuple[str, ...], timeout: float
 
 
 def test_the_first_console_starts_the_daemon_in_its_own_session_and_quitting_leaves_it(tmp_path):
-    sentinel = tmp_path / "signal" / "finish"
-    sentinel.parent.mkdir()
+    sentinel = _sentinel(tmp_path)
     pid, fd = _spawn_console()
     try:
         screen = _read_until(fd, lambda out: b"refreshed" in out, 60)
@@ -179,8 +186,7 @@ def test_the_first_console_starts_the_daemon_in_its_own_session_and_quitting_lea
 
 @pytest.mark.parametrize("sig", [signal.SIGHUP, signal.SIGTERM], ids=["SIGHUP", "SIGTERM"])
 def test_a_signal_ends_the_console_and_not_its_jobs(daemon_api, tmp_path, sig):
-    sentinel = tmp_path / "signal" / "finish"
-    sentinel.parent.mkdir()
+    sentinel = _sentinel(tmp_path)
     job = _run(daemon_api, WAIT_FOR_SENTINEL, str(sentinel))
     pid, fd = _spawn_console()
     try:
@@ -208,8 +214,7 @@ def test_closing_the_terminal_at_any_moment_ends_every_console(daemon_api, tmp_p
     to 5 s after start (while starting, drawing, streaming a flooding log), five at a time: each is
     gone within the deadline, leaves nothing behind, and the job running meanwhile runs on and
     finishes."""
-    sentinel = tmp_path / "signal" / "finish"
-    sentinel.parent.mkdir()
+    sentinel = _sentinel(tmp_path)
     steady = _run(daemon_api, WAIT_FOR_SENTINEL, str(sentinel))
     flood = _run(daemon_api, FLOOD_UNTIL_SENTINEL, str(sentinel))  # the newest: its log is on screen
     assert _wait_stage(daemon_api, flood.id, ("RUNNING",)) == "RUNNING"

@@ -77,3 +77,45 @@ def mount_tmpfs(where: Path, size: str = "3m") -> bool:
     where.mkdir(parents=True, exist_ok=True)
     done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)], capture_output=True)
     return done.returncode == 0
+
+
+def shared_folder(name: str) -> Path:
+    """A folder of this machine that a job with no tenant label sees at the same path: in its
+    artifact folder (`_shared`, bound writable). The sandbox shows no other host path, not even
+    one the command names: a test that signals a job through a file puts the file here."""
+    from console.server import paths
+
+    folder = paths.tenant_artifacts_dir(None) / name
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+TOKEN_PROBE = """
+import json, os, sys, urllib.error, urllib.request
+
+ns, other = sys.argv[1], sys.argv[2]
+
+def call(method, path, body=None):
+    req = urllib.request.Request(os.environ["HF_ENDPOINT"] + path, method=method, data=body,
+                                 headers={"authorization": "Bearer " + os.environ["HF_TOKEN"],
+                                          "content-type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=20) as answer:
+            return answer.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+print(json.dumps({
+    "own": call("GET", f"/api/jobs/{ns}/{os.environ['JOB_ID']}"),
+    "list": call("GET", f"/api/jobs/{ns}"),
+    "read_other": call("GET", f"/api/jobs/{ns}/{other}"),
+    "cancel_other": call("POST", f"/api/jobs/{ns}/{other}/cancel"),
+    "start": call("POST", f"/api/jobs/{ns}", b'{"dockerImage": "ubuntu", "command": ["true"]}'),
+}))
+"""
+"""A job's view of the Jobs API with the token it was given (standard library only): the status
+of reading its own job, listing jobs, reading and cancelling another, starting one."""
+TOKEN_PROBE_DENIED = {"own": 200, "list": 403, "read_other": 403, "cancel_other": 403, "start": 403}
+GROW = ("import time\nblocks = []\nwhile True:\n    blocks.append(b'x' * (4 * 2**20))\n"
+        "    print(len(blocks) * 4, 'MiB', flush=True)\n    time.sleep(0.02)\n")
+"""A job that takes 4 MiB more memory every 20 ms, saying how much it holds, until it is stopped."""

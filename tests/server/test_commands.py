@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 import pytest
-from huggingface_hub import HfApi
+from huggingface_hub import HfApi, Volume
 from jobs_helpers import NAMESPACE, make_server, wait_stage
 
 from console.server.commands import find_uv, plan_command, split_uv_run
@@ -37,13 +37,17 @@ def test_uv_mode_runs_real_uv(tmp_path) -> None:
     assert plan_command(["uv", "run", str(script)], "auto").argv == ["uv", "run", str(script)]
     with make_server(python_mode="uv") as srv:
         api = HfApi(endpoint=srv.url, token=srv.token)
+        bucket = f"{NAMESPACE}/scripts"  # a job reads a script of this machine from a volume, as on HF
+        api.create_bucket(bucket, exist_ok=True)
+        api.batch_bucket_files(bucket, add=[(script, "hello.py")])
         job = api.run_job(
             image="ghcr.io/astral-sh/uv:python3.12-bookworm",
-            command=["uv", "run", "--no-project", "--python", sys.executable, str(script), "1"],
+            command=["uv", "run", "--no-project", "--python", sys.executable, "/scripts/hello.py", "1"],
             env={"UV_OFFLINE": "1"},
+            volumes=[Volume(type="bucket", source=bucket, mount_path="/scripts", read_only=True)],
             namespace=NAMESPACE,
         )
         done = wait_stage(api, job.id)
         logs = list(api.fetch_job_logs(job_id=job.id, namespace=NAMESPACE))
         assert done.status.stage == "COMPLETED", (done.status, logs)
-        assert logs == ["via real uv ['1']"]
+        assert logs[-1:] == ["via real uv ['1']"]

@@ -138,5 +138,13 @@ async def test_an_open_tui_shows_a_job_of_the_daemon_started_again_on_another_po
                 await pilot.pause(0.2)
             assert second in app.jobs_table.rows_by_id  # the new server's job, within a minute
             assert app.is_running
+            line = app.query_one("#status-line")
+            deadline = time.monotonic() + 10
+            where = new["url"].removeprefix("http://")
+            while time.monotonic() < deadline and where not in line.render_text().plain:
+                await pilot.pause(0.2)
+            shown = line.render_text().plain
+            # the header names where the server is now
+            assert where in shown and old["url"].removeprefix("http://") not in shown, shown
     finally:
         b.close()

@@ -11,7 +11,7 @@ import httpx
 import pytest
 from huggingface_hub import HfApi, Volume
 from huggingface_hub.errors import HfHubHTTPError
-from jobs_helpers import NAMESPACE, job_processes, make_server, wait_stage
+from jobs_helpers import NAMESPACE, job_processes, make_server, shared_folder, wait_stage
 
 from console.prices import SHIPPED_FLAVORS
 from console.server import paths
@@ -98,7 +98,7 @@ def test_command_not_found_is_an_error(api: HfApi) -> None:
 
 
 def test_bash_and_uv_run_forms(api: HfApi, tmp_path) -> None:
-    script = tmp_path / "hello.py"
+    script = shared_folder("scripts") / "hello.py"
     script.write_text(
         "# /// script\n# dependencies = ['trl']\n# ///\n"
         "import sys\nprint('script args', sys.argv[1:])\nprint('exe', sys.executable)\n"
@@ -119,8 +119,7 @@ def test_bash_and_uv_run_forms(api: HfApi, tmp_path) -> None:
 
 
 def test_follow_logs_streams_until_the_job_ends(api: HfApi, tmp_path) -> None:
-    go = tmp_path / "signal" / "go"  # the job prints four lines, waits for this file (20 s at most), four more
-    go.parent.mkdir()  # named in the job's arguments, so its sandbox shows the folder
+    go = shared_folder("signal") / "go"  # the job prints four lines, waits for this file (20 s at most), four more
     code = (
         "import os, sys, time\n"
         "for i in range(8):\n"

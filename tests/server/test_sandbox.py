@@ -17,9 +17,10 @@ from pathlib import Path
 
 import pytest
 from huggingface_hub import HfApi
-from jobs_helpers import NAMESPACE, job_processes, wait_stage
+from jobs_helpers import GROW, NAMESPACE, TOKEN_PROBE, TOKEN_PROBE_DENIED, job_processes, wait_stage
 
 from console.server import paths, sandbox
+from console.server.limits import PROCESS_LIMIT
 
 pytestmark = pytest.mark.skipif(not sandbox.detect().available, reason=sandbox.detect().reason)
 
@@ -47,6 +48,17 @@ def test_a_cancel_and_a_timeout_leave_nothing_running(api: HfApi) -> None:
     done = wait_stage(api, timed_out.id, timeout=30)
     assert done.status.stage == "ERROR" and "timed out" in done.status.message
     assert job_processes(canceled.id) == [] and job_processes(timed_out.id) == []
+
+
+def test_a_job_has_its_own_pid_ipc_uts_and_mount_namespaces(api: HfApi) -> None:
+    """Each namespace bubblewrap is asked to unshare is a new one: a job cannot reach the host's
+    System V shared memory or message queues (IPC), nor set the host's name (UTS)."""
+    kinds = ("pid", "ipc", "uts", "mnt")
+    job = _bash(api, " ".join(["readlink", *(f"/proc/self/ns/{kind}" for kind in kinds)]))
+    assert wait_stage(api, job.id, timeout=30).status.stage == "COMPLETED"
+    inside = dict(zip(kinds, api.fetch_job_logs(job_id=job.id, namespace=NAMESPACE), strict=True))
+    for kind in kinds:
+        assert inside[kind] != os.readlink(f"/proc/self/ns/{kind}"), (kind, inside)
 
 
 def test_a_job_sees_no_server_state_no_other_job_and_no_other_tenant(api: HfApi, server) -> None:
@@ -123,9 +135,18 @@ def test_a_job_under_a_root_server_holds_no_capability_and_cannot_escape(api: Hf
     assert status["CapEff"].strip() == "0000000000000000" and status["CapPrm"].strip() == "0000000000000000"
     assert status["NoNewPrivs"].strip() == "1"
     assert "uid=0" not in logs
+    (home / ".ssh" / "config").write_text("Host prod\n  IdentityFile PUBLIC-CONFIG-4d2e\n")
+    os.chmod(home / ".ssh" / "config", 0o644)  # world-readable: `nobody` could read it on the host
+    os.chmod(other_data / "token", 0o644)
+    named = [str(home / ".ssh" / "config"), str(home / ".ssh" / "id_probe"), str(config), str(other_data / "token")]
+    by_name = api.run_job(image="ubuntu", command=["cat", *named], namespace=NAMESPACE)  # each path an argument
+    assert wait_stage(api, by_name.id, timeout=30).status.stage == "ERROR"  # cat: no such file
+    logs += list(api.fetch_job_logs(job_id=by_name.id, namespace=NAMESPACE))
     text = "\n".join(logs)
-    for leaked in ("UNMOUNTED", "REMOUNTED", "PRIVATE-KEY-7f3a", "SECRET-91c2", "OTHER-SERVER-TOKEN-55e1", "root:"):
+    for leaked in ("UNMOUNTED", "REMOUNTED", "PRIVATE-KEY-7f3a", "SECRET-91c2", "OTHER-SERVER-TOKEN-55e1", "root:",
+                   "PUBLIC-CONFIG-4d2e"):
         assert leaked not in text, logs
+    assert "No such file or directory" in text, logs
 
 
 USER = "console-sbx"
@@ -206,7 +227,8 @@ def test_a_job_under_a_users_server_cannot_escape_or_read_the_users_files() -> N
     os.chmod(home / ".ssh", 0o700)
     env = {"HOME": str(home), "USER": USER, "LOGNAME": USER, "PATH": "/usr/local/bin:/usr/bin:/bin",
            "XDG_CACHE_HOME": str(home / ".cache"), "XDG_CONFIG_HOME": str(home / ".config"),
-           "XDG_DATA_HOME": str(home / ".local" / "share"), "HF_HUB_DISABLE_TELEMETRY": "1", "LANG": "C.UTF-8"}
+           "XDG_DATA_HOME": str(home / ".local" / "share"), "HF_HUB_DISABLE_TELEMETRY": "1", "LANG": "C.UTF-8",
+           "CONSOLE_JOB_MEMORY_MB": "160"}
     python, env = _python_for_user(uid, gid, env)
     log = open(home / "serve.log", "wb")  # noqa: SIM115 (closed below)
     server = subprocess.Popen([*_as_user(uid, gid), python, "-m", "console", "serve", "--port", "0"],
@@ -243,8 +265,33 @@ def test_a_job_under_a_users_server_cannot_escape_or_read_the_users_files() -> N
         job = _bash(api, probe)
         assert wait_stage(api, job.id, timeout=60).status.stage == "COMPLETED"
         logs = list(api.fetch_job_logs(job_id=job.id, namespace=NAMESPACE))
-        print("PROBE", logs)  # DEBUG
         assert logs[-1] == "done", logs
+        # the same files named as the command's own arguments: none of their folders is shown
+        by_name = api.run_job(image="ubuntu", command=["cat", str(token_file), *map(str, planted)], namespace=NAMESPACE)
+        assert wait_stage(api, by_name.id, timeout=60).status.stage == "ERROR"
+        named_logs = list(api.fetch_job_logs(job_id=by_name.id, namespace=NAMESPACE))
+        assert "No such file or directory" in "\n".join(named_logs), named_logs
+        secrets_named = [f"-{mark}", f"_{mark}", token_file.read_text().strip()]
+        assert not [word for word in secrets_named if word in "\n".join(named_logs)], named_logs
+        # a job handed this server's token can reach no other job; the flavor's limits hold
+        other = api.run_job(image="ubuntu", command=["sleep", "300"], namespace=NAMESPACE)
+        handed = api.run_job(image="python:3.12", command=["python3", "-c", TOKEN_PROBE, NAMESPACE, other.id],
+                             secrets={"HF_TOKEN": token_file.read_text().strip()}, namespace=NAMESPACE)
+        assert wait_stage(api, handed.id, timeout=60).status.stage == "COMPLETED"
+        assert json.loads(list(api.fetch_job_logs(job_id=handed.id, namespace=NAMESPACE))[-1]) == TOKEN_PROBE_DENIED
+        assert api.inspect_job(job_id=other.id, namespace=NAMESPACE).status.stage == "RUNNING"
+        api.cancel_job(job_id=other.id, namespace=NAMESPACE)
+        limited = api.run_job(image="ubuntu", command=["cat", "/proc/self/limits"], flavor="cpu-basic",
+                              namespace=NAMESPACE)
+        assert wait_stage(api, limited.id, timeout=60).status.stage == "COMPLETED"
+        shown = "\n".join(api.fetch_job_logs(job_id=limited.id, namespace=NAMESPACE))
+        assert f"Max processes             {PROCESS_LIMIT}" in shown, shown
+        assert f"Max resident set          {160 * 2**20}" in shown, shown  # capped by CONSOLE_JOB_MEMORY_MB
+        grow = api.run_job(image="python:3.12", command=["python3", "-c", GROW], flavor="cpu-basic",
+                           namespace=NAMESPACE)
+        killed = wait_stage(api, grow.id, timeout=60).status
+        assert killed.stage == "ERROR", killed
+        assert (killed.message or "").startswith("Job killed: over its memory limit"), killed
         status = dict(line.split(":\t", 1) for line in logs if ":\t" in line)
         assert status["CapEff"].strip() == "0000000000000000" and status["CapPrm"].strip() == "0000000000000000"
         assert status["NoNewPrivs"].strip() == "1"

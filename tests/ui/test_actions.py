@@ -6,6 +6,7 @@ import json
 import os
 import stat
 import sys
+from pathlib import Path
 
 from tests.jobwait import wait_stage
 from tests.ui.conftest import (
@@ -118,7 +119,9 @@ async def test_submit_creates_a_job_with_the_padded_timeout_and_labels(backend, 
     assert all(len(v) <= 63 for v in labels.values())
     # shipped as HF would run it: the recipe from the mounted bundle, no path of this machine in the job
     assert raw["command"][:3] == ["uv", "run", f"{jobspec.TRAINING_MOUNT}/sft_lora.py"]
-    assert [v["mountPath"] for v in raw["volumes"]] == [jobspec.TRAINING_MOUNT]
+    # and the dataset file typed, shipped too: mounted read-only where its folder is, holding it alone
+    assert [v["mountPath"] for v in raw["volumes"]] == [jobspec.TRAINING_MOUNT, str(Path(dataset).parent)]
+    assert raw["volumes"][1]["readOnly"] and raw["volumes"][1]["path"].startswith("datasets/")
     shipped = [arg for arg in raw["command"] if arg != dataset]  # the file typed is the user's own
     assert str(paths.training_dir()) not in json.dumps([shipped, raw.get("environment")])
     backend.api.cancel_job(job_id=train.id, namespace=backend.namespace)

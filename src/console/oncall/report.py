@@ -143,6 +143,8 @@ class WatchReport:
             "stalled": [s.to_dict() for s in self.stalled],
             "overruns": [f.to_dict() for f in self.overruns],
             "problems": list(self.problems),
+            # the month's money, as `console ledger --summary --json` gives it (one projection)
+            "money": self.summary.to_dict() if self.summary is not None else None,
         }
 
     def status(self) -> dict[str, Any]:

@@ -51,6 +51,7 @@ from starlette.routing import Route
 from console.server import paths
 from console.server.bucket_routes import bucket_routes
 from console.server.core import JobsService
+from console.server.grants import Grants
 from console.server.openapi import openapi_doc
 from console.server.repo_routes import ANONYMOUS, repo_routes
 from console.server.reserve import is_disk_full
@@ -122,7 +123,7 @@ class _Json(JSONResponse):
 _PUBLIC_METHODS = ("GET", "HEAD", "POST")
 
 
-def guard(service: JobsService, token: str) -> Callable[..., Handler]:
+def guard(service: JobsService, token: str, grants: Grants | None = None) -> Callable[..., Handler]:
     """What every route goes through: the bearer token (401 without it, compared in constant
     time), the namespace it names (404 unless it is the server's), and the answer to whatever the
     route raises: its own 4xx, 507 for a full disk, a logged JSON 500 for anything else.
@@ -130,17 +131,23 @@ def guard(service: JobsService, token: str) -> Callable[..., Handler]:
     A route guarded with `public=True` (the model and dataset repo reads, as the Hub serves public
     repos to anyone) also takes a request with no Authorization header at all: it runs marked
     anonymous (`repo_routes.ANONYMOUS` in its scope) and itself serves only reads of public repos
-    to it. A wrong or malformed header is a 401 there too."""
+    to it. A wrong or malformed header is a 401 there too.
+
+    A job's own token (`grants`, :mod:`console.server.grants`) passes where its job may go, and is
+    a 403 naming the job elsewhere."""
     expected = f"Bearer {token}".encode()
 
     def guarded(fn: Handler, public: bool = False) -> Handler:
         async def handler(request: Request) -> Response:
             given = request.headers.get("authorization")
+            grant = grants.find(given) if grants is not None else None
             if given is None and public and request.method in _PUBLIC_METHODS:
                 request.scope[ANONYMOUS] = True
-            elif not hmac.compare_digest((given or "").encode(), expected):
+            elif grant is None and not hmac.compare_digest((given or "").encode(), expected):
                 return _error(401, "Invalid credentials in Authorization header")
             try:
+                if grant is not None and grants is not None and (why := await grants.allows(grant, request)):
+                    return _error(403, why)
                 raw = request.scope.get("raw_path")
                 check_path_id(raw.decode("latin-1") if raw else request.url.path)
                 ns = request.path_params.get("namespace")
@@ -168,10 +175,11 @@ def _internal(request: Request, exc: BaseException) -> Response:
                   "see `console server logs`")
 
 
-def create_app(service: JobsService, token: str, models: Iterable[str] = ()) -> Any:
-    """The Starlette app serving `service`, guarded by `token`; `models` are the Hub model repos
-    whose model info it answers (`HfApi.model_info`), as the Hub does for existing models."""
-    guarded = guard(service, token)
+def create_app(service: JobsService, token: str, models: Iterable[str] = (), grants: Grants | None = None) -> Any:
+    """The Starlette app serving `service`, guarded by `token` (and the jobs' own tokens, `grants`);
+    `models` are the Hub model repos whose model info it answers (`HfApi.model_info`), as the Hub
+    does for existing models."""
+    guarded = guard(service, token, grants)
     known_models = frozenset(models)
 
     def labels_filter(request: Request) -> dict[str, str]:

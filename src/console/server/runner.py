@@ -27,7 +27,6 @@ import shutil
 import signal
 import sqlite3
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -37,9 +36,10 @@ from typing import IO, Any
 
 import psutil
 
-from console.server import paths, sandbox
+from console.server import limits, paths, sandbox
 from console.server.commands import plan_command
 from console.server.fetcher import Fetcher
+from console.server.jobenv import cpu_share, format_seconds, job_environment
 from console.server.joblog import LOG_CAP_BYTES, LogSink, append_log, log_event, pump, write_whole
 from console.server.reserve import Reserve, is_disk_full
 from console.server.store import JobRecord, Store
@@ -58,83 +58,6 @@ TERM_GRACE_SECONDS = 3.0
 DISK_FULL_MESSAGE = "disk full: the job's log could not be written"
 NO_SANDBOX_VOLUMES = "volumes need the sandbox (bubblewrap), which this machine lacks"
 NO_SANDBOX_REDIRECT = "no sandbox: the command's paths under it lead to its folder on this machine"
-_PASS_ENV = {
-    "PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "SHELL", "TERM",
-    "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "HF_HOME",
-    "HF_HUB_CACHE", "HF_DATASETS_CACHE", "HUGGINGFACE_HUB_CACHE", "TRANSFORMERS_CACHE",
-    "TORCH_HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "CUDA_VISIBLE_DEVICES",
-    "OMP_NUM_THREADS", "MKL_NUM_THREADS", "TOKENIZERS_PARALLELISM",
-}
-_PASS_PREFIXES = ("LC_", "UV_", "PIP_")
-
-
-def format_seconds(seconds: float) -> str:
-    """`45s`, `2m 5s`, `1h 30m` — how timeouts read in messages."""
-    s = int(round(seconds))
-    if s < 60:
-        return f"{s}s"
-    if s < 3600:
-        m, s = divmod(s, 60)
-        return f"{m}m {s}s" if s else f"{m}m"
-    h, rest = divmod(s, 3600)
-    m = rest // 60
-    return f"{h}h {m}m" if m else f"{h}h"
-
-
-def cpu_share(max_running: int) -> int:
-    """The threads a job's numeric libraries may use: this machine's cores shared among the
-    server's job slots (at least one). Jobs on HF Jobs have their flavor's cores to themselves;
-    here up to `max_running` jobs share one machine, and BLAS / OpenMP pools sized to every core
-    spin against each other when several run (a step of a tiny model then takes seconds)."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cores = os.cpu_count() or 1
-    return max(1, cores // max(1, max_running))
-
-
-def job_environment(job: JobRecord, *, sandboxed: bool = False, hub_endpoint: str | None = None,
-                    threads: int | None = None) -> dict[str, str]:
-    """The environment a job's process starts with.
-
-    A clean base (PATH, HOME, locale, caches; never the server's own tokens), the server's Python
-    first on PATH, then the job's `environment`, then its `secrets`, plus what the console's jobs
-    rely on: $JOB_ID, $CONSOLE_ARTIFACTS_DIR (the folder of a run that names no Hub repo), $TRACKIO_DIR (the
-    shared Trackio store), PYTHONUNBUFFERED=1 so logs stream, and HF_HUB_OFFLINE=1 unless the job
-    sets it. $CONSOLE_ARTIFACTS_DIR is the job's tenant's folder of the store (its `tenant` label).
-    `sandboxed`: $HOME, the XDG folders and the caches are the sandbox's (:func:`sandbox.job_environment`).
-    `hub_endpoint`: this server's URL, the job's $HF_ENDPOINT unless it sets one: the local Hub
-    its repos and downloads go to, as a job on HF Jobs reaches huggingface.co (with the token it
-    is given as a secret, if any; none is given otherwise).
-    `threads`: $OMP_NUM_THREADS and $MKL_NUM_THREADS (the job's share of the cores,
-    :func:`cpu_share`) unless the server's environment or the job sets them.
-    """
-    env = {
-        k: v for k, v in os.environ.items() if k in _PASS_ENV or k.startswith(_PASS_PREFIXES)
-    }
-    bindir = str(Path(sys.executable).parent)
-    env["PATH"] = bindir + os.pathsep + env.get("PATH", os.defpath)
-    env["PYTHONUNBUFFERED"] = "1"
-    env["HF_HUB_DISABLE_TELEMETRY"] = "1"
-    env["JOB_ID"] = job.id
-    env["CONSOLE_ARTIFACTS_DIR"] = str(paths.tenant_artifacts_dir((job.labels or {}).get("tenant")))
-    env["TMPDIR"] = str(paths.job_workdir(job.id) / ".tmp")
-    env["TRACKIO_DIR"] = str(paths.trackio_dir())
-    if hub_endpoint:
-        env["HF_ENDPOINT"] = hub_endpoint
-    if threads:
-        for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-            env.setdefault(name, str(threads))
-    if sandboxed:
-        env.update(sandbox.job_environment(paths.job_workdir(job.id)))
-    user_env = dict(job.spec.get("environment") or {})
-    env.update(user_env)
-    env.update(job.secrets)
-    if "HF_HUB_OFFLINE" not in user_env and "HF_HUB_OFFLINE" not in job.secrets:
-        env["HF_HUB_OFFLINE"] = "1"
-    return env
-
-
 @dataclass
 class _Running:
     job: JobRecord
@@ -151,6 +74,8 @@ class _Running:
     its finishedAt (its billed running time ends there, not once its folder is cleaned up)."""
     timer: threading.Timer | None = None
     """Kills the job at its deadline (:meth:`Runner._time_out`)."""
+    watch: limits.Watch | None = None
+    over: str | None = None  # the limit it went over, in words (reason "limit")
 
 
 def _signal_group(pgid: int, sig: int) -> bool:
@@ -205,6 +130,10 @@ class Runner:
         self.on_finish: list[Callable[[JobRecord], Any]] = []
         """Called (in the runner thread) once a job's run has ended and its process group is gone."""
         self.log_cap_bytes = log_cap_bytes
+        self.caps = limits.Caps.from_env()
+        """The server's caps on each job's flavor limits (:mod:`console.server.limits`)."""
+        self.grant: Callable[[JobRecord], dict[str, str]] = lambda job: dict(job.secrets)
+        """A job's secrets as it starts with them (the server's token replaced: :mod:`console.server.grants`)."""
         self.hub_endpoint: str | None = None
         """This server's URL once it listens: each job's $HF_ENDPOINT (:func:`job_environment`)."""
         self.max_running = max(1, max_running)
@@ -316,6 +245,9 @@ class Runner:
             if rc is None:
                 if running.reason is None and now >= running.deadline:
                     self._time_out(running)  # its timer is late (it never is by more than a tick)
+                elif running.reason is None and running.watch and (over := running.watch.over()):
+                    running.over = over
+                    self._time_out(running, "limit")  # killed at once, as at its timeout
                 elif (
                     running.reason is not None
                     and running.term_sent_at is not None
@@ -382,14 +314,16 @@ class Runner:
         started = time.time()
         clock = time.monotonic()  # the job's timeout counts from here, as its running time does
         isolation = sandbox.detect()
+        secrets, job_limits = self.grant(job), self.caps.for_flavor(job.spec.get("flavor"))
         env = job_environment(job, sandboxed=isolation.available, hub_endpoint=self.hub_endpoint,
-                              threads=cpu_share(self.max_running))
+                              threads=cpu_share(self.max_running), secrets=secrets)
         Path(env["TMPDIR"]).mkdir(parents=True, exist_ok=True)
         writable = [Path(env["CONSOLE_ARTIFACTS_DIR"]), paths.trackio_dir(), *sandbox.shared_caches()]
         try:
             mounts = self._mounts(job, isolation, log_fh, plan.argv)
             command = plan.argv if isolation.available else redirect_to_mounts(plan.argv, mounts)
-            argv = sandbox.wrap(command, isolation, workdir=workdir, writable=writable, mounts=mounts, env=env)
+            argv = sandbox.wrap(command, isolation, workdir=workdir, writable=writable, mounts=mounts, env=env,
+                                limits=job_limits.prlimit_argv())
             if script is not None:
                 if script.outcome():
                     raise _LaunchRefused(script.outcome() or "")
@@ -418,13 +352,14 @@ class Runner:
                 self.store.update_job(job.id, started_at=started)
             self.store.finish_job_if_active(job.id, "ERROR", reason, time.time())
             return
-        redact = sorted((v for v in job.secrets.values() if len(v) >= 4), key=len, reverse=True)
+        redact = sorted((v for v in {**job.secrets, **secrets}.values() if len(v) >= 4), key=len, reverse=True)
         sink = LogSink(log_fh, redact, self.log_cap_bytes, lambda exc, job_id=job.id: self._log_failed(job_id, exc))
         pump_thread = threading.Thread(target=pump, args=(popen, sink), name=f"console-job-log-{job.id}", daemon=True)
         timeout = float(job.spec.get("timeoutSeconds") or 1800)
         running = _Running(
             job=job, popen=popen, workdir=workdir, log_fh=log_fh,
             deadline=clock + timeout, pump=pump_thread, redact=redact,
+            watch=limits.Watch(popen.pid, workdir, job_limits),
         )
         running.timer = threading.Timer(max(0.0, running.deadline - time.monotonic()), self._time_out, (running,))
         running.timer.daemon = True
@@ -469,13 +404,13 @@ class Runner:
         write_whole(log_fh, "".join(log_event(line) + "\n" for line in lines))
         return mounts
 
-    def _time_out(self, running: _Running) -> None:
-        """The job reached its timeout: kill its whole process group now (no grace: the timeout is
-        the job's limit, and a job asked to stop could run on past it), and end its run here."""
+    def _time_out(self, running: _Running, reason: str = "timeout") -> None:
+        """The job reached its timeout (or went over a limit): kill its whole process group now (no
+        grace: a job asked to stop could run on past it), and end its run here."""
         with self._lock:
             if running.reason is not None or running.ended_at is not None or running.popen.poll() is not None:
                 return
-            running.reason = "timeout"
+            running.reason = reason
             running.ended_at = time.time()
             running.term_sent_at = time.monotonic()
             _signal_group(running.popen.pid, signal.SIGKILL)
@@ -564,6 +499,8 @@ class Runner:
             return "ERROR", f"Job timed out after {format_seconds(timeout)} (timeoutSeconds)"
         if running.reason == "stop":
             return "ERROR", SERVER_STOPPED_MESSAGE
+        if running.reason == "limit":
+            return "ERROR", running.over
         if rc == 0:
             return "COMPLETED", None
         if rc > 0:

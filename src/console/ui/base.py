@@ -90,7 +90,9 @@ class ConsoleBase(App[None]):
         self.query_one(StatusLine).mark_snapshot(at)
 
     def _fresh_data(self, at: datetime) -> None:
-        self.query_one(StatusLine).mark_ok(at)
+        line = self.query_one(StatusLine)
+        line.set_endpoint(self.session.endpoint)  # where it answered: a restarted server's new port
+        line.mark_ok(at)
 
     def _backend_connected(self, endpoint: str) -> None:
         try:
