@@ -20,12 +20,13 @@ import html
 import json
 import secrets
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from console.server.repofiles import Commit
 from console.server.wire import ApiError, iso
 
-if TYPE_CHECKING:
-    from console.server.repos import Commit, RepoStore
+RepoStore = Any
+"""`console.server.repos.RepoStore` (which imports this module for its tables and ref names)."""
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS discussions (
