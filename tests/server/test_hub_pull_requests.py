@@ -79,3 +79,15 @@ def test_a_pr_that_conflicts_with_main_is_refused_and_can_be_closed(server, api:
     second = api.create_pull_request(REPO, "An empty one")
     assert second.num == 2 and second.is_pull_request
     assert api.list_repo_refs(REPO, include_pull_requests=True).pull_requests[1].ref == "refs/pr/2"
+
+
+def test_a_pr_commit_that_fails_opens_no_pr(server, api: HfApi) -> None:
+    api.create_repo(REPO)
+    bad = b"\n".join([b'{"key": "header", "value": {"summary": "s"}}',
+                       b'{"key": "lfsFile", "value": {"path": "w.bin", "algo": "sha256", "oid": "' + b"9" * 64
+                       + b'", "size": 5}}'])
+    r = httpx.post(f"{server.url}/api/models/{REPO}/commit/main?create_pr=1", content=bad,
+                   headers={"Authorization": f"Bearer {server.token}", "Content-Type": "application/x-ndjson"})
+    assert r.status_code == 422
+    assert list(api.get_repo_discussions(REPO)) == []
+    assert api.list_repo_refs(REPO, include_pull_requests=True).pull_requests == []

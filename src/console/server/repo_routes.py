@@ -439,7 +439,7 @@ def repo_routes(
                 and summary.strip():
             if num is not None:
                 raise ApiError(400, "create_pr: a pull request opens against a branch, not refs/pr/N")
-            num = await call(d.open, repo_type, repo_id, summary, header.get("description") or None, True,
+            num = await call(d.open, repo_type, repo_id, summary[:500], header.get("description") or None, True,
                              branch.removeprefix("refs/heads/"), header.pop("parentCommit", None))
             branch, opened = f"refs/pr/{num}", True
         else:
