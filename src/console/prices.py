@@ -101,11 +101,12 @@ class FlavorSpec:
 # Memory, Ephemeral Storage) of huggingface/hub-docs docs/hub/jobs-pricing.md
 # (https://huggingface.co/docs/hub/jobs-pricing), whose prices match reference §3. The pretty names
 # follow HF's `list_jobs_hardware` answers in tests/contract/hf_shapes.py ("CPU Basic", "Nvidia L4 -
-# x1", "Nvidia RTX PRO 6000 - x2", "Nvidia B200"): the GPU's name, then the flavor's suffix. That
-# file's cpu-basic lists 20 GB of ephemeral storage where the docs say 50 GB; the docs are used.
+# x1", "Nvidia RTX PRO 6000 - x2", "Nvidia B200"): the GPU's name, then the flavor's suffix. Where
+# that file (HF's live answer) gives a figure it is used: cpu-basic's 20 GB of ephemeral storage,
+# where the docs say 50 GB. Every other figure agrees between the two.
 # A flavor no source gives is left out (its hardware entry then has no cpu/ram, as HF's would not).
 FLAVOR_SPECS: dict[str, FlavorSpec] = {
-    "cpu-basic": FlavorSpec("CPU Basic", 2, 16, 50),
+    "cpu-basic": FlavorSpec("CPU Basic", 2, 16, 20),
     "cpu-upgrade": FlavorSpec("CPU Upgrade", 8, 32, 50),
     "cpu-xl": FlavorSpec("CPU XL", 16, 124, 1000),
     "cpu-performance": FlavorSpec("CPU Performance", 32, 256, 1024),

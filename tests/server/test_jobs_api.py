@@ -279,7 +279,8 @@ def test_hardware_carries_hf_names_cpu_and_ram(api: HfApi) -> None:
     for theirs in shapes.hardware():
         if theirs.name in ours:
             mine = ours[theirs.name]
-            assert (mine.pretty_name, mine.cpu, mine.ram) == (theirs.pretty_name, theirs.cpu, theirs.ram)
+            assert (mine.pretty_name, mine.cpu, mine.ram, mine.ephemeral_storage) == (
+                theirs.pretty_name, theirs.cpu, theirs.ram, theirs.ephemeral_storage)
     assert all("N/A" not in (hw.cpu, hw.ram, hw.ephemeral_storage) for hw in ours.values())
     assert (ours["h200x8"].cpu, ours["h200x8"].ram, ours["cpu-xl"].pretty_name) == ("184 vCPU", "2048 GB", "CPU XL")
 
