@@ -26,11 +26,21 @@ HERE = Path(__file__).resolve().parent
 DEFAULT_TESTS = [
     "tests/test_buckets.py",
     "tests/test_buckets_cli.py",
+    "tests/test_buckets_hf_file_system.py",
+    "tests/test_bucket_live_follow.py",
     "tests/test_hf_api.py",
     "tests/test_file_download.py",
     "tests/test_snapshot_download.py",
     "tests/test_commit_api.py",
+    "tests/test_hf_file_system.py",
+    "tests/test_copy_files.py",
+    "tests/test_xet_upload.py",
+    "tests/test_upload_pipeline.py",
+    "tests/test_cli.py",
 ]
+"""Every test file of the sdist that calls a server (the others test the client alone)."""
+TEST_TIMEOUT_S = int(os.environ.get("UPSTREAM_TEST_TIMEOUT", "900"))
+"""pytest-timeout's limit per test: a large-file test on a busy machine takes minutes."""
 USER = "__DUMMY_HUB_USER__"  # testing_constants.USER in the sdist
 
 
@@ -74,7 +84,7 @@ def main(argv: list[str]) -> int:
                    HF_HUB_DISABLE_UPDATE_CHECK="1", HF_HUB_DISABLE_PROGRESS_BARS="1", NO_COLOR="1", COLUMNS="200",
                    PYTHONPATH=os.pathsep.join(filter(None, [str(cache / "pydeps"), os.environ.get("PYTHONPATH")])))
         cmd = [sys.executable, "-m", "pytest", "-o", "addopts=", "-p", "no:cacheprovider", "-q", "-rfE",
-               "--timeout", "180", "-m", "not production and not git_lfs", *(argv or DEFAULT_TESTS)]
+               "--timeout", str(TEST_TIMEOUT_S), "-m", "not production and not git_lfs", *(argv or DEFAULT_TESTS)]
         return subprocess.run(cmd, cwd=src, env=env).returncode
     finally:
         server.stop()

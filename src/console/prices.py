@@ -85,6 +85,55 @@ SHIPPED_FLAVORS: tuple[Flavor, ...] = (
     _cpu("cpu-performance", 1.90, "dataset prep, GGUF"),
 )
 
+@dataclass(frozen=True)
+class FlavorSpec:
+    """What HF publishes of one flavor's machine besides its GPUs and price."""
+
+    pretty_name: str
+    """The flavor's name in `list_jobs_hardware` (`prettyName`)."""
+    vcpu: int
+    ram_gb: int
+    storage_gb: int
+    """Ephemeral storage (the job's disk), in GB."""
+
+
+# HF's published machine figures per flavor, from the Jobs pricing tables ("CPU" and "GPU": CPU,
+# Memory, Ephemeral Storage) of huggingface/hub-docs docs/hub/jobs-pricing.md
+# (https://huggingface.co/docs/hub/jobs-pricing), whose prices match reference §3. The pretty names
+# follow HF's `list_jobs_hardware` answers in tests/contract/hf_shapes.py ("CPU Basic", "Nvidia L4 -
+# x1", "Nvidia RTX PRO 6000 - x2", "Nvidia B200"): the GPU's name, then the flavor's suffix. Where
+# that file (HF's live answer) gives a figure it is used: cpu-basic's 20 GB of ephemeral storage,
+# where the docs say 50 GB. Every other figure agrees between the two.
+# A flavor no source gives is left out (its hardware entry then has no cpu/ram, as HF's would not).
+FLAVOR_SPECS: dict[str, FlavorSpec] = {
+    "cpu-basic": FlavorSpec("CPU Basic", 2, 16, 20),
+    "cpu-upgrade": FlavorSpec("CPU Upgrade", 8, 32, 50),
+    "cpu-xl": FlavorSpec("CPU XL", 16, 124, 1000),
+    "cpu-performance": FlavorSpec("CPU Performance", 32, 256, 1024),
+    "t4-small": FlavorSpec("Nvidia T4 - small", 4, 15, 50),
+    "t4-medium": FlavorSpec("Nvidia T4 - medium", 8, 30, 100),
+    "l4x1": FlavorSpec("Nvidia L4 - x1", 8, 30, 400),
+    "l4x4": FlavorSpec("Nvidia L4 - x4", 48, 186, 3200),
+    "l40sx1": FlavorSpec("Nvidia L40S - x1", 8, 62, 380),
+    "l40sx4": FlavorSpec("Nvidia L40S - x4", 48, 382, 3200),
+    "l40sx8": FlavorSpec("Nvidia L40S - x8", 192, 1534, 6500),
+    "a10g-small": FlavorSpec("Nvidia A10G - small", 4, 15, 110),
+    "a10g-large": FlavorSpec("Nvidia A10G - large", 12, 46, 200),
+    "a10g-largex2": FlavorSpec("Nvidia A10G - largex2", 24, 92, 1000),
+    "a10g-largex4": FlavorSpec("Nvidia A10G - largex4", 48, 184, 2000),
+    "a100-large": FlavorSpec("Nvidia A100 - large", 12, 142, 1000),
+    "a100x4": FlavorSpec("Nvidia A100 - x4", 48, 568, 4000),
+    "a100x8": FlavorSpec("Nvidia A100 - x8", 96, 1136, 8000),
+    "h200": FlavorSpec("Nvidia H200", 23, 256, 3000),
+    "h200x2": FlavorSpec("Nvidia H200 - x2", 46, 512, 6000),
+    "h200x4": FlavorSpec("Nvidia H200 - x4", 92, 1024, 12000),
+    "h200x8": FlavorSpec("Nvidia H200 - x8", 184, 2048, 24000),
+    "rtx-pro-6000": FlavorSpec("Nvidia RTX PRO 6000", 23, 256, 475),
+    "rtx-pro-6000x4": FlavorSpec("Nvidia RTX PRO 6000 - x4", 92, 1024, 1900),
+    "rtx-pro-6000x8": FlavorSpec("Nvidia RTX PRO 6000 - x8", 184, 2048, 3800),
+}
+
+
 # Reference §4: "multipliers ≈ a100-large 0.7, a10g-large 1.0, l4x1 1.2, a10g-small 1.3, t4-small 2.0".
 REFERENCE_MULTIPLIERS: dict[str, float] = {
     "a100-large": 0.7,

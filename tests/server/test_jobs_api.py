@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import sys
 import time
+from pathlib import Path
 
 import httpx
 import pytest
@@ -265,6 +267,21 @@ def test_hardware_comes_from_the_price_data(api: HfApi) -> None:
     assert l4.unit_cost_usd == pytest.approx(0.80 / 60, rel=1e-4)
     assert l4.accelerator is not None and l4.accelerator.vram == "24 GB"
     assert hardware["cpu-basic"].accelerator is None
+
+
+def test_hardware_carries_hf_names_cpu_and_ram(api: HfApi) -> None:
+    """As HF lists them (tests/contract/hf_shapes.py): its pretty names, vCPUs and RAM, never "N/A"."""
+    spec = importlib.util.spec_from_file_location("hf_shapes", Path(__file__).parents[1] / "contract" / "hf_shapes.py")
+    shapes = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(shapes)
+    ours = {hw.name: hw for hw in api.list_jobs_hardware()}
+    for theirs in shapes.hardware():
+        if theirs.name in ours:
+            mine = ours[theirs.name]
+            assert (mine.pretty_name, mine.cpu, mine.ram, mine.ephemeral_storage) == (
+                theirs.pretty_name, theirs.cpu, theirs.ram, theirs.ephemeral_storage)
+    assert all("N/A" not in (hw.cpu, hw.ram, hw.ephemeral_storage) for hw in ours.values())
+    assert (ours["h200x8"].cpu, ours["h200x8"].ram, ours["cpu-xl"].pretty_name) == ("184 vCPU", "2048 GB", "CPU XL")
 
 
 def test_requests_without_the_token_get_401(server) -> None:

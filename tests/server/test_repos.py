@@ -213,15 +213,12 @@ def test_a_bad_create_names_the_field_and_creates_nothing(server, api: HfApi, pa
     assert not api.repo_exists(f"{NAMESPACE}/x")
 
 
-def test_bad_ref_names_and_pull_requests_are_refused(server, api: HfApi) -> None:
+def test_bad_ref_names_are_refused(server, api: HfApi) -> None:
     api.create_repo(REPO)
     for bad in ("a..b", "has space", "-dash"):
         with pytest.raises(HfHubHTTPError) as exc:
             api.create_tag(REPO, tag=bad)
         assert exc.value.response.status_code == 400 and "tag" in exc.value.response.json()["error"]
-    with pytest.raises(HfHubHTTPError) as exc:
-        api.upload_file(path_or_fileobj=b"x", path_in_repo="x.txt", repo_id=REPO, create_pr=True)
-    assert "create_pr" in exc.value.response.json()["error"]
     refs = api.list_repo_refs(REPO)
     assert refs.tags == [] and [b.name for b in refs.branches] == ["main"]
 

@@ -30,16 +30,13 @@ from pathlib import Path
 
 import psutil
 
+from console.prices import FLAVOR_SPECS
+
 GB = 1000**3
-FLAVOR_RAM_GB: dict[str, int] = {
-    "cpu-basic": 16, "cpu-upgrade": 32,
-    "t4-small": 15, "t4-medium": 30, "l4x1": 30, "l4x4": 186,
-    "a10g-small": 15, "a10g-large": 46, "a10g-largex2": 92, "a10g-largex4": 184,
-    "a100-large": 142, "l40sx1": 62, "l40sx4": 382, "l40sx8": 1534,
-}
-"""RAM of each flavor, in GB, as HF lists it."""
-FLAVOR_DISK_GB: dict[str, int] = {"cpu-basic": 20, "l4x1": 400}
-"""Ephemeral storage of the flavors whose figure HF's hardware list gives (`ephemeralStorage`)."""
+FLAVOR_RAM_GB: dict[str, int] = {name: spec.ram_gb for name, spec in FLAVOR_SPECS.items()}
+"""RAM of each flavor, in GB, as HF lists it (`console.prices.FLAVOR_SPECS`, the one table)."""
+FLAVOR_DISK_GB: dict[str, int] = {name: spec.storage_gb for name, spec in FLAVOR_SPECS.items()}
+"""Ephemeral storage of each flavor, in GB, as HF lists it (the same table)."""
 DEFAULT_DISK_BYTES = 50 * GB
 """The working folder's limit for a flavor whose storage is not known here."""
 PROCESS_LIMIT = 1024

@@ -33,7 +33,8 @@ A missing repo, revision or file is a 404 with the Hub's ``X-Error-Code`` (``Rep
 exception classes with its own text. A revision is a branch, a tag, ``refs/heads/x``, ``refs/tags/x``
 or a commit id (full, or a prefix of 7 or more that names one commit). Repo ids are case-insensitive.
 Revisions and paths are read from the raw (percent-encoded) URL: a branch ``a/b`` arrives as ``a%2Fb``
-and is one segment. Pull requests (``create_pr``) are refused with a 400.
+and is one segment. A commit with ``create_pr=1`` opens a pull request, ``refs/pr/N``, and its discussion
+(see :mod:`console.server.discussions`, which serves ``/api/{type}s/{repo}/discussions``).
 
 Without any Authorization header (``token=False``), the reads of a public repo (info, tree,
 paths-info, refs, commits, auth-check, resolve, the listings) are served, as on the Hub; a private or
@@ -57,6 +58,8 @@ from starlette.responses import FileResponse, JSONResponse, Response
 
 from console.server import xetclient
 from console.server.buckets import LocalHub, check_path, check_repo_id
+from console.server.discussions import Discussions, pr_number, refs_listing
+from console.server.discussions import route as discussion_route
 from console.server.repoinfo import add_last_commits, repo_info
 from console.server.repoinfo import listing as listing_of
 from console.server.repomatch import check_card_metadata
@@ -83,7 +86,7 @@ REPO_NOT_FOUND = "Repository not found"
 """The Hub's words for a repo that is missing or not visible to the caller (huggingface_hub shows
 its own longer text and adds this only when it says something more)."""
 _READS = {("GET", ""), ("GET", "revision"), ("GET", "tree"), ("GET", "refs"), ("GET", "commits"),
-          ("POST", "paths-info"), ("GET", "auth-check")}
+          ("POST", "paths-info"), ("GET", "auth-check"), ("GET", "discussions")}
 """The repo API calls a caller without a token may make, on a public repo."""
 
 
@@ -268,14 +271,12 @@ def repo_routes(
                 files_metadata = request.query_params.get("blobs", "").lower() == "true"
                 return JSONResponse(await call(repo_info, s, repo_type, repo_id, at, files_metadata))
             if action == "preupload" and method == "POST":
-                no_pr(request)
                 payload = await read_json_body(request)
                 files = payload.get("files") if isinstance(payload, dict) else None
                 gitignore = payload.get("gitIgnore") if isinstance(payload, dict) else None
                 return JSONResponse(await call(s.upload_modes, repo_type, repo_id, rev, files, gitignore))
             if action in ("xet-write-token", "xet-read-token") and method == "GET":
                 if action == "xet-write-token":
-                    no_pr(request)
                     await call(check_room, s.hub_root, 0)
                 else:
                     await call(s.resolve, repo_type, repo_id, rev)
@@ -309,7 +310,10 @@ def repo_routes(
             if action == "settings" and method == "PUT" and not rest:
                 return await settings(request, s, repo_type, repo_id)
             if action == "refs" and method == "GET":
-                return JSONResponse(await call(s.refs, repo_type, repo_id))
+                prs = request.query_params.get("include_prs", "") in ("1", "true", "True")
+                return JSONResponse(await call(refs_listing, s, repo_type, repo_id, prs))
+            if action == "discussions":
+                return await discussion_route(request, s, repo_type, repo_id, rest, call, reconstructor(request))
             if action == "commits" and method == "GET":
                 history = await call(s.history, repo_type, repo_id, rev)
                 author = [{"user": repo_id.split("/")[0]}]
@@ -387,9 +391,6 @@ def repo_routes(
                 failed.append({"sha256": sha, "error": f"not an LFS file of {repo_id}"})
         return JSONResponse({"duplicated": len(files) - len(failed), "failed": failed})
 
-    def no_pr(request: Request) -> None:
-        if request.query_params.get("create_pr") not in (None, "", "0", "false"):
-            raise ApiError(400, "create_pr: pull requests are not supported by the local Hub; commit to a branch")
 
     def known_model(repo_id: str) -> Response:
         digest = hashlib.sha1(repo_id.encode()).hexdigest()
@@ -415,7 +416,6 @@ def repo_routes(
         return wanted, expand is True or str(expand).lower() in ("true", "1")
 
     async def commit(request: Request, s: RepoStore, repo_type: str, repo_id: str, branch: str) -> Response:
-        no_pr(request)
         parts, size = [], 0
         async for chunk in body_chunks(request):
             parts.append(chunk)
@@ -432,12 +432,31 @@ def repo_routes(
                     raise ApiError(400, f"line {n}: the commit body must be NDJSON (one operation per line)") from None
                 except RecursionError:
                     raise ApiError(400, f"line {n}: nested too deeply") from None
+        header = lines[0].get("value") if lines and isinstance(lines[0], dict) else None
+        summary = header.get("summary") if isinstance(header, dict) else None
+        num, d = pr_number(branch), Discussions(s)
+        if request.query_params.get("create_pr") not in (None, "", "0", "false") and isinstance(summary, str) \
+                and summary.strip():
+            if num is not None:
+                raise ApiError(400, "create_pr: a pull request opens against a branch, not refs/pr/N")
+            num = await call(d.open, repo_type, repo_id, summary[:500], header.get("description") or None, True,
+                             branch.removeprefix("refs/heads/"), header.pop("parentCommit", None))
+            branch, opened = f"refs/pr/{num}", True
+        else:
+            opened = False
         try:
             oid = await call(s.apply_commit, repo_type, repo_id, branch, lines, reconstructor(request))
-        except xetclient.XetUnavailable as exc:
-            raise ApiError(501, str(exc)) from None
+        except BaseException as exc:
+            if opened:
+                await call(d.drop, repo_type, repo_id, num)
+            if isinstance(exc, xetclient.XetUnavailable):
+                raise ApiError(501, str(exc)) from None
+            raise
+        if num is not None:
+            await call(d.committed, repo_type, repo_id, num, summary, oid)
         url = f"{repo_url(request, repo_type, repo_id)}/commit/{oid}"
-        return JSONResponse({"success": True, "commitOid": oid, "commitUrl": url, "pullRequestUrl": None})
+        pr_url = f"{repo_url(request, repo_type, repo_id)}/discussions/{num}" if opened else None
+        return JSONResponse({"success": True, "commitOid": oid, "commitUrl": url, "pullRequestUrl": pr_url})
 
     # -- the legacy LFS upload (a file that huggingface_hub cannot send through Xet) ------
 

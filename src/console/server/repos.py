@@ -31,6 +31,8 @@ from typing import Any
 from console import sqldb
 from console.server import paths
 from console.server.buckets import LocalHub, check_repo_id
+from console.server.discussions import SCHEMA as DISCUSSIONS_SCHEMA
+from console.server.discussions import ref_key
 from console.server.repofiles import (
     Commit,
     Entry,
@@ -95,7 +97,7 @@ class RepoStore:
                 type TEXT, repo TEXT, kind TEXT, name TEXT, oid TEXT, PRIMARY KEY (type, repo, kind, name));
             CREATE TABLE IF NOT EXISTS renames (
                 type TEXT, old TEXT COLLATE NOCASE, new TEXT, PRIMARY KEY (type, old));
-            """
+            """ + DISCUSSIONS_SCHEMA
         )
         self._lock = threading.RLock()
         self._cache_lock = threading.Lock()
@@ -178,7 +180,8 @@ class RepoStore:
         with self._lock:
             self.require(repo_type, repo_id)
             self._db.execute("BEGIN IMMEDIATE")
-            for table, col in (("refs", "repo"), ("commits", "repo"), ("repos", "id"), ("renames", "new")):
+            for table, col in (("refs", "repo"), ("commits", "repo"), ("repos", "id"), ("renames", "new"),
+                               ("discussions", "repo"), ("discussion_events", "repo")):
                 self._db.execute(f"DELETE FROM {table} WHERE type = ? AND {col} = ?", (repo_type, repo_id))
             self._db.execute("COMMIT")
             shutil.rmtree(self.checkout_dir(repo_type, repo_id), ignore_errors=True)
@@ -203,7 +206,8 @@ class RepoStore:
                 raise ApiError(409, f"A {repo_type} repository called {to_id} already exists")
             self._db.execute("BEGIN IMMEDIATE")
             try:
-                for table, col in (("refs", "repo"), ("commits", "repo"), ("repos", "id")):
+                for table, col in (("refs", "repo"), ("commits", "repo"), ("repos", "id"), ("discussions", "repo"),
+                                   ("discussion_events", "repo")):
                     self._db.execute(f"UPDATE {table} SET {col} = ? WHERE type = ? AND {col} = ?",
                                      (to_id, repo_type, from_id))
                 # reads of the old id (and of ids that led to it) now lead to the new one
@@ -268,7 +272,7 @@ class RepoStore:
         return rows[0][0] if rows else None
 
     def resolve(self, repo_type: str, repo_id: str, revision: str) -> Commit:
-        """The commit a branch, tag, `refs/heads/x`, `refs/tags/x` or commit oid names."""
+        """The commit a branch, tag, `refs/heads/x`, `refs/tags/x`, `refs/pr/N` or commit oid names."""
         self.require(repo_type, repo_id)
         name = revision
         kinds = ("branch", "tag")
@@ -276,6 +280,8 @@ class RepoStore:
             name, kinds = name[len("refs/heads/"):], ("branch",)
         elif name.startswith("refs/tags/"):
             name, kinds = name[len("refs/tags/"):], ("tag",)
+        elif name.startswith("refs/pr/"):
+            name, kinds = name[len("refs/pr/"):], ("pr",)
         for kind in kinds:
             oid = self.ref(repo_type, repo_id, kind, name)
             if oid is not None:
@@ -289,16 +295,6 @@ class RepoStore:
                 return self.commit(repo_type, repo_id, rows[0][0])
         raise HubError(404, f"revision {revision[:200]!r} not found in {repo_type} repo {repo_id!r}",
                        "RevisionNotFound")
-
-    def refs(self, repo_type: str, repo_id: str) -> dict[str, list[dict[str, str]]]:
-        self.require(repo_type, repo_id)
-        out: dict[str, list[dict[str, str]]] = {"branches": [], "converts": [], "tags": [], "pullRequests": []}
-        for kind, name, oid in self._q("SELECT kind, name, oid FROM refs WHERE type = ? AND repo = ? "
-                                       "ORDER BY kind, name", (repo_type, repo_id)):
-            prefix = "refs/heads/" if kind == "branch" else "refs/tags/"
-            out["branches" if kind == "branch" else "tags"].append(
-                {"name": name, "ref": prefix + name, "targetCommit": oid})
-        return out
 
     def history(self, repo_type: str, repo_id: str, revision: str) -> list[Commit]:
         """The commits reachable from `revision`, newest first."""
@@ -443,7 +439,7 @@ class RepoStore:
     def _head_tree(self, repo_type: str, repo_id: str, revision: str) -> Tree | None:
         """The tree of branch `revision`, or None for a branch that a commit would create."""
         self.require(repo_type, repo_id)
-        oid = self.ref(repo_type, repo_id, "branch", revision.removeprefix("refs/heads/"))
+        oid = self.ref(repo_type, repo_id, *ref_key(revision))
         return None if oid is None else self.commit(repo_type, repo_id, oid).tree
 
     def apply_commit(self, repo_type: str, repo_id: str, branch: str, lines: list[Any],
@@ -452,7 +448,7 @@ class RepoStore:
 
         Nothing is written (no ref moves) unless every operation is valid."""
         self.require(repo_type, repo_id)
-        branch = branch.removeprefix("refs/heads/")
+        kind, branch = ref_key(branch)
         if not lines or not isinstance(lines[0], dict) or lines[0].get("key") != "header":
             raise ApiError(400, "header: the commit's first line must be {\"key\": \"header\", ...}")
         header = lines[0].get("value")
@@ -513,7 +509,7 @@ class RepoStore:
             else:
                 self._put_blob(data)
         with self._lock:
-            head = self.ref(repo_type, repo_id, "branch", branch)
+            head = self.ref(repo_type, repo_id, kind, branch)
             if head is None:
                 raise HubError(404, f"branch {branch[:200]!r} not found in {repo_type} repo {repo_id!r}",
                                "RevisionNotFound")
@@ -538,14 +534,14 @@ class RepoStore:
                 folders.update(parents)
                 tree[path] = entry
             # the checkout first, then the commit: a commit that fails leaves both as they were
-            on_main = branch == DEFAULT_BRANCH
+            on_main = kind == "branch" and branch == DEFAULT_BRANCH
             if on_main:
                 self._check_out(repo_type, repo_id, tree, before.tree)
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 oid = self._insert_commit(repo_type, repo_id, head, summary, description, time.time(), tree)
-                self._db.execute("UPDATE refs SET oid = ? WHERE type = ? AND repo = ? AND kind = 'branch' "
-                                 "AND name = ?", (oid, repo_type, repo_id, branch))
+                self._db.execute("UPDATE refs SET oid = ? WHERE type = ? AND repo = ? AND kind = ? AND name = ?",
+                                 (oid, repo_type, repo_id, kind, branch))
                 self._db.execute("COMMIT")
             except BaseException:
                 self._rollback()

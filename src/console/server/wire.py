@@ -22,8 +22,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from console import labels
-from console.prices import HF_DEFAULT_TIMEOUT_SECONDS, SHIPPED_FLAVORS
-from console.server.limits import FLAVOR_DISK_GB, FLAVOR_RAM_GB
+from console.prices import FLAVOR_SPECS, HF_DEFAULT_TIMEOUT_SECONDS, SHIPPED_FLAVORS
 from console.server.store import JobRecord, ScheduledJobRecord
 
 KNOWN_FLAVORS = {f.name: f for f in SHIPPED_FLAVORS}
@@ -431,22 +430,16 @@ def scheduled_job_json(sj: ScheduledJobRecord) -> dict[str, Any]:
     }
 
 
-_PRETTY_GPU = {"T4": "Nvidia T4", "L4": "Nvidia L4", "A10G": "Nvidia A10G", "L40S": "Nvidia L40S",
-               "A100": "Nvidia A100", "H200": "Nvidia H200", "RTX PRO 6000": "Nvidia RTX PRO 6000"}
-
-
 def hardware_json() -> list[dict[str, Any]]:
-    """The flavors and prices of `console.prices` in the shape of `JobHardwareInfo`.
-
-    The price data has no CPU figures per flavor, so those say "N/A" rather than guess; RAM and
-    storage are HF's where known (:mod:`console.server.limits`, which holds each job to them).
-    GPU jobs run on this machine's CPU: the flavor only sets the price of the minutes.
+    """The flavors and prices of `console.prices` in the shape of `JobHardwareInfo`, with each
+    flavor's HF name, vCPUs, RAM and ephemeral storage (`console.prices.FLAVOR_SPECS`; a flavor
+    without published figures has none, as HF lists none). GPU jobs run on this machine's CPU: the
+    flavor sets the price of the minutes and the job's limits.
     """
     out: list[dict[str, Any]] = []
     for f in SHIPPED_FLAVORS:
         per_minute = f.price_per_hour / 60.0
         accelerator = None
-        pretty = f.name
         if f.is_gpu:
             qty, _, model = f.gpu.partition("x ")
             accelerator = {
@@ -456,16 +449,14 @@ def hardware_json() -> list[dict[str, Any]]:
                 "vram": f"{f.gpu_memory_gb} GB",
                 "manufacturer": "Nvidia",
             }
-            pretty = f"{_PRETTY_GPU.get(model, model)} - {f.name}"
-        else:
-            pretty = f.name.replace("-", " ").title().replace("Cpu", "CPU")
+        spec = FLAVOR_SPECS.get(f.name)
+        figures = {} if spec is None else {"cpu": f"{spec.vcpu} vCPU", "ram": f"{spec.ram_gb} GB",
+                                           "ephemeralStorage": f"{spec.storage_gb} GB"}
         out.append(
             {
                 "name": f.name,
-                "prettyName": pretty,
-                "cpu": "N/A",
-                "ram": f"{FLAVOR_RAM_GB[f.name]} GB" if f.name in FLAVOR_RAM_GB else "N/A",
-                "ephemeralStorage": f"{FLAVOR_DISK_GB[f.name]} GB" if f.name in FLAVOR_DISK_GB else "N/A",
+                "prettyName": f.name if spec is None else spec.pretty_name,
+                **figures,
                 "accelerator": accelerator,
                 "unitCostMicroUSD": round(per_minute * 1_000_000),
                 "unitCostUSD": round(per_minute, 6),
