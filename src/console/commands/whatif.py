@@ -190,7 +190,10 @@ def _size_warnings(args: argparse.Namespace) -> list[str]:
         out.append(f"builder: {why}; this prices a run that would not be sent (drop --builder-full for one that "
                    "would)")
     if args.model_config:
-        config = vram.read_config(args.model_config)  # read and checked by the memory estimate already
+        try:
+            config = vram.read_config(args.model_config)
+        except vram.FitError:
+            return out  # the memory estimate refuses the file, saying why
         est = vram.estimator()
         why = est.size_problem(args.model_b, est.counted_params(config), base=f"--model-config {args.model_config}",
                                declared_as="--model-b", full=args.method == "full")
