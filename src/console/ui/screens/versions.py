@@ -2,9 +2,10 @@
 
 Each row is a version as `console.adapters.list_versions` reads it (the same as `console adapters
 TENANT`): commit, time, run, job, verdict (PASS, FAIL with its reason, partial), first -> last
-loss and the held-out metric. Failed and partial versions are marked in red and yellow; the live
-one leads with `*`. The view shows what the app already read at once, reads the repo again in a
-thread worker (`ui.live`) and redraws when that read, or the one after a move, comes back.
+loss, the held-out metric and, for a run under `promote = "on_eval"`, both evaluation scores.
+Failed and partial versions are marked in red and yellow; the live one leads with `*`. The view
+shows what the app already read at once, reads the repo again in a thread worker (`ui.live`) and
+redraws when that read, or the one after a move, comes back.
 
 `p` promotes the highlighted version and `b` rolls back (`ui.actions.adapters`): each asks first,
 naming both versions and their figures (`adapters.confirmation`); read-only refuses both, and a
@@ -23,6 +24,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
+from console.adapters import evaluated
 from console.ui import keys
 from console.ui.widgets.jobs_table import plain
 
@@ -36,11 +38,13 @@ COLUMNS = (
     ("verdict", "Verdict", 14),
     ("loss", "Loss", 11),
     ("metric", "Metric", 12),
+    ("eval", "Eval vs live", 20),
     ("time", "Time (UTC)", 16),
     ("job", "Job", 8),
 )
 """At 80 columns the view shows which version is live, its run, verdict, loss and metric; the
-time and the job are a scroll to the right."""
+evaluation (promote = "on_eval": its loss vs the live one's then, and whether it was promoted),
+the time and the job are a scroll to the right."""
 
 
 def version_cells(v: AdapterVersion) -> tuple[str, ...]:
@@ -58,6 +62,7 @@ def version_cells(v: AdapterVersion) -> tuple[str, ...]:
         verdict,
         loss,
         metric,
+        evaluated(v.evaluation, short=True) if v.evaluation is not None else "-",
         v.time[:16].replace("T", " ") or "-",
         v.job_id[-8:] if v.job_id else "-",
     )
