@@ -38,13 +38,13 @@ COLUMNS = (
     ("verdict", "Verdict", 14),
     ("loss", "Loss", 11),
     ("metric", "Metric", 12),
-    ("eval", "Eval vs live", 20),
     ("time", "Time (UTC)", 16),
     ("job", "Job", 8),
+    ("eval", "Eval vs live", 20),
 )
 """At 80 columns the view shows which version is live, its run, verdict, loss and metric; the
-evaluation (promote = "on_eval": its loss vs the live one's then, and whether it was promoted),
-the time and the job are a scroll to the right."""
+time, the job and the evaluation (promote = "on_eval": its loss vs the live one's then, and
+whether it was promoted) are a scroll to the right."""
 
 
 def version_cells(v: AdapterVersion) -> tuple[str, ...]:
@@ -62,9 +62,9 @@ def version_cells(v: AdapterVersion) -> tuple[str, ...]:
         verdict,
         loss,
         metric,
-        evaluated(v.evaluation, short=True) if v.evaluation is not None else "-",
         v.time[:16].replace("T", " ") or "-",
         v.job_id[-8:] if v.job_id else "-",
+        evaluated(v.evaluation, short=True) if v.evaluation is not None else "-",
     )
 
 
