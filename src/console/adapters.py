@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -77,6 +77,9 @@ class AdapterVersion:
     """The step of the newest checkpoint the run pushed to its branch (its manifest says)."""
     dataset_revision: str | None = None
     base_model_revision: str | None = None
+    evaluation: dict[str, Any] | None = None
+    """A run under `promote = "on_eval"`: its evaluation record (training/evaluate_adapter.py's
+    `evaluation.json` on its branch): both scores, and whether it was promoted."""
 
     @property
     def short(self) -> str:
@@ -98,6 +101,11 @@ class AdapterVersion:
         of = f"/{self.steps_total}" if self.steps_total else ""
         ckpt = f", checkpoint {self.checkpoint_step}" if self.checkpoint_step else ", no checkpoint"
         return f"step {self.steps}{of}{ckpt}"
+
+    def evaluated(self) -> str:
+        """`eval loss 1.02 vs live 0.98 (acme-first): kept` for an evaluated run, `awaiting evaluation`
+        for an on_eval run not evaluated yet, else ``."""
+        return evaluated(self.evaluation) if self.evaluation is not None else ""
 
     def describe(self) -> str:
         return f"{self.short} {self.run} {self.verdict} ({self.figures()})"
@@ -206,6 +214,49 @@ def _version(run: str, verdict: str, commit: str, where: str, when: Any, manifes
     )  # fmt: skip
 
 
+EVALUATION = "evaluation.json"
+"""A run's evaluation record on its branch (training/evaluate_adapter.py)."""
+
+
+def _score(side: Any, key: str) -> float | None:
+    return _number(side.get(key)) if isinstance(side, dict) else None
+
+
+def evaluated(record: dict[str, Any], *, short: bool = False) -> str:
+    """An evaluation record in words: both scores (loss, and the recipe's metric) and the outcome
+    (`short`: `1.02 vs 0.98 kept`, for a table's cell)."""
+    if not record:
+        return "awaiting" if short else "awaiting evaluation"
+    outcome = "promoted" if record.get("promoted") is True else "kept"
+    cand, live = record.get("candidate"), record.get("live")
+    c_loss, l_loss = _score(cand, "loss"), _score(live, "loss")
+    if short:
+        return f"{c_loss:.3g} vs {l_loss:.3g} {outcome}" if c_loss is not None and l_loss is not None else outcome
+    if c_loss is None or l_loss is None:
+        why = record.get("reason") if isinstance(record.get("reason"), str) else ""
+        return f"{outcome}: {why[:80]}" if why else outcome
+    live_run = live.get("run") if isinstance(live.get("run"), str) else str(live.get("commit") or "")[:8]
+    text = f"eval loss {c_loss:.4f} vs live {l_loss:.4f} ({live_run[:40]})"
+    metric = record.get("metric") if isinstance(record.get("metric"), str) else None
+    c_m, l_m = _score(cand, metric or ""), _score(live, metric or "")
+    if metric and c_m is not None and l_m is not None:
+        text += f", {metric[:30]} {c_m:.3f} vs {l_m:.3f}"
+    return f"{text}: {outcome}"
+
+
+def _evaluation(api: Any, repo_id: str, run: str) -> dict[str, Any]:
+    """The run's evaluation record; {} when it has none (yet)."""
+    from huggingface_hub.errors import EntryNotFoundError, RevisionNotFoundError
+
+    try:
+        path = api.hf_hub_download(repo_id, EVALUATION, revision=f"{RUN_BRANCH_PREFIX}{run}")
+        with open(path, encoding="utf-8") as fh:
+            data = json.loads(fh.read(1_000_000))
+    except (EntryNotFoundError, RevisionNotFoundError, OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) and data.get("run_name") == run else {}
+
+
 def list_versions(api: Any, repo_id: str, *, live_tag: str = LIVE_TAG, limit: int = MAX_VERSIONS) -> Versions:
     """The repo's versions, newest first, with the live one marked. Raises AdapterError."""
     from huggingface_hub.errors import HfHubHTTPError, RepositoryNotFoundError
@@ -223,8 +274,11 @@ def list_versions(api: Any, repo_id: str, *, live_tag: str = LIVE_TAG, limit: in
             landed.add(run)  # every landed run, so its branch is not read as a run that never landed
             if len(versions) >= limit:
                 continue  # older than the newest `limit`: no manifest read
-            versions.append(_version(run, "PASS", commit.commit_id, "main", commit.created_at,
-                                     _manifest(api, repo_id, commit.commit_id), live_commit))
+            manifest = _manifest(api, repo_id, commit.commit_id)
+            version = _version(run, "PASS", commit.commit_id, "main", commit.created_at, manifest, live_commit)
+            if (manifest or {}).get("promote") == "on_eval":  # its evaluation decides whether it goes live
+                version = replace(version, evaluation=_evaluation(api, repo_id, run))
+            versions.append(version)
         for branch in refs.branches:
             if not branch.name.startswith(RUN_BRANCH_PREFIX):
                 continue

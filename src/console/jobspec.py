@@ -82,9 +82,12 @@ SEED_SCRIPT = "tiny_base.py"
 PREFLIGHT_FLAVOR = "cpu-basic"
 # A dataset check reads the file once: minutes on a CPU flavor (~$0.01), whatever the model size.
 PREFLIGHT_TIMEOUT_SECONDS = 15 * 60
-PROMOTE_POLICIES = ("manual", "on_pass")
+PROMOTE_POLICIES = ("manual", "on_pass", "on_eval")
 """When a passing run moves its repo's live tag (what serving loads): an engineer does (manual,
-the default), or the run itself (on_pass). The recipes' `--promote`."""
+the default), the run itself (on_pass), or an evaluation job that scores it against the live
+adapter (on_eval: `console.promotion`). The recipes' `--promote`."""
+DEFAULT_PROMOTE_MARGIN = 0.01
+"""on_eval: the share of the live adapter's evaluation loss a new one must beat it by."""
 ENCODERS = ("bi", "cross", "sparse")
 """What an embedding run trains (`sentence_transformer.py --kind`)."""
 RECIPE_BATCH_SIZE = {"embedding": 16, "grpo": 8}
@@ -182,8 +185,11 @@ class TrainingRequest:
     """A dataset check's method (`KIND_METHOD` of the run it precedes; None: sft)."""
     hub_model_id: str | None = None
     promote: str | None = None
-    """The live-tag policy of a run that pushes: on_pass moves it; None leaves it to an engineer
-    (the recipes' `--promote`, default manual)."""
+    """The live-tag policy of a run that pushes: on_pass moves it, on_eval leaves it to an
+    evaluation job; None leaves it to an engineer (the recipes' `--promote`, default manual)."""
+    promote_margin: float | None = None
+    """on_eval: the share of the live loss the new adapter must beat (None: DEFAULT_PROMOTE_MARGIN);
+    carried by the job's `margin` label to the evaluation the console submits after its PASS."""
     resume_from: str | None = None
     """The run whose last pushed checkpoint this run continues from (the recipes' `--resume-from`)."""
     resume_done: float = 0.0
@@ -761,6 +767,8 @@ def job_labels(req: TrainingRequest, run_name: str, timeout_seconds: int) -> dic
         "run": label_value(run_name),
         **({"full": "1"} if req.full else {}),
         **({"encoder": req.encoder} if req.kind == "embedding" and req.encoder else {}),
+        **({"margin": number_label(req.promote_margin)}
+           if req.promote == "on_eval" and req.promote_margin is not None else {}),
         # HF does not always echo a timeout back (huggingface_hub's JobSpec reads `timeout`, the
         # API sends `timeoutSeconds`; JobInfo has none): the label keeps it readable
         "timeout": str(int(timeout_seconds)),
@@ -1103,6 +1111,7 @@ def read_request(info: Any) -> TrainingRequest | None:
         lora_r=_int("lora_r"),
         lora_alpha=_int("lora_alpha"),
         promote=values.get("promote") if values.get("promote") in PROMOTE_POLICIES else None,
+        promote_margin=label_number(labels.get("margin")) if values.get("promote") == "on_eval" else None,
         resume_from=values.get("resume_from"),
         hub_model_id=values.get("hub_model_id"),
         run_name=values.get("run_name") or labels.get("run"),

@@ -56,7 +56,27 @@ def test_manual_passes_nothing(folder, policy):
 def test_a_bad_policy_or_one_without_a_repo_is_refused_naming_the_field(folder):
     with pytest.raises(FleetFileError) as bad:
         _fleet(folder, hub_model_id="ops/adapter-{tenant}", promote="always")
-    assert any("promote 'always' must be one of manual, on_pass" in p for p in bad.value.problems)
+    assert any("promote 'always' must be one of manual, on_pass, on_eval" in p for p in bad.value.problems)
     with pytest.raises(FleetFileError) as norepo:
         _fleet(folder, promote="on_pass")
     assert any("promote is for a tenant with a hub_model_id" in p for p in norepo.value.problems)
+
+
+def test_on_eval_and_its_margin_reach_the_run_and_read_back(folder):
+    f = _fleet(folder, hub_model_id="ops/adapter-{tenant}", promote="on_eval", promote_margin=0.05)
+    assert f.tenants[0].promote == "on_eval" and f.tenants[0].promote_margin == 0.05
+    sub = desired_submission(f.tenants[0], f, backend_kind="local", timeout_buffer=1.3, token="tok")
+    args = jobspec.script_args_of(sub.command)
+    assert args[args.index("--promote") + 1] == "on_eval"
+    listed = type("SJ", (), {"labels": sub.labels, "command": sub.command, "arguments": []})()
+    back = jobspec.read_request(listed)
+    assert back.promote == "on_eval" and back.promote_margin == 0.05
+
+
+def test_a_bad_margin_or_one_without_on_eval_is_refused_naming_the_field(folder):
+    with pytest.raises(FleetFileError) as bad:
+        _fleet(folder, hub_model_id="ops/adapter-{tenant}", promote="on_eval", promote_margin=1.5)
+    assert any("promote_margin" in p and "below 1" in p for p in bad.value.problems)
+    with pytest.raises(FleetFileError) as not_eval:
+        _fleet(folder, hub_model_id="ops/adapter-{tenant}", promote="on_pass", promote_margin=0.02)
+    assert any("promote_margin is for promote = \"on_eval\"" in p for p in not_eval.value.problems)

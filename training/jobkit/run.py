@@ -67,7 +67,7 @@ STEP_DELAY_ENV = "CONSOLE_STEP_DELAY_S"  # testing: seconds slept after each ste
 CHECKPOINT_DIR = "last-checkpoint"  # where the latest full checkpoint is pushed on the run's branch
 RUN_BRANCH_PREFIX = "runs/"  # each run's own branch of the Hub repo: runs/<run-name>
 LIVE_TAG = "live"  # the tag of the Hub repo serving loads: moved only to a passing run's commit
-PROMOTE_POLICIES = ("manual", "on_pass")
+PROMOTE_POLICIES = ("manual", "on_pass", "on_eval")
 DEFAULT_TRACKIO_PROJECT = "console"
 RUN_NAME_RE = re.compile(r"^[A-Za-z0-9][\w.-]{0,95}$")
 # The end-of-run verdict (LossMonitor.verdict; the thresholds and why: training/README.md).
@@ -180,8 +180,9 @@ def add_destination_arguments(p: argparse.ArgumentParser) -> None:
         "--promote",
         choices=PROMOTE_POLICIES,
         default="manual",
-        help="a passing run moves the live tag to itself (on_pass) or leaves it where it is (manual, "
-        "the default; the first passing run of a repo with no live tag is made live either way)",
+        help="a passing run moves the live tag to itself (on_pass), leaves it to an evaluation job that "
+        "compares it with the live one (on_eval: evaluate_adapter.py) or where it is (manual, the default); "
+        "the first passing run of a repo with no live tag is made live either way",
     )
     p.add_argument(
         "--live-tag", default=LIVE_TAG, help=f"the tag serving loads (default {LIVE_TAG})"
@@ -476,7 +477,8 @@ def finish(
             f" metric={monitor.metric_name} metric_first={fmt_loss(monitor.first_metric)} "
             f"metric_last={fmt_loss(monitor.last_metric)}"
         )
-    info = {**info, artifact: dest.where, "verdict": "PASS" if passed else "FAIL", "failure": reason or None}
+    info = {**info, artifact: dest.where, "verdict": "PASS" if passed else "FAIL", "failure": reason or None,
+            "promote": live_policy[1]}
     if not is_main_process():  # a rank of a sharded run takes part in gathering the weights, no more
         return rank_finish(trainer, dest, f"{run_name}: final {artifact}", passed), summary
     if not passed:
@@ -498,6 +500,8 @@ def finish(
             tag, policy = live_policy
             if move_live_tag(dest, commit, tag=tag, policy=policy):
                 say(f"live tag {tag} -> {commit}")
+            elif policy == "on_eval":
+                say(f"live tag {tag} left where it is until the evaluation (promote=on_eval)")
             else:
                 say(f"live tag {tag} left where it is (promote={policy})")
         except Exception as e:

@@ -59,6 +59,8 @@ def _line(v) -> str:
     why = f" {v.failure}" if v.failure else ""
     if v.progress():
         why += f" {v.progress()}"
+    if v.evaluated():
+        why += f"; {v.evaluated()}"
     when = v.time[:19].replace("T", " ")
     return f"{mark} {v.short}  {when}  {v.verdict:<7} {v.run:<28} job {job:<8} {v.figures()}{why}"
 

@@ -78,6 +78,8 @@ TENANT_KEYS: dict[str, Key] = {
     "unsloth": Key(bool),
     "hub_model_id": Key(str),
     "promote": Key(str, check=_one_of(jobspec.PROMOTE_POLICIES)),
+    "promote_margin": Key((int, float), check=lambda v: None if 0 <= v < 1
+                          else f"must be a share of the live loss, at least 0 and below 1, got {v!r}"),
     "suspend": Key(bool),
     "kind": Key(str),
     "method": Key(str),  # the older name of `kind`, still read
@@ -115,6 +117,7 @@ _TOP_KEYS = {
     "datasets_cache",
     "hub_model_id",
     "promote",
+    "promote_margin",
     "builder",
 }
 
@@ -147,7 +150,10 @@ class TenantSpec:
     unsloth: bool = False
     hub_model_id: str | None = None
     promote: str | None = None
-    """on_pass: a passing run moves the repo's live tag; None (manual): an engineer promotes."""
+    """on_pass: a passing run moves the repo's live tag; on_eval: an evaluation job does when the
+    run beats the live adapter; None (manual): an engineer promotes."""
+    promote_margin: float | None = None
+    """on_eval: the share of the live loss a new adapter must beat (None: the default, 1%)."""
     suspend: bool = False
     kind: str = "sft"
     """sft | dpo | kto | grpo | reward | embedding (the tenant's `method`), or builder."""
@@ -179,6 +185,7 @@ class TenantSpec:
             lora_alpha=self.lora_alpha,
             hub_model_id=self.hub_model_id,
             promote=self.promote,
+            promote_margin=self.promote_margin,
             kind=self.kind,
             encoder=self.encoder,
             rewards=self.rewards,
@@ -360,6 +367,9 @@ def _tenant(
     if promote is not None and hub_model_id is None:
         errors.append(f"{where}: promote is for a tenant with a hub_model_id (the repo whose live tag it moves)")
     promote = None if promote == "manual" else promote  # manual is the default: nothing to pass
+    margin = v["promote_margin"]
+    if margin is not None and promote != "on_eval":
+        errors.append(f"{where}: promote_margin is for promote = \"on_eval\" (the margin its evaluation asks)")
     kind, encoder = "builder", None
     if not builder:
         kind = _read(kind_key, merged, where, errors) or "sft"
@@ -409,6 +419,7 @@ def _tenant(
             unsloth=bool(v["unsloth"]),
             hub_model_id=hub_model_id,
             promote=promote,
+            promote_margin=float(margin) if margin is not None else None,
             suspend=bool(v["suspend"]),
             kind=kind,
             encoder=encoder,

@@ -11,6 +11,8 @@ A pass (:meth:`Watcher.check`) reads, through the `HfApi` it is given:
    every `BUDGET_EVERY_S`): over `monthly_budget_usd` is an event, once per month and budget;
 2. each job that ended ERROR (or was killed on its timeout): an event with why it failed
    (`console.oncall.why`, from its log tail);
+   Each training job that ended COMPLETED under `promote = "on_eval"`: its evaluation job is
+   submitted, once (`console.promotion.evaluate_ended`), and said as an INFO event;
 3. each RUNNING job's log tail, Trackio run and CPU: its forecast (`console.oncall.forecast`;
    one that will hit its timeout first is an event) and its stall status
    (`console.oncall.stall`; a stall is an event, once per stall);
@@ -53,7 +55,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import Any
 
-from console import jobspec
+from console import jobspec, promotion
 from console.costs import format_duration
 from console.jobs import ACTIVE_STAGES, format_cost, job_row, log_time
 from console.ledger import Ledger, LedgerSummary, ledger_summary, live_prices, month_of, timed_out
@@ -149,6 +151,7 @@ class Watcher:
         """Unix time: ended jobs and alerts from then on are news (`console watch --since`), in
         place of the day before the data dir was first watched. Sent events stay sent."""
         self.project = cfg.trackio.project
+        self.backend_kind = backend_kind
         self._prices: tuple[float, PriceBook] | None = None
         self._last_pass: float | None = None
         """When the last pass began (epoch seconds): the next reads the list back to there."""
@@ -233,6 +236,11 @@ class Watcher:
 
         events += self._budget(jobs, now, prices, report)
         events += self._ended(jobs, now, prices, since)
+        evaluating, problems = promotion.evaluate_ended(  # promote = "on_eval": a passing run's evaluation
+            self.api, jobs, self.store, now=now.timestamp(), since=since, namespace=self.namespace,
+            backend_kind=self.backend_kind, read_only=bool(getattr(self.cfg, "read_only", False)))
+        events += evaluating
+        report.problems += problems
         running = [j for j in jobs if j.status.stage == "RUNNING"]
         report.running = len(running)
         events += self._running(running, now, prices, report)

@@ -52,6 +52,8 @@ FOLLOW_TENANT = (("f-dataset", "dataset"), ("f-hub-model-id", "hub_model_id"))
 KIND_ROWS = (("row-encoder", ("embedding",)), ("row-rewards", ("grpo",)), ("row-full", ("builder",)),
              ("row-unsloth", UNSLOTH_KINDS))
 """Rows that show for some kinds only: (row id, the kinds)."""
+PROMOTE_WORDS = {"manual": "an engineer", "on_pass": "when it passes", "on_eval": "when it scores better"}
+"""Who moves the live tag after a passing run, for the form's Promote choice."""
 
 
 @dataclass(frozen=True)
@@ -153,6 +155,17 @@ class SubmitScreen(Dialog[SubmitResult | None]):
                         compact=True,
                     ),
                 )
+                yield self._row(
+                    "Promote",
+                    Select([(f"{p} ({PROMOTE_WORDS[p]})", p) for p in jobspec.PROMOTE_POLICIES],
+                           value=r.promote or "manual", allow_blank=False, id="f-promote", compact=True),
+                )
+                yield self._row(
+                    "Margin",
+                    Input("" if r.promote_margin is None else f"{r.promote_margin:g}", id="f-promote-margin",
+                          placeholder=f"{jobspec.DEFAULT_PROMOTE_MARGIN:g} (on_eval: share of the live loss)",
+                          compact=True),
+                )
                 yield self._row("Base model", Input(r.base_model, id="f-base-model", compact=True))
                 yield self._row("Model (B)", Input(f"{r.model_b:g}", id="f-model-b", compact=True))
                 yield self._row("Examples", Input(str(r.examples), id="f-examples", compact=True))
@@ -206,6 +219,17 @@ class SubmitScreen(Dialog[SubmitResult | None]):
     def _value(self, field_id: str) -> str:
         return self.query_one(f"#{field_id}", Input).value.strip()
 
+    def _promotion(self) -> tuple[str | None, float | None]:
+        """(promote, promote_margin): None for manual (the default); a margin for on_eval only."""
+        promote = str(self.query_one("#f-promote", Select).value)
+        margin = None
+        if promote == "on_eval" and self._value("f-promote-margin"):
+            margin = self._number("f-promote-margin", "margin")
+            if not 0 <= margin < 1:
+                raise SubmissionError(
+                    f"margin must be a share of the live loss, at least 0 and below 1, got {margin:g}")
+        return (None if promote == "manual" else promote), margin
+
     def _number(self, field_id: str, name: str, kind: type = float) -> float:
         text = self._value(field_id)
         try:
@@ -240,11 +264,14 @@ class SubmitScreen(Dialog[SubmitResult | None]):
             except CostInputError as exc:
                 raise SubmissionError(str(exc)) from None
         kind = self._kind()
+        promote, margin = self._promotion()
         req = replace(
             self.initial,
             tenant=self._value("f-tenant"),
             dataset=self._value("f-dataset"),
             hub_model_id=self._value("f-hub-model-id") or None,
+            promote=promote,
+            promote_margin=margin,
             base_model=self._value("f-base-model"),
             model_b=self._number("f-model-b", "model size"),
             examples=int(self._number("f-examples", "examples", int)),
@@ -262,6 +289,8 @@ class SubmitScreen(Dialog[SubmitResult | None]):
         )
         if not req.base_model:
             raise SubmissionError("base model is required")
+        if promote is not None and not req.hub_model_id:
+            raise SubmissionError(f"promote {promote}: name the Hub repo whose live tag it moves")
         return req, cron
 
     def _build(self) -> SubmitResult:

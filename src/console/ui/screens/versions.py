@@ -2,9 +2,10 @@
 
 Each row is a version as `console.adapters.list_versions` reads it (the same as `console adapters
 TENANT`): commit, time, run, job, verdict (PASS, FAIL with its reason, partial), first -> last
-loss and the held-out metric. Failed and partial versions are marked in red and yellow; the live
-one leads with `*`. The view shows what the app already read at once, reads the repo again in a
-thread worker (`ui.live`) and redraws when that read, or the one after a move, comes back.
+loss, the held-out metric and, for a run under `promote = "on_eval"`, both evaluation scores.
+Failed and partial versions are marked in red and yellow; the live one leads with `*`. The view
+shows what the app already read at once, reads the repo again in a thread worker (`ui.live`) and
+redraws when that read, or the one after a move, comes back.
 
 `p` promotes the highlighted version and `b` rolls back (`ui.actions.adapters`): each asks first,
 naming both versions and their figures (`adapters.confirmation`); read-only refuses both, and a
@@ -23,6 +24,7 @@ from textual.containers import Vertical
 from textual.coordinate import Coordinate
 from textual.widgets import DataTable, Static
 
+from console.adapters import evaluated
 from console.jobs import clean_log_line
 from console.ui import keys
 from console.ui.screens.dialog import Dialog
@@ -40,10 +42,13 @@ COLUMNS = (
     ("run", "Run", None),
     ("loss", "Loss", 11),
     ("metric", "Metric", 12),
+    ("eval", "Eval vs live", 20),
 )
 """At 80 columns the view shows which version is live, its verdict, when it was made and by which
 job, and the start of its run's name; the line under the table says the highlighted version
-whole (its run name, reason, full job id, figures). The Run column is as wide as the longest name."""
+whole (its run name, reason, full job id, figures, its evaluation). The Run column is as wide as
+the longest name; the evaluation (promote = "on_eval": its loss vs the live one's then, and
+whether it was promoted) is last."""
 
 
 def _made(v: AdapterVersion, *, year: bool = False) -> str:
@@ -71,6 +76,7 @@ def version_cells(v: AdapterVersion) -> tuple[str, ...]:
         v.run,
         loss,
         metric,
+        evaluated(v.evaluation, short=True) if v.evaluation is not None else "-",
     )
 
 
@@ -79,8 +85,9 @@ def version_line(v: AdapterVersion) -> str:
     verdict = f"{v.verdict} ({v.failure})" if v.failure else v.verdict
     job = f"by job {v.job_id}" if v.job_id else "by no job it names"
     live = ", live" if v.live else ""
+    scores = f"; {evaluated(v.evaluation)}" if v.evaluation is not None else ""
     return (f"{v.short} {v.run}: {verdict}{live}; made {_made(v, year=True)} UTC {job}, on {v.where}; "
-            f"{v.figures()}")
+            f"{v.figures()}{scores}")
 
 
 class VersionsScreen(Dialog[None]):
