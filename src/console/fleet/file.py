@@ -77,6 +77,9 @@ TENANT_KEYS: dict[str, Key] = {
     "hub_model_id": Key(str),
     "promote": Key(str, check=_one_of(jobspec.PROMOTE_POLICIES)),
     "suspend": Key(bool),
+    "retry": Key(int, check=_whole(0, 10)),
+    "retry_max_usd": Key((int, float), check=lambda v: None if 0 <= v <= 100_000
+                         else f"must be a number from 0 to 100000, got {v!r}"),
     "kind": Key(str),
     "method": Key(str),  # the older name of `kind`, still read
     "encoder": Key(str, check=_one_of(jobspec.ENCODERS)),
@@ -111,6 +114,8 @@ _TOP_KEYS = {
     "datasets_cache",
     "hub_model_id",
     "promote",
+    "retry",
+    "retry_max_usd",
     "builder",
 }
 
@@ -145,6 +150,10 @@ class TenantSpec:
     promote: str | None = None
     """on_pass: a passing run moves the repo's live tag; None (manual): an engineer promotes."""
     suspend: bool = False
+    retry: int = 0
+    """Times a watching console resumes a run killed by its timeout or the infrastructure."""
+    retry_max_usd: float | None = None
+    """The most the retries of one run may cost together."""
     kind: str = "sft"
     """sft | dpo | kto | embedding (the tenant's `method`), or builder."""
     encoder: str | None = None
@@ -173,6 +182,8 @@ class TenantSpec:
             lora_alpha=self.lora_alpha,
             hub_model_id=self.hub_model_id,
             promote=self.promote,
+            retry=self.retry,
+            retry_max_usd=self.retry_max_usd,
             kind=self.kind,
             encoder=self.encoder,
             full=self.full,
@@ -351,6 +362,8 @@ def _tenant(
             errors.append(f"{where}: hub_model_id {why}")
     if promote is not None and hub_model_id is None:
         errors.append(f"{where}: promote is for a tenant with a hub_model_id (the repo whose live tag it moves)")
+    if v["retry"] and hub_model_id is None:
+        errors.append(f"{where}: retry is for a tenant with a hub_model_id (the repo its checkpoints are pushed to)")
     promote = None if promote == "manual" else promote  # manual is the default: nothing to pass
     kind, encoder = "builder", None
     if not builder:
@@ -395,6 +408,8 @@ def _tenant(
             hub_model_id=hub_model_id,
             promote=promote,
             suspend=bool(v["suspend"]),
+            retry=int(v["retry"] or 0),
+            retry_max_usd=float(v["retry_max_usd"]) if v["retry_max_usd"] is not None else None,
             kind=kind,
             encoder=encoder,
             full=full,

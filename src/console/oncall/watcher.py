@@ -10,7 +10,8 @@ A pass (:meth:`Watcher.check`) reads, through the `HfApi` it is given:
    per job id), and with the schedules give the month's projection (`console.ledger.summarize`,
    every `BUDGET_EVERY_S`): over `monthly_budget_usd` is an event, once per month and budget;
 2. each job that ended ERROR (or was killed on its timeout): an event with why it failed
-   (`console.oncall.why`, from its log tail);
+   (`console.oncall.why`, from its log tail); one whose labels ask for retries is resumed from
+   its checkpoint (`console.oncall.retry`), an event too;
 3. each RUNNING job's log tail, Trackio run and CPU: its forecast (`console.oncall.forecast`;
    one that will hit its timeout first is an event) and its stall status
    (`console.oncall.stall`; a stall is an event, once per stall);
@@ -62,6 +63,7 @@ from console.oncall.logtail import read_quietly
 from console.oncall.notify import Event, Notifier
 from console.oncall.recent import RECENT_S, RecentRuns
 from console.oncall.report import StaleLive, WatchReport
+from console.oncall.retry import Retrier
 from console.oncall.stall import StallDetector, cpu_percent
 from console.oncall.store import LiveRead, OnCallStore
 from console.oncall.why import why_failed
@@ -140,6 +142,7 @@ class Watcher:
         notify = cfg.notify
         self.notifier = notifier or Notifier(self.store, notify, write=write, consumer=consumer)
         self.recent = RecentRuns(self.store)
+        self.retrier = Retrier(api, cfg, self.namespace, backend_kind)
         self.detector = StallDetector(
             self.store, stall_after_s=notify.stall_after_s, idle_cpu_pct=notify.stall_cpu_pct
         )
@@ -233,6 +236,7 @@ class Watcher:
 
         events += self._budget(jobs, now, prices, report)
         events += self._ended(jobs, now, prices, since)
+        events += self.retrier.check(jobs, since, prices, self.notifier.already_sent, report.problems)
         running = [j for j in jobs if j.status.stage == "RUNNING"]
         report.running = len(running)
         events += self._running(running, now, prices, report)
