@@ -689,6 +689,10 @@ def refusal(
         return f"hub_model_id {why}"
     if req.resume_from is not None and (not training or not req.hub_model_id):
         return "resume_from needs a training run with a hub_model_id (the repo holding the checkpoint)"
+    if req.retry and (not 0 < req.retry <= 10 or not training or not req.hub_model_id):
+        return "retry is a whole number from 0 to 10, for a training run with a hub_model_id (its checkpoints)"
+    if req.retry_max_usd is not None and not 0 <= req.retry_max_usd <= 100_000:
+        return f"retry_max_usd must be a number from 0 to 100000, got {req.retry_max_usd!r}"
     if backend_kind == "hub" and training:
         if not req.hub_model_id:
             return (
