@@ -145,3 +145,20 @@ def test_the_count_and_the_cost_cap_stop_retries(backend, cfg, tmp_path):
     last = retrier.consider(used_up, prices)
     assert last.kind == "retry_refused" and last.text == "its process was killed; its 2 retries are used up"
     assert _retries(api, ns, capped.id) == _retries(api, ns, used_up.id) == []
+
+
+def test_the_infrastructure_causes_are_the_servers_own_words():
+    from types import SimpleNamespace
+
+    from console.server.runner import SERVER_STOPPED_MESSAGE
+
+    def ended(stage: str, message: str | None):
+        return SimpleNamespace(status=SimpleNamespace(stage=stage, message=message))
+
+    assert infrastructure_cause(ended("ERROR", SERVER_STOPPED_MESSAGE)) == "the server stopped"
+    assert infrastructure_cause(ended("ERROR", "Job was killed by signal SIGKILL")) == "its process was killed"
+    assert infrastructure_cause(ended("ERROR", "Job failed with exit code: 137")) == "its process was killed"
+    assert infrastructure_cause(ended("ERROR", "Job timed out after 30s (timeoutSeconds)")) == "killed by its timeout"
+    for own in (ended("ERROR", "Job failed with exit code: 1"), ended("ERROR", "Job failed with exit code: 1370"),
+                ended("COMPLETED", None), ended("CANCELED", None)):
+        assert infrastructure_cause(own) is None
