@@ -2,7 +2,8 @@
 pushed checkpoint, once, and ends PASS, the retry named in the notifications, the fleet and the
 ledger (a real tiny training run on the embedded server, slowed per step as on a slow GPU). A run
 that failed its own way (a FAIL verdict), one its manifest calls not resumable, and one whose
-retries are used up or would cost more than its cap are not retried."""
+retries are used up or would cost more than its cap are not retried; two consoles that retry the
+same run at once keep one retry."""
 
 from __future__ import annotations
 
@@ -162,3 +163,24 @@ def test_the_infrastructure_causes_are_the_servers_own_words():
     for own in (ended("ERROR", "Job failed with exit code: 1"), ended("ERROR", "Job failed with exit code: 1370"),
                 ended("COMPLETED", None), ended("CANCELED", None)):
         assert infrastructure_cause(own) is None
+
+
+def test_two_consoles_retrying_the_same_run_at_once_keep_one_retry(backend, cfg, tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    api, ns = backend.api, backend.namespace
+    repo = f"{ns}/adapter-acme"
+    _checkpoint(api, repo, "acme-both", 8)
+    job = _killed(backend, run="acme-both", repo=repo)
+    prices = _watcher(backend, cfg, tmp_path).prices()
+    consoles = [Retrier(api, cfg, ns, "local") for _ in range(2)]
+    with ThreadPoolExecutor(2) as pool:
+        events = list(pool.map(lambda r: r.consider(job, prices), consoles))
+    assert [e.kind for e in events] == ["retry", "retry"]
+    assert sum(e.text.endswith("(submitted)") for e in events) == 1, [e.text for e in events]
+    assert len({e.job_id for e in events}) == 1, [e.text for e in events]  # both name the one kept
+    for other in set(_retries(api, ns, job.id)) - {events[0].job_id}:  # the other is canceled
+        assert wait_stage(backend, other) == "CANCELED"
+    kept = api.inspect_job(job_id=events[0].job_id, namespace=ns)
+    assert kept.status.stage != "CANCELED", kept.status
+    api.cancel_job(job_id=kept.id, namespace=ns)
