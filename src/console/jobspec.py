@@ -120,9 +120,10 @@ _ARG_FIELDS: tuple[tuple[str, str], ...] = (
 )
 
 
-_DERIVED_LABELS = ("run", "spec", "timeout", "max_steps")
+_DERIVED_LABELS = ("run", "spec", "timeout", "max_steps", "retry_of", "attempt")
 """Labels left out of a fingerprint: the run's name, the fingerprint itself, the timeout (already
-in it as the job's own) and max_steps (in it as an argument): a schedule keeps its fingerprint."""
+in it as the job's own), max_steps (in it as an argument) and a retry's place in its chain: a
+schedule keeps its fingerprint."""
 
 
 class SubmissionError(ValueError):
@@ -155,6 +156,16 @@ def label_number(text: Any) -> float | None:
         return float(text.replace("p", "."))
     except ValueError:
         return None
+
+
+def retry_words(labels: dict[str, str]) -> str | None:
+    """`retry 1 of 2` for a retry's labels, None for a first attempt: what the fleet, the jobs
+    table and the ledger say of it."""
+    attempt = label_number(labels.get("attempt"))
+    if not labels.get("retry_of") or not attempt:
+        return None
+    most = label_number(labels.get("retry"))
+    return f"retry {int(attempt)} of {int(most)}" if most else f"retry {int(attempt)}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,6 +217,15 @@ class TrainingRequest:
     timeout_seconds: int | None = None
     """Explicit timeout; None means estimate x buffer."""
     extra_env: dict[str, str] = field(default_factory=dict)
+    retry: int = 0
+    """How many times a watching console resumes the run by itself after its timeout or an
+    infrastructure failure (`console.oncall.retry`); 0: never."""
+    retry_max_usd: float | None = None
+    """The most the retries of one run may cost together (None: no cap besides `retry`)."""
+    retry_of: str | None = None
+    """The job this run retries (its `retry_of` label), None for a first attempt."""
+    attempt: int = 0
+    """Which retry this run is (1, 2...), 0 for a first attempt."""
 
     def run_spec(self) -> RunSpec:
         """The cost model's inputs; a run with `max_steps` is counted in steps of its recipe's batch."""
@@ -676,6 +696,10 @@ def refusal(
         return f"hub_model_id {why}"
     if req.resume_from is not None and (not training or not req.hub_model_id):
         return "resume_from needs a training run with a hub_model_id (the repo holding the checkpoint)"
+    if req.retry and (not 0 < req.retry <= 10 or not training or not req.hub_model_id):
+        return "retry is a whole number from 0 to 10, for a training run with a hub_model_id (its checkpoints)"
+    if req.retry_max_usd is not None and not 0 <= req.retry_max_usd <= 100_000:
+        return f"retry_max_usd must be a number from 0 to 100000, got {req.retry_max_usd!r}"
     if backend_kind == "hub" and training:
         if not req.hub_model_id:
             return (
@@ -772,6 +796,10 @@ def job_labels(req: TrainingRequest, run_name: str, timeout_seconds: int) -> dic
         # HF does not always echo a timeout back (huggingface_hub's JobSpec reads `timeout`, the
         # API sends `timeoutSeconds`; JobInfo has none): the label keeps it readable
         "timeout": str(int(timeout_seconds)),
+        **({"retry": str(int(req.retry))} if req.retry > 0 else {}),
+        **({"retry_max_usd": number_label(req.retry_max_usd)} if req.retry > 0 and req.retry_max_usd is not None
+           else {}),
+        **({"retry_of": label_value(req.retry_of), "attempt": str(int(req.attempt))} if req.retry_of else {}),
     }
 
 
@@ -1121,6 +1149,10 @@ def read_request(info: Any) -> TrainingRequest | None:
         datasets_cache=cache,
         timeout_seconds=int(timeout) if timeout else None,
         extra_env={k: str(v) for k, v in env.items()},
+        retry=int(label_number(labels.get("retry")) or 0),
+        retry_max_usd=label_number(labels.get("retry_max_usd")),
+        retry_of=labels.get("retry_of") or None,
+        attempt=int(label_number(labels.get("attempt")) or 0),
     )
 
 

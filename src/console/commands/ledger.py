@@ -157,6 +157,7 @@ def _refresh(ledger, cfg):
 
 def _print_text(s, entries, limit: int, path) -> None:
     from console.costs import format_duration
+    from console.jobspec import retry_words
 
     print(f"Cost ledger {path} — {s.entries} entr{'y' if s.entries == 1 else 'ies'}")
     print(f"Month {s.month}:  spent ${s.month_to_date_usd:,.2f}", end="")
@@ -199,6 +200,8 @@ def _print_text(s, entries, limit: int, path) -> None:
         print(f"  {'Job':<26}{'Tenant':<16}{'Flavor':<12}{'Ran':>8}{'Cost':>10}  Stage")
         for e in entries[-limit:]:
             stage = e.stage + (" (timed out: wasted)" if e.wasted else "")
+            if retry := retry_words(e.labels):
+                stage += f" ({retry} of {e.labels.get('retry_of')})"
             ran = format_duration(e.running_seconds) if e.known else "?"
             cost = "$" + format(e.cost_usd, ",.4f") if e.known else "unknown"
             print(

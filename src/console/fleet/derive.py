@@ -49,6 +49,8 @@ class TenantRow:
     scheduled_job_id: str | None = None
     last_job_id: str | None = None
     last_stage: str | None = None
+    last_retry: str | None = None
+    """`retry 1 of 2` when the last run is a retry of one before it (`console.oncall.retry`)."""
     last_at: datetime | None = None
     last_success_at: datetime | None = None
     last_loss: float | None = None
@@ -200,6 +202,7 @@ def derive_fleet(
         row = rows[tenant]
         row.last_job_id = job.id
         row.last_stage = job.status.stage
+        row.last_retry = jobspec.retry_words(jobspec.labels_of(job))
         row.last_at = _when(job)
         if row.request is None:
             _fill_from_request(row, request_of(job), prices)

@@ -81,6 +81,9 @@ TENANT_KEYS: dict[str, Key] = {
     "promote_margin": Key((int, float), check=lambda v: None if 0 <= v < 1
                           else f"must be a share of the live loss, at least 0 and below 1, got {v!r}"),
     "suspend": Key(bool),
+    "retry": Key(int, check=_whole(0, 10)),
+    "retry_max_usd": Key((int, float), check=lambda v: None if 0 <= v <= 100_000
+                         else f"must be a number from 0 to 100000, got {v!r}"),
     "kind": Key(str),
     "method": Key(str),  # the older name of `kind`, still read
     "encoder": Key(str, check=_one_of(jobspec.ENCODERS)),
@@ -118,6 +121,8 @@ _TOP_KEYS = {
     "hub_model_id",
     "promote",
     "promote_margin",
+    "retry",
+    "retry_max_usd",
     "builder",
 }
 
@@ -155,6 +160,10 @@ class TenantSpec:
     promote_margin: float | None = None
     """on_eval: the share of the live loss a new adapter must beat (None: the default, 1%)."""
     suspend: bool = False
+    retry: int = 0
+    """Times a watching console resumes a run killed by its timeout or the infrastructure."""
+    retry_max_usd: float | None = None
+    """The most the retries of one run may cost together."""
     kind: str = "sft"
     """sft | dpo | kto | grpo | reward | embedding (the tenant's `method`), or builder."""
     encoder: str | None = None
@@ -186,6 +195,8 @@ class TenantSpec:
             hub_model_id=self.hub_model_id,
             promote=self.promote,
             promote_margin=self.promote_margin,
+            retry=self.retry,
+            retry_max_usd=self.retry_max_usd,
             kind=self.kind,
             encoder=self.encoder,
             rewards=self.rewards,
@@ -366,6 +377,8 @@ def _tenant(
             errors.append(f"{where}: hub_model_id {why}")
     if promote is not None and hub_model_id is None:
         errors.append(f"{where}: promote is for a tenant with a hub_model_id (the repo whose live tag it moves)")
+    if v["retry"] and hub_model_id is None:
+        errors.append(f"{where}: retry is for a tenant with a hub_model_id (the repo its checkpoints are pushed to)")
     promote = None if promote == "manual" else promote  # manual is the default: nothing to pass
     margin = v["promote_margin"]
     if margin is not None and promote != "on_eval":
@@ -421,6 +434,8 @@ def _tenant(
             promote=promote,
             promote_margin=float(margin) if margin is not None else None,
             suspend=bool(v["suspend"]),
+            retry=int(v["retry"] or 0),
+            retry_max_usd=float(v["retry_max_usd"]) if v["retry_max_usd"] is not None else None,
             kind=kind,
             encoder=encoder,
             rewards=rewards,

@@ -62,6 +62,8 @@ KIND_WORDS = {
     "scheduling": "stuck in SCHEDULING",
     "schedule_failing": "failing in a row",
     "stale_live": "live adapter stale",
+    "retry": "resumed by a retry",
+    "retry_refused": "not retried",
 }
 """Each kind in a word or two, after a count (`3 failed, 1 stalled`)."""
 CONSUMER_ENV = "CONSOLE_ONCALL_CONSUMER"

@@ -10,7 +10,8 @@ A pass (:meth:`Watcher.check`) reads, through the `HfApi` it is given:
    per job id), and with the schedules give the month's projection (`console.ledger.summarize`,
    every `BUDGET_EVERY_S`): over `monthly_budget_usd` is an event, once per month and budget;
 2. each job that ended ERROR (or was killed on its timeout): an event with why it failed
-   (`console.oncall.why`, from its log tail);
+   (`console.oncall.why`, from its log tail); one whose labels ask for retries is resumed from
+   its checkpoint (`console.oncall.retry`), an event too;
    Each training job that ended COMPLETED under `promote = "on_eval"`: its evaluation job is
    submitted, once (`console.promotion.evaluate_ended`), and said as an INFO event;
 3. each RUNNING job's log tail, Trackio run and CPU: its forecast (`console.oncall.forecast`;
@@ -64,6 +65,7 @@ from console.oncall.logtail import read_quietly
 from console.oncall.notify import Event, Notifier
 from console.oncall.recent import RECENT_S, RecentRuns
 from console.oncall.report import StaleLive, WatchReport
+from console.oncall.retry import Retrier
 from console.oncall.stall import StallDetector, cpu_percent
 from console.oncall.store import LiveRead, OnCallStore
 from console.oncall.why import why_failed
@@ -142,6 +144,7 @@ class Watcher:
         notify = cfg.notify
         self.notifier = notifier or Notifier(self.store, notify, write=write, consumer=consumer)
         self.recent = RecentRuns(self.store)
+        self.retrier = Retrier(api, cfg, self.namespace, backend_kind)
         self.detector = StallDetector(
             self.store, stall_after_s=notify.stall_after_s, idle_cpu_pct=notify.stall_cpu_pct
         )
@@ -241,6 +244,7 @@ class Watcher:
             backend_kind=self.backend_kind, read_only=bool(getattr(self.cfg, "read_only", False)))
         events += evaluating
         report.problems += problems
+        events += self.retrier.check(jobs, since, prices, self.notifier.already_sent, report.problems)
         running = [j for j in jobs if j.status.stage == "RUNNING"]
         report.running = len(running)
         events += self._running(running, now, prices, report)

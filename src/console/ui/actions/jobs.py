@@ -230,16 +230,10 @@ def rerun(app: ConsoleBase) -> None:
 
 def _resumed(app: ConsoleBase, info: Any, request: TrainingRequest, checkpoint: Any) -> tuple[TrainingRequest, str]:
     """The request that resumes from `checkpoint`, with its timeout for what is left, and the rule."""
-    from console.costs import estimate_run, resumed_timeout
+    from console.oncall.retry import resume_request
 
-    resumed = replace(request, resume_from=checkpoint.run, resume_done=checkpoint.done_fraction)
-    buffer = app.cfg.defaults.timeout_buffer
-    est = estimate_run(resumed.run_spec(), app.prices, timeout_buffer=buffer,
-                       timeout_overhead_s=app.cfg.defaults.timeout_overhead_s)
-    ran = jobspec.run_limit_seconds(info)
-    timeout, rule = resumed_timeout(est, buffer, steps_done=checkpoint.step, steps_total=checkpoint.steps_total,
-                                    ran_seconds=ran)
-    return replace(resumed, timeout_seconds=timeout), rule
+    return resume_request(request, info, checkpoint, app.prices, timeout_buffer=app.cfg.defaults.timeout_buffer,
+                          timeout_overhead_s=app.cfg.defaults.timeout_overhead_s)
 
 
 def _rerun(app: ConsoleBase, job: Any, info: Any, request: TrainingRequest | None, checkpoint: Any) -> None:
@@ -250,6 +244,8 @@ def _rerun(app: ConsoleBase, job: Any, info: Any, request: TrainingRequest | Non
             run_name=None,
             scheduled=False,
             timeout_seconds=None,
+            retry_of=None,  # a human's rerun starts a chain of its own
+            attempt=0,
             ssh=bool(job.ssh_url) or app.backend_kind == "local",
         )
         rule = ""

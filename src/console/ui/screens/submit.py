@@ -187,6 +187,8 @@ class SubmitScreen(Dialog[SubmitResult | None]):
                 yield self._row(
                     "Cron", Input("", id="f-cron", placeholder="(run once now)", compact=True)
                 )
+                yield self._row("Retries", Input(retry_text(r), id="f-retry", placeholder="0 (2 $5: twice, $5 at most)",
+                                                 compact=True))
                 # every flavor offered here is a GPU one: check the data on a CPU first
                 yield Checkbox(
                     "CPU dataset preflight first (~$0.01)",
@@ -265,6 +267,7 @@ class SubmitScreen(Dialog[SubmitResult | None]):
                 raise SubmissionError(str(exc)) from None
         kind = self._kind()
         promote, margin = self._promotion()
+        retry, retry_max_usd = parse_retry(self._value("f-retry"))
         req = replace(
             self.initial,
             tenant=self._value("f-tenant"),
@@ -286,6 +289,8 @@ class SubmitScreen(Dialog[SubmitResult | None]):
             full=kind == "builder" and self.query_one("#f-full", Checkbox).value,
             unsloth=kind in UNSLOTH_KINDS and self.query_one("#f-unsloth", Checkbox).value,
             rewards=(self._value("f-rewards").replace(" ", "") or None) if kind == "grpo" else None,
+            retry=retry,
+            retry_max_usd=retry_max_usd,
         )
         if not req.base_model:
             raise SubmissionError("base model is required")
@@ -412,3 +417,26 @@ class SubmitScreen(Dialog[SubmitResult | None]):
 
     def action_cancel(self) -> None:
         self.dismiss(None)
+
+
+def retry_text(req: TrainingRequest) -> str:
+    """The Retries field of a request: `2`, `2 $5` (its cost cap), empty for none."""
+    if not req.retry:
+        return ""
+    return f"{req.retry} ${req.retry_max_usd:g}" if req.retry_max_usd is not None else str(req.retry)
+
+
+def parse_retry(text: str) -> tuple[int, float | None]:
+    """`2` -> (2, None), `2 $5` -> (2, 5.0): how many retries and their cost cap (the fleet file's
+    `retry` and `retry_max_usd`); raises SubmissionError naming the field."""
+    parts = text.split()
+    if not parts:
+        return 0, None
+    try:
+        count = int(parts[0])
+        cap = float(parts[1].removeprefix("$")) if len(parts) == 2 else None
+    except ValueError:
+        count, cap = -1, None
+    if len(parts) > 2 or not 0 <= count <= 10 or (cap is not None and not 0 <= cap <= 100_000):
+        raise SubmissionError(f"retries: {text!r} is not a count from 0 to 10 and an optional cap ($5)")
+    return count, cap

@@ -168,6 +168,8 @@ class FleetTable(KeyedTable):
         last = row.last_stage or "never"
         if row.failed and row.last_job_id in self.reasons:
             last = self.reasons[row.last_job_id]
+        if row.last_retry:
+            last = f"{last} ({row.last_retry})"
         live, made = self.live.get(row.tenant, ("", None))
         if made is not None:
             live = f"{live} {format_age(made, now).removesuffix(' ago')}"

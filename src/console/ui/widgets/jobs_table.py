@@ -25,6 +25,7 @@ from textual.widgets import DataTable
 from console.costs import format_duration
 from console.inputs import format_coarse
 from console.jobs import JobFilter, JobRow, clean_log_line, format_clock, format_cost
+from console.jobspec import retry_words
 from console.kinds import KIND_SHORT
 from console.ui.widgets.keyed_table import KeyedTable
 
@@ -183,6 +184,8 @@ class JobsTable(KeyedTable):
         elif row.stage == "ERROR" and row.id in self.reasons:
             stage, why = self.reasons[row.id]
             message = f"{why} | {message}" if message and message not in why else why
+        if retry := retry_words(row.labels):  # a run a watching console resumed (`oncall.retry`)
+            message = f"{retry} of {row.labels.get('retry_of')}" + (f" | {message}" if message else "")
         return (
             short_id(row.id),
             row.tenant,
