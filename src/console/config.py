@@ -337,6 +337,10 @@ class Config:
     """Override the backend's URL (e.g. a shared `console serve` on another port)."""
     monthly_budget_usd: float | None = setting(None, _float_range(0, 1e9))
     """Warn when the month's projection exceeds this."""
+    budget_action: str = setting("warn", _choice(("warn", "suspend")))
+    """What the month's projection passing `monthly_budget_usd` does: warn (an on-call event), or
+    suspend schedules, the most expensive this month first, until it fits (said once; `console
+    budget undo` or `U` on the Costs tab resumes them)."""
     read_only: bool = setting(False, _bool)
     """Refuse every action that changes anything."""
     theme: str | None = setting(None, _theme)

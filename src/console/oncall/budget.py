@@ -120,3 +120,57 @@ def forget_cut(store: OnCallStore, cut: BudgetCut) -> None:
     """The cut was undone: forget it and hold the action off for its month and budget."""
     store.set_meta(_UNDONE, f"{cut.month}:{cut.budget_usd:.2f}")
     store.set_meta(_CUT, "")
+
+
+def act(api: Any, store: OnCallStore, summary: Any, *, namespace: str | None, now: float,
+        read_only: bool = False) -> tuple[list[Any], list[str]]:
+    """Suspend what `plan_cut` says, keep the cut for the undo and return (the event saying so,
+    problems). Nothing when the projection fits, when an undo holds the action off for this month
+    and budget, or in read-only mode (the plain over-budget warning still goes)."""
+    from console.oncall.notify import Event
+
+    if read_only or summary.budget_usd is None or held_off(store, summary.month, summary.budget_usd):
+        return [], []
+    cut = plan_cut(summary, at=now)
+    if cut is None:
+        return [], []
+    done, problems = [], []
+    for s in cut.schedules:
+        try:
+            api.suspend_scheduled_job(scheduled_job_id=s.scheduled_job_id, namespace=namespace)
+            done.append(s)
+        except Exception as exc:  # noqa: BLE001 - said, and the next pass tries again
+            problems.append(f"budget: cannot suspend {s.scheduled_job_id} ({s.tenant}): {str(exc)[:200]}")
+    if not done:
+        return [], problems
+    cut = BudgetCut(cut.month, cut.budget_usd, cut.projection_usd, tuple(done), now)
+    remember_cut(store, cut)
+    ids = ",".join(sorted(s.scheduled_job_id for s in done))
+    event = Event(
+        key=f"budget-cut:{cut.month}:{cut.budget_usd:.2f}:{ids}",
+        kind="budget_suspended",
+        level="WARN",
+        title=f"{cut.month} over budget: {len(done)} schedule(s) suspended",
+        text=cut.line(),
+        at=now,
+        data={"projection_usd": cut.projection_usd, "budget_usd": cut.budget_usd, "after_usd": cut.after_usd,
+              "suspended": [asdict(s) for s in done]},
+    )
+    return [event], problems
+
+
+def undo(api: Any, store: OnCallStore, *, namespace: str | None) -> tuple[BudgetCut | None, list[str], list[str]]:
+    """Resume the schedules of the last cut: (the cut, ids resumed, problems). The action is held
+    off for that month and budget from then on."""
+    cut = last_cut(store)
+    if cut is None:
+        return None, [], []
+    resumed, problems = [], []
+    for s in cut.schedules:
+        try:
+            api.resume_scheduled_job(scheduled_job_id=s.scheduled_job_id, namespace=namespace)
+            resumed.append(s.scheduled_job_id)
+        except Exception as exc:  # noqa: BLE001 - a schedule deleted since: said, not fatal
+            problems.append(f"cannot resume {s.scheduled_job_id} ({s.tenant}): {str(exc)[:200]}")
+    forget_cut(store, cut)
+    return cut, resumed, problems

@@ -262,3 +262,13 @@ class OnCallStore:
             return float(row[0])
         except (TypeError, ValueError):
             return now
+
+    def meta(self, name: str) -> str | None:
+        """A small fact kept by name (None: never set)."""
+        with self._connect() as conn:
+            row = conn.execute("SELECT value FROM meta WHERE name = ?", (name,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_meta(self, name: str, value: str) -> None:
+        with self._connect() as conn:
+            conn.execute("INSERT OR REPLACE INTO meta (name, value) VALUES (?, ?)", (name, value))

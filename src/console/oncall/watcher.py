@@ -60,6 +60,7 @@ from console import jobspec, promotion
 from console.costs import format_duration
 from console.jobs import ACTIVE_STAGES, format_cost, job_row, log_time
 from console.ledger import Ledger, LedgerSummary, ledger_summary, live_prices, month_of, timed_out
+from console.oncall import budget
 from console.oncall.forecast import forecast_job
 from console.oncall.logtail import read_quietly
 from console.oncall.notify import Event, Notifier
@@ -324,6 +325,13 @@ class Watcher:
         report.summary = summary
         if not summary.over_budget or summary.budget_usd is None:
             return []
+        if getattr(self.cfg, "budget_action", "warn") == "suspend":  # a budget that acts
+            acted, problems = budget.act(self.api, self.store, summary, namespace=self.namespace, now=now.timestamp(),
+                                         read_only=bool(getattr(self.cfg, "read_only", False)))
+            report.problems += problems
+            if acted:
+                self._budget_at = None  # the next pass projects the month again, with these suspended
+                return acted
         month = month_of(now)
         return [Event(
             key=f"budget:{month}:{summary.budget_usd:.2f}",

@@ -138,6 +138,8 @@ BULK_DIALOG: list[Binding] = [
 
 COSTS_PANE: list[Binding] = [
     Binding("w", "whatif", "What-if", tooltip="Open the what-if explorer", id="ledger-whatif"),
+    Binding("U", "budget_undo", "Undo budget", tooltip="Resume the schedules the budget suspended",
+            id="budget-undo", show=False),
 ]
 
 WHATIF: list[Binding] = [

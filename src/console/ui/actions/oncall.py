@@ -17,7 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from console.ui.actions import ActionDone, refuse_if_read_only
+from console.ui.actions import ActionDone, confirm_then_run, refuse_if_read_only
 from console.ui.base import ConsoleBase
 
 if TYPE_CHECKING:
@@ -105,3 +105,31 @@ def _apply(app: ConsoleBase, plan: BulkPlan, typed: str) -> None:
 
     app.run_worker(apply, thread=True, group="actions", exit_on_error=False,
                    description=f"Bulk {plan.action} of {plan.count}")
+
+
+def budget_undo(app: ConsoleBase) -> None:
+    """`U` on the Costs tab: resume the schedules the budget suspended (after a yes naming them);
+    the budget warns, not suspends, for the rest of that month at that budget."""
+    from console.oncall.budget import last_cut, undo
+    from console.oncall.store import OnCallStore
+
+    if refuse_if_read_only(app, "budget undo"):
+        return
+    store = OnCallStore()
+    cut = last_cut(store)
+    if cut is None:
+        app.notify("The budget has suspended nothing", timeout=3)
+        return
+
+    def resume() -> str:
+        done, resumed, problems = undo(app.api, store, namespace=app.namespace)
+        said = f"Resumed {len(resumed)} of {len(done.schedules) if done else 0} schedule(s) the budget suspended"
+        return said + ("; " + "; ".join(problems) if problems else "")
+
+    details = [f"{s.tenant}: schedule {s.scheduled_job_id}, ${s.remaining_usd:,.2f} left this month"
+               for s in cut.schedules]
+    details.append(f"{cut.month} was projected ${cut.projection_usd:,.2f} against the ${cut.budget_usd:,.2f} budget; "
+                   "it then warns instead of suspending again")
+    confirm_then_run(app, f"Resume the {len(cut.schedules)} schedule(s) the budget suspended?", details,
+                     yes_label="Resume", description="resume the budget's suspensions", fn=resume,
+                     declined="The budget's suspensions stay")

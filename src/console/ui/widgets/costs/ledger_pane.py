@@ -416,6 +416,11 @@ class LedgerPane(Vertical):
 
     # -- the what-if explorer
 
+    def action_budget_undo(self) -> None:
+        from console.ui.actions import oncall
+
+        oncall.budget_undo(self.app)
+
     def action_whatif(self) -> None:
         from console.ui.widgets.costs.whatif_screen import WhatIfScreen
 
