@@ -88,7 +88,8 @@ def test_over_budget_suspends_the_most_expensive_until_it_fits_once_and_undo_res
 def test_the_cut_takes_the_most_expensive_first_and_says_when_nothing_fits():
     class F:
         def __init__(self, tenant, remaining, suspended=False):
-            self.tenant, self.scheduled_job_id, self.remaining_usd, self.suspended = tenant, tenant, remaining, suspended
+            self.tenant = self.scheduled_job_id = tenant
+            self.remaining_usd, self.suspended = remaining, suspended
 
     class summary:
         def __init__(self, projection, budget, schedules):
