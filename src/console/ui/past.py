@@ -10,12 +10,12 @@ actions refuse while the past is shown (`console.ui.actions.refuse_if_read_only`
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from console.inputs import parse_since
 
-if TYPE_CHECKING:
-    from console.ui.base import ConsoleBase
+ConsoleBase = Any
+"""The app (`console.ui.base.ConsoleBase`; not imported: its actions and the fleet table import this)."""
 
 PROMPT = "Show the fleet as of (HH:MM, 30m, 2h, an ISO time; UTC; empty: now):"
 
