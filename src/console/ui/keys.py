@@ -117,7 +117,7 @@ LOG_PANE: list[Binding] = [
 
 FLEET_TABLE: list[Binding] = [
     Binding("J", "past", "As of", tooltip="The fleet as it was at a time (HH:MM, 30m, 2h, ISO; UTC; empty: now)",
-            id="fleet-past"),
+            id="fleet-past", show=False),
     Binding("escape", "present", "Now", tooltip="Back to the fleet as it is now", id="fleet-present", show=False),
 ]
 
