@@ -31,6 +31,11 @@ async def test_j_shows_the_fleet_as_it_was_and_esc_the_present(backend, cfg, cap
     info = backend.api.inspect_job(job_id=failing.id, namespace=backend.namespace)
     assert info.started_at <= between < info.finished_at
 
+    cache = JobCache(cache_path(backend.kind, backend.namespace, cfg.endpoint))  # what the console kept
+    record_live(cache, {"beta": ("aaaa1111 PASS", None)}, between - timedelta(seconds=5))
+    record_live(cache, {"beta": ("bbbb2222 PASS", None)}, between + timedelta(seconds=1))
+    cache.close()
+
     app = ConsoleApp(cfg, backend, refresh_seconds=0.3, stream_metrics=False, start_tab="fleet",
                      watch_seconds=None)
     async with app.run_test(size=(120, 30)) as pilot:
@@ -46,6 +51,8 @@ async def test_j_shows_the_fleet_as_it_was_and_esc_the_present(backend, cfg, cap
         await wait_for(pilot, lambda: table.past is not None and table.row_count == 2, what="the past")
         assert str(table.get_row("beta")[1]) == "RUNNING"  # it failed later
         assert str(table.get_row("acme")[1]) == "COMPLETED"
+        assert str(table.get_row("beta")[12]) == "aaaa1111 PASS"  # live then, as the console saw it
+        assert str(table.get_row("acme")[12]) == "not seen"
         assert not str(table.get_row("beta")[0]).startswith("!")  # not flagged failed then
         assert table.has_class("-past") and "as of" in str(table.border_title)
         assert str(app.query_one("#fleet-line").render()).startswith("as of ")
@@ -60,6 +67,7 @@ async def test_j_shows_the_fleet_as_it_was_and_esc_the_present(backend, cfg, cap
         await pilot.press("escape")
         await wait_for(pilot, lambda: table.past is None and str(table.get_row("beta")[1]) != "RUNNING",
                        what="the present again")
+        assert str(table.get_row("beta")[12]) != "aaaa1111 PASS"
         assert str(table.get_row("beta")[0]).startswith("!") and not table.has_class("-past")
 
         before = datetime(2000, 1, 1, tzinfo=UTC)  # before any run: no tenant had run yet
@@ -73,16 +81,19 @@ async def test_j_shows_the_fleet_as_it_was_and_esc_the_present(backend, cfg, cap
         await wait_for(pilot, lambda: isinstance(app.screen, PromptScreen), what="the prompt")
         await pilot.press("enter")
         await wait_for(pilot, lambda: table.past is None and table.row_count == 2, what="the present")
+        app.set_focus(None)  # J on the fleet tab wherever the focus is
+        await pilot.press("J")
+        await wait_for(pilot, lambda: isinstance(app.screen, PromptScreen), what="the prompt")
+        await type_into(pilot, app.screen.query_one(Input), between.isoformat())
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: table.past == between, what="the past from another pane")
+        assert app.active_tab == "fleet"
 
     # the headless form, with the live version the console kept
     from console.cli import main
     from console.config import save
 
     save(cfg)
-    cache = JobCache(cache_path(backend.kind, backend.namespace, cfg.endpoint))
-    record_live(cache, {"beta": ("aaaa1111 PASS", None)}, between - timedelta(seconds=5))
-    record_live(cache, {"beta": ("bbbb2222 PASS", None)}, between + timedelta(seconds=1))
-    cache.close()
     capsys.readouterr()
     assert main(["fleet", "show", "--at", between.isoformat()]) == 0
     out = capsys.readouterr().out

@@ -37,6 +37,8 @@ from console.ui.widgets.keyed_table import KeyedTable
 AGE_TICK_SECONDS = 1.0
 """How often the rows on screen are redrawn against the clock (their Age column)."""
 ADAPTER_WIDTH = 24
+NOT_SEEN = "not seen"
+"""The Live cell of the past (`show_past`) where the console had not read the tenant's live tag by then."""
 """Columns of the Adapter cell."""
 
 COLUMNS = (
@@ -180,7 +182,10 @@ class FleetTable(KeyedTable):
         last = row.last_stage or "never"
         if row.failed and row.last_job_id in self.reasons:
             last = self.reasons[row.last_job_id]
-        live, made = (self.live if self.past is None else self.past_live).get(row.tenant, ("", None))
+        if self.past is None:
+            live, made = self.live.get(row.tenant, ("", None))
+        else:  # the version the console saw live then; none kept: it did not look by then
+            live, made = self.past_live.get(row.tenant, (NOT_SEEN, None))
         if made is not None:
             live = f"{live} {format_age(made, now).removesuffix(' ago')}"
         return (
@@ -240,8 +245,10 @@ class FleetTable(KeyedTable):
         """Show the fleet `rows`. While the table is not on screen only the rows are kept; they
         are drawn when it shows (`draw_pending`): a hidden pane does no per-tenant rendering.
         While the past is shown the present is not drawn (`show_present` asks for it again)."""
-        if self.past is not None:
-            return
+        if self.past is None:
+            self._take(rows, now)
+
+    def _take(self, rows: list[TenantRow], now: datetime) -> None:
         self.rows_by_tenant = {r.tenant: r for r in rows}
         self._tenant_of_job = {r.last_job_id: r.tenant for r in rows if r.last_job_id}
         self._pending = (rows, now)
@@ -318,13 +325,11 @@ class FleetTable(KeyedTable):
     def show_past(self, rows: list[TenantRow], at: datetime, live: dict[str, tuple[str, datetime | None]]) -> None:
         """Show the fleet as it was at `at` (rows from `console.fleet.past`; `live`: the Live
         cells the console saw by then), marked as the past until `show_present`."""
-        self.past = None  # the rows below are drawn
-        self.past_live = dict(live)
-        self.update_rows(rows, at)
         self.past = at
+        self.past_live = dict(live)
         self.add_class("-past")
         self.border_title = f"as of {at:%Y-%m-%d %H:%M} UTC: the past, read-only (esc: now)"
-        self.show_detail()  # the detail line says it too
+        self._take(rows, at)
 
     def show_present(self, rows: list[TenantRow], now: datetime) -> None:
         """Back to the present: the rows the refresher holds now."""
