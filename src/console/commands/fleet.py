@@ -1,6 +1,6 @@
 """`console fleet`: the tenant fleet, headless.
 
-    console fleet show [--json]                 the fleet as HF Jobs says it is
+    console fleet show [--json] [--at TIME]     the fleet as HF Jobs says it is (or was at TIME)
     console fleet apply FILE.toml [--dry-run] [--no-preflight]   make the scheduled jobs match a fleet file
 
 `apply` checks each tenant's local dataset file with the dataset validator (a tenant whose data
@@ -33,6 +33,11 @@ def register(sub, add_common) -> None:
     show = fleet_sub.add_parser("show", help="the fleet derived from scheduled jobs and job labels")
     add_common(show)
     show.add_argument("--json", action="store_true", help="print JSON")
+    show.add_argument(
+        "--at", metavar="TIME",
+        help="the fleet as it was at TIME (HH:MM, 30m, 2h, an ISO time; UTC): each tenant's last run "
+             "and its stage then, and the live version the console saw then",
+    )
     show.set_defaults(handler=run_show)
     apply = fleet_sub.add_parser("apply", help="make the scheduled jobs match a fleet file")
     add_common(apply)
@@ -160,6 +165,19 @@ def run_show(args: argparse.Namespace) -> int:
 
     from console.fleet.preflight import failure_reason
 
+    now = command_now()
+    at, live = None, {}
+    if args.at:
+        from console.inputs import parse_since
+
+        try:
+            at = parse_since(args.at, now, field="--at")
+        except ValueError as exc:
+            backend.close()
+            raise CommandError(str(exc)) from None
+        if at > now:
+            backend.close()
+            raise CommandError(f"--at: {at:%Y-%m-%d %H:%M} UTC is in the future")
     try:
         try:
             scheduled = list(backend.api.list_scheduled_jobs(namespace=backend.namespace))
@@ -169,10 +187,13 @@ def run_show(args: argparse.Namespace) -> int:
         from console.ledger import live_prices
 
         prices = live_prices(backend.api, cfg.billing.granularity)  # as the ledger and bulk price
-        now = command_now()
-        rows = derive_fleet(scheduled, jobs, now=now, prices=prices)
-        held = {r.tenant: failure_reason(backend.api, r.preflight_job_id, backend.namespace) or "see its log"
-                for r in rows if r.preflight_failed and r.preflight_job_id}  # why each is held: few
+        if at is not None:
+            rows, live = _fleet_at(cfg, backend, scheduled, jobs, at, prices)
+            now, held = at, {}  # ages count to that time; a preflight's reason is read for the present
+        else:
+            rows = derive_fleet(scheduled, jobs, now=now, prices=prices)
+            held = {r.tenant: failure_reason(backend.api, r.preflight_job_id, backend.namespace) or "see its log"
+                    for r in rows if r.preflight_failed and r.preflight_job_id}  # why each is held: few
     finally:
         backend.close()
     if args.json:
@@ -200,6 +221,8 @@ def run_show(args: argparse.Namespace) -> int:
                         "flags": r.flags,
                         "preflight_job_id": r.preflight_job_id,
                         "preflight_reason": held.get(r.tenant),
+                        **({"as_of": at.isoformat(), "live": live.get(r.tenant, (None, None))[0]}
+                           if at is not None else {}),
                     }
                     for r in rows
                 ],
@@ -210,6 +233,9 @@ def run_show(args: argparse.Namespace) -> int:
     if not rows:
         print("No tenants yet: `console fleet apply FILE.toml` creates their schedules.")
         return 0
+    if at is not None:
+        print(f"The fleet as of {at:%Y-%m-%d %H:%M:%S} UTC: each run's stage then "
+              "(schedules and costs are today's; LIVE: the version the console saw live then)")
     print(
         f"{'TENANT':<12} {'KIND':<7} {'FLAVOR':<11} {'SCHEDULE':<12} {'LAST RUN':<10} {'AGE':<8} "
         f"{'$/RUN':>7} {'$/MONTH':>8}  FLAGS"
@@ -220,12 +246,33 @@ def run_show(args: argparse.Namespace) -> int:
             f"{r.tenant:<12} {kind:<7} {r.flavor or '-':<11} {r.schedule or 'ad hoc':<12} "
             f"{r.last_stage or 'never':<10} {format_age(r.last_at, now):<8} "
             f"{format_cost(r.cost_per_run):>7} {format_month(r.monthly_usd, r.suspended):>8}  "
-            f"{','.join(r.flags)}"
+            f"{','.join(r.flags)}" + (f"  LIVE {live.get(r.tenant, ('?', None))[0]}" if at is not None else "")
         )
         if r.tenant in held:
             print(f"{'':<12} preflight failed (job {r.preflight_job_id}): {held[r.tenant]}"
                   + ("; suspended until a preflight passes" if r.suspended else ""))
+    if at is not None:
+        return 0
     queue = queue_line(scheduling_queue((job_row(j, now=now) for j in jobs), now), now)
     if queue:  # what waits for a machine, per flavor: `3 waiting: 2 on h200x8 since 03:14 (12h 5m)`
         print(f"\nSCHEDULING: {queue}")
     return 0
+
+
+def _fleet_at(cfg, backend, scheduled, jobs, at, prices):
+    """The fleet rows as of `at` (`console.fleet.past`) and the Live cells the console saw by then
+    (kept in the local cache by the TUI: `console.cache.past`)."""
+    from console.cache import JobCache, cache_path
+    from console.cache.past import live_as_of
+    from console.fleet.past import fleet_as_of
+
+    rows = fleet_as_of(scheduled, jobs, at, prices=prices)
+    path = cache_path(backend.kind, backend.namespace, cfg.endpoint)
+    live = {}
+    if path.exists():
+        cache = JobCache(path)
+        try:
+            live = live_as_of(cache, at)
+        finally:
+            cache.close()
+    return rows, live

@@ -404,7 +404,10 @@ class ConsoleApp(ConsoleBase):
         self.query_one(JobsPane).open_filter()
 
     async def action_log(self, action: str) -> None:
-        """Log-pane keys from anywhere on the jobs tab."""
+        """Log-pane keys from anywhere on the jobs tab (`J` on the fleet tab: the fleet as it was)."""
+        if action == "jump_time" and self.active_tab == "fleet":
+            self.fleet_table.action_past()
+            return
         if self.active_tab != "jobs":
             await self.action_show_tab("jobs")
         getattr(self.log_pane, f"action_{action}")()

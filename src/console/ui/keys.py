@@ -115,6 +115,12 @@ LOG_PANE: list[Binding] = [
     Binding("escape", "close_search", "Close search", id="log-close-search", show=False),
 ]
 
+FLEET_TABLE: list[Binding] = [
+    Binding("J", "past", "As of", tooltip="The fleet as it was at a time (HH:MM, 30m, 2h, ISO; UTC; empty: now)",
+            id="fleet-past", show=False),
+    Binding("escape", "present", "Now", tooltip="Back to the fleet as it is now", id="fleet-present", show=False),
+]
+
 JOBS_FILTER: list[Binding] = [
     Binding(
         "escape", "clear_filter", "Clear filter", tooltip="Clear the filter: every job again",
@@ -204,6 +210,7 @@ def footer_fit(entries: list[tuple[str, str, str]], width: int) -> tuple[list[in
 SECTIONS: list[tuple[list[Binding], str]] = [
     (APP, "everywhere"),
     (LOG_PANE, "log pane (tab to focus it)"),
+    (FLEET_TABLE, "fleet table"),
     (JOBS_FILTER, "jobs filter"),
     (SUBMIT_FORM, "submit form"),
     (CONFIRM, "confirmations"),

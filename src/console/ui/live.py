@@ -9,7 +9,9 @@ or after `LIVE_SECONDS`; so a quiet fleet costs no Hub call between those, whate
 
 The versions view (`screens/versions.py`) reads its repo once more when it opens (what an engineer
 promotes from must be current) and after a promote or roll back; every read lands here, so the
-view and the fleet row show the same live version.
+view and the fleet row show the same live version. Each read's Live cells that changed are kept in
+the cache with when they were seen (`console.cache.past.record_live`): the fleet as it was (`J`)
+reads which version was live then.
 """
 
 from __future__ import annotations
@@ -202,6 +204,7 @@ class LiveVersions:
         self._marks.update(message.marks)
         self.reads += len(repos)
         self.show(list(message.marks))
+        self.keep(list(message.marks))
         from console.ui.screens.versions import VersionsScreen
 
         for screen in self.app.screen_stack:
@@ -218,6 +221,19 @@ class LiveVersions:
         if repo in self.errors:
             return UNREADABLE, None
         return None
+
+    def keep(self, tenants: list[str]) -> None:
+        """Keep these tenants' Live cells in the cache when they changed (the live tag's
+        history, which the Hub does not keep: `J` on the fleet reads it back)."""
+        import sqlite3
+
+        from console.cache.past import record_live
+
+        cells = {t: c for t in tenants if (c := self.cell(t)) is not None and c[0] != UNREADABLE}
+        try:
+            record_live(self.app.session.cache, cells, self.app.clock())
+        except sqlite3.Error:  # the cache is a convenience: a locked file loses one sighting
+            pass
 
     def show(self, tenants: list[str]) -> None:
         """Give the fleet table the Live cells of these tenants (it redraws the changed ones)."""

@@ -39,10 +39,15 @@ class ActionDone(Message):
 
 
 def refuse_if_read_only(app: ConsoleBase, action: str) -> bool:
-    """In read-only mode say that `action` is refused and return True."""
+    """In read-only mode, or while the fleet tab shows the past (`J`), say that `action` is
+    refused and return True."""
+    from console.ui.past import refused_in_past
+
+    what = keys.MUTATING.get(action, action)
+    if refused_in_past(app, what):
+        return True
     if not app.read_only:
         return False
-    what = keys.MUTATING.get(action, action)
     app.notify(
         f"Read-only: {what} refused (started with --read-only or read_only = true)",
         severity="warning",

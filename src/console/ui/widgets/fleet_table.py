@@ -10,6 +10,11 @@ pass's `failing`, :meth:`FleetTable.show_failing`) leads its Schedule cell with 
 Rows update in place by tenant id; :class:`FleetTable.TenantSelected` is posted when the
 highlighted tenant changes. The builder model is a row of its own, after the tenants (as
 `console fleet show` lists it).
+
+`J` shows the fleet as it was at a past time (:meth:`FleetTable.show_past`, rows from
+`console.fleet.past`): the table is marked (`as of 03:00 UTC` in its border, the `-past` style),
+ages count to that time, the Live cells are the versions the console saw live then, and the
+present's news is kept but not drawn until `esc` (:meth:`FleetTable.show_present`).
 """
 
 from __future__ import annotations
@@ -25,12 +30,15 @@ from textual.widgets import DataTable
 
 from console.fleet import TenantRow
 from console.jobs import clean_log_line, format_age, format_clock, format_cost, format_month
+from console.ui import keys
 from console.ui.widgets.jobs_table import KIND_SHORT, STAGE_STYLES, plain
 from console.ui.widgets.keyed_table import KeyedTable
 
 AGE_TICK_SECONDS = 1.0
 """How often the rows on screen are redrawn against the clock (their Age column)."""
 ADAPTER_WIDTH = 24
+NOT_SEEN = "not seen"
+"""The Live cell of the past (`show_past`) where the console had not read the tenant's live tag by then."""
 """Columns of the Adapter cell."""
 
 COLUMNS = (
@@ -90,6 +98,8 @@ def _flag(row: TenantRow) -> tuple[str, str]:
 class FleetTable(KeyedTable):
     """Tenants, their schedules, last runs and costs."""
 
+    BINDINGS = keys.FLEET_TABLE
+
     @dataclass
     class TenantSelected(Message):
         tenant: str | None
@@ -118,6 +128,10 @@ class FleetTable(KeyedTable):
         self.live: dict[str, tuple[str, datetime | None]] = {}
         """tenant -> its live adapter version (`a1b2c3d4 PASS`, or `-`) and when it was made
         (`show_live`, from `ui.live`): the Live cell, its age counting up."""
+        self.past: datetime | None = None
+        """The time the table shows the fleet as of (`show_past`); None: the present."""
+        self.past_live: dict[str, tuple[str, datetime | None]] = {}
+        """tenant -> the Live cell the console saw last by `past`."""
 
     def on_mount(self) -> None:
         for key, label, width in COLUMNS:
@@ -127,7 +141,7 @@ class FleetTable(KeyedTable):
     def tick(self) -> None:
         """Redraw the rows on screen against the clock: the Age column counts up between
         refreshes (only the cells whose text changed are rewritten; rows scrolled away wait)."""
-        if self._pending is not None or not self.row_count or not self.is_on_screen:
+        if self._pending is not None or not self.row_count or not self.is_on_screen or self.past is not None:
             return
         clock = getattr(self.app, "clock", None)
         now = clock() if callable(clock) else datetime.now(UTC)
@@ -151,7 +165,7 @@ class FleetTable(KeyedTable):
             schedule = f"{row.schedule} ({row.schedule_words or row.schedule})"
         else:
             schedule = "ad hoc"
-        failures = self.failing.get(row.scheduled_job_id or "")
+        failures = None if self.past is not None else self.failing.get(row.scheduled_job_id or "")
         if failures:
             schedule = f"FAIL {failures}x {schedule}"
         if row.preflight_failed:
@@ -170,7 +184,10 @@ class FleetTable(KeyedTable):
             last = self.reasons[row.last_job_id]
         if row.last_retry:
             last = f"{last} ({row.last_retry})"
-        live, made = self.live.get(row.tenant, ("", None))
+        if self.past is None:
+            live, made = self.live.get(row.tenant, ("", None))
+        else:  # the version the console saw live then; none kept: it did not look by then
+            live, made = self.past_live.get(row.tenant, (NOT_SEEN, None))
         if made is not None:
             live = f"{live} {format_age(made, now).removesuffix(' ago')}"
         return (
@@ -228,7 +245,12 @@ class FleetTable(KeyedTable):
 
     def update_rows(self, rows: list[TenantRow], now: datetime) -> None:
         """Show the fleet `rows`. While the table is not on screen only the rows are kept; they
-        are drawn when it shows (`draw_pending`): a hidden pane does no per-tenant rendering."""
+        are drawn when it shows (`draw_pending`): a hidden pane does no per-tenant rendering.
+        While the past is shown the present is not drawn (`show_present` asks for it again)."""
+        if self.past is None:
+            self._take(rows, now)
+
+    def _take(self, rows: list[TenantRow], now: datetime) -> None:
         self.rows_by_tenant = {r.tenant: r for r in rows}
         self._tenant_of_job = {r.last_job_id: r.tenant for r in rows if r.last_job_id}
         self._pending = (rows, now)
@@ -256,6 +278,8 @@ class FleetTable(KeyedTable):
 
     def refresh_rows(self, rows: list[TenantRow], now: datetime) -> None:
         """Redraw the changed cells of these tenants only (e.g. when an outcome arrives)."""
+        if self.past is not None:
+            return
         for row in rows:
             if row.tenant in self.rows_by_tenant:
                 self.rows_by_tenant[row.tenant] = row
@@ -287,7 +311,7 @@ class FleetTable(KeyedTable):
         changed = {k for k in set(failing) | set(self.failing) if failing.get(k) != self.failing.get(k)}
         self.failing = dict(failing)
         rows = [r for r in self.rows_by_tenant.values() if r.scheduled_job_id in changed]
-        if rows:
+        if rows and self.past is None:
             self.refresh_rows(rows, self._now or datetime.now(UTC))
 
     def show_live(self, live: dict[str, tuple[str, datetime | None]]) -> None:
@@ -297,8 +321,37 @@ class FleetTable(KeyedTable):
             return
         self.live.update(new)
         rows = [r for t in new if (r := self.rows_by_tenant.get(t)) is not None]
-        if rows:
+        if rows and self.past is None:
             self.refresh_rows(rows, self._now or datetime.now(UTC))
+
+    def show_past(self, rows: list[TenantRow], at: datetime, live: dict[str, tuple[str, datetime | None]]) -> None:
+        """Show the fleet as it was at `at` (rows from `console.fleet.past`; `live`: the Live
+        cells the console saw by then), marked as the past until `show_present`."""
+        self.past = at
+        self.past_live = dict(live)
+        self.add_class("-past")
+        self.border_title = f"as of {at:%Y-%m-%d %H:%M} UTC: the past, read-only (esc: now)"
+        self._take(rows, at)
+
+    def show_present(self, rows: list[TenantRow], now: datetime) -> None:
+        """Back to the present: the rows the refresher holds now."""
+        self.past = None
+        self.past_live = {}
+        self.remove_class("-past")
+        self.border_title = None
+        self.update_rows(rows, now)
+
+    def action_past(self) -> None:
+        """`J`: ask for a time and show the fleet as of then (`console.ui.past`)."""
+        from console.ui.past import ask_past
+
+        ask_past(self.app)
+
+    def action_present(self) -> None:
+        """`esc`: back to the present (nothing when it shows already)."""
+        from console.ui.past import back_to_present
+
+        back_to_present(self.app)
 
     def on_show(self) -> None:
         self.draw_pending()
@@ -316,6 +369,8 @@ class FleetTable(KeyedTable):
         row = self.rows_by_tenant.get(key)
         _, style = _flag(row) if row is not None else (" ", "")
         text = Text(no_wrap=False, overflow="fold")
+        if self.past is not None:
+            text.append(f"as of {self.past:%Y-%m-%d %H:%M} UTC: ", style="bold reverse yellow")
         text.append(clean_log_line(key), style=style or "bold")
         text.append(": live ")
         text.append(clean_log_line(live or "-"), style="bold red" if " FAIL" in live or " partial" in live else "bold")
