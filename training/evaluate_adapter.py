@@ -84,6 +84,8 @@ _LANDED = re.compile(r"^(?P<run>[A-Za-z0-9._-]+): PASS\b")
 def build_parser() -> argparse.ArgumentParser:
     p = RefusingParser(prog="evaluate_adapter.py", description=__doc__.split("\n\n")[0])
     p.add_argument("--hub-model-id", required=True, help="the tenant's adapter repo")
+    p.add_argument("--base-model", help="the tenant's base model (each version loads the base its manifest "
+                                        "names; this one is read on a server that scopes a job's token)")
     p.add_argument("--candidate", required=True, metavar="RUN", help="the passing run to evaluate")
     p.add_argument("--dataset", required=True, help="Hub dataset id or local JSONL file of the tenant's rows")
     p.add_argument("--method", choices=METHODS, default="sft", help="the recipe that trained it")

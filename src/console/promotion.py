@@ -41,7 +41,8 @@ def pending(job: Any) -> TrainingRequest | None:
 
 def evaluation_args(req: TrainingRequest, run_name: str) -> list[str]:
     margin = req.promote_margin if req.promote_margin is not None else jobspec.DEFAULT_PROMOTE_MARGIN
-    return ["--hub-model-id", str(req.hub_model_id), "--candidate", run_name, "--dataset", req.dataset,
+    base = ["--base-model", req.base_model] if req.base_model else []  # named so the job's token may read it
+    return [*base, "--hub-model-id", str(req.hub_model_id), "--candidate", run_name, "--dataset", req.dataset,
             "--method", jobspec.KIND_METHOD.get(req.kind, "sft"), "--margin", jobspec.format_number(margin)]
 
 

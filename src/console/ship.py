@@ -158,18 +158,30 @@ def ship_dataset(api: Any, submission: Submission, namespace: str) -> Submission
     names; a job on HF Jobs has none): a dataset file the command names goes to the jobs-artifacts
     bucket (`datasets/<hash of its bytes>/<its name>`, once per content) and that folder is mounted
     read-only where the file's folder is, so the command reads it at the path it names; the rest
-    of that folder is not there."""
+    of that folder is not there, but a GRPO run's reward modules (`--rewards name.py`, which live
+    beside the dataset) go with it."""
+    from console.jobspec import script_args_of
+
     path = local_dataset(submission)
     if path is None:
         return submission
-    data = path.read_bytes()
-    folder = f"datasets/{hashlib.sha256(data).hexdigest()[:16]}"
+    files = [(path.read_bytes(), path.name)]
+    args = script_args_of(list(submission.command))
+    rewards = [args[i + 1] for i, arg in enumerate(args[:-1]) if arg == "--rewards"]
+    for name in (n.strip() for value in rewards for n in value.split(",")):
+        module = path.parent / name
+        if name.endswith(".py") and "/" not in name and module.is_file():
+            files.append((module.read_bytes(), name))
+    digest = hashlib.sha256()
+    for data, name in files:
+        digest.update(name.encode() + b"\0" + hashlib.sha256(data).digest())
+    folder = f"datasets/{digest.hexdigest()[:16]}"
     bucket = bucket_of(namespace)
     key = (str(getattr(api, "endpoint", "")), bucket, folder)
     with _lock:
         if key not in _shipped:
             api.create_bucket(bucket, exist_ok=True, private=True)
-            api.batch_bucket_files(bucket, add=[(data, f"{folder}/{path.name}")])
+            api.batch_bucket_files(bucket, add=[(data, f"{folder}/{name}") for data, name in files])
             _shipped.add(key)
     volume = {"type": "bucket", "source": bucket, "mount_path": str(path.parent), "path": folder, "read_only": True}
     return replace(submission, volumes=(*submission.volumes, volume))

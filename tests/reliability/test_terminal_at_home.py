@@ -42,6 +42,7 @@ from .test_terminal_loss import (
     _kill,
     _read_until,
     _run,
+    _sentinel,
     _spawn_console,
     _wait_exit,
     _wait_stage,
@@ -149,8 +150,7 @@ def test_a_terminal_read_at_4kb_a_second_gets_fewer_frames_and_the_app_goes_on(d
     """A log floods the screen while the terminal takes 4 KB/s: the console's memory stays put,
     a key's effect reaches the screen within the deadline (Textual's own writer queued 30 writes
     and held the app until the terminal took them: the tab drew 25 s late), and `q` exits."""
-    sentinel = tmp_path / "signal" / "finish"
-    sentinel.parent.mkdir()
+    sentinel = _sentinel(tmp_path)
     pid, fd = _spawn_console()
     try:
         assert b"refreshed" in _read_until(fd, lambda out: b"refreshed" in out, 60)
@@ -191,8 +191,7 @@ def test_a_terminal_read_at_4kb_a_second_gets_fewer_frames_and_the_app_goes_on(d
 def test_after_frames_were_dropped_the_screen_is_what_a_full_redraw_shows(daemon_api, tmp_path):
     """Frames dropped for a slow terminal leave no stale cell: once the flood is over and the
     terminal has read everything, the screen is the same as after a full redraw (ctrl+z, fg)."""
-    sentinel = tmp_path / "signal" / "finish"
-    sentinel.parent.mkdir()
+    sentinel = _sentinel(tmp_path)
     screen = Screen(80, 24)
     decode = codecs.getincrementaldecoder("utf-8")("replace").decode
     pid, fd = _spawn_console()

@@ -116,7 +116,7 @@ def test_a_dataset_that_fits_another_method_is_refused_with_that_reason_alone(va
     report = validator.validate(write_jsonl(tmp_path / "d.jsonl", rows), "sft", None)
     assert validator.failure(report) == (
         "method_mismatch: preference rows do not fit sft (which needs messages / text / prompt_completion); "
-        "this data fits dpo")
+        "this data fits dpo, reward")
 
 
 @pytest.mark.usefixtures("any_row_count")

@@ -128,7 +128,7 @@ def test_an_unknown_format_lists_the_first_ten_keys_it_saw(validator, tmp_path):
     report = validator.validate(write_jsonl(tmp_path / "u.jsonl", [row]), "sft", None)
     assert report.verdict() == (False, (
         "unknown_format: no row looks like messages, text, prompt/completion, preference pairs, KTO, "
-        "anchor/positive pairs, triplets or scored sentence pairs "
+        "prompt/answer, anchor/positive pairs, triplets or scored sentence pairs "
         "(keys seen: k01, k02, k03, k04, k05, k06, k07, k08, k09, k10)"))
 
 

@@ -64,7 +64,7 @@ def test_json_then_the_verdict_line(validator, capsys):
         "warnings": {}, "issues": [], "approx_tokens": {"unit": "ceil(chars/4)", "max": 64, "mean": 59.8},
         "max_length": None, "kto_labels": None, "passed": False,
         "verdict": "FAIL method_mismatch: preference rows do not fit sft (which needs messages / text / "
-                   "prompt_completion); this data fits dpo",
+                   "prompt_completion); this data fits dpo, reward",
     }
     assert lines[1] == "VERDICT: " + report["verdict"]
 
@@ -106,16 +106,16 @@ def test_an_unreadable_dataset_is_one_json_record_or_an_error_line(validator, ca
 
 def test_bad_arguments_end_with_a_verdict_and_help_does_not(validator, capsys):
     with pytest.raises(SystemExit) as refused:
-        validator.main([str(DATA / "acme.jsonl"), "--method", "grpo"])
+        validator.main([str(DATA / "acme.jsonl"), "--method", "ppo"])
     out, err = capsys.readouterr()
-    assert refused.value.code == 2 and "invalid choice: 'grpo'" in err
+    assert refused.value.code == 2 and "invalid choice: 'ppo'" in err
     assert out == "VERDICT: FAIL bad_arguments: see usage above\n"
     with pytest.raises(SystemExit) as helped:
         validator.main(["--help"])
     out, _ = capsys.readouterr()
     assert helped.value.code == 0 and "VERDICT: FAIL" not in out
     assert out.startswith("usage: validate_dataset.py ")
-    assert "local JSONL/JSON file or Hub dataset id" in out and "--method {sft,dpo,kto,embedding}" in out
+    assert "local JSONL/JSON file or Hub dataset id" in out and "--method {sft,dpo,kto,grpo,reward,embedding}" in out
 
 
 def test_max_length_must_be_positive_and_one_token_is_a_limit(validator, capsys):

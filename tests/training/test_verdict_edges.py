@@ -130,7 +130,8 @@ def test_a_passing_run_saves_its_adapter_and_says_where(run_rules, tmp_path, cap
     assert rest == f"run=acme-1 steps=10 first_loss=2.0000 last_loss=0.6000 adapter={tmp_path / 'out'}"
     assert trainer.saved == [str(tmp_path / "out")]
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
-    assert manifest == {"tenant": "acme", "adapter": str(tmp_path / "out"), "verdict": "PASS", "failure": None}
+    assert manifest == {"tenant": "acme", "adapter": str(tmp_path / "out"), "verdict": "PASS", "failure": None,
+                        "promote": "manual"}
     assert f"saved adapter={tmp_path / 'out'}" in capsys.readouterr().out
 
 

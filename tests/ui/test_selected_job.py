@@ -31,7 +31,7 @@ async def test_after_a_filter_the_log_details_metrics_and_cancel_follow_the_high
             for ch in "tenant:wayne":
                 await pilot.press(ch)
             await pilot.press("enter")
-            await wait_for(pilot, lambda: table.row_count == 1, what="the filter")
+            await wait_for(pilot, lambda: table.row_count == 1, timeout=60, what="the filter")
             await pilot.pause(0.2)
             assert table.selected_job_id == wayne.id
             assert app.selected_job_id == wayne.id

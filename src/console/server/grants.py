@@ -11,7 +11,8 @@ What a job's token may do (:meth:`Grants.allows`, asked by the app's guard befor
 * of the Jobs API, only its own job: read it, its logs and metrics, cancel it. Not list jobs,
   not read, cancel or duplicate another, not start one, nothing of scheduled jobs;
 * `whoami` and the hardware list (what huggingface_hub asks before it pushes);
-* for a console run (label `app=console`, or the local Hub's seeding job `app=console-hub`):
+* for a console run (label `app=console`, the local Hub's seeding job `app=console-hub`, or an
+  adapter's evaluation `app=console-eval`):
   read the repos its command reads (`--base-model`, `--dataset`, a dataset check's first
   argument) and read and write the repos it writes (`--hub-model-id`, the seed's `--repo`),
   including creating them, uploading to them (`preupload`, `commit`, Xet and LFS uploads, branches,
@@ -35,8 +36,9 @@ from typing import Any
 from console.server.store import JobRecord
 
 PREFIX = "hf_job_"
-CONSOLE_APPS = ("console", "console-hub")
-"""The `app` label values of jobs the console submits (runs, dataset checks, the Hub's seeding)."""
+CONSOLE_APPS = ("console", "console-hub", "console-eval")
+"""The `app` label values of jobs the console submits (runs, dataset checks, the Hub's seeding,
+an adapter's evaluation: it reads its base and dataset and writes the adapter repo's tag)."""
 _REPO_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*")
 _OWN_JOB_READS = ("", "/logs", "/metrics")
 _READ_ACTIONS = ("tree", "refs", "commits", "revision", "xet-read-token", "auth-check", "paths-info")
