@@ -34,7 +34,9 @@ class ConfirmScreen(Dialog[bool]):
                 yield Button("No (n)", id="no")
 
     def on_mount(self) -> None:
-        self.query_one("#no", Button).focus()
+        # answered by a key before it was mounted (`c` then `n`, typed at once): nothing to focus
+        for button in self.query("#no").results(Button):
+            button.focus()
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         self.dismiss(event.button.id == "yes")
