@@ -1,5 +1,5 @@
-"""HF's rule for a job label, in one place: the embedded server's checks (`server/wire.py`), its
-OpenAPI description (`server/openapi.py`) and the console's own (tenant ids, envs, run names)
+"""HF's rule for a job label, in one place: the embedded server's checks (`server/jobs/wire.py`), its
+OpenAPI description (`server/jobs/openapi.py`) and the console's own (tenant ids, envs, run names)
 all read it.
 
 huggingface_hub 2.4 (`update_job_labels`): "Both keys and values must be max 100 characters and

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from console import labels
 from console.jobspec import label_value, number_label
-from console.server.wire import parse_labels
+from console.server.jobs.wire import parse_labels
 
 
 @given(st.text(max_size=200))

@@ -25,7 +25,7 @@ from starlette.testclient import TestClient
 
 from console.server.app import create_app, guard
 from console.server.core import JobsService, ServiceSettings
-from console.server.wire import ApiError
+from console.server.jobs.wire import ApiError
 
 NAMESPACE = "tester"
 TOKEN = "hf_local_0123456789abcdef"

@@ -328,7 +328,7 @@ def test_unsupported_requests_get_a_clear_4xx(api: HfApi) -> None:
 
 def test_list_is_paginated_for_long_histories(api: HfApi, server) -> None:
     from console.server.core import new_id
-    from console.server.store import JobRecord
+    from console.server.jobs.store import JobRecord
 
     now = time.time()
     spec = {"dockerImage": "python:3.12", "command": ["true"], "arguments": [],

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from console.prices import HF_DEFAULT_TIMEOUT_SECONDS
-from console.server.wire import (
+from console.server.jobs.wire import (
     MAX_ENTRIES,
     MAX_TIMEOUT_SECONDS,
     ApiError,

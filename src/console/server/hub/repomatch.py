@@ -9,7 +9,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from console.server.wire import ApiError
+from console.server.jobs.wire import ApiError
 
 REPO_TYPES = ("model", "dataset")
 MAX_REGULAR_BYTES = 10 * 1024 * 1024

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from starlette.requests import ClientDisconnect, Request
 
-from console.server.wire import ApiError
+from console.server.jobs.wire import ApiError
 
 log = logging.getLogger(__name__)
 DEFAULT_MAX_FILE_BYTES = 50 * 1024**3

@@ -18,9 +18,9 @@ from datetime import UTC, datetime
 
 from croniter import croniter
 
-from console.server.store import ScheduledJobRecord, Store
+from console.server.jobs.store import ScheduledJobRecord, Store
 
-log = logging.getLogger("console.server.scheduler")
+log = logging.getLogger("console.server.jobs.scheduler")
 
 _ALIASES = {"@annually": "0 0 1 1 *", "@yearly": "0 0 1 1 *", "@monthly": "0 0 1 * *",
             "@weekly": "0 0 * * 0", "@daily": "0 0 * * *", "@midnight": "0 0 * * *",

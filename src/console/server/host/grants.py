@@ -33,7 +33,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from console.server.store import JobRecord
+from console.server.jobs.store import JobRecord
 
 PREFIX = "hf_job_"
 CONSOLE_APPS = ("console", "console-hub", "console-eval")

@@ -36,17 +36,19 @@ from typing import IO, Any
 
 import psutil
 
-from console.server import limits, paths, sandbox
-from console.server.commands import plan_command
-from console.server.fetcher import Fetcher
-from console.server.jobenv import cpu_share, format_seconds, job_environment
-from console.server.joblog import LOG_CAP_BYTES, LogSink, append_log, log_event, pump, write_whole
+from console.prices import HF_DEFAULT_TIMEOUT_SECONDS
+from console.server import paths
+from console.server.host import limits, sandbox
+from console.server.host.commands import plan_command
+from console.server.host.fetcher import Fetcher
+from console.server.host.jobenv import cpu_share, format_seconds, job_environment
+from console.server.host.volumes import VolumeError, resolve_mounts
+from console.server.jobs.joblog import LOG_CAP_BYTES, LogSink, append_log, log_event, pump, write_whole
+from console.server.jobs.store import JobRecord, Store
+from console.server.jobs.wire import iso
 from console.server.reserve import Reserve, is_disk_full
-from console.server.store import JobRecord, Store
-from console.server.volumes import VolumeError, resolve_mounts
-from console.server.wire import iso
 
-log = logging.getLogger("console.server.runner")
+log = logging.getLogger("console.server.host.runner")
 
 SERVER_STOPPED_MESSAGE = "the server stopped while the job was running"
 HEARTBEAT_SECONDS = 2.0
@@ -131,9 +133,9 @@ class Runner:
         """Called (in the runner thread) once a job's run has ended and its process group is gone."""
         self.log_cap_bytes = log_cap_bytes
         self.caps = limits.Caps.from_env()
-        """The server's caps on each job's flavor limits (:mod:`console.server.limits`)."""
+        """The server's caps on each job's flavor limits (:mod:`console.server.host.limits`)."""
         self.grant: Callable[[JobRecord], dict[str, str]] = lambda job: dict(job.secrets)
-        """A job's secrets as it starts with them (the server's token replaced: :mod:`console.server.grants`)."""
+        """A job's secrets as it starts with them (the server's token replaced: :mod:`console.server.host.grants`)."""
         self.hub_endpoint: str | None = None
         """This server's URL once it listens: each job's $HF_ENDPOINT (:func:`job_environment`)."""
         self.max_running = max(1, max_running)
@@ -355,7 +357,7 @@ class Runner:
         redact = sorted((v for v in {**job.secrets, **secrets}.values() if len(v) >= 4), key=len, reverse=True)
         sink = LogSink(log_fh, redact, self.log_cap_bytes, lambda exc, job_id=job.id: self._log_failed(job_id, exc))
         pump_thread = threading.Thread(target=pump, args=(popen, sink), name=f"console-job-log-{job.id}", daemon=True)
-        timeout = float(job.spec.get("timeoutSeconds") or 1800)
+        timeout = float(job.spec.get("timeoutSeconds") or HF_DEFAULT_TIMEOUT_SECONDS)
         running = _Running(
             job=job, popen=popen, workdir=workdir, log_fh=log_fh,
             deadline=clock + timeout, pump=pump_thread, redact=redact,
@@ -495,7 +497,7 @@ class Runner:
         if running.reason == "disk full":
             return "ERROR", DISK_FULL_MESSAGE
         if running.reason == "timeout":
-            timeout = float(running.job.spec.get("timeoutSeconds") or 1800)
+            timeout = float(running.job.spec.get("timeoutSeconds") or HF_DEFAULT_TIMEOUT_SECONDS)
             return "ERROR", f"Job timed out after {format_seconds(timeout)} (timeoutSeconds)"
         if running.reason == "stop":
             return "ERROR", SERVER_STOPPED_MESSAGE

@@ -7,10 +7,10 @@ import hashlib
 import threading
 from typing import Any
 
-from console.server.repofiles import Commit, Tree, lfs_pointer
-from console.server.repomatch import card_data, card_tags
-from console.server.repos import DEFAULT_BRANCH, RepoStore
-from console.server.wire import iso
+from console.server.hub.repofiles import Commit, Tree, lfs_pointer
+from console.server.hub.repomatch import card_data, card_tags
+from console.server.hub.repos import DEFAULT_BRANCH, RepoStore
+from console.server.jobs.wire import iso
 
 _CARDS: dict[str, dict[str, Any] | None] = {}
 """README blob SHA-256 -> its card metadata (a blob never changes)."""

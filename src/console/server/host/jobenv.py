@@ -1,5 +1,5 @@
 """How a job's process starts: its environment (a short allow-list of the server's, never its
-tokens) and its share of the machine's cores. Used by the runner (:mod:`console.server.runner`)."""
+tokens) and its share of the machine's cores. Used by the runner (:mod:`console.server.host.runner`)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ import os
 import sys
 from pathlib import Path
 
-from console.server import paths, sandbox
-from console.server.store import JobRecord
+from console.server import paths
+from console.server.host import sandbox
+from console.server.jobs.store import JobRecord
 
 _PASS_ENV = {
     "PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "SHELL", "TERM",
@@ -61,7 +62,7 @@ def job_environment(job: JobRecord, *, sandboxed: bool = False, hub_endpoint: st
     `threads`: $OMP_NUM_THREADS and $MKL_NUM_THREADS (the job's share of the cores,
     :func:`cpu_share`) unless the server's environment or the job sets them.
     `secrets`: the job's secrets as it gets them (the server's token replaced by the job's own,
-    :mod:`console.server.grants`); its stored ones when None.
+    :mod:`console.server.host.grants`); its stored ones when None.
     """
     env = {
         k: v for k, v in os.environ.items() if k in _PASS_ENV or k.startswith(_PASS_PREFIXES)

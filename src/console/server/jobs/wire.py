@@ -3,7 +3,7 @@
 Incoming: :func:`parse_job_spec` checks a job spec (the body of `POST /api/jobs/{namespace}`, and
 the `jobSpec` of a scheduled job) and refuses, with a message naming it, anything this server
 cannot do (Space images); volumes, exposed ports, network and resource groups are checked by
-:mod:`console.server.specextras` (the service applies both). Outgoing: :func:`job_json`,
+:mod:`console.server.host.specextras` (the service applies both). Outgoing: :func:`job_json`,
 :func:`scheduled_job_json`, :func:`hardware_json` and :func:`whoami_json` build what
 `JobInfo`, `ScheduledJobInfo`, `JobHardwareInfo` and `whoami` read. Datetimes are always
 ``2026-12-02T10:00:00.000Z`` (the `hf` CLI accepts nothing else). Secret values never leave here:
@@ -23,7 +23,7 @@ from typing import Any
 
 from console import labels
 from console.prices import FLAVOR_SPECS, HF_DEFAULT_TIMEOUT_SECONDS, SHIPPED_FLAVORS
-from console.server.store import JobRecord, ScheduledJobRecord
+from console.server.jobs.store import JobRecord, ScheduledJobRecord
 
 KNOWN_FLAVORS = {f.name: f for f in SHIPPED_FLAVORS}
 # HF's label rule (`console.labels`); a job's `name` is a label too, and is also stored as a tag,
@@ -406,7 +406,7 @@ def _spec_json(spec: dict[str, Any], secrets: dict[str, str]) -> dict[str, Any]:
 
 
 EXTRA_KEYS = ("volumes", "expose", "network", "resourceGroupId")
-"""Spec keys checked by console.server.specextras and echoed as they were stored."""
+"""Spec keys checked by console.server.host.specextras and echoed as they were stored."""
 
 
 def _extras_json(spec: dict[str, Any]) -> dict[str, Any]:

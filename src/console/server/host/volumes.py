@@ -9,7 +9,7 @@ What huggingface_hub 2.4 sends (`Volume.to_dict()`): ``{"type": "bucket"|"model"
   what the job writes there stays in the bucket when its working folder is thrown away;
 - a model / dataset / space is ``artifacts/hub.local/{models,datasets,spaces}/<ns>/<name>/[path]``,
   always read-only. For a model or dataset repo on the server it is the checkout of the repo's
-  default branch (:meth:`console.server.repos.RepoStore.checkout_dir`); anything else, put its
+  default branch (:meth:`console.server.hub.repos.RepoStore.checkout_dir`); anything else, put its
   files there by hand. Only the files on disk count: a `revision` is noted in the log and not
   honoured.
 
@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from console.server import paths
-from console.server.buckets import check_path, check_repo_id, within
-from console.server.wire import ApiError
+from console.server.hub.buckets import check_path, check_repo_id, within
+from console.server.jobs.wire import ApiError
 
 KINDS = {"bucket": "buckets", "model": "models", "dataset": "datasets", "space": "spaces"}
 _RESERVED = ("/proc", "/dev", "/sys")

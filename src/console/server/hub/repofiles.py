@@ -20,7 +20,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from console.server.wire import ApiError
+from console.server.jobs.wire import ApiError
 
 MAX_NAME_BYTES = 255
 """The longest file or folder name (UTF-8 bytes) a repo holds: what Linux filesystems store."""

@@ -24,8 +24,8 @@ from typing import Any
 
 from console import sqldb
 from console.server import paths
-from console.server.wire import ApiError, iso
-from console.server.xetcas import EMPTY_FILE_HASH, HASH_RE, CasStore
+from console.server.hub.xetcas import EMPTY_FILE_HASH, HASH_RE, CasStore
+from console.server.jobs.wire import ApiError, iso
 
 Uploader = Callable[[Path], tuple[str, int]]
 """Uploads a file to the CAS: its (Xet hash, size)."""
@@ -385,7 +385,7 @@ class LocalHub:
             return self._buckets
 
     def repo_store(self, make: Callable[[CasStore], Any]) -> Any:
-        """The model and dataset repo store (:class:`console.server.repos.RepoStore`), made by
+        """The model and dataset repo store (:class:`console.server.hub.repos.RepoStore`), made by
         `make` on first use and closed with the hub."""
         cas = self.cas
         with self._lock:

@@ -1,4 +1,4 @@
-"""The model and dataset repo routes huggingface_hub 2.4 uses, over HTTP (storage: :mod:`console.server.repos`).
+"""The model and dataset repo routes huggingface_hub 2.4 uses, over HTTP (storage: :mod:`console.server.hub.repos`).
 
 - ``POST   /api/repos/create`` ``{"name", "organization", "type", "visibility"}`` (409 when it exists)
 - ``DELETE /api/repos/delete`` ``{"name", "organization", "type"}``
@@ -34,7 +34,7 @@ exception classes with its own text. A revision is a branch, a tag, ``refs/heads
 or a commit id (full, or a prefix of 7 or more that names one commit). Repo ids are case-insensitive.
 Revisions and paths are read from the raw (percent-encoded) URL: a branch ``a/b`` arrives as ``a%2Fb``
 and is one segment. A commit with ``create_pr=1`` opens a pull request, ``refs/pr/N``, and its discussion
-(see :mod:`console.server.discussions`, which serves ``/api/{type}s/{repo}/discussions``).
+(see :mod:`console.server.hub.discussions`, which serves ``/api/{type}s/{repo}/discussions``).
 
 Without any Authorization header (``token=False``), the reads of a public repo (info, tree,
 paths-info, refs, commits, auth-check, resolve, the listings) are served, as on the Hub; a private or
@@ -56,23 +56,23 @@ from urllib.parse import parse_qs, unquote
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
 
-from console.server import xetclient
-from console.server.buckets import LocalHub, check_path, check_repo_id
-from console.server.discussions import Discussions, pr_number, refs_listing
-from console.server.discussions import route as discussion_route
-from console.server.repoinfo import add_last_commits, repo_info
-from console.server.repoinfo import listing as listing_of
-from console.server.repomatch import check_card_metadata
-from console.server.repos import (
+from console.server.hub import xetclient
+from console.server.hub.buckets import LocalHub, check_path, check_repo_id
+from console.server.hub.discussions import Discussions, pr_number, refs_listing
+from console.server.hub.discussions import route as discussion_route
+from console.server.hub.repoinfo import add_last_commits, repo_info
+from console.server.hub.repoinfo import listing as listing_of
+from console.server.hub.repomatch import check_card_metadata
+from console.server.hub.repos import (
     HubError,
     RepoStore,
     check_ref_name,
     check_type,
     open_repo_store,
 )
+from console.server.hub.uploads import DISK_FULL, body_chunks, check_claim, check_room
+from console.server.jobs.wire import ApiError, check_unicode, iso, read_json_body
 from console.server.reserve import is_disk_full
-from console.server.uploads import DISK_FULL, body_chunks, check_claim, check_room
-from console.server.wire import ApiError, check_unicode, iso, read_json_body
 
 MAX_COMMIT_BYTES = 512 * 1024 * 1024
 """The largest commit body read (regular files travel in it, base64)."""

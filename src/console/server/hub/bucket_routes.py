@@ -12,7 +12,7 @@
   ``recursive=false`` the top level only (files and folders)
 - ``POST   /api/buckets/{ns}/{name}/paths-info``  ``{"paths": [...]}``
 - ``PUT    /api/buckets/{ns}/{name}/settings``    ``{"private": bool}``; a bucket is renamed by
-  ``POST /api/repos/move`` ``{"fromRepo", "toRepo", "type": "bucket"}`` (:mod:`console.server.repo_routes`)
+  ``POST /api/repos/move`` ``{"fromRepo", "toRepo", "type": "bucket"}`` (:mod:`console.server.hub.repo_routes`)
 - ``HEAD|GET /buckets/{ns}/{name}/resolve/{path}``  the file, with ``X-Xet-Hash`` and the refresh route
 
 The namespace ``me`` means the server's own, as on the Hub. Every call first brings the bucket's
@@ -29,11 +29,11 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
 
-from console.server import xetclient
-from console.server.buckets import LocalHub, check_path, check_repo_id, within
-from console.server.repos import open_repo_store
-from console.server.uploads import body_chunks, check_room
-from console.server.wire import ApiError, check_unicode, read_json_body
+from console.server.hub import xetclient
+from console.server.hub.buckets import LocalHub, check_path, check_repo_id, within
+from console.server.hub.repos import open_repo_store
+from console.server.hub.uploads import body_chunks, check_room
+from console.server.jobs.wire import ApiError, check_unicode, read_json_body
 
 MAX_BATCH_BYTES = 32 * 1024 * 1024
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from console.server.volumes import parse_volumes
-from console.server.wire import ApiError, parse_job_spec
+from console.server.host.volumes import parse_volumes
+from console.server.jobs.wire import ApiError, parse_job_spec
 
 _GROUP_RE = re.compile(r"[a-z0-9]([a-z0-9-]{0,44}[a-z0-9])?\Z")
 _ALIAS_RE = re.compile(r"[a-z0-9]([a-z0-9-]{0,32}[a-z0-9])?\Z")
@@ -75,7 +75,7 @@ def parse_extras(body: dict[str, Any]) -> dict[str, Any]:
 
 
 def parse_spec(body: Any) -> tuple[dict[str, Any], dict[str, str]]:
-    """A submitted job spec checked whole: :func:`console.server.wire.parse_job_spec` and the
+    """A submitted job spec checked whole: :func:`console.server.jobs.wire.parse_job_spec` and the
     extras above; (spec without secrets, secrets)."""
     spec, secrets = parse_job_spec(body)
     spec.update(parse_extras(body))

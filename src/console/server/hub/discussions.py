@@ -22,11 +22,11 @@ import secrets
 import time
 from typing import Any
 
-from console.server.repofiles import Commit
-from console.server.wire import ApiError, iso
+from console.server.hub.repofiles import Commit
+from console.server.jobs.wire import ApiError, iso
 
 RepoStore = Any
-"""`console.server.repos.RepoStore` (which imports this module for its tables and ref names)."""
+"""`console.server.hub.repos.RepoStore` (which imports this module for its tables and ref names)."""
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS discussions (
@@ -303,7 +303,7 @@ async def route(request: Any, s: RepoStore, repo_type: str, repo_id: str, rest: 
     """``/api/{type}s/{repo}/discussions[/...]`` (see the module)."""
     from starlette.responses import JSONResponse
 
-    from console.server.wire import read_json_body
+    from console.server.jobs.wire import read_json_body
 
     d = Discussions(s)
     method = request.method

@@ -17,7 +17,7 @@ from typing import Any
 
 from console import labels
 from console.prices import SHIPPED_FLAVORS
-from console.server.wire import MAX_ENTRIES, MAX_TIMEOUT_SECONDS
+from console.server.jobs.wire import MAX_ENTRIES, MAX_TIMEOUT_SECONDS
 from console.stages import ALL_STAGES
 
 _ID = {"type": "string", "pattern": "^[0-9a-f]{24}$", "description": "24 hex digits"}

@@ -2,7 +2,7 @@
 
 Bucket uploads and downloads in huggingface_hub 2.4 go through Xet (`hf_xet`): the client asks the
 Hub for a CAS token (`/api/buckets/{id}/xet-write-token` or `xet-read-token`, answered by
-:mod:`console.server.bucket_routes`) whose `casUrl` names the CAS to talk to. This module is that
+:mod:`console.server.hub.bucket_routes`) whose `casUrl` names the CAS to talk to. This module is that
 CAS, on the same loopback server: the client chunks, compresses and hashes, the server only keeps
 what it is sent and hands it back.
 
@@ -45,9 +45,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from console.server.hub.uploads import body_chunks, max_file_bytes
+from console.server.jobs.wire import ApiError
 from console.server.reserve import is_disk_full
-from console.server.uploads import body_chunks, max_file_bytes
-from console.server.wire import ApiError
 
 HASH_RE = re.compile(r"[0-9a-f]{64}\Z")
 EMPTY_FILE_HASH = "0" * 64

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import IO
 
 from console.server import paths
-from console.server.wire import iso
+from console.server.jobs.wire import iso
 
 LOG_CAP_BYTES = 512 * 1024 * 1024
 """A job's log keeps at most this much (then one marker line); the job itself runs on."""

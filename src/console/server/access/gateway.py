@@ -9,7 +9,7 @@ One background thread runs an asyncio loop for both:
   job starts (or when `expose` is called on a running job) and close when it ends. Locally the
   token check HF does for non-public ports is not done: only this machine can connect, and jobs
   share its network anyway.
-- **ssh** (:mod:`console.server.sshd`): ``status.sshUrl`` of a running ssh job.
+- **ssh** (:mod:`console.server.access.sshd`): ``status.sshUrl`` of a running ssh job.
 
 asyncssh missing (it is a dependency, but an old environment may lack it): ssh jobs report no
 sshUrl and the server log says why.
@@ -26,9 +26,9 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
-from console.server.sshd import SshService
+from console.server.access.sshd import SshService
 
-log = logging.getLogger("console.server.gateway")
+log = logging.getLogger("console.server.access.gateway")
 HOST = "127.0.0.1"
 
 

@@ -31,9 +31,10 @@ from typing import Any
 import psutil
 
 from console import paths as client_paths
-from console.server import paths, sandbox
+from console.server import paths
+from console.server.host import sandbox
 
-log = logging.getLogger("console.server.sshd")
+log = logging.getLogger("console.server.access.sshd")
 
 JobLookup = Callable[[str], "tuple[int, Path] | str"]
 """job id -> (pid of the job's process group leader, working folder), or why there is no shell."""
