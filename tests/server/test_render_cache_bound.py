@@ -9,7 +9,7 @@ import sys
 from huggingface_hub import HfApi
 from jobs_helpers import NAMESPACE, wait_stage
 
-from console.server.jobs import core
+from console.server import core
 
 
 def test_the_render_cache_keeps_at_most_its_bytes_oldest_out(api: HfApi, server, monkeypatch):
