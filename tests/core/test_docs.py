@@ -118,3 +118,12 @@ def test_a_broken_link_or_anchor_fails_the_build(tmp_path):
     (copy / "docs" / "extra.md").write_text("# A page the nav leaves out\n", encoding="utf-8")
     done = _build(copy, tmp_path / "omitted")
     assert done.returncode != 0 and "extra.md" in done.stderr
+
+
+def test_the_screen_shown_is_one_picture():
+    """docs/screen-80x24.txt is the 80x24 picture that the README and the screens page show."""
+    picture = (ROOT / "docs" / "screen-80x24.txt").read_text(encoding="utf-8")
+    assert len(picture.splitlines()) == 24
+    assert max(len(line) for line in picture.splitlines()) <= 80
+    for page in (ROOT / "README.md", ROOT / "docs" / "screens.md"):
+        assert f"```\n{picture}```\n" in page.read_text(encoding="utf-8"), page.name
