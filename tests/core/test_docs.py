@@ -127,3 +127,10 @@ def test_the_screen_shown_is_one_picture():
     assert max(len(line) for line in picture.splitlines()) <= 80
     for page in (ROOT / "README.md", ROOT / "docs" / "screens.md"):
         assert f"```\n{picture}```\n" in page.read_text(encoding="utf-8"), page.name
+
+
+def test_the_readme_is_short_and_points_to_the_manual():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(readme.splitlines()) < 200
+    pages = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "docs").glob("*.md"))
+    assert [page for page in pages if f"({page})" not in readme] == []
