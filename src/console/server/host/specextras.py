@@ -4,8 +4,8 @@ shapes `JobInfo` reads (``volumes``, ``expose: {ports, portsPublic}``, ``network
 aliases}``); ``resourceGroupId`` is echoed in the raw JSON (JobInfo has no field for it).
 
 Locally, network groups and resource groups change nothing: every job already shares this machine's
-network, and there is one namespace with no spending limits. They are recorded and shown, as the
-README says.
+network, and there is one namespace with no spending limits. They are recorded and shown, as
+docs/jobs-server.md says.
 """
 
 from __future__ import annotations

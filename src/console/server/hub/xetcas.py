@@ -23,7 +23,7 @@ that is removed only loses its path.
 
 Why not hf_xet's own `local://` simulation CAS: its folder is a redb database that one process at a
 time may open, and the client keeps it open until its upload commit is dropped, which is after the
-bucket batch call; two uploads at once (two `hf jobs uv run`) would fail. See README.
+bucket batch call; two uploads at once (two `hf jobs uv run`) would fail. See docs/jobs-server.md.
 """
 
 from __future__ import annotations
