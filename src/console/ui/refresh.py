@@ -238,7 +238,7 @@ class Refresher:
             self.news.fleet(None)
             self.on_fleet(fleet)
 
-    # -- reading (started here, read in a worker thread) -------------------------------------------------------------
+    # -- reading (started here, read in a worker thread: `refresh_read`) ------------------------
 
     def refresh(self, full: bool = False, scheduled: bool = False) -> None:
         """Re-read what changed: new jobs (the head of the newest-first list, up to the first job
