@@ -9,7 +9,7 @@ import json
 import pytest
 
 from console.prices import HF_DEFAULT_TIMEOUT_SECONDS, HF_MAX_TIMEOUT_SECONDS
-from console.server.jobs.schema import MAX_ENTRIES, JobSpec, LabelsBody, decode
+from console.server.jobs.schema import MAX_ENTRIES, JobSpec, LabelsBody, ScheduledJobRequest, decode
 from console.server.jobs.wire import ApiError, check_unicode
 
 RULE = "only alphanumeric characters, dashes and underscores, at most 100 characters"
@@ -31,9 +31,9 @@ def parse(body):
     return decode(body, JobSpec, "the job spec").stored()
 
 
-def refused(body) -> str:
+def refused(body, kind=JobSpec) -> str:
     with pytest.raises(ApiError) as exc:
-        parse(body)
+        decode(body, kind, "the job spec")
     assert exc.value.status == 400
     return exc.value.message
 
@@ -134,6 +134,14 @@ def test_the_architectures_the_host_can_be(arch):
 ])
 def test_each_malformed_field_is_a_400_that_names_it(body, message):
     assert refused(body) == message
+
+
+def test_a_refused_secret_names_the_secret_and_never_shows_its_value():
+    message = refused(spec(secrets={"HF_TOKEN": "hf_secret\0value"}))
+    assert message == f"secrets.HF_TOKEN: invalid value (a secret value, not shown): {NUL}"
+    assert "hf_secret" not in refused(spec(secrets={"HF_TOKEN": "hf_secret" * 100}, attempts=0))
+    message = refused({"schedule": "@daily", "jobSpec": spec(secrets={"S": "hf_secret\0"})}, ScheduledJobRequest)
+    assert message.startswith("jobSpec.secrets.S: invalid value (a secret value") and "hf_secret" not in message
 
 
 def test_an_unknown_flavor_lists_the_known_ones():

@@ -110,7 +110,14 @@ def decode_error(exc: msgspec.ValidationError, body: Any, kind: type[Any], what:
         tp = _bare(tp, value)
         key = _first_bad(value, tp, keys=True) if isinstance(value, dict) and get_origin(tp) is dict else None
     last = next((n[1:] for n in reversed(names) if n.startswith(".")), "value")
+    if ".secrets" in names and key is None:
+        value = _Hidden()  # a secret's value is never echoed: only its name and what is wrong
     return f"{field}: {_explain(said, value, tp, key, rules, last)}"
+
+
+class _Hidden:
+    def __repr__(self) -> str:
+        return "(a secret value, not shown)"
 
 
 def _explain(said: str, value: Any, tp: Any, key: str | None, rules: dict[str, str], name: str) -> str:
