@@ -26,7 +26,6 @@ from console.server.jobs.wire import ApiError
 
 MAX_ENTRIES = 1000
 """The most entries of one environment, secrets, labels, tags, command or arguments list."""
-MAX_TIMEOUT_SECONDS = HF_MAX_TIMEOUT_SECONDS
 MAX_PORTS = 100
 MAX_VOLUMES = 100
 KNOWN_FLAVORS = {f.name: f for f in SHIPPED_FLAVORS}
@@ -71,7 +70,7 @@ exist). A job's `name` is a label too."""
 Tags = Annotated[list[LabelKey], Meta(max_length=MAX_ENTRIES)]
 Port = Annotated[int, Meta(ge=1, le=65535)]
 Ports = Annotated[list[Port], Meta(max_length=MAX_PORTS)]
-Timeout = Annotated[float, Meta(ge=1, le=MAX_TIMEOUT_SECONDS, description="seconds")]
+Timeout = Annotated[float, Meta(ge=1, le=HF_MAX_TIMEOUT_SECONDS, description="seconds")]
 Flavor = Literal[tuple(KNOWN_FLAVORS) + ("",)]  # type: ignore[valid-type]  # "": cpu-basic
 Schedule = Annotated[str, Meta(max_length=200, description=(
     "@hourly/@daily/@weekly/@monthly/@yearly, 5 cron fields, or 6 with seconds first; one that "
