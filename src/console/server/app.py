@@ -14,7 +14,7 @@ repos, which need no token, as on the Hub):
 - ``POST /api/jobs/{ns}/{id}/cancel`` | ``/duplicate``; ``PUT .../labels`` | ``.../expose``
 - ``/api/scheduled-jobs/{ns}[/{id}[/suspend|resume|schedule|run|labels]]``
 - ``GET  /openapi.json`` (no token needed)                 the OpenAPI description of the jobs
-  routes above (:mod:`console.server.jobs.openapi`)
+  routes above, derived from the request and answer Structs (:mod:`console.server.jobs.apidoc`)
 - the bucket calls of Jobs artifacts and volumes (:mod:`console.server.hub.bucket_routes`), model and
   dataset repos (:mod:`console.server.hub.repo_routes`), and the Xet CAS behind both
   (:mod:`console.server.hub.xetcas`, under its own short-lived tokens)
@@ -55,16 +55,9 @@ from console.server.host.usage import TreeSampler
 from console.server.hub.bucket_routes import bucket_routes
 from console.server.hub.repo_routes import ANONYMOUS, repo_routes
 from console.server.hub.xetcas import cas_routes
-from console.server.jobs.openapi import openapi_doc
-from console.server.jobs.wire import (
-    MAX_BODY_BYTES,
-    ApiError,
-    dumps_bytes,
-    hardware_json,
-    read_json_body,
-    scheduled_job_json,
-    whoami_json,
-)
+from console.server.jobs.answers import hardware_json, scheduled_job_json, whoami_json
+from console.server.jobs.apidoc import MAX_CURSOR, MAX_LABEL_FILTERS, openapi_doc
+from console.server.jobs.wire import MAX_BODY_BYTES, ApiError, dumps_bytes, read_json_body
 from console.server.reserve import is_disk_full
 from console.stages import TERMINAL_STAGES
 
@@ -76,10 +69,6 @@ LOG_POLL_SECONDS = 0.05
 _SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 Handler = Callable[[Request], Awaitable[Response]]
-MAX_LABEL_FILTERS = 50
-"""The most `label=` filters one list request may carry (each is a join in SQL)."""
-MAX_CURSOR = 2**63 - 1
-"""A cursor is a row number: SQLite's integers end here."""
 log = logging.getLogger("console.server.app")
 _WHOLE_NUMBER = re.compile(r"-?[0-9]{1,24}")
 _PATH_ID = re.compile(r"[A-Za-z0-9]+")
@@ -208,7 +197,7 @@ def create_app(service: JobsService, token: str, models: Iterable[str] = (), gra
     async def body_json(request: Request) -> Any:
         return await read_json_body(request, MAX_BODY_BYTES)
 
-    def job_out(job: Any) -> dict[str, Any]:
+    def job_out(job: Any) -> Any:
         return service.present(job)
 
     # -- account and hardware ---------------------------------------------------------------
