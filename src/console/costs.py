@@ -94,7 +94,7 @@ class RunSpec:
     done_fraction: float = 0.0
     """The share already trained: a run resumed from a checkpoint trains only the rest."""
     kind: str = "sft"
-    """What the run trains (`jobspec.TRAINING_KINDS`): GRPO costs more per example (:meth:`work`)."""
+    """What the run trains (`kinds.TRAINING_KINDS`): GRPO costs more per example (:meth:`work`)."""
 
     def validate(self) -> RunSpec:
         check_range("model_b", self.model_b)

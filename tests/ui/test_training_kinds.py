@@ -13,6 +13,7 @@ from textual.widgets import Checkbox, Input, Select
 from console import jobspec, paths, vram
 from console.costs import estimate_run
 from console.jobspec import TrainingRequest
+from console.kinds import SCRIPTS
 from console.prices import UNSLOTH_SPEEDUP, shipped_price_book
 from console.ship import ship
 from console.ui.app import ConsoleApp
@@ -146,7 +147,7 @@ STANDIN = "print('stand-in training run', flush=True)\n"
 def _submit_kinds(backend, scripts) -> dict[str, object]:
     """One console job of every training kind, submitted as the console submits it (stand-in
     scripts), by tenant."""
-    for script in set(jobspec.SCRIPTS.values()):
+    for script in set(SCRIPTS.values()):
         (scripts / script).write_text(STANDIN, encoding="utf-8")
     requests = [
         TrainingRequest(tenant="acme", dataset=str(DATA / "acme.jsonl")),

@@ -3,7 +3,7 @@
 Schedule by schedule (tenants may differ): each schedule's $/month (`console.money`, what its
 fleet row says), and the same calibrated by the ledger's runs; and one representative scenario
 to start the what-if from.
-Every training kind counts (`jobspec.TRAINING_KINDS`); the builder model's schedule is its own
+Every training kind counts (`kinds.TRAINING_KINDS`); the builder model's schedule is its own
 part (`builder_usd`), costed with its own size, flavor and cadence (reference §4(a)), and it is the
 representative scenario's builder rather than one more tenant.
 

@@ -1,6 +1,6 @@
 """The submit form: one tenant's training job, with its cost and padded timeout before confirming.
 
-Fields: tenant, kind (`jobspec.TRAINING_KINDS`: an SFT, DPO, KTO or GRPO LoRA adapter, a reward
+Fields: tenant, kind (`kinds.TRAINING_KINDS`: an SFT, DPO, KTO or GRPO LoRA adapter, a reward
 model, an embedding model with its encoder bi | cross | sparse, or the builder model, LoRA or in
 full), a GRPO run's rewards (comma-separated: exact, numeric, format, or a module.py shipped beside
 the dataset; empty: the recipe's numeric,format), dataset, Hub repo
@@ -42,7 +42,8 @@ from console.costs import (
     normalize_cron,
     parse_timeout,
 )
-from console.jobspec import UNSLOTH_KINDS, Submission, SubmissionError, TrainingRequest
+from console.jobspec import Submission, SubmissionError, TrainingRequest
+from console.kinds import KIND_LABELS, TRAINING_KINDS, UNSLOTH_KINDS
 from console.prices import DEFAULT_TIMEOUT_OVERHEAD_S, PriceBook, shipped_price_book
 from console.ui import keys
 from console.ui.screens.dialog import Dialog
@@ -108,8 +109,8 @@ class SubmitScreen(Dialog[SubmitResult | None]):
         for f in self.prices.gpu_flavors():
             options.append((f"{f.name} ${f.price_per_hour:.2f}/h {f.fits}", f.name))
         flavor = r.flavor if r.flavor in self.prices else options[0][1]
-        kind = r.kind if r.kind in jobspec.TRAINING_KINDS else "sft"
-        kinds = [(f"{k} ({jobspec.KIND_LABELS[k]})", k) for k in jobspec.TRAINING_KINDS]
+        kind = r.kind if r.kind in TRAINING_KINDS else "sft"
+        kinds = [(f"{k} ({KIND_LABELS[k]})", k) for k in TRAINING_KINDS]
         encoder = r.encoder if r.encoder in jobspec.ENCODERS else jobspec.ENCODERS[0]
         with Vertical(id="submit-dialog", classes="dialog"):
             yield Static(Text("Submit a training job", style="bold"), id="submit-title")

@@ -46,12 +46,13 @@ from console.costs import (
     normalize_cron,
     project,
 )
+from console.kinds import TENANT_KINDS
 from console.ledger import FleetCosts, Ledger, fleet_costs
 from console.prices import PLANS, PriceBook, shipped_price_book
 from console.ui import keys
 
 NO_CALIBRATION = Calibration({}, None, 0)
-KINDS = jobspec.TENANT_KINDS
+KINDS = TENANT_KINDS
 """The tenants' training kinds the memory estimate tells apart (`console whatif --kind`)."""
 BUILDER_EXAMPLES = 3000
 BUILDER_FLAVOR = "a100-large"
