@@ -192,8 +192,8 @@ async def test_every_kind_in_the_jobs_table_and_the_fleet_pane_the_builder_its_o
 
 
 async def test_the_what_if_names_the_flavors_that_fit_and_costs_the_builder_model(backend, cfg, tmp_path):
-    from console.costs import project
-    from console.ui.widgets.costs import WhatIfScreen
+    from console.scenario import project
+    from console.ui.screens.whatif import WhatIfScreen
 
     builder = TrainingRequest(tenant="builder", dataset=str(DATA / "builder.jsonl"), kind="builder", full=True,
                               model_b=7.0, examples=3000, epochs=1.0, flavor="a100-large")

@@ -38,7 +38,7 @@ class FleetCosts:
     """The same with the ledger's calibration factors."""
     plan_floor_usd: float
     representative: Any
-    """A one-recipe `costs.Scenario` close to the fleet (the what-if's starting point), with the
+    """A one-recipe `scenario.Scenario` close to the fleet (the what-if's starting point), with the
     builder model as its builder when there is one."""
     builder_usd: float = 0.0
     """The builder model's part of `gpu_usd`: its runs per month x its own run's cost."""
@@ -88,7 +88,7 @@ def fleet_costs(
 ) -> FleetCosts:
     """The scheduled training fleet's monthly cost and a representative scenario for the what-if:
     each schedule's $/month is `console.money`'s (what its fleet row shows)."""
-    from console.costs import Scenario
+    from console.scenario import Scenario
 
     prices = prices or shipped_price_book()
     tenants: set[str] = set()
