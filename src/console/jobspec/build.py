@@ -424,7 +424,7 @@ def _script_args(req: TrainingRequest) -> list[str]:
     their fingerprints); the other kinds add theirs: `--kind` for embeddings, `--full` and
     `--flavor` for the builder (its recipe checks the fit again on the job's GPU), `--unsloth`."""
     if req.kind == "validate":
-        # validate_dataset.py DATASET --method <the kind's method>
+        # validate_dataset.py DATASET --method <the kind's data: kinds.DATA_KIND>
         return [req.dataset, "--method", req.validates or "sft"]
     out: list[str] = []
     if req.kind == "embedding":

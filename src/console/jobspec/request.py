@@ -17,7 +17,7 @@ from console import vram
 from console.basesize import full_fine_tune_problem
 from console.costs import RunSpec
 from console.inputs import NAME_RULE, bucket_id_problem, is_label_name
-from console.kinds import KIND_METHOD, KINDS, TRAINING_KINDS, UNSLOTH_KINDS, rewards_problem
+from console.kinds import DATA_KIND, KINDS, TRAINING_KINDS, UNSLOTH_KINDS, rewards_problem
 from console.prices import PriceBook, shipped_price_book
 
 TINY_BASE_MODEL = "tiny-random"
@@ -70,7 +70,8 @@ class TrainingRequest:
     rewards: str | None = None
     """A GRPO run's rewards, comma-separated (`grpo_lora.py --rewards`; None: the recipe's default)."""
     validates: str | None = None
-    """A dataset check's method (`KIND_METHOD` of the run it precedes; None: sft)."""
+    """A dataset check's kind of data (`kinds.DATA_KIND` of the run it precedes; None: sft): the
+    recipe's `--method`."""
     hub_model_id: str | None = None
     promote: str | None = None
     """The live-tag policy of a run that pushes: on_pass moves it, on_eval leaves it to an
@@ -123,9 +124,9 @@ class TrainingRequest:
 
 
 def preflight_request(req: TrainingRequest) -> TrainingRequest:
-    """The CPU dataset check that goes before `req`: its dataset, checked for its kind's method."""
-    method = KIND_METHOD.get(req.kind, req.validates or "sft")
-    return replace(req, kind="validate", validates=method, ssh=False, run_name=None, scheduled=False, rewards=None)
+    """The CPU dataset check that goes before `req`: its dataset, checked as its kind's data."""
+    data_kind = DATA_KIND.get(req.kind, req.validates or "sft")
+    return replace(req, kind="validate", validates=data_kind, ssh=False, run_name=None, scheduled=False, rewards=None)
 
 
 def fit_problem(req: TrainingRequest, prices: PriceBook | None = None) -> str | None:

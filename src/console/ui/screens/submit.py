@@ -7,7 +7,7 @@ the dataset; empty: the recipe's numeric,format), dataset, Hub repo
 (where the weights are pushed), base model, model size, examples, epochs, flavor (with its price),
 timeout (pre-filled with the padding rule's value and kept in step until edited, never rewritten
 while the cursor is in it: emptied, it means the padded value), max steps, a CPU dataset preflight
-first (on by default; it checks the dataset for the kind's method), ssh on/off and an optional cron
+first (on by default; it checks the dataset as the kind's data), ssh on/off and an optional cron
 that makes it a scheduled job. The encoder row shows for an embedding run only, the rewards row
 for GRPO only, the full fine-tune box for the builder only, the Unsloth box (about 2x faster, less
 memory) for the kinds whose recipe loads with Unsloth. The
@@ -337,8 +337,8 @@ class SubmitScreen(Dialog[SubmitResult | None]):
         if not self._timeout_edited:
             text.append(f" {sub.timeout_rule}", style="dim")
         if result.preflight:
-            method = jobspec.preflight_request(result.request).validates
-            text.append(f" + preflight ~$0.01 ({method} data)", style="dim")
+            data_kind = jobspec.preflight_request(result.request).validates
+            text.append(f" + preflight ~$0.01 ({data_kind} data)", style="dim")
         memory = self._memory(result.request)
         if memory:
             text.append(f"\nGPU memory {memory}", style="dim")
