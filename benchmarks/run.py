@@ -704,8 +704,8 @@ def _fleet(tenants: int):
 def bench_whatif(res: Results, tenant_counts: list[int], server: SharedServer | None, runs: int = 30) -> None:
     from dataclasses import replace
 
-    from console.costs import fleet_projection
     from console.prices import shipped_price_book
+    from console.scenario import fleet_projection
 
     print("\n4. What-if", flush=True)
     prices = shipped_price_book()
@@ -744,7 +744,7 @@ async def _measure_whatif_screen(scheduled: list, runs: int) -> dict[str, float]
     from textual.widgets import Input
 
     from console.config import Config
-    from console.ui.widgets.costs.whatif_screen import WhatIfScreen
+    from console.ui.screens.whatif import WhatIfScreen
 
     cfg = Config(namespace=NAMESPACE)
     t0 = time.perf_counter()

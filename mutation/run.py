@@ -37,8 +37,8 @@ WORK = ROOT / "mutation" / "work"
 # module -> files mutmut mutates, the mutant names that make the score (globs), the tests it runs.
 MODULES: dict[str, dict[str, list[str]]] = {
     "costs": {
-        "mutate": ["src/console/costs.py", "src/console/prices.py"],
-        "names": ["console.costs.*", "console.prices.*"],
+        "mutate": ["src/console/costs.py", "src/console/scenario.py", "src/console/prices.py"],
+        "names": ["console.costs.*", "console.scenario.*", "console.prices.*"],
         # the shipped table is built by _gpu/_cpu when console.prices is imported, before mutmut
         # forks a mutant's test run: their mutants change nothing any test can see
         "exclude": ["console.prices.x__gpu__*", "console.prices.x__cpu__*"],

@@ -1,5 +1,5 @@
-"""The training kinds, defined once: what each is called, the recipe that trains it, the dataset
-method it is checked for, and which arguments its recipe takes. Everything that lists kinds (the
+"""The training kinds, defined once: what each is called, the recipe that trains it, the kind of
+data it reads (what its dataset is checked as), and which arguments its recipe takes. Everything that lists kinds (the
 fleet file, the submit form, the what-if, the memory estimate and the costs) reads them here.
 
 Standard library only: the CLI's parser reads it at start-up.
@@ -40,9 +40,10 @@ KIND_LABELS = {
 KIND_SHORT = {"validate": "val", "reward": "rwd", "embedding": "emb", "builder": "bld"}
 """A kind in at most four letters (sft, dpo, kto and grpo are their own), for the tables' narrow
 Kind columns."""
-KIND_METHOD = {"sft": "sft", "builder": "sft", "dpo": "dpo", "kto": "kto", "grpo": "grpo", "reward": "reward",
-               "embedding": "embedding"}
-"""The validator's method (`validate_dataset.py --method`) for a kind's dataset."""
+DATA_KIND = {"sft": "sft", "builder": "sft", "dpo": "dpo", "kto": "kto", "grpo": "grpo", "reward": "reward",
+             "embedding": "embedding"}
+"""The kind of data a kind's runs read: what its dataset is checked as, and read as by an
+evaluation (the `--method` of `validate_dataset.py` and `evaluate_adapter.py`)."""
 LORA_KINDS = ("sft", "dpo", "kto", "grpo", "reward", "builder")
 """Kinds whose script takes the LoRA arguments."""
 UNSLOTH_KINDS = ("sft", "dpo", "kto", "builder")

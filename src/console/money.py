@@ -31,6 +31,7 @@ from typing import Any
 from console import jobspec
 from console.costs import CostInputError, count_firings, estimate_run, normalize_cron, runs_per_month
 from console.jobspec import TrainingRequest
+from console.kinds import TRAINING_KINDS
 from console.prices import PriceBook
 
 NO_TENANT = "(none)"
@@ -74,14 +75,14 @@ def run_request(info: Any) -> TrainingRequest | None:
     if any(not labels.get(name) for name in COST_LABELS):
         return None
     req = jobspec.read_request(info)
-    if req is None or req.kind not in jobspec.TRAINING_KINDS:
+    if req is None or req.kind not in TRAINING_KINDS:
         return None
     return req
 
 
 def run_cost(req: TrainingRequest | None, prices: PriceBook) -> float | None:
     """$/run of a training request (the heuristic of its run spec), or None when it cannot be costed."""
-    if req is None or req.kind not in jobspec.TRAINING_KINDS:
+    if req is None or req.kind not in TRAINING_KINDS:
         return None
     try:
         return estimate_run(req.run_spec(), prices).cost_usd

@@ -19,6 +19,7 @@ from typing import Any
 
 from console import jobspec, paths
 from console.jobspec import Submission, TrainingRequest
+from console.kinds import DATA_KIND
 
 EVALUATE_SCRIPT = "evaluate_adapter.py"
 EVALUATED_KINDS = ("sft", "dpo", "kto")
@@ -43,7 +44,7 @@ def evaluation_args(req: TrainingRequest, run_name: str) -> list[str]:
     margin = req.promote_margin if req.promote_margin is not None else jobspec.DEFAULT_PROMOTE_MARGIN
     base = ["--base-model", req.base_model] if req.base_model else []  # named so the job's token may read it
     return [*base, "--hub-model-id", str(req.hub_model_id), "--candidate", run_name, "--dataset", req.dataset,
-            "--method", jobspec.KIND_METHOD.get(req.kind, "sft"), "--margin", jobspec.format_number(margin)]
+            "--method", DATA_KIND.get(req.kind, "sft"), "--margin", jobspec.format_number(margin)]
 
 
 def evaluation_submission(req: TrainingRequest, run_name: str, job_id: str, *, backend_kind: str,

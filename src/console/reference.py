@@ -12,8 +12,9 @@ import re
 from dataclasses import dataclass
 
 from console import vram
-from console.costs import RunSpec, Scenario, estimate_run, project, runs_per_month
+from console.costs import RunSpec, estimate_run, runs_per_month
 from console.prices import REFERENCE_WEEKLY_RUNS_PER_MONTH, plan_floor_usd, shipped_price_book
+from console.scenario import Scenario, project
 
 SOURCE = "reference §4 'Cost model for our two targets' (2026-06-27)"
 

@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from console.basesize import BaseSize, base_size, size_problem
-from console.jobspec import ARTIFACTS_BUCKET, TINY_BASE_MODEL, TRAINING_KINDS, Submission, TrainingRequest
+from console.jobspec import ARTIFACTS_BUCKET, TINY_BASE_MODEL, Submission, TrainingRequest
+from console.kinds import TRAINING_KINDS
 
 BASE_MODEL_CHECK_TIMEOUT_S = 10.0
 """How long the model-info request of a base model may take."""

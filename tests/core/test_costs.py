@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from console import costs, reference, vram
-from console.costs import CostInputError, Observation, RunSpec, Scenario
+from console.costs import CostInputError, Observation, RunSpec
 from console.prices import (
     PLANS,
     REFERENCE_MULTIPLIERS,
@@ -19,6 +19,7 @@ from console.prices import (
     price_book_from_hardware,
     shipped_price_book,
 )
+from console.scenario import Scenario, plan_refusal, project
 
 
 def test_every_flavor_of_the_reference_table_is_shipped_with_its_price():
@@ -43,8 +44,8 @@ def test_plans_and_the_floor():
     assert plan_floor_usd("pro", 5) == 9
     assert plan_floor_usd("team", 5) == 100
     assert plan_floor_usd("enterprise", 2) == 100
-    assert "cannot run HF Jobs" in costs.plan_refusal("free")
-    assert costs.plan_refusal("team") is None
+    assert "cannot run HF Jobs" in plan_refusal("free")
+    assert plan_refusal("team") is None
 
 
 def test_the_heuristic_formula():
@@ -149,7 +150,7 @@ def test_cron_described_in_words_and_next_runs():
 def test_projection_adds_tenants_builder_and_plan_floor():
     s = Scenario(tenants=100, cadence="weekly", run=RunSpec(3, 1000, 3, "l4x1"), plan="team", seats=3,
                  builder=RunSpec(7, 3000, 3, "a100-large"))
-    p = costs.project(s)
+    p = project(s)
     rpm = costs.runs_per_month("weekly")
     assert p.tenants_usd == pytest.approx(100 * rpm * 0.864)
     assert p.builder_usd == pytest.approx(rpm * 0.1 * 7 * 3 * 3 * 0.7 * 2.5)
@@ -159,12 +160,12 @@ def test_projection_adds_tenants_builder_and_plan_floor():
 
 def test_changing_one_assumption_moves_the_projection_by_what_the_model_says():
     base = Scenario(tenants=40, cadence="weekly", run=RunSpec(3, 1000, 3, "l4x1"))
-    p0 = costs.project(base)
-    more = costs.project(Scenario(tenants=41, cadence="weekly", run=base.run))
+    p0 = project(base)
+    more = project(Scenario(tenants=41, cadence="weekly", run=base.run))
     assert more.monthly_usd - p0.monthly_usd == pytest.approx(p0.runs_per_month * p0.per_run.cost_usd)
-    monthly = costs.project(Scenario(tenants=40, cadence="monthly", run=base.run))
+    monthly = project(Scenario(tenants=40, cadence="monthly", run=base.run))
     assert monthly.tenants_usd == pytest.approx(p0.tenants_usd / p0.runs_per_month, rel=1e-3)
-    unsloth = costs.project(Scenario(tenants=40, cadence="weekly", run=RunSpec(3, 1000, 3, "l4x1", True)))
+    unsloth = project(Scenario(tenants=40, cadence="weekly", run=RunSpec(3, 1000, 3, "l4x1", True)))
     assert unsloth.tenants_usd == pytest.approx(p0.tenants_usd / 2)
 
 

@@ -8,16 +8,9 @@ from dataclasses import replace
 
 import pytest
 
-from console.costs import (
-    Calibration,
-    CostInputError,
-    FlavorCalibration,
-    RunSpec,
-    estimate_run,
-    fleet_projection,
-    runs_per_month,
-)
+from console.costs import Calibration, CostInputError, FlavorCalibration, RunSpec, estimate_run, runs_per_month
 from console.prices import shipped_price_book
+from console.scenario import fleet_projection
 
 CRONS = ("0 3 * * 1", "30 2 * * *", "0 4 1 * *", "*/20 * * * *", "0 0 L * *")
 FLAVORS = ("l4x1", "a10g-small", "t4-small", "a10g-large")

@@ -9,8 +9,8 @@ import subprocess
 import sys
 
 from console.commands import _json
-from console.costs import Scenario, project
 from console.prices import shipped_price_book
+from console.scenario import Scenario, project
 
 
 def console(*args: str) -> subprocess.CompletedProcess:

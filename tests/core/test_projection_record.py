@@ -12,16 +12,14 @@ from console.costs import (
     CostInputError,
     FlavorCalibration,
     RunSpec,
-    Scenario,
     cheaper_flavors_that_fit,
     estimate_run,
     flavor_fits,
-    plan_refusal,
-    project,
     timeout_rule,
 )
 from console.cron import runs_per_month
 from console.prices import shipped_price_book
+from console.scenario import Scenario, plan_refusal, project
 
 
 def test_the_json_record_of_a_projection_names_every_assumption_and_figure():

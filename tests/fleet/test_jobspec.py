@@ -257,7 +257,7 @@ def test_a_dataset_another_tenant_trains_on_is_refused():
 def test_max_steps_count_in_the_estimate_and_the_timeout():
     """The reference's §4 heuristic counts examples x epochs; a run stopped at max_steps sees
     max_steps x batch examples: 600 and 5,000 steps are different runs."""
-    from console.costs import fleet_projection
+    from console.scenario import fleet_projection
 
     runs = {steps: build_submission(dataclasses.replace(REQ, max_steps=steps, timeout_seconds=None))
             for steps in (600, 5000)}

@@ -13,7 +13,8 @@ from console import reference
 from console.config import Config
 from console.costs import RunSpec, estimate_run, runs_per_month
 from console.ledger import Ledger
-from console.ui.widgets.costs import LedgerPane, WhatIfScreen
+from console.ui.screens.whatif import WhatIfScreen
+from console.ui.widgets.costs import LedgerPane
 
 
 def rendered(renderable) -> str:

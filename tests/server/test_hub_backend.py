@@ -26,6 +26,7 @@ from console import jobspec, paths
 from console.backend import HUB, connect
 from console.config import Config
 from console.jobspec import TrainingRequest
+from console.kinds import SCRIPTS
 from console.ship import ship
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="bucket volumes are mounted by the Linux sandbox")
@@ -72,7 +73,7 @@ def script_dir(tmp_path):
     shutil.copytree(paths.training_dir() / jobspec.SHARED_PACKAGE, folder / jobspec.SHARED_PACKAGE,
                     ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(paths.training_dir() / jobspec.DATASET_CHECKS, folder / jobspec.DATASET_CHECKS)
-    (folder / jobspec.SCRIPTS["sft"]).write_text(STANDIN, encoding="utf-8")
+    (folder / SCRIPTS["sft"]).write_text(STANDIN, encoding="utf-8")
     return folder
 
 
@@ -128,7 +129,7 @@ def test_a_hub_submission_runs_its_shipped_script_and_reads_back_as_the_request(
     logs = list(hub.api.fetch_job_logs(job_id=job.id, namespace=hub.namespace))
     script_args = jobspec.script_args_of(sub.command)
     # run from the bucket folder mounted where `hf jobs uv run` mounts a shipped script
-    assert f"SCRIPT {jobspec.TRAINING_MOUNT}/{jobspec.SCRIPTS['sft']}" in logs
+    assert f"SCRIPT {jobspec.TRAINING_MOUNT}/{SCRIPTS['sft']}" in logs
     assert "JOBKIT BESIDE True" in logs and "CHECKS BESIDE True" in logs  # the shared files came with it
     assert "ENV_SIZE 0" in logs
     assert "ARGS " + " ".join(script_args) in logs
@@ -147,7 +148,7 @@ def test_the_console_ships_a_recipe_once_and_a_changed_one_anew(hub, script_dir)
     again = _submission(hub, script_dir, tenant="globex", dataset="ops/globex-chats",
                         hub_model_id="ops/adapter-globex")
     assert again.volumes == first.volumes  # the same files: the same folder, not uploaded again
-    (script_dir / jobspec.SCRIPTS["sft"]).write_text(STANDIN + "# changed\n", encoding="utf-8")
+    (script_dir / SCRIPTS["sft"]).write_text(STANDIN + "# changed\n", encoding="utf-8")
     changed = _submission(hub, script_dir)
     assert changed.bundle_id != first.bundle_id
     job = hub.api.run_job(**changed.run_kwargs(), namespace=hub.namespace)

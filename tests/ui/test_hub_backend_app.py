@@ -17,6 +17,7 @@ from console import jobspec
 from console.backend import HUB, connect
 from console.config import Config
 from console.jobspec import TrainingRequest
+from console.kinds import SCRIPTS
 from console.ship import ship
 from console.ui.app import ConsoleApp
 
@@ -45,7 +46,7 @@ async def test_the_tui_on_the_hub_backend_shows_a_hub_job_its_log_and_no_metrics
     hub_cfg, backend = hub
     scripts = tmp_path / "training"
     scripts.mkdir()
-    (scripts / jobspec.SCRIPTS["sft"]).write_text(STANDIN, encoding="utf-8")
+    (scripts / SCRIPTS["sft"]).write_text(STANDIN, encoding="utf-8")
     request = TrainingRequest(tenant="acme", dataset="ops/acme-chats", base_model="Qwen/Qwen3-0.6B",
                               examples=300, epochs=1.0,
                               flavor="t4-small", max_steps=3, hub_model_id="ops/adapter-acme")

@@ -9,6 +9,7 @@ from textual.widgets import Checkbox, Input, Select
 from console import jobspec, paths
 from console.costs import format_duration
 from console.jobspec import TrainingRequest
+from console.kinds import SCRIPTS
 from console.prices import shipped_price_book
 from console.ship import ship
 from console.ui.actions.jobs import _confirm_submit
@@ -38,7 +39,7 @@ def _schedule(backend, request: TrainingRequest):
 
 def _console_job(backend, request: TrainingRequest, scripts):
     """A console job submitted as the console submits it, running a stand-in for the script."""
-    (scripts / jobspec.SCRIPTS["sft"]).write_text(STANDIN, encoding="utf-8")
+    (scripts / SCRIPTS["sft"]).write_text(STANDIN, encoding="utf-8")
     sub = jobspec.build_submission(request, backend_kind="local", script_dir=scripts)
     return backend.api.run_job(**ship(backend.api, sub, backend.namespace).run_kwargs(), namespace=backend.namespace)
 

@@ -11,7 +11,7 @@ from console.costs import format_duration, padded_timeout_seconds
 from console.jobspec import TrainingRequest
 from console.ui.app import ConsoleApp
 from console.ui.screens.submit import SubmitScreen
-from console.ui.widgets.costs import WhatIfScreen
+from console.ui.screens.whatif import WhatIfScreen
 
 OVERHEAD = 1200
 

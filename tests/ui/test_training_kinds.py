@@ -13,6 +13,7 @@ from textual.widgets import Checkbox, Input, Select
 from console import jobspec, paths, vram
 from console.costs import estimate_run
 from console.jobspec import TrainingRequest
+from console.kinds import SCRIPTS
 from console.prices import UNSLOTH_SPEEDUP, shipped_price_book
 from console.ship import ship
 from console.ui.app import ConsoleApp
@@ -146,7 +147,7 @@ STANDIN = "print('stand-in training run', flush=True)\n"
 def _submit_kinds(backend, scripts) -> dict[str, object]:
     """One console job of every training kind, submitted as the console submits it (stand-in
     scripts), by tenant."""
-    for script in set(jobspec.SCRIPTS.values()):
+    for script in set(SCRIPTS.values()):
         (scripts / script).write_text(STANDIN, encoding="utf-8")
     requests = [
         TrainingRequest(tenant="acme", dataset=str(DATA / "acme.jsonl")),
@@ -191,8 +192,8 @@ async def test_every_kind_in_the_jobs_table_and_the_fleet_pane_the_builder_its_o
 
 
 async def test_the_what_if_names_the_flavors_that_fit_and_costs_the_builder_model(backend, cfg, tmp_path):
-    from console.costs import project
-    from console.ui.widgets.costs import WhatIfScreen
+    from console.scenario import project
+    from console.ui.screens.whatif import WhatIfScreen
 
     builder = TrainingRequest(tenant="builder", dataset=str(DATA / "builder.jsonl"), kind="builder", full=True,
                               model_b=7.0, examples=3000, epochs=1.0, flavor="a100-large")

@@ -36,6 +36,7 @@ from typing import Any
 from console import paths, sqldb
 from console.cache.docs import job_doc, pack, unpack
 from console.jobs import JobFilter, JobRow
+from console.kinds import TRAINING_KINDS
 from console.sqldb import in_batches
 from console.stages import TERMINAL_STAGES
 from console.strings import shared
@@ -108,8 +109,6 @@ def _when(epoch: float | None) -> datetime | None:
 def is_training_job(labels: dict[str, str]) -> bool:
     """A console training run of a tenant (any kind: SFT, DPO, KTO, embeddings, the builder
     model): what the fleet's last-run columns are made of."""
-    from console.jobspec import TRAINING_KINDS  # not at import: the first frame needs no jobspec
-
     kind = labels.get("kind", "sft")
     return labels.get("app") == "console" and bool(labels.get("tenant")) and kind in TRAINING_KINDS
 

@@ -81,16 +81,9 @@ def register(sub, add_common) -> None:
 def run(args: argparse.Namespace) -> int:
     from console.commands._common import CommandError, load_config
     from console.config import price_book
-    from console.costs import (
-        CostInputError,
-        RunSpec,
-        Scenario,
-        describe_cron,
-        format_duration,
-        project,
-        timeout_rule,
-    )
+    from console.costs import CostInputError, RunSpec, describe_cron, format_duration, timeout_rule
     from console.inputs import parse_count
+    from console.scenario import Scenario, project
 
     if args.reference:
         return _print_reference(args.json)
@@ -170,7 +163,7 @@ def run(args: argparse.Namespace) -> int:
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
     if not proj.plan_can_run_jobs:
-        from console.costs import plan_refusal
+        from console.scenario import plan_refusal
 
         print(f"warning: {plan_refusal(scenario.plan)}", file=sys.stderr)
     return 0
@@ -279,9 +272,10 @@ def _calibrated(args: argparse.Namespace, scenario) -> dict:
     from pathlib import Path
 
     from console.commands._common import CommandError
-    from console.costs import cheaper_flavors_that_fit, project
+    from console.costs import cheaper_flavors_that_fit
     from console.ledger import Ledger, LedgerError, estimate_calibration
     from console.ledger.store import default_path
+    from console.scenario import project
 
     where = Path(args.ledger).expanduser() if args.ledger else default_path()
     if not where.is_file():

@@ -26,6 +26,7 @@ from console import jobspec
 from console.costs import CostInputError, normalize_cron
 from console.fleet.file import FleetFile, TenantSpec
 from console.jobspec import Submission, TrainingRequest
+from console.kinds import TRAINING_KINDS
 from console.prices import DEFAULT_TIMEOUT_BUFFER, DEFAULT_TIMEOUT_OVERHEAD_S, PriceBook
 from console.ship import ship
 
@@ -211,7 +212,7 @@ def plan_apply(
         labels = jobspec.labels_of(sj)
         if labels.get("app") != "console" or labels.get("env") != fleet.env:
             continue
-        if labels.get("kind", "sft") not in jobspec.TRAINING_KINDS or not labels.get("tenant"):
+        if labels.get("kind", "sft") not in TRAINING_KINDS or not labels.get("tenant"):
             continue
         existing.setdefault(labels["tenant"], []).append(sj)
     actions: list[Action] = []

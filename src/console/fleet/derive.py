@@ -1,6 +1,6 @@
 """The fleet as HF Jobs says it is: one row per tenant, from scheduled jobs and job labels alone.
 
-Every training kind has rows (`jobspec.TRAINING_KINDS`: a tenant's SFT, DPO, KTO or embedding
+Every training kind has rows (`kinds.TRAINING_KINDS`: a tenant's SFT, DPO, KTO or embedding
 runs; the builder model), each with its kind; the builder model is a row of its own, costed with
 its own size, flavor and cadence (reference §4(a)), and listed after the tenants.
 
@@ -25,6 +25,7 @@ from console import jobspec
 from console.costs import MONTH_SECONDS, CostInputError, describe_cron, runs_per_month
 from console.fleet.outcome import RunOutcome
 from console.jobspec import TrainingRequest
+from console.kinds import KIND_LABELS, TRAINING_KINDS
 from console.money import run_cost, schedule_money
 from console.prices import PriceBook, shipped_price_book
 
@@ -35,7 +36,7 @@ class TenantRow:
 
     tenant: str
     kind: str = "sft"
-    """The row's runs: sft | dpo | kto | embedding | builder (`jobspec.KIND_LABELS` in words)."""
+    """The row's runs: sft | dpo | kto | embedding | builder (`KIND_LABELS` in words)."""
     env: str = ""
     base_model: str = ""
     flavor: str = ""
@@ -77,7 +78,7 @@ class TenantRow:
 
     @property
     def kind_label(self) -> str:
-        return jobspec.KIND_LABELS.get(self.kind, self.kind)
+        return KIND_LABELS.get(self.kind, self.kind)
 
     @property
     def failed(self) -> bool:
@@ -111,7 +112,7 @@ def _training_tenant(info: Any) -> str | None:
     labels = jobspec.labels_of(info)
     if labels.get("app") != "console" or not labels.get("tenant"):
         return None
-    if labels.get("kind", "sft") not in jobspec.TRAINING_KINDS:
+    if labels.get("kind", "sft") not in TRAINING_KINDS:
         return None
     return labels["tenant"]
 

@@ -1,7 +1,7 @@
 """The fleet file: a TOML with top-level defaults, one ``[[tenant]]`` table per tenant and an
 optional ``[builder]`` table for the builder model.
 
-A tenant trains with its ``kind`` (``jobspec.TENANT_KINDS``): ``sft`` (the default), ``dpo``,
+A tenant trains with its ``kind`` (``kinds.TENANT_KINDS``): ``sft`` (the default), ``dpo``,
 ``kto``, ``grpo`` (LoRA adapters; GRPO with ``rewards = ["numeric", "format", "mine.py"]``, the
 built-in rewards and modules shipped beside the dataset), ``reward`` (a reward model on preference
 pairs) or ``embedding`` (a sentence-transformers model, ``encoder = "bi" | "cross" | "sparse"``). The
@@ -30,8 +30,9 @@ from typing import Any
 
 from console import jobspec
 from console.costs import CostInputError, normalize_cron
-from console.inputs import MIB, bucket_id_problem, read_user_file
-from console.jobspec import NAME_RULE, TrainingRequest, is_label_name
+from console.inputs import MIB, NAME_RULE, bucket_id_problem, is_label_name, read_user_file
+from console.jobspec import TrainingRequest
+from console.kinds import TENANT_KINDS, rewards_problem
 from console.prices import PriceBook, shipped_price_book
 
 FLEET_FILE_MAX_BYTES = 16 * MIB
@@ -87,7 +88,7 @@ TENANT_KEYS: dict[str, Key] = {
     "kind": Key(str),
     "method": Key(str),  # the older name of `kind`, still read
     "encoder": Key(str, check=_one_of(jobspec.ENCODERS)),
-    "rewards": Key(list, check=lambda v: jobspec.rewards_problem(",".join(map(str, v)))
+    "rewards": Key(list, check=lambda v: rewards_problem(",".join(map(str, v)))
                    if v and all(isinstance(n, str) for n in v) else "must be a list of reward names"),
     "full": Key(bool),  # the builder's only
 }
@@ -97,8 +98,6 @@ _TENANT_KEYS = set(TENANT_KEYS) - {"full"}
 _BUILDER_KEYS = (_TENANT_KEYS - {"kind", "method", "encoder", "rewards"}) | {"full"}
 _BUILDER_OWN = ("base_model", "model_b", "flavor")
 """What the builder table must say itself (the top-level defaults are the tenants')."""
-METHODS = jobspec.TENANT_KINDS
-"""A tenant's `kind`: what its runs train (the job's `kind=` label, as everywhere else)."""
 _TOP_KEYS = {
     "base_model",
     "model_b",
@@ -386,8 +385,8 @@ def _tenant(
     kind, encoder = "builder", None
     if not builder:
         kind = _read(kind_key, merged, where, errors) or "sft"
-        if kind not in METHODS:
-            errors.append(f"{where}: {kind_key} {kind!r} must be one of {', '.join(METHODS)}")
+        if kind not in TENANT_KINDS:
+            errors.append(f"{where}: {kind_key} {kind!r} must be one of {', '.join(TENANT_KINDS)}")
             kind = "sft"
         encoder = v["encoder"]
         if encoder is not None and kind != "embedding":

@@ -50,8 +50,9 @@ def _is_local(dataset: str) -> bool:
     return Path(jobspec.dataset_key(dataset)).is_absolute()
 
 
-def method_of(req: TrainingRequest) -> str:
-    """The validator's method for a training request's dataset (sft, dpo, kto, embedding)."""
+def data_kind_of(req: TrainingRequest) -> str:
+    """The kind of data a training request's dataset is checked as (sft, dpo, kto, embedding...):
+    the validator's `--method`."""
     return jobspec.preflight_request(req).validates or "sft"
 
 
@@ -63,7 +64,7 @@ def local_problem(req: TrainingRequest) -> str | None:
     script = paths.training_dir() / jobspec.DATASET_CHECKS
     try:
         proc = subprocess.run(
-            [sys.executable, str(script), jobspec.dataset_key(req.dataset), "--method", method_of(req)],
+            [sys.executable, str(script), jobspec.dataset_key(req.dataset), "--method", data_kind_of(req)],
             capture_output=True, text=True, timeout=LOCAL_CHECK_TIMEOUT_S,
             env={**os.environ, "HF_HUB_OFFLINE": "1"},
         )  # fmt: skip
@@ -73,7 +74,7 @@ def local_problem(req: TrainingRequest) -> str | None:
     if proc.returncode == 0:
         return None
     verdict = lines[-1].removeprefix("VERDICT: ").removeprefix("FAIL ") if lines else proc.stderr.strip()[-200:]
-    return f"dataset {req.dataset} fails the dataset check for {method_of(req)}: {verdict}"
+    return f"dataset {req.dataset} fails the dataset check for {data_kind_of(req)}: {verdict}"
 
 
 def dataset_hash(api: Any, dataset: str) -> str | None:
@@ -172,7 +173,7 @@ def stored_results(api: Any, requests: Iterable[TrainingRequest], *,
     for req in requests:
         if not req.dataset:
             continue
-        known = data.get(f"{method_of(req)} {jobspec.dataset_key(req.dataset)}")
+        known = data.get(f"{data_kind_of(req)} {jobspec.dataset_key(req.dataset)}")
         if isinstance(known, dict) and known.get("hash") and known.get("hash") == dataset_hash(api, req.dataset):
             out.append(PreflightResult(req.tenant, req.dataset, bool(known.get("passed")), known.get("job"),
                                        str(known.get("stage", "")), cached=True, reason=known.get("reason")))
@@ -200,7 +201,7 @@ def run_preflights(
     for req in requests:
         if not req.dataset:
             continue
-        key = f"{method_of(req)} {jobspec.dataset_key(req.dataset)}"
+        key = f"{data_kind_of(req)} {jobspec.dataset_key(req.dataset)}"
         content = dataset_hash(api, req.dataset)
         known = data.get(key)
         if content is not None and isinstance(known, dict) and known.get("hash") == content:

@@ -3,7 +3,7 @@
 Schedule by schedule (tenants may differ): each schedule's $/month (`console.money`, what its
 fleet row says), and the same calibrated by the ledger's runs; and one representative scenario
 to start the what-if from.
-Every training kind counts (`jobspec.TRAINING_KINDS`); the builder model's schedule is its own
+Every training kind counts (`kinds.TRAINING_KINDS`); the builder model's schedule is its own
 part (`builder_usd`), costed with its own size, flavor and cadence (reference §4(a)), and it is the
 representative scenario's builder rather than one more tenant.
 
@@ -38,7 +38,7 @@ class FleetCosts:
     """The same with the ledger's calibration factors."""
     plan_floor_usd: float
     representative: Any
-    """A one-recipe `costs.Scenario` close to the fleet (the what-if's starting point), with the
+    """A one-recipe `scenario.Scenario` close to the fleet (the what-if's starting point), with the
     builder model as its builder when there is one."""
     builder_usd: float = 0.0
     """The builder model's part of `gpu_usd`: its runs per month x its own run's cost."""
@@ -88,7 +88,7 @@ def fleet_costs(
 ) -> FleetCosts:
     """The scheduled training fleet's monthly cost and a representative scenario for the what-if:
     each schedule's $/month is `console.money`'s (what its fleet row shows)."""
-    from console.costs import Scenario
+    from console.scenario import Scenario
 
     prices = prices or shipped_price_book()
     tenants: set[str] = set()

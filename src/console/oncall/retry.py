@@ -42,6 +42,7 @@ from console import jobspec
 from console.costs import estimate_run, resumed_timeout
 from console.fleet.outcome import parse_outcome
 from console.jobs import job_row
+from console.kinds import TRAINING_KINDS
 from console.ledger.entries import timed_out
 from console.oncall.notify import Event
 from console.prices import PriceBook
@@ -104,7 +105,7 @@ class Retrier:
             labels = jobspec.labels_of(job)
             if job.id in self._decided or not jobspec.label_number(labels.get("retry")):
                 continue
-            if job.status.stage != "ERROR" or labels.get("kind") not in jobspec.TRAINING_KINDS:
+            if job.status.stage != "ERROR" or labels.get("kind") not in TRAINING_KINDS:
                 continue
             ended = job.finished_at or job.created_at
             if ended is not None and ended.timestamp() < since:

@@ -418,7 +418,7 @@ class ConsoleApp(ConsoleBase):
         self.push_screen(HelpScreen())
 
     def action_whatif(self) -> None:
-        from console.ui.widgets.costs import WhatIfScreen
+        from console.ui.screens.whatif import WhatIfScreen
 
         scheduled = list(self.refresher.scheduled.values())
         self.push_screen(WhatIfScreen(self.cfg, ledger=self.ledger, scheduled_jobs=scheduled, prices=self.prices))

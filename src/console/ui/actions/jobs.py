@@ -125,10 +125,10 @@ def _confirm_submit(app: ConsoleBase, result: SubmitResult | None) -> None:
     details = submission_details(sub, result.request.tenant, app.prices)
     if result.preflight:
         then = "the schedule is created" if result.schedule else f"the {sub.flavor} job is submitted"
-        method = jobspec.preflight_request(result.request).validates
+        data_kind = jobspec.preflight_request(result.request).validates
         details.append(
             f"first a CPU dataset preflight on {jobspec.PREFLIGHT_FLAVOR} (~$0.01); {then} only after it passes; "
-            f"it checks the dataset as {method} data"
+            f"it checks the dataset as {data_kind} data"
         )
     question = f"Submit {what}?"
     if sub.timeout_warning:  # a typed timeout below the estimate: said first, and asked about
@@ -163,7 +163,7 @@ def _submit_now(app: ConsoleBase, result: SubmitResult) -> str:
     if why := BaseModelCheck(app.api, app.backend_kind, app.prices)(request):
         raise jobspec.SubmissionError(why)
     if result.preflight:
-        # the dataset checked for the kind's method (DPO pairs, KTO labels, embedding columns...)
+        # the dataset checked as the kind's data (DPO pairs, KTO labels, embedding columns...)
         check = jobspec.build_submission(jobspec.preflight_request(request), **build)
         job = app.api.run_job(**ship(app.api, check, ns).run_kwargs(), namespace=ns)
         app.post_message(ActionDone(f"Preflight {job.id} started for {request.tenant}", refresh=True))

@@ -1,13 +1,13 @@
 """The submit form: one tenant's training job, with its cost and padded timeout before confirming.
 
-Fields: tenant, kind (`jobspec.TRAINING_KINDS`: an SFT, DPO, KTO or GRPO LoRA adapter, a reward
+Fields: tenant, kind (`kinds.TRAINING_KINDS`: an SFT, DPO, KTO or GRPO LoRA adapter, a reward
 model, an embedding model with its encoder bi | cross | sparse, or the builder model, LoRA or in
 full), a GRPO run's rewards (comma-separated: exact, numeric, format, or a module.py shipped beside
 the dataset; empty: the recipe's numeric,format), dataset, Hub repo
 (where the weights are pushed), base model, model size, examples, epochs, flavor (with its price),
 timeout (pre-filled with the padding rule's value and kept in step until edited, never rewritten
 while the cursor is in it: emptied, it means the padded value), max steps, a CPU dataset preflight
-first (on by default; it checks the dataset for the kind's method), ssh on/off and an optional cron
+first (on by default; it checks the dataset as the kind's data), ssh on/off and an optional cron
 that makes it a scheduled job. The encoder row shows for an embedding run only, the rewards row
 for GRPO only, the full fine-tune box for the builder only, the Unsloth box (about 2x faster, less
 memory) for the kinds whose recipe loads with Unsloth. The
@@ -42,7 +42,8 @@ from console.costs import (
     normalize_cron,
     parse_timeout,
 )
-from console.jobspec import UNSLOTH_KINDS, Submission, SubmissionError, TrainingRequest
+from console.jobspec import Submission, SubmissionError, TrainingRequest
+from console.kinds import KIND_LABELS, TRAINING_KINDS, UNSLOTH_KINDS
 from console.prices import DEFAULT_TIMEOUT_OVERHEAD_S, PriceBook, shipped_price_book
 from console.ui import keys
 from console.ui.screens.dialog import Dialog
@@ -108,8 +109,8 @@ class SubmitScreen(Dialog[SubmitResult | None]):
         for f in self.prices.gpu_flavors():
             options.append((f"{f.name} ${f.price_per_hour:.2f}/h {f.fits}", f.name))
         flavor = r.flavor if r.flavor in self.prices else options[0][1]
-        kind = r.kind if r.kind in jobspec.TRAINING_KINDS else "sft"
-        kinds = [(f"{k} ({jobspec.KIND_LABELS[k]})", k) for k in jobspec.TRAINING_KINDS]
+        kind = r.kind if r.kind in TRAINING_KINDS else "sft"
+        kinds = [(f"{k} ({KIND_LABELS[k]})", k) for k in TRAINING_KINDS]
         encoder = r.encoder if r.encoder in jobspec.ENCODERS else jobspec.ENCODERS[0]
         with Vertical(id="submit-dialog", classes="dialog"):
             yield Static(Text("Submit a training job", style="bold"), id="submit-title")
@@ -336,8 +337,8 @@ class SubmitScreen(Dialog[SubmitResult | None]):
         if not self._timeout_edited:
             text.append(f" {sub.timeout_rule}", style="dim")
         if result.preflight:
-            method = jobspec.preflight_request(result.request).validates
-            text.append(f" + preflight ~$0.01 ({method} data)", style="dim")
+            data_kind = jobspec.preflight_request(result.request).validates
+            text.append(f" + preflight ~$0.01 ({data_kind} data)", style="dim")
         memory = self._memory(result.request)
         if memory:
             text.append(f"\nGPU memory {memory}", style="dim")

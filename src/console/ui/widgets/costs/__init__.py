@@ -1,6 +1,5 @@
-"""Cost widgets: the ledger pane and the what-if explorer screen."""
+"""Cost widgets: the ledger pane (the what-if explorer it opens is `console.ui.screens.whatif`)."""
 
 from console.ui.widgets.costs.ledger_pane import LedgerPane
-from console.ui.widgets.costs.whatif_screen import WhatIfResult, WhatIfScreen
 
-__all__ = ["LedgerPane", "WhatIfResult", "WhatIfScreen"]
+__all__ = ["LedgerPane"]

@@ -449,7 +449,7 @@ class LedgerPane(Vertical):
         oncall.budget_undo(self.app)
 
     def action_whatif(self) -> None:
-        from console.ui.widgets.costs.whatif_screen import WhatIfScreen
+        from console.ui.screens.whatif import WhatIfScreen
 
         self.app.push_screen(
             WhatIfScreen(self.cfg, ledger=self.ledger, scheduled_jobs=self.scheduled, prices=self.prices)

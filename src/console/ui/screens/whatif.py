@@ -2,7 +2,7 @@
 
 A modal screen with one compact input per assumption (tenants, cadence, flavor, model size,
 examples, epochs, max steps, Unsloth, the tenants' training kind, the builder model's size and whether it is a
-full fine-tune, plan, seats). Every change recomputes `costs.project` on the spot (it is
+full fine-tune, plan, seats). Every change recomputes `scenario.project` on the spot (it is
 pure arithmetic) and shows, side by side, the current fleet (its real schedules, from
 :func:`console.ledger.fleet_costs`), the what-if, and the difference — with the reference heuristic
 and the estimate calibrated from the ledger's real runs, the number of runs the calibration rests
@@ -36,22 +36,21 @@ from console import jobspec, vram
 from console.costs import (
     Calibration,
     CostInputError,
-    Projection,
     RunSpec,
-    Scenario,
     cheaper_flavors_that_fit,
     check_range,
     describe_cron,
     format_duration,
     normalize_cron,
-    project,
 )
+from console.kinds import TENANT_KINDS
 from console.ledger import FleetCosts, Ledger, fleet_costs
 from console.prices import PLANS, PriceBook, shipped_price_book
+from console.scenario import Projection, Scenario, project
 from console.ui import keys
 
 NO_CALIBRATION = Calibration({}, None, 0)
-KINDS = jobspec.TENANT_KINDS
+KINDS = TENANT_KINDS
 """The tenants' training kinds the memory estimate tells apart (`console whatif --kind`)."""
 BUILDER_EXAMPLES = 3000
 BUILDER_FLAVOR = "a100-large"
