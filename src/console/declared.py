@@ -101,10 +101,12 @@ def problem(field: Declared, value: Any) -> str | None:
     if _convert(field, value) is _REFUSED:
         if isinstance(info, mi.LiteralType):
             return f"{value!r} must be one of {', '.join(map(str, field.choices))}"
-        kind = kind_words(info)
-        if not _is_kind(value, info):
-            return f"must be {kind}, got {value!r}"
-        return f"must be {kind} {bound_words(info)}, got {value!r}".replace("  ", " ")
+        what = kind_words(info)
+        if "expected" in field.extra:
+            what = field.extra["expected"]
+        elif _is_kind(value, info) and (bounds := bound_words(info)):
+            what = f"{what} {bounds}"
+        return f"must be {what}, got {value!r}"
     own: Callable[[Any], str | None] | None = field.extra.get("problem")
     return own(value) if own is not None else None
 
