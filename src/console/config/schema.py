@@ -124,7 +124,8 @@ class Defaults(Table):
         "Seconds added to every training estimate before the buffer: the environment install (~48 s "
         "for a cold `uv run`), model and dataset downloads, the Hub push."))] = DEFAULT_TIMEOUT_OVERHEAD_S
     env: Annotated[str, Meta(extra={"check": _env_label, "expected": ENV_LABEL}, description=(
-        "The `env=` label put on every job the console starts."))] = "dev"
+        "The `env=` label put on every job the console starts (letters, digits, '-', '_': HF refuses "
+        "'.' in labels)."))] = "dev"
     hub_model_id: Annotated[str, Meta(extra={"check": _hub_template, "expected": HUB_TEMPLATE},
         description=(
         "Where a tenant's adapter is pushed when neither the tenant nor the fleet file says: a Hub "
@@ -134,7 +135,8 @@ class Defaults(Table):
         'A bucket (e.g. "org/datasets-cache") mounted read-write at /data in every run of a Hub '
         "dataset, with HF_DATASETS_CACHE=/data/datasets, so a run does not download its dataset again "
         "(the training reference: the container's own cache is thrown away with it). Created if "
-        "missing."))] | None = None
+        "missing. A fleet file's top-level `datasets_cache` overrides it; a Hub run without one is "
+        "offered it in its confirmation."))] | None = None
 
 
 class TrackioSettings(Table):
@@ -145,7 +147,8 @@ class TrackioSettings(Table):
         extra={"expected": "a project name (no '/', at most 100 characters)"})] = "console"
     space_id: Annotated[str, Meta(pattern=r"^[^/]+/[^/]+\Z", max_length=200, description=(
         "A HF Space (`org/trackio`) every run on HF Jobs logs to (fleet, form, rerun, trigger), so "
-        "its metrics outlive the job's container; the console reads them back from it. Local runs "
+        "its metrics outlive the job's container; the console reads them back from it with "
+        "huggingface_hub's login. Local runs "
         "use the server's own Trackio store."), extra={"expected": "a Space id like 'org/trackio'"})] | None = None
 
 
@@ -224,9 +227,12 @@ class Settings(Table):
     monthly_budget_usd: Annotated[float, Meta(ge=0, le=1e9, description=(
         "Warn when the month's projection exceeds this."))] | None = None
     budget_action: Annotated[Literal[BUDGET_ACTIONS], Meta(description=(  # type: ignore[valid-type]
-        "What the month's projection passing `monthly_budget_usd` does: warn (an on-call event), or "
-        "suspend schedules, the most expensive this month first, until it fits (said once; `console "
-        "budget undo` or `U` on the Costs tab resumes them)."))] = "warn"
+        "warn: the month's projection passing `monthly_budget_usd` is an on-call event. suspend: the "
+        "on-call watcher (the TUI's or `console watch`) suspends schedules, the most expensive this "
+        "month first, until it fits, and says once what it suspended and why; `console budget undo` or "
+        "`U` on the Costs tab resumes them, and the budget then warns instead for the rest of that "
+        "month at that budget. Spent and running money and the plan's floor stay: when they alone pass "
+        "the budget, every schedule is suspended and the event says the month still does not fit."))] = "warn"
     read_only: Annotated[bool, Meta(description="Refuse every action that changes anything.")] = False
     theme: Annotated[str, Meta(pattern=r"^[a-z0-9][a-z0-9_-]{0,63}\Z", description=(
         "The TUI's colours: a Textual theme (textual-dark, textual-light, nord, gruvbox, dracula, "
