@@ -51,8 +51,9 @@ class Declared:
 def declared(cls: type[msgspec.Struct]) -> dict[str, Declared]:
     """The fields of `cls`, in their declared order, each with what its declaration says."""
     out: dict[str, Declared] = {}
+    described = {f.name: f.type for f in mi.type_info(cls).fields}  # one description of the Struct
     for f in msgspec.structs.fields(cls):
-        info, doc, extra = _unwrap(mi.type_info(f.type))
+        info, doc, extra = _unwrap(described[f.name])
         default = f.default_factory() if f.default_factory is not msgspec.NODEFAULT else f.default
         out[f.name] = Declared(f.name, f.type, None if default is msgspec.NODEFAULT else default,
                                info, doc, extra, _choices(f.type))

@@ -11,8 +11,6 @@ never rewritten. The config never holds a token: authentication is huggingface_h
 (`HF_TOKEN`, `hf auth login`).
 """
 
-from __future__ import annotations
-
 import copy
 import os
 import re

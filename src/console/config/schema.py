@@ -7,8 +7,6 @@ checks and their one-line messages, `console config keys` and the README's table
 (:func:`markdown_table`) are all read off these declarations.
 """
 
-from __future__ import annotations
-
 import getpass
 import json
 import re

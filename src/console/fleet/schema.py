@@ -8,8 +8,6 @@ cannot say (``extra={"problem": ...}``) are its declaration; :mod:`console.fleet
 file by them, and its one-line messages are read off them (:func:`console.declared.problem`).
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Any, Literal
 
 import msgspec
