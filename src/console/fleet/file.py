@@ -42,6 +42,8 @@ _BUILDER_OWN = ("base_model", "model_b", "flavor")
 """What the builder table must say itself (the top-level defaults are the tenants')."""
 _BUILDER_KEYS = {k: f for k, f in TENANT_KEYS.items() if k not in TENANT_ONLY}
 _PLAIN_KEYS = {k: f for k, f in TENANT_KEYS.items() if k not in BUILDER_ONLY}
+_SAID = object()
+"""A top-level default whose problem the file's top level says (once, not for every tenant)."""
 METHODS = jobspec.TENANT_KINDS
 """A tenant's `kind`: what its runs train (the job's `kind=` label, as everywhere else)."""
 
@@ -209,7 +211,8 @@ def parse_fleet(
         problems.append(f"hub_model_id {why}")
         bad_defaults.add("hub_model_id")
     space, cache, project = doc.get("trackio_space_id"), doc.get("datasets_cache"), doc.get("trackio_project")
-    defaults = {k: v for k, v in doc.items() if k in DEFAULTS}
+    # a bad default is said once, above: a tenant that takes it says nothing more of it
+    defaults = {k: _SAID if k in bad_defaults else v for k, v in doc.items() if k in DEFAULTS}
     tenants: list[TenantSpec] = []
     kept: set[str] = set()  # the ids in `tenants` (a set: 100,000 tenants check in linear time)
     seen: dict[str, int] = {}
@@ -223,8 +226,7 @@ def parse_fleet(
         tid = raw.get("id")
         if isinstance(tid, str) and tid:
             where = f"builder {tid!r}" if is_builder else f"tenant {tid!r}"
-        spec, errors = _tenant(raw, defaults, where, path.parent, prices, backend_kind, builder=is_builder,
-                               said=bad_defaults)
+        spec, errors = _tenant(raw, defaults, where, path.parent, prices, backend_kind, builder=is_builder)
         problems.extend(errors)
         if isinstance(tid, str) and tid:
             if tid in seen:
@@ -270,10 +272,7 @@ def _tenant(
     backend_kind: str,
     *,
     builder: bool = False,
-    said: set[str] | None = None,
 ) -> tuple[TenantSpec | None, list[str]]:
-    """The tenant (or builder) table `raw` with the top level's `defaults`, or None and why not;
-    a bad default the file's top level already `said` is not said again for the tenant."""
     errors: list[str] = []
     for key in raw:
         if key not in (_BUILDER_KEYS if builder else _PLAIN_KEYS):
@@ -281,12 +280,11 @@ def _tenant(
     if builder:
         errors.extend(f"{where}: {key} is required in [builder] (the defaults are the tenants')"
                       for key in _BUILDER_OWN if key not in raw)
-    quiet = (said or set()) - raw.keys()
-    merged = {**{k: v for k, v in defaults.items() if k not in quiet}, **raw}
+    merged = {**defaults, **raw}
     if not builder and "kind" in raw and "method" in raw:
         errors.append(f"{where}: kind and method are one setting (method is its older name): keep kind")
     kind_key = "method" if "method" in raw and "kind" not in raw else "kind"
-    v = {name: _read(name, merged, where, errors, quiet) for name in (_BUILDER_KEYS if builder else _PLAIN_KEYS)
+    v = {name: _read(name, merged, where, errors) for name in (_BUILDER_KEYS if builder else _PLAIN_KEYS)
          if name not in ("kind", "method")}
 
     tid, hub_model_id, promote = v["id"], v["hub_model_id"], v["promote"]
@@ -366,13 +364,15 @@ def _tenant(
     )
 
 
-def _read(name: str, merged: dict[str, Any], where: str, errors: list[str], quiet: set[str] = frozenset()) -> Any:
+def _read(name: str, merged: dict[str, Any], where: str, errors: list[str]) -> Any:
     """The value of key `name` as :data:`TENANT_KEYS` declares it, or None (absent, or a problem,
-    which goes to `errors` in one line naming the key; a `quiet` key's problem is said already)."""
+    which goes to `errors` in one line naming the key; a bad top-level default is said already)."""
     key = TENANT_KEYS[name]
     value = merged.get(name)
+    if value is _SAID:
+        return None
     if value is None:
-        if key.required and name not in quiet:
+        if key.required:
             errors.append(f"{where}: {name} is required (in the tenant or at the top level)")
         return None
     if why := declared.problem(key, value):
