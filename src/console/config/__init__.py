@@ -17,7 +17,7 @@ import re
 import tempfile
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import msgspec
 
@@ -205,7 +205,7 @@ def _check(key: str, value: Any) -> Any:
     return declared.check(KEY_ENTRY if key.startswith("keys.") else SCHEMA[key], value)
 
 
-def _refuse(where: str, key: str, value: Any) -> Any:
+def _refuse(where: str, key: str, value: Any) -> NoReturn:
     """Raise the one-line ConfigError for `value` at `key`: what the key's declaration expects."""
     f = KEY_ENTRY if key.startswith("keys.") else SCHEMA.get(key)
     try:
