@@ -310,3 +310,10 @@ def test_config_keys_fits_a_narrow_terminal_and_pipes_one_line_per_key(tmp_path)
     assert any(line.startswith("    The HF user or org") for line in narrow)  # the meaning below its row
     piped = run("config", "keys").stdout.splitlines()
     assert [line.split()[0] for line in piped] == [k for k, _, _ in cfgmod.describe_keys()]
+
+
+def test_the_configuration_page_table_is_the_schema():
+    """The manual's configuration page lists every key of the config, its default and meaning, as the
+    schema declares them."""
+    page = (Path(__file__).resolve().parents[2] / "docs" / "configuration.md").read_text(encoding="utf-8")
+    assert cfgmod.markdown_table() in page

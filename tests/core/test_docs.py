@@ -49,15 +49,6 @@ def test_a_key_the_app_changes_fails_the_readme_check():
     assert [row for row in _table_rows(changed) if row.count("|") == 5 and row not in app_rows] != []
 
 
-def test_configuration_page_lists_every_config_key():
-    from console.config import describe_keys
-
-    page = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
-    listed = re.findall(r"^\| `([^`]+)` \|", page, flags=re.MULTILINE)
-    keys = [key for key, _default, _doc in describe_keys()]
-    assert sorted(listed) == sorted("[keys]" if key == "keys.<id>" else key for key in keys)
-
-
 LINK = re.compile(r"\]\(([^)\s#]+)(?:#[^)\s]*)?\)")
 
 

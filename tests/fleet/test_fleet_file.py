@@ -151,3 +151,31 @@ def test_local_datasets_are_refused_for_the_hub_backend(tmp_path):
     ]
     fleet = load_fleet_file(path)  # locally both are fine
     assert fleet.tenant("globex").dataset == "org/globex-chats"
+
+
+@pytest.mark.parametrize(
+    "line, expected",
+    [
+        ("trackio_project = 5", "trackio_project must be a string, got 5"),
+        ("description = ['x']", "description must be a string, got ['x']"),
+        ('epochs = "two"', "epochs must be a number, got 'two'"),
+        ("retry = 11", "retry must be a whole number from 0 to 10, got 11"),
+    ],
+)
+def test_a_top_level_value_of_the_wrong_type_is_named_once(tmp_path, line, expected):
+    """A top-level key holding the wrong type is refused by name, once, even where every tenant
+    sets its own value (a project number the fleet would silently log nowhere with)."""
+    path = write(tmp_path, line + "\n" + textwrap.dedent("""
+        [[tenant]]
+        id = "acme"
+        dataset = "data/acme.jsonl"
+        examples = 10
+        base_model = "tiny-random"
+        model_b = 0.5
+        flavor = "t4-small"
+        epochs = 1
+        schedule = "weekly"
+        """))
+    with pytest.raises(FleetFileError) as err:
+        load_fleet_file(path)
+    assert err.value.problems == [expected]

@@ -10,6 +10,7 @@ import dataclasses
 import textwrap
 
 import pytest
+from msgspec.structs import replace
 
 from console import jobspec
 from console.backend import connect
@@ -100,7 +101,7 @@ def test_the_fleet_files_template_gives_each_tenant_its_own_repo(hub, tmp_path, 
 
 def test_the_configs_template_applies_when_the_fleet_file_names_none(hub, tmp_path, capsys):
     cfg, backend = hub
-    save(dataclasses.replace(cfg, defaults=dataclasses.replace(cfg.defaults, hub_model_id="ops/lora-{tenant}")))
+    save(replace(cfg, defaults=replace(cfg.defaults, hub_model_id="ops/lora-{tenant}")))
     code, out = apply(capsys, str(fleet_file(tmp_path, acme='hub_model_id = "acme-corp/support-adapter"\n')))
     assert code == 0, out
     have = schedules(backend)
@@ -110,8 +111,8 @@ def test_the_configs_template_applies_when_the_fleet_file_names_none(hub, tmp_pa
 
 def test_every_hub_run_logs_to_the_trackio_space(hub, tmp_path, capsys):
     cfg, backend = hub
-    cfg = dataclasses.replace(cfg, trackio=dataclasses.replace(cfg.trackio, space_id="ops/trackio"),
-                              defaults=dataclasses.replace(cfg.defaults, hub_model_id="ops/adapter-{tenant}"))
+    cfg = replace(cfg, trackio=replace(cfg.trackio, space_id="ops/trackio"),
+                  defaults=replace(cfg.defaults, hub_model_id="ops/adapter-{tenant}"))
     save(cfg)
     path = fleet_file(tmp_path)
     assert apply(capsys, str(path))[0] == 0

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import replace
 from datetime import datetime
 
+from msgspec.structs import replace
 from tests.oncall.conftest import NAMESPACE
 from tests.oncall.test_money_agreement import NOW, Planned, schedule
 

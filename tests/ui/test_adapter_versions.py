@@ -7,8 +7,7 @@ repo, which is how the app finds it."""
 
 from __future__ import annotations
 
-import dataclasses
-
+import msgspec
 from tests.ui.conftest import notes, schedule_python, wait_for, wait_thread
 from textual.widgets import DataTable
 
@@ -132,7 +131,7 @@ async def test_live_column_versions_view_promote_and_roll_back(backend, cfg):
         await wait_for(pilot, lambda: not isinstance(app.screen, VersionsScreen))
 
     # read-only: the view opens, promote and roll back are refused and nothing moves
-    ro = ConsoleApp(dataclasses.replace(cfg, read_only=True), backend, refresh_seconds=0.3, start_tab="fleet",
+    ro = ConsoleApp(msgspec.structs.replace(cfg, read_only=True), backend, refresh_seconds=0.3, start_tab="fleet",
                     stream_metrics=False, watch_seconds=None)
     async with ro.run_test(size=(160, 40)) as pilot:
         await wait_for(pilot, lambda: "acme" in ro.fleet_table.rows_by_tenant, timeout=30)

@@ -111,11 +111,13 @@ def setup_demo(backend, cfg, *, trigger: int = 2, report=print) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    import msgspec
+
     from console.backend import DAEMON, BackendError, connect
     from console.commands._common import CommandError, load_config
 
     cfg = load_config(args)
-    cfg = dataclasses.replace(cfg, backend="local", endpoint=None)
+    cfg = msgspec.structs.replace(cfg, backend="local", endpoint=None)
     if cfg.read_only:
         raise CommandError("read-only: the demo creates schedules and runs jobs; drop --read-only")
     try:

@@ -1,7 +1,7 @@
 """The fleet file: a TOML with top-level defaults, one ``[[tenant]]`` table per tenant and an
 optional ``[builder]`` table for the builder model.
 
-A tenant trains with its ``kind`` (``kinds.TENANT_KINDS``): ``sft`` (the default), ``dpo``,
+A tenant trains with its ``kind`` (``jobspec.TENANT_KINDS``): ``sft`` (the default), ``dpo``,
 ``kto``, ``grpo`` (LoRA adapters; GRPO with ``rewards = ["numeric", "format", "mine.py"]``, the
 built-in rewards and modules shipped beside the dataset), ``reward`` (a reward model on preference
 pairs) or ``embedding`` (a sentence-transformers model, ``encoder = "bi" | "cross" | "sparse"``). The
@@ -23,107 +23,30 @@ console.server, no network, no training stack.
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from console import jobspec
+from console import declared, jobspec
 from console.costs import CostInputError, normalize_cron
-from console.inputs import MIB, NAME_RULE, bucket_id_problem, is_label_name, read_user_file
+from console.fleet.schema import BUILDER_ONLY, DEFAULTS, TENANT_KEYS, TENANT_ONLY, TOP_KEYS
+from console.inputs import MIB, read_user_file
 from console.jobspec import TrainingRequest
-from console.kinds import TENANT_KINDS, rewards_problem
+from console.kinds import TENANT_KINDS
 from console.prices import PriceBook, shipped_price_book
 
 FLEET_FILE_MAX_BYTES = 16 * MIB
 """A fleet file of 100,000 tenants is about 10 MiB; a bigger file is not read."""
 
-@dataclass(frozen=True)
-class Key:
-    """One key of a tenant (or builder) table: its TOML type, whether a tenant must have it (in
-    its table or from the top level), and what else its value must be."""
-
-    kind: type | tuple[type, ...]
-    required: bool = False
-    check: Callable[[Any], str | None] | None = None
-    """The problem with a value of the right type, after the key's name (None: none)."""
-
-
-def _at_least(lo: int) -> Callable[[Any], str | None]:
-    return lambda v: None if v >= lo else f"must be at least {lo}"
-
-
-def _whole(lo: int, hi: int) -> Callable[[Any], str | None]:
-    return lambda v: None if lo <= v <= hi else f"must be a whole number from {lo} to {hi}, got {v!r}"
-
-
-def _one_of(options: Sequence[str]) -> Callable[[Any], str | None]:
-    return lambda v: None if v in options else f"{v!r} must be one of {', '.join(options)}"
-
-
-# `not (lo < x <= hi)`, never `x <= lo or x > hi`: NaN fails every comparison and must be refused
-TENANT_KEYS: dict[str, Key] = {
-    "id": Key(str, True, lambda v: None if is_label_name(v) else f"{v!r} {NAME_RULE}"),
-    "dataset": Key(str, True),
-    "examples": Key(int, True, _at_least(1)),
-    "base_model": Key(str, True),
-    "model_b": Key((int, float), True, lambda v: None if 0 < v <= 2000 else "must be from 0.001 to 2000"),
-    "flavor": Key(str, True),
-    "epochs": Key((int, float), True, lambda v: None if 0 < v <= 1000 else "must be from 0.01 to 1000"),
-    "schedule": Key(str, True),
-    "max_steps": Key(int, check=_at_least(1)),
-    "learning_rate": Key((int, float), check=lambda v: None if 0 < v <= 1
-                         else f"must be a number above 0 and at most 1, got {v!r}"),
-    "lora_r": Key(int, check=_whole(1, 1024)),
-    "lora_alpha": Key(int, check=_whole(1, 4096)),
-    "unsloth": Key(bool),
-    "hub_model_id": Key(str),
-    "promote": Key(str, check=_one_of(jobspec.PROMOTE_POLICIES)),
-    "promote_margin": Key((int, float), check=lambda v: None if 0 <= v < 1
-                          else f"must be a share of the live loss, at least 0 and below 1, got {v!r}"),
-    "suspend": Key(bool),
-    "retry": Key(int, check=_whole(0, 10)),
-    "retry_max_usd": Key((int, float), check=lambda v: None if 0 <= v <= 100_000
-                         else f"must be a number from 0 to 100000, got {v!r}"),
-    "kind": Key(str),
-    "method": Key(str),  # the older name of `kind`, still read
-    "encoder": Key(str, check=_one_of(jobspec.ENCODERS)),
-    "rewards": Key(list, check=lambda v: rewards_problem(",".join(map(str, v)))
-                   if v and all(isinstance(n, str) for n in v) else "must be a list of reward names"),
-    "full": Key(bool),  # the builder's only
-}
-"""Every key a `[[tenant]]` or `[builder]` table may hold, declared once: the reading, the
-messages and the docs follow from it."""
-_TENANT_KEYS = set(TENANT_KEYS) - {"full"}
-_BUILDER_KEYS = (_TENANT_KEYS - {"kind", "method", "encoder", "rewards"}) | {"full"}
 _BUILDER_OWN = ("base_model", "model_b", "flavor")
 """What the builder table must say itself (the top-level defaults are the tenants')."""
-_TOP_KEYS = {
-    "base_model",
-    "model_b",
-    "flavor",
-    "epochs",
-    "schedule",
-    "env",
-    "max_steps",
-    "learning_rate",
-    "lora_r",
-    "lora_alpha",
-    "unsloth",
-    "examples",
-    "tenant",
-    "name",
-    "description",
-    "trackio_project",
-    "trackio_space_id",
-    "datasets_cache",
-    "hub_model_id",
-    "promote",
-    "promote_margin",
-    "retry",
-    "retry_max_usd",
-    "builder",
-}
+_BUILDER_KEYS = {k: f for k, f in TENANT_KEYS.items() if k not in TENANT_ONLY}
+_PLAIN_KEYS = {k: f for k, f in TENANT_KEYS.items() if k not in BUILDER_ONLY}
+_SAID = object()
+"""A top-level default whose problem the file's top level says (once, not for every tenant)."""
+METHODS = TENANT_KINDS
+"""A tenant's `kind`: what its runs train (the job's `kind=` label, as everywhere else)."""
 
 
 class FleetFileError(ValueError):
@@ -268,12 +191,15 @@ def parse_fleet(
 ) -> FleetFile:
     prices = prices or shipped_price_book()
     problems: list[str] = []
-    for key in doc:
-        if key not in _TOP_KEYS:
+    bad_defaults: set[str] = set()  # said once here, not again for every tenant that takes it
+    for key, value in doc.items():
+        if key not in TOP_KEYS:
             problems.append(f"unknown top-level key {key!r}")
+        elif key not in ("tenant", "builder", "hub_model_id") and (why := declared.problem(TOP_KEYS[key], value)):
+            problems.append(f"{key} {why}")
+            bad_defaults.add(key)
     env = doc.get("env", default_env)
-    if not is_label_name(env):
-        problems.append(f"env {env!r} {NAME_RULE}")
+    if "env" in bad_defaults:
         env = default_env
     raw_tenants = doc.get("tenant", [])
     if not isinstance(raw_tenants, list) or not all(isinstance(t, dict) for t in raw_tenants):
@@ -284,13 +210,10 @@ def parse_fleet(
     template = doc.get("hub_model_id")
     if template is not None and (why := jobspec.hub_model_id_problem(template, template=True)):
         problems.append(f"hub_model_id {why}")
-    space = doc.get("trackio_space_id")
-    if space is not None and (not isinstance(space, str) or not jobspec.SPACE_ID_RE.match(space)):
-        problems.append(f"trackio_space_id {space!r} must be a Space id like org/trackio")
-    cache = doc.get("datasets_cache")
-    if cache is not None and (why := bucket_id_problem(cache)):
-        problems.append(f"datasets_cache {why}")
-    defaults = {k: v for k, v in doc.items() if k not in ("tenant", "builder", "env", "name", "description")}
+        bad_defaults.add("hub_model_id")
+    space, cache, project = doc.get("trackio_space_id"), doc.get("datasets_cache"), doc.get("trackio_project")
+    # a bad default is said once, above: a tenant that takes it says nothing more of it
+    defaults = {k: _SAID if k in bad_defaults else v for k, v in doc.items() if k in DEFAULTS}
     tenants: list[TenantSpec] = []
     kept: set[str] = set()  # the ids in `tenants` (a set: 100,000 tenants check in linear time)
     seen: dict[str, int] = {}
@@ -330,7 +253,6 @@ def parse_fleet(
             tenants.append(spec)
     if problems:
         raise FleetFileError(path, problems)
-    project = doc.get("trackio_project")
     return FleetFile(
         path=path,
         env=env,
@@ -354,7 +276,7 @@ def _tenant(
 ) -> tuple[TenantSpec | None, list[str]]:
     errors: list[str] = []
     for key in raw:
-        if key not in (_BUILDER_KEYS if builder else _TENANT_KEYS):
+        if key not in (_BUILDER_KEYS if builder else _PLAIN_KEYS):
             errors.append(f"{where}: unknown key {key!r}")
     if builder:
         errors.extend(f"{where}: {key} is required in [builder] (the defaults are the tenants')"
@@ -363,9 +285,8 @@ def _tenant(
     if not builder and "kind" in raw and "method" in raw:
         errors.append(f"{where}: kind and method are one setting (method is its older name): keep kind")
     kind_key = "method" if "method" in raw and "kind" not in raw else "kind"
-    v = {name: _read(name, merged, where, errors) for name in TENANT_KEYS
-         if name not in ("kind", "method") and (builder or name != "full")
-         and (not builder or name not in ("encoder", "rewards"))}
+    v = {name: _read(name, merged, where, errors) for name in (_BUILDER_KEYS if builder else _PLAIN_KEYS)
+         if name not in ("kind", "method")}
 
     tid, hub_model_id, promote = v["id"], v["hub_model_id"], v["promote"]
     if v["dataset"] is not None:
@@ -385,8 +306,8 @@ def _tenant(
     kind, encoder = "builder", None
     if not builder:
         kind = _read(kind_key, merged, where, errors) or "sft"
-        if kind not in TENANT_KINDS:
-            errors.append(f"{where}: {kind_key} {kind!r} must be one of {', '.join(TENANT_KINDS)}")
+        if kind not in METHODS:
+            errors.append(f"{where}: {kind_key} {kind!r} must be one of {', '.join(METHODS)}")
             kind = "sft"
         encoder = v["encoder"]
         if encoder is not None and kind != "embedding":
@@ -446,17 +367,16 @@ def _tenant(
 
 def _read(name: str, merged: dict[str, Any], where: str, errors: list[str]) -> Any:
     """The value of key `name` as :data:`TENANT_KEYS` declares it, or None (absent, or a problem,
-    which goes to `errors` in one line naming the key)."""
+    which goes to `errors` in one line naming the key; a bad top-level default is said already)."""
     key = TENANT_KEYS[name]
     value = merged.get(name)
+    if value is _SAID:
+        return None
     if value is None:
         if key.required:
             errors.append(f"{where}: {name} is required (in the tenant or at the top level)")
         return None
-    if (isinstance(value, bool) and key.kind is not bool) or not isinstance(value, key.kind):
-        errors.append(f"{where}: {name} must be a {_kind_name(key.kind)}, got {value!r}")
-        return None
-    if key.check is not None and (why := key.check(value)):
+    if why := declared.problem(key, value):
         errors.append(f"{where}: {name} {why}")
         return None
     return value
@@ -479,13 +399,6 @@ def _check_flavor(flavor: str, model_b: float | None, kind: str, full: bool, lor
         if why := jobspec.fit_problem(req, prices):
             errors.append(f"{where}: a {model_b:g}B model does not fit {flavor}: {why}")
     return flavor
-
-
-def _kind_name(kind: type | tuple[type, ...]) -> str:
-    names = {str: "string", int: "whole number", float: "number", bool: "true/false"}
-    if isinstance(kind, tuple):
-        return "number" if float in kind else " or ".join(names.get(k, k.__name__) for k in kind)
-    return names.get(kind, kind.__name__)
 
 
 def _looks_local(dataset: str) -> bool:
