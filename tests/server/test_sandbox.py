@@ -51,6 +51,11 @@ def test_a_cancel_and_a_timeout_leave_nothing_running(api: HfApi) -> None:
     assert job_processes(canceled.id) == [] and job_processes(timed_out.id) == []
 
 
+NAMESPACES = ("pid", "ipc", "uts", "mnt", "user")
+"""The namespaces a job of a user's server has of its own (a root server's job shares the user
+namespace: it drops to `nobody` instead)."""
+
+
 def test_a_job_has_its_own_pid_ipc_uts_and_mount_namespaces(api: HfApi) -> None:
     """Each namespace bubblewrap is asked to unshare is a new one: a job cannot reach the host's
     System V shared memory or message queues (IPC), nor set the host's name (UTS)."""
@@ -261,6 +266,7 @@ def test_a_job_under_a_users_server_cannot_escape_or_read_the_users_files() -> N
                 cat "$f" 2>/dev/null && echo
             done
             ls -a "{home}" 2>/dev/null | sed 's/^/in home: /'
+            for kind in {" ".join(NAMESPACES)}; do echo "ns $kind $(readlink /proc/self/ns/$kind)"; done
             echo done
         """
         job = _bash(api, probe)
@@ -298,6 +304,12 @@ def test_a_job_under_a_users_server_cannot_escape_or_read_the_users_files() -> N
         assert status["NoNewPrivs"].strip() == "1"
         assert status["Uid"].split()[0] == str(uid)  # the server's user, not root
         assert f"uid={uid} home=" in "\n".join(logs)
+        # its own namespaces, the user's included: none is the server's (its IPC: the host's
+        # System V shared memory and message queues)
+        inside = dict(line.split()[1:] for line in logs if line.startswith("ns "))
+        assert set(inside) == {*NAMESPACES}, logs
+        for kind in NAMESPACES:
+            assert inside[kind] != os.readlink(f"/proc/{server.pid}/ns/{kind}"), (kind, inside)
         # the user's home holds only the way down to the job's own folder (in the data folder)
         assert {line for line in logs if line.startswith("in home: ")} <= {"in home: .", "in home: ..",
                                                                             "in home: .local"}, logs
