@@ -173,3 +173,13 @@ def test_the_checks_find_the_timeout_and_the_label_rule():
     assert label_copies_in('raise TypeError("a label value (at most 63 characters)")') != []
     assert label_copies_in('r = re.compile(r"[A-Za-z0-9_-]{1,64}")') == []  # a resource group id: another rule
     assert label_copies_in('m = "page size (at most 100)"') == []
+
+
+def test_the_stages_are_the_jobs_apis():
+    """The one definition is HF's: every stage huggingface_hub knows, no other; a job waiting for a
+    machine (SCHEDULING) is as active as a running one (its record still changes, its slot is held)."""
+    from huggingface_hub import JobStage
+
+    assert set(stages.ALL_STAGES) == {stage.value for stage in JobStage}
+    assert set(stages.ACTIVE_STAGES) == {JobStage.SCHEDULING.value, JobStage.RUNNING.value}
+    assert set(stages.TERMINAL_STAGES) == set(stages.ALL_STAGES) - set(stages.ACTIVE_STAGES)
