@@ -58,6 +58,14 @@ PAGE_MARGIN = 20
 """How close to the last row the cursor gets before the next page is read."""
 
 
+def kind_cell(row: JobRow) -> str:
+    """What the job trains, short: `sft`, `dpo`, and an embedding run with its encoder as its
+    `encoder` label says (`emb cross`; the narrow column shows `emb`, the detail line all of it)."""
+    short = KIND_SHORT.get(row.kind, row.kind)
+    encoder = row.labels.get("encoder") if row.kind == "embedding" else None
+    return f"{short} {encoder}" if encoder else short
+
+
 @dataclass(frozen=True)
 class OnCallMark:
     """What the on-call watcher says of a running job: a few characters for the Stage cell (fits
@@ -190,7 +198,7 @@ class JobsTable(KeyedTable):
         return (
             short_id(row.id),
             row.tenant,
-            KIND_SHORT.get(row.kind, row.kind),
+            kind_cell(row),
             stage,
             row.flavor,
             format_clock(row.started_at or row.created_at, now),
