@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
+import console
 from console import labels, stages
 from console.prices import HF_DEFAULT_TIMEOUT_SECONDS
 
-SRC = Path(__file__).resolve().parents[2] / "src" / "console"
+SRC = Path(console.__file__).resolve().parent  # the package under test (a planted copy: mutation/planted.py)
 STAGE_NAMES = frozenset(stages.ALL_STAGES)
 QUOTED_STAGE = re.compile(r"'(" + "|".join(sorted(STAGE_NAMES)) + r")'")
 """A stage as an SQL string literal, inside a longer string."""

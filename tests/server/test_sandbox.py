@@ -67,6 +67,20 @@ def test_a_job_has_its_own_pid_ipc_uts_and_mount_namespaces(api: HfApi) -> None:
         assert inside[kind] != os.readlink(f"/proc/self/ns/{kind}"), (kind, inside)
 
 
+def test_a_job_leads_its_own_session_and_cannot_write_the_sandboxs_root(api: HfApi) -> None:
+    """The job's session begins inside its sandbox (bubblewrap's `--new-session`: the session id it
+    reads is a process of its own PID namespace, not 0 for a leader outside), so it holds no
+    terminal of the server's session to push keystrokes into (TIOCSTI); and the root bubblewrap
+    builds for it is read-only: a file written at `/` is refused."""
+    job = _bash(api, "awk '{print \"sid=\" $6}' /proc/self/stat; "
+                     "touch /planted-at-root 2>/dev/null && echo WROTE-ROOT; echo done")
+    assert wait_stage(api, job.id, timeout=30).status.stage == "COMPLETED"
+    logs = list(api.fetch_job_logs(job_id=job.id, namespace=NAMESPACE))
+    assert logs[-1] == "done" and "WROTE-ROOT" not in logs, logs
+    sid = next(line for line in logs if line.startswith("sid="))
+    assert int(sid.removeprefix("sid=")) > 0, logs
+
+
 def test_a_job_sees_no_server_state_no_other_job_and_no_other_tenant(api: HfApi, server) -> None:
     other = _bash(api, "echo ready; sleep 300", secrets={"HF_TOKEN": "hf_globex_secret_9d8f7e"},
                   labels={"tenant": "globex"})
@@ -210,8 +224,9 @@ def test_a_job_under_a_users_server_cannot_escape_or_read_the_users_files() -> N
     """The counterpart of the root test: a server run by an unprivileged user (its jobs run as that
     user, in a user namespace of their own). The job's uid owns every file of the user's, so only
     the sandbox's file system keeps them out: it cannot unmount, remount or get round them with a
-    nested user namespace, and reads neither the server's token, nor a key in the user's ~/.ssh,
-    nor the console config, nor another data folder's token, nor the XDG login token."""
+    nested user namespace, nor write the sandbox's root (it owns it: only `--remount-ro` keeps it
+    read-only), and reads neither the server's token, nor a key in the user's ~/.ssh, nor the
+    console config, nor another data folder's token, nor the XDG login token."""
     uid, gid, home_root = _unprivileged_user()
     home = Path(tempfile.mkdtemp(prefix="home-", dir=home_root))
     mark = secrets.token_hex(4)
@@ -260,6 +275,7 @@ def test_a_job_under_a_users_server_cannot_escape_or_read_the_users_files() -> N
             umount -l /usr 2>/dev/null && echo UNMOUNTED
             mount -o remount,rw / 2>/dev/null && echo REMOUNTED
             mount -t tmpfs none /usr 2>/dev/null && echo MOUNTED
+            touch /planted-at-root 2>/dev/null && echo WROTE-ROOT
             unshare -rm sh -c 'umount -l /usr && echo NESTED-UNMOUNTED; mount -o remount,rw / && echo NESTED-REMOUNTED;
                                mount --bind "{home}" /tmp && ls -a /tmp' 2>/dev/null
             for f in "{token_file}" {" ".join(f'"{p}"' for p in planted)} /etc/shadow; do
@@ -314,7 +330,7 @@ def test_a_job_under_a_users_server_cannot_escape_or_read_the_users_files() -> N
         assert {line for line in logs if line.startswith("in home: ")} <= {"in home: .", "in home: ..",
                                                                             "in home: .local"}, logs
         text = "\n".join(logs)
-        leaked = ["UNMOUNTED", "REMOUNTED", "MOUNTED", "id_probe", f"-{mark}", f"_{mark}", "root:",
+        leaked = ["UNMOUNTED", "REMOUNTED", "MOUNTED", "WROTE-ROOT", "id_probe", f"-{mark}", f"_{mark}", "root:",
                   token_file.read_text().strip()]
         assert not [word for word in leaked if word in text], logs
     finally:
