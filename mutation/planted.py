@@ -86,7 +86,9 @@ PLANTED = [
     Planted("stages", "timeout-copy", "src/console/server/host/runner.py",
             'timeout = float(job.spec.get("timeoutSeconds") or HF_DEFAULT_TIMEOUT_SECONDS)',
             'timeout = float(job.spec.get("timeoutSeconds") or 1800)', ONE_DEFINITION),
-    # the labels: the encoder an embedding run's label carries, shown in the jobs pane
+    # the labels: HF's rule written out again; the encoder an embedding run's label carries
+    Planted("labels", "label-length-copy", "src/console/inputs.py",
+            "(at most {labels.NAME_MAX}; HF", "(at most 63; HF", ONE_DEFINITION),
     Planted("labels", "no-encoder-label", "src/console/jobspec.py",
             '**({"encoder": req.encoder} if req.kind == "embedding" and req.encoder else {}),', "",
             ["tests/ui/test_training_kinds.py::"
