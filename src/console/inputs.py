@@ -31,7 +31,8 @@ LABEL_VALUE_RE = labels.NAME_RE
 """A tenant id or an env the console accepts: what HF accepts in a label value (letters, digits,
 '-', '_'; huggingface_hub 2.4: "only alphanumeric characters, dashes, and underscores", no '.'),
 short enough that the run names built from it stay labels too."""
-NAME_RULE = "must be letters, digits, '-' and '_' (at most 63; HF refuses '.' and any other character in a label)"
+NAME_RULE = (f"must be letters, digits, '-' and '_' (at most {labels.NAME_MAX}; HF refuses '.' and any other "
+             "character in a label)")
 
 
 def is_label_name(text: object) -> bool:

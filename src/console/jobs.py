@@ -22,9 +22,9 @@ from typing import Any
 from console import jobspec
 from console.costs import format_duration, job_cost
 from console.prices import PriceBook, shipped_price_book
-from console.stages import ACTIVE_STAGES
+from console.stages import ACTIVE_STAGES, CANCELED, COMPLETED, ERROR, RUNNING, SCHEDULING
 
-STAGE_ORDER = {"RUNNING": 0, "SCHEDULING": 1, "ERROR": 2, "CANCELED": 3, "COMPLETED": 4}
+STAGE_ORDER = {RUNNING: 0, SCHEDULING: 1, ERROR: 2, CANCELED: 3, COMPLETED: 4}
 
 # ESC [ ... final byte | ESC ] ... BEL/ST | ESC P/X/^/_ ... ST | two-byte ESC sequences
 _ESCAPES = re.compile(
@@ -114,7 +114,7 @@ class JobRow:
     def waiting_seconds(self, now: datetime) -> float | None:
         """How long the job has waited in SCHEDULING: since it was created (a queued job has not
         started); None when it is not waiting or the API gave no creation time."""
-        if self.stage != "SCHEDULING" or self.created_at is None:
+        if self.stage != SCHEDULING or self.created_at is None:
             return None
         return max(0.0, (now - self.created_at).total_seconds())
 
@@ -140,7 +140,7 @@ def _running_seconds(info: Any, now: datetime) -> float | None:
     is never measured "until now"."""
     durations = getattr(info, "durations", None)
     if durations is not None and durations.running_secs is not None:
-        if info.status.stage == "RUNNING" and info.started_at is not None:
+        if info.status.stage == RUNNING and info.started_at is not None:
             # the server computed it at fetch time; keep counting between refreshes
             return max(float(durations.running_secs), (now - info.started_at).total_seconds())
         return float(durations.running_secs)
@@ -239,7 +239,7 @@ def queue_tag(queues: Sequence[FlavorQueue]) -> str:
 def sort_key(row: JobRow) -> tuple:
     """Running first, then queued, then finished jobs; newest first within each."""
     created = row.created_at.timestamp() if row.created_at else 0.0
-    group = {"RUNNING": 0, "SCHEDULING": 1}.get(row.stage, 2)
+    group = {RUNNING: 0, SCHEDULING: 1}.get(row.stage, 2)
     return (group, -created)
 
 

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from console import jobspec, paths
+from console import jobspec, levels, paths
 from console.jobspec import Submission, TrainingRequest
 from console.kinds import DATA_KIND
+from console.stages import COMPLETED
 
 EVALUATE_SCRIPT = "evaluate_adapter.py"
 EVALUATED_KINDS = ("sft", "dpo", "kto")
@@ -32,7 +33,7 @@ EVALUATION_KIND = "evaluate"
 def pending(job: Any) -> TrainingRequest | None:
     """The request of a console training job that ended COMPLETED under `promote = "on_eval"`
     with a Hub repo (what its evaluation needs), else None."""
-    if getattr(getattr(job, "status", None), "stage", None) != "COMPLETED":
+    if getattr(getattr(job, "status", None), "stage", None) != COMPLETED:
         return None
     req = jobspec.read_request(job)
     if req is None or req.promote != "on_eval" or not req.hub_model_id or req.kind not in EVALUATED_KINDS:
@@ -133,7 +134,7 @@ def evaluate_ended(api: Any, jobs: Any, store: Any, *, now: float, since: float,
         except Exception as exc:  # noqa: BLE001 - said once, as an event: nothing else submits it
             text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             problems.append(f"evaluation of {run_name}: {text}")
-            events.append(Event(key=f"evaluation_failed:{job.id}", kind="evaluation_failed", level="ERROR",
+            events.append(Event(key=f"evaluation_failed:{job.id}", kind="evaluation_failed", level=levels.ERROR,
                                 title=f"{req.tenant}: {run_name} passed but its evaluation was not submitted",
                                 text=f"{text}; live stays where it is (console adapters {req.tenant} --promote "
                                      f"{run_name} promotes it by hand)", at=now, job_id=job.id, tenant=req.tenant))

@@ -30,6 +30,7 @@ from typing import Any
 from console.basesize import BaseSize, base_size, size_problem
 from console.jobspec import ARTIFACTS_BUCKET, TINY_BASE_MODEL, Submission, TrainingRequest
 from console.kinds import TRAINING_KINDS
+from console.stages import COMPLETED
 
 BASE_MODEL_CHECK_TIMEOUT_S = 10.0
 """How long the model-info request of a base model may take."""
@@ -224,7 +225,7 @@ def seed_base_model(api: Any, namespace: str, token: str | None, *, repo: str | 
     job = api.run_job(**ship(api, sub, namespace).run_kwargs(), namespace=namespace)
     report(f"Building the base model {repo} on the local Hub: job {job.id}")
     done = api.wait_for_job(job.id, timeout=timeout, poll_interval=0.5, namespace=namespace)
-    if done.status.stage != "COMPLETED":
+    if done.status.stage != COMPLETED:
         lines = [line for line in api.fetch_job_logs(job_id=job.id, namespace=namespace) if line.strip()]
         raise SeedError(f"the base model {repo} was not built (job {job.id} {done.status.stage}): "
                         f"{lines[-1] if lines else done.status.message or 'no log'}")

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from console import paths
+from console.levels import ERROR, INFO, LEVELS, WARN
 
 # Metric names as the transformers Trackio callback logs them, then bare names (custom scripts).
 LOSS_KEYS = ("train/loss", "loss")
@@ -35,7 +36,7 @@ LR_KEYS = ("train/learning_rate", "learning_rate", "lr")
 GRAD_NORM_KEYS = ("train/grad_norm", "grad_norm")
 STEP_KEYS = ("train/global_step", "global_step")
 EPOCH_KEYS = ("train/epoch", "epoch")
-ALERT_LEVELS = ("INFO", "WARN", "ERROR")
+ALERT_LEVELS = LEVELS
 # At most this many points go to a sparkline: a terminal is ~80 cells wide.
 SPARK_POINTS = 120
 # The step rate is measured over at most this many of the last logged steps (not from the start:
@@ -65,9 +66,9 @@ class Alert:
 
     @classmethod
     def from_trackio(cls, d: dict[str, Any], project: str = "") -> Alert:
-        level = str(d.get("level") or "INFO").upper()
+        level = str(d.get("level") or INFO).upper()
         if level == "WARNING":
-            level = "WARN"
+            level = WARN
         step = d.get("step")
         return cls(
             run=str(d.get("run") or d.get("run_name") or ""),
@@ -439,7 +440,7 @@ def reader_for(cfg: Any, backend_kind: str | None = None) -> MetricsReader:
     )
 
 
-def fleet_alerts(reader: MetricsReader, project: str, *, levels: Sequence[str] = ("WARN", "ERROR"),
+def fleet_alerts(reader: MetricsReader, project: str, *, levels: Sequence[str] = (WARN, ERROR),
                  limit: int = 200) -> list[Alert]:
     """The fleet-wide alert list: WARN and ERROR alerts of a project, newest first."""
     wanted = {lv.upper() for lv in levels}

@@ -51,6 +51,11 @@ def test_a_cancel_and_a_timeout_leave_nothing_running(api: HfApi) -> None:
     assert job_processes(canceled.id) == [] and job_processes(timed_out.id) == []
 
 
+NAMESPACES = ("pid", "ipc", "uts", "mnt", "user")
+"""The namespaces a job of a user's server has of its own (a root server's job shares the user
+namespace: it drops to `nobody` instead)."""
+
+
 def test_a_job_has_its_own_pid_ipc_uts_and_mount_namespaces(api: HfApi) -> None:
     """Each namespace bubblewrap is asked to unshare is a new one: a job cannot reach the host's
     System V shared memory or message queues (IPC), nor set the host's name (UTS)."""
@@ -60,6 +65,20 @@ def test_a_job_has_its_own_pid_ipc_uts_and_mount_namespaces(api: HfApi) -> None:
     inside = dict(zip(kinds, api.fetch_job_logs(job_id=job.id, namespace=NAMESPACE), strict=True))
     for kind in kinds:
         assert inside[kind] != os.readlink(f"/proc/self/ns/{kind}"), (kind, inside)
+
+
+def test_a_job_leads_its_own_session_and_cannot_write_the_sandboxs_root(api: HfApi) -> None:
+    """The job's session begins inside its sandbox (bubblewrap's `--new-session`: the session id it
+    reads is a process of its own PID namespace, not 0 for a leader outside), so it holds no
+    terminal of the server's session to push keystrokes into (TIOCSTI); and the root bubblewrap
+    builds for it is read-only: a file written at `/` is refused."""
+    job = _bash(api, "awk '{print \"sid=\" $6}' /proc/self/stat; "
+                     "touch /planted-at-root 2>/dev/null && echo WROTE-ROOT; echo done")
+    assert wait_stage(api, job.id, timeout=30).status.stage == "COMPLETED"
+    logs = list(api.fetch_job_logs(job_id=job.id, namespace=NAMESPACE))
+    assert logs[-1] == "done" and "WROTE-ROOT" not in logs, logs
+    sid = next(line for line in logs if line.startswith("sid="))
+    assert int(sid.removeprefix("sid=")) > 0, logs
 
 
 def test_a_job_sees_no_server_state_no_other_job_and_no_other_tenant(api: HfApi, server) -> None:
@@ -205,8 +224,9 @@ def test_a_job_under_a_users_server_cannot_escape_or_read_the_users_files() -> N
     """The counterpart of the root test: a server run by an unprivileged user (its jobs run as that
     user, in a user namespace of their own). The job's uid owns every file of the user's, so only
     the sandbox's file system keeps them out: it cannot unmount, remount or get round them with a
-    nested user namespace, and reads neither the server's token, nor a key in the user's ~/.ssh,
-    nor the console config, nor another data folder's token, nor the XDG login token."""
+    nested user namespace, nor write the sandbox's root (it owns it: only `--remount-ro` keeps it
+    read-only), and reads neither the server's token, nor a key in the user's ~/.ssh, nor the
+    console config, nor another data folder's token, nor the XDG login token."""
     uid, gid, home_root = _unprivileged_user()
     home = Path(tempfile.mkdtemp(prefix="home-", dir=home_root))
     mark = secrets.token_hex(4)
@@ -255,12 +275,14 @@ def test_a_job_under_a_users_server_cannot_escape_or_read_the_users_files() -> N
             umount -l /usr 2>/dev/null && echo UNMOUNTED
             mount -o remount,rw / 2>/dev/null && echo REMOUNTED
             mount -t tmpfs none /usr 2>/dev/null && echo MOUNTED
+            touch /planted-at-root 2>/dev/null && echo WROTE-ROOT
             unshare -rm sh -c 'umount -l /usr && echo NESTED-UNMOUNTED; mount -o remount,rw / && echo NESTED-REMOUNTED;
                                mount --bind "{home}" /tmp && ls -a /tmp' 2>/dev/null
             for f in "{token_file}" {" ".join(f'"{p}"' for p in planted)} /etc/shadow; do
                 cat "$f" 2>/dev/null && echo
             done
             ls -a "{home}" 2>/dev/null | sed 's/^/in home: /'
+            for kind in {" ".join(NAMESPACES)}; do echo "ns $kind $(readlink /proc/self/ns/$kind)"; done
             echo done
         """
         job = _bash(api, probe)
@@ -298,11 +320,17 @@ def test_a_job_under_a_users_server_cannot_escape_or_read_the_users_files() -> N
         assert status["NoNewPrivs"].strip() == "1"
         assert status["Uid"].split()[0] == str(uid)  # the server's user, not root
         assert f"uid={uid} home=" in "\n".join(logs)
+        # its own namespaces, the user's included: none is the server's (its IPC: the host's
+        # System V shared memory and message queues)
+        inside = dict(line.split()[1:] for line in logs if line.startswith("ns "))
+        assert set(inside) == {*NAMESPACES}, logs
+        for kind in NAMESPACES:
+            assert inside[kind] != os.readlink(f"/proc/{server.pid}/ns/{kind}"), (kind, inside)
         # the user's home holds only the way down to the job's own folder (in the data folder)
         assert {line for line in logs if line.startswith("in home: ")} <= {"in home: .", "in home: ..",
                                                                             "in home: .local"}, logs
         text = "\n".join(logs)
-        leaked = ["UNMOUNTED", "REMOUNTED", "MOUNTED", "id_probe", f"-{mark}", f"_{mark}", "root:",
+        leaked = ["UNMOUNTED", "REMOUNTED", "MOUNTED", "WROTE-ROOT", "id_probe", f"-{mark}", f"_{mark}", "root:",
                   token_file.read_text().strip()]
         assert not [word for word in leaked if word in text], logs
     finally:

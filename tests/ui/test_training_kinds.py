@@ -178,8 +178,11 @@ async def test_every_kind_in_the_jobs_table_and_the_fleet_pane_the_builder_its_o
         await pilot.press("2")
         await pilot.pause(0.1)
         kinds = {tenant: table.get_cell(job.id, "kind").plain for tenant, job in jobs.items()}
-        assert kinds == {"acme": "sft", "hooli": "dpo", "vandelay": "kto", "tyrell": "emb", "massive": "grpo",
+        assert kinds == {"acme": "sft", "hooli": "dpo", "vandelay": "kto", "tyrell": "emb cross", "massive": "grpo",
                          "cyberdyne": "rwd", "builder": "bld"}
+        # the embedding run's encoder, from its `encoder` label, said whole on the detail line
+        table.move_cursor(row=table.get_row_index(jobs["tyrell"].id))
+        await wait_for(pilot, lambda: "tyrell emb cross " in str(table.detail.render()), what="the detail line")
 
         await pilot.press("1")
         fleet = app.fleet_table

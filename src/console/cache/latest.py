@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from console.cache.store import is_training_job
+from console.stages import COMPLETED
 
 _EPOCH = datetime.fromtimestamp(0, UTC)
 
@@ -123,7 +124,7 @@ class LatestRuns:
             self._hold(self.newest, tenant, mark)
             changed = True
         best = self.completed.get(tenant)
-        if job.status.stage == "COMPLETED":
+        if job.status.stage == COMPLETED:
             if best is None or best.id == job.id or finished_when(job) > finished_when(best):
                 self._hold(self.completed, tenant, mark or self._mark(job, tenant, labels))
                 changed = True

@@ -20,6 +20,7 @@ from typing import Any
 from console.cache.docs import job_info, unpack
 from console.cache.store import JobCache
 from console.sqldb import in_batches
+from console.stages import COMPLETED, sql_list
 
 _LIVE_SCHEMA = """
 CREATE TABLE IF NOT EXISTS live_seen (
@@ -50,7 +51,7 @@ def runs_as_of(cache: JobCache, at: datetime, endpoint: str | None = None) -> li
         "SELECT rid FROM ("
         " SELECT rowid AS rid, ROW_NUMBER() OVER (PARTITION BY tenant"
         "  ORDER BY COALESCE(finished, started, created) DESC, id DESC) AS n"
-        " FROM jobs WHERE train = 1 AND stage = 'COMPLETED' AND COALESCE(finished, started, created) <= ?)"
+        f" FROM jobs WHERE train = 1 AND stage IN {sql_list(COMPLETED)} AND COALESCE(finished, started, created) <= ?)"
         " WHERE n = 1"
     )
     conn = cache._conn

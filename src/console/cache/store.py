@@ -38,7 +38,7 @@ from console.cache.docs import job_doc, pack, unpack
 from console.jobs import JobFilter, JobRow
 from console.kinds import TRAINING_KINDS
 from console.sqldb import in_batches
-from console.stages import TERMINAL_STAGES
+from console.stages import COMPLETED, RUNNING, SCHEDULING, TERMINAL_STAGES, sql_list
 from console.strings import shared
 
 PAGE_CACHE_KIB = 256
@@ -95,7 +95,7 @@ def cache_path(kind: str, namespace: str, endpoint: str | None = None) -> Path:
 
 def rank_of(stage: str) -> int:
     """The table's order: running jobs first, then queued ones, then the finished."""
-    return 0 if stage == "RUNNING" else 1 if stage == "SCHEDULING" else 2
+    return 0 if stage == RUNNING else 1 if stage == SCHEDULING else 2
 
 
 def _epoch(value: datetime | None) -> float | None:
@@ -349,7 +349,7 @@ class JobCache:
             "SELECT rid FROM ("
             " SELECT rowid AS rid, ROW_NUMBER() OVER (PARTITION BY tenant"
             "  ORDER BY COALESCE(finished, started, created) DESC, id DESC) AS n"
-            f" FROM jobs WHERE train = 1 AND stage = 'COMPLETED'{scope}) WHERE n = 1"
+            f" FROM jobs WHERE train = 1 AND stage IN {sql_list(COMPLETED)}{scope}) WHERE n = 1"
         )
         rids = list(dict.fromkeys(r[0] for r in self._conn.execute(sql, [*args, *args])))
         for chunk, marks in in_batches(rids):

@@ -18,6 +18,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from console.stages import ERROR
+
 
 def register(sub, add_common) -> None:
     p = sub.add_parser(
@@ -134,7 +136,7 @@ def resolve_target(api, text: str, *, namespace: str | None = None) -> str:
             where = f" in namespace {namespace!r}" if namespace else ""
             raise JobIdError(f"no tenant {value!r}{where}: no job carries that tenant label (and it is no job id)")
         return resolve_job_id(_Listed(jobs), value, namespace=namespace)
-    failed = [j for j in tenants if j.status.stage == "ERROR"]
+    failed = [j for j in tenants if j.status.stage == ERROR]
     if not failed:
         raise JobIdError(f"tenant {value!r} has no failed job ({len(tenants)} job(s), none ended ERROR); "
                          "give a job id")

@@ -28,6 +28,7 @@ from console.jobspec import TrainingRequest
 from console.kinds import KIND_LABELS, TRAINING_KINDS
 from console.money import run_cost, schedule_money
 from console.prices import PriceBook, shipped_price_book
+from console.stages import CANCELED, COMPLETED, ERROR
 
 
 @dataclass(slots=True)
@@ -82,7 +83,7 @@ class TenantRow:
 
     @property
     def failed(self) -> bool:
-        return self.last_stage == "ERROR"
+        return self.last_stage == ERROR
 
     @property
     def flags(self) -> list[str]:
@@ -191,7 +192,7 @@ def derive_fleet(
         prev = latest.get(tenant)
         if prev is None or created > (prev.created_at or datetime.fromtimestamp(0, UTC)):
             latest[tenant] = job
-        if job.status.stage == "COMPLETED":
+        if job.status.stage == COMPLETED:
             best = latest_success.get(tenant)
             if best is None or _when(job) > _when(best):
                 latest_success[tenant] = job
@@ -218,7 +219,7 @@ def derive_fleet(
     for tenant, job in latest_check.items():
         if tenant in rows:
             row = rows[tenant]
-            row.preflight_failed = job.status.stage == "ERROR"
+            row.preflight_failed = job.status.stage == ERROR
             row.preflight_job_id = job.id
     for row in rows.values():
         row.stale = _is_stale(row, now)
@@ -254,5 +255,5 @@ def _is_stale(row: TenantRow, now: datetime) -> bool:
     if period is None or not math.isfinite(period):
         return False
     if row.last_success_at is None:
-        return row.last_stage in ("ERROR", "CANCELED")
+        return row.last_stage in (ERROR, CANCELED)
     return (now - row.last_success_at).total_seconds() > period * 1.1

@@ -22,7 +22,7 @@ from console.fleet.derive import TenantRow, derive_fleet
 from console.fleet.outcome import RunOutcome
 from console.jobspec import TrainingRequest
 from console.prices import PriceBook
-from console.stages import TERMINAL_STAGES
+from console.stages import RUNNING, SCHEDULING, TERMINAL_STAGES
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,8 +57,8 @@ def stage_as_of(job: Any, at: datetime) -> str | None:
         if ended <= at:
             return stage
     if started is not None and started <= at:
-        return "RUNNING"
-    return "SCHEDULING"
+        return RUNNING
+    return SCHEDULING
 
 
 def as_of(job: Any, at: datetime) -> PastRun | None:

@@ -35,7 +35,7 @@ from typing import Any
 from console import jobspec, paths
 from console.jobspec import TrainingRequest
 from console.ship import ship
-from console.stages import TERMINAL_STAGES
+from console.stages import COMPLETED, TERMINAL_STAGES
 
 STORE_NAME = "preflight.json"
 TERMINAL = TERMINAL_STAGES
@@ -226,7 +226,7 @@ def run_preflights(
             time.sleep(poll)
     for req, key, content, job_id in started:
         stage = stages.get(job_id, "UNFINISHED")
-        passed = stage == "COMPLETED"
+        passed = stage == COMPLETED
         reason = None if passed or stage == "UNFINISHED" else failure_reason(api, job_id, namespace)
         results.append(PreflightResult(req.tenant, req.dataset, passed, job_id, stage, cached=False,
                                        reason=reason))

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from console.costs import Calibration, Observation, calibrate
 from console.jobspec import RECIPE_BATCH_SIZE
 from console.ledger.entries import LedgerEntry, label_float
+from console.stages import COMPLETED
 from console.vram import DEFAULT_BATCH_SIZE
 
 
@@ -28,7 +29,7 @@ def observations_from(entries: Iterable[LedgerEntry], *, local: bool | None = No
     for e in entries:
         if local is not None and e.local != local:
             continue
-        if e.stage != "COMPLETED" or e.kind not in ("sft", "") or not e.known or e.running_seconds <= 0:
+        if e.stage != COMPLETED or e.kind not in ("sft", "") or not e.known or e.running_seconds <= 0:
             continue
         if e.model_b is None or not e.examples or e.epochs is None:
             continue

@@ -36,9 +36,9 @@ from typing import Any
 from console.costs import job_cost
 from console.jobspec import exposed_ports_of, label_number, run_limit_seconds
 from console.prices import PriceBook, shipped_price_book
-from console.stages import TERMINAL_STAGES
+from console.stages import COMPLETED, ERROR, TERMINAL_STAGES
 
-_RAN_STAGES = frozenset({"COMPLETED", "ERROR"})
+_RAN_STAGES = frozenset({COMPLETED, ERROR})
 """Terminal stages a job may reach only after running (a CANCELED one may never have started)."""
 UNKNOWN = "unknown"
 """The running source of a finished job whose running time the Jobs API did not say."""
@@ -139,7 +139,7 @@ def is_terminal(job: Any) -> bool:
 def timed_out(job: Any) -> bool:
     """Whether the job was killed on its timeout (stage ERROR, a message saying so)."""
     message = getattr(getattr(job, "status", None), "message", None) or ""
-    return _stage(job) == "ERROR" and bool(_TIMEOUT_RE.search(message))
+    return _stage(job) == ERROR and bool(_TIMEOUT_RE.search(message))
 
 
 def running_seconds_of(job: Any, now: datetime | None = None) -> tuple[float | None, str]:

@@ -27,6 +27,7 @@ from console.ledger.entries import UNKNOWN, LedgerEntry, entry_from_job, is_loop
 from console.ledger.forecast import SpendTotals
 from console.prices import PriceBook, shipped_price_book
 from console.sqldb import in_batches
+from console.stages import COMPLETED, ERROR, sql_list
 from console.strings import shared
 
 LEDGER_FILENAME = "ledger.sqlite"
@@ -169,14 +170,14 @@ _STREAKS = f"""
 WITH runs AS (
     SELECT job_id, scheduled_job_id AS sj, stage, tenant, message, created_at, started_at, finished_at,
            ROW_NUMBER() OVER (PARTITION BY scheduled_job_id ORDER BY {_RUN_ORDER}) AS n
-    FROM entries WHERE scheduled_job_id IS NOT NULL AND stage IN ('ERROR', 'COMPLETED')
+    FROM entries WHERE scheduled_job_id IS NOT NULL AND stage IN {sql_list((ERROR, COMPLETED))}
 ), passed AS (
-    SELECT sj, MAX(n) AS n FROM runs WHERE stage = 'COMPLETED' GROUP BY sj
+    SELECT sj, MAX(n) AS n FROM runs WHERE stage IN {sql_list(COMPLETED)} GROUP BY sj
 )
 SELECT r.sj, r.job_id, r.tenant, r.message, r.created_at, COALESCE(r.finished_at, r.started_at, r.created_at),
        (SELECT job_id FROM runs q WHERE q.sj = r.sj AND q.n = p.n)
 FROM runs r LEFT JOIN passed p ON p.sj = r.sj
-WHERE r.stage = 'ERROR' AND r.n > COALESCE(p.n, 0)
+WHERE r.stage IN {sql_list(ERROR)} AND r.n > COALESCE(p.n, 0)
 ORDER BY r.sj, r.n
 """
 
@@ -397,7 +398,7 @@ class Ledger:
         cached = self._store_calibration
         if cached is not None and cached[0] == version:
             return cached[1]
-        where = ("stage = 'COMPLETED' AND kind IN ('sft', '') AND running_source != ? "
+        where = (f"stage IN {sql_list(COMPLETED)} AND kind IN ('sft', '') AND running_source != ? "
                  "AND running_seconds > 0 AND model_b IS NOT NULL AND examples AND epochs IS NOT NULL")
         with self._connect() as conn:
             endpoints = [e for (e,) in conn.execute(f"SELECT DISTINCT endpoint FROM entries WHERE {where}",

@@ -41,6 +41,7 @@ from console.jobs import (
 from console.ledger import LedgerEntry, ObservedCosts, forecast_schedule
 from console.oncall.forecast import forecast_job
 from console.prices import PriceBook, shipped_price_book
+from console.stages import RUNNING
 from console.trackio_metrics import MetricsReader
 
 ACTIONS = ("cancel", "suspend", "resume", "trigger")
@@ -234,7 +235,7 @@ def plan_bulk(
                 continue
             metrics = None
             run = jobspec.trackio_run_name(job.id, row.labels)
-            if reader is not None and run and row.stage == "RUNNING":
+            if reader is not None and run and row.stage == RUNNING:
                 try:
                     metrics = reader.run_metrics(project, run)
                 except Exception:  # the saving is then the timeout's bound

@@ -25,6 +25,7 @@ from console import jobspec
 from console.costs import format_duration, job_cost
 from console.jobs import format_cost, job_row
 from console.prices import PriceBook, shipped_price_book
+from console.stages import RUNNING
 from console.trackio_metrics import RunMetrics
 
 
@@ -136,7 +137,7 @@ def forecast_job(
         rate, basis = step / running, "average"
 
     eta = cost_to_finish = overrun = reach = None
-    if rate and step is not None and max_steps and row.stage == "RUNNING":
+    if rate and step is not None and max_steps and row.stage == RUNNING:
         remaining = max(0, max_steps - step)
         since_last = 0.0
         if basis == "recent" and metrics is not None and metrics.last_step_at is not None:

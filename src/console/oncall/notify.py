@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from console import levels
 from console.oncall import escapes
 from console.oncall.store import OnCallStore
 
@@ -148,7 +149,7 @@ def webhook_payload(url: str, event: Event) -> dict[str, Any]:
             ],
         }
     if is_discord(url):
-        color = 15158332 if event.level == "ERROR" else 16776960
+        color = 15158332 if event.level == levels.ERROR else 16776960
         return {"embeds": [{
             "title": title[:256],
             "description": event.text[:4000],

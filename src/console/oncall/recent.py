@@ -24,13 +24,14 @@ from console.jobs import job_row
 from console.oncall.report import RunFailure
 from console.oncall.store import OnCallStore
 from console.oncall.why import why_failed
+from console.stages import COMPLETED, ERROR
 
 TAILS_PER_PASS = 20
 """At most this many failing tenants' log tails read a pass for why they failed (those no event
 said it for); each is read once."""
 RECENT_S = 86400.0
 """The failures of this long are the picture's "failed in 24h"."""
-FINISHED = ("COMPLETED", "ERROR")
+FINISHED = (COMPLETED, ERROR)
 """The stages that end a run one way or the other (a cancelled run neither fails nor passes)."""
 
 
@@ -65,7 +66,7 @@ class RecentRuns:
                 newest = self._newest.get(ended.tenant)
                 if newest is None or (ended.ended_at, job.id) >= (newest.ended_at, newest.job.id):
                     self._newest[ended.tenant] = ended
-            if stage == "ERROR":
+            if stage == ERROR:
                 self._failed[job.id] = ended
         horizon = now.timestamp() - self.window_s
         for job_id in [j for j, e in self._failed.items() if e.ended_at < horizon]:
@@ -77,7 +78,7 @@ class RecentRuns:
                 read_tail: Callable[[str], Sequence[str]] | None = None) -> tuple[list[RunFailure], list[RunFailure]]:
         """(the tenants failing now, the window's failures), each the newest first. `read_tail`
         reads a job's log tail (for why a failing tenant's run failed when no event said it)."""
-        failing = [e for e in self._newest.values() if e.job.status.stage == "ERROR"]
+        failing = [e for e in self._newest.values() if e.job.status.stage == ERROR]
         wanted = {e.job.id: e for e in [*failing, *self._failed.values()]}
         said = self._reasons(list(wanted))
         unread = [e for e in failing if e.job.id not in said and e.job.id not in self._read]
@@ -93,7 +94,7 @@ class RecentRuns:
             reason = said.get(e.job.id) or self._read.get(e.job.id)
             if reason is None:
                 why = why_failed(e.job, [])
-                reason = why.text if why else (e.job.status.message or "ERROR")
+                reason = why.text if why else (e.job.status.message or ERROR)
             return RunFailure(tenant=e.tenant, job_id=e.job.id, kind=kind, ended_at=e.ended_at,
                               reason=reason, cost_usd=job_row(e.job, now=now, prices=prices).cost_usd)
 

@@ -46,6 +46,7 @@ from console.kinds import TRAINING_KINDS
 from console.ledger.entries import timed_out
 from console.oncall.notify import Event
 from console.prices import PriceBook
+from console.stages import ERROR
 
 SERVER_STOPPED_RE = re.compile(r"server stopped", re.IGNORECASE)
 """The Jobs API's message for a job whose server went away under it (the embedded server's
@@ -60,7 +61,7 @@ def infrastructure_cause(job: Any) -> str | None:
     """Why a finished job ended for reasons outside the run, in words, or None when it did not
     (it completed, was canceled, or exited with a code of its own)."""
     status = getattr(job, "status", None)
-    if getattr(status, "stage", None) != "ERROR":
+    if getattr(status, "stage", None) != ERROR:
         return None
     if timed_out(job):
         return "killed by its timeout"
@@ -105,7 +106,7 @@ class Retrier:
             labels = jobspec.labels_of(job)
             if job.id in self._decided or not jobspec.label_number(labels.get("retry")):
                 continue
-            if job.status.stage != "ERROR" or labels.get("kind") not in TRAINING_KINDS:
+            if job.status.stage != ERROR or labels.get("kind") not in TRAINING_KINDS:
                 continue
             ended = job.finished_at or job.created_at
             if ended is not None and ended.timestamp() < since:

@@ -33,6 +33,7 @@ from console.costs import format_duration, job_cost
 from console.jobs import format_cost, job_row
 from console.oncall.store import ActivityMark, OnCallStore
 from console.prices import PriceBook, shipped_price_book
+from console.stages import RUNNING
 
 DEFAULT_STALL_AFTER_S = 600
 DEFAULT_IDLE_CPU_PCT = 1.0
@@ -142,7 +143,7 @@ class StallDetector:
 
         idle = max(0.0, at - active_at)
         stalled = (
-            row.stage == "RUNNING"
+            row.stage == RUNNING
             and idle >= self.stall_after_s
             and cpu_pct is not None
             and cpu_pct <= self.idle_cpu_pct

@@ -22,7 +22,7 @@ from console.jobs import clean_log_line
 from console.ledger.entries import timed_out
 from console.oncall.escapes import plain
 from console.oncall.forecast import job_timeout_seconds
-from console.stages import ACTIVE_STAGES
+from console.stages import ACTIVE_STAGES, CANCELED, COMPLETED
 
 _EXCEPTION_RE = re.compile(
     r"^([A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit|Warning|Fault)|KeyboardInterrupt)(?::\s*(.*))?$"
@@ -109,9 +109,9 @@ def why_failed(job: Any, log_tail: Sequence[str] = ()) -> FailureReason | None:
         return FailureReason(f"{head}: killed, billed", "timeout")
     if outcome.fail_reason:
         return FailureReason(plain(f"FAIL {outcome.fail_reason}", 300), "verdict")
-    if stage == "COMPLETED":
+    if stage == COMPLETED:
         return None
-    if stage == "CANCELED":
+    if stage == CANCELED:
         return FailureReason("canceled", "canceled")
     exception = _exception(log_tail)
     if exception:

@@ -59,7 +59,7 @@ from console.server.jobs.answers import hardware_json, scheduled_job_json, whoam
 from console.server.jobs.apidoc import MAX_CURSOR, MAX_LABEL_FILTERS, openapi_doc
 from console.server.jobs.wire import MAX_BODY_BYTES, ApiError, dumps_bytes, read_json_body
 from console.server.reserve import is_disk_full
-from console.stages import TERMINAL_STAGES
+from console.stages import SCHEDULING, TERMINAL_STAGES
 
 PAGE_SIZE = 100
 """Jobs per page of the job list: a client that wants the newest few reads one small page."""
@@ -216,7 +216,7 @@ def create_app(service: JobsService, token: str, models: Iterable[str] = (), gra
             # With a free slot the runner starts the job within milliseconds: answer with that
             # stage rather than make every client poll once more (the hf CLI waits 2 s per poll).
             deadline = time.monotonic() + START_WAIT_SECONDS
-            while job.stage == "SCHEDULING" and time.monotonic() < deadline:
+            while job.stage == SCHEDULING and time.monotonic() < deadline:
                 await asyncio.sleep(0.005)
                 job = service.get_job(job.id)
             return _Json(job_out(job))

@@ -30,7 +30,7 @@ from console.server.jobs.store import (
     Store,
 )
 from console.server.jobs.wire import ApiError, dumps_bytes
-from console.stages import ACTIVE_STAGES, TERMINAL_STAGES
+from console.stages import ACTIVE_STAGES, RUNNING, SCHEDULING, TERMINAL_STAGES
 
 STAGES = (*ACTIVE_STAGES, *TERMINAL_STAGES)
 _LABELS_BODY = 'the body ({"labels": {...}})'
@@ -118,7 +118,7 @@ class JobsService:
     def ssh_url(self, job: JobRecord) -> str | None:
         """For ssh jobs while they run: `ssh://<job_id>@127.0.0.1:<port>` (the gateway's ssh server);
         `file://<working folder>` where that server could not start (see gateway.ssh_problem)."""
-        if not job.spec.get("ssh") or job.stage != "RUNNING":
+        if not job.spec.get("ssh") or job.stage != RUNNING:
             return None
         return self.gateway.ssh_url(job.id) or f"file://{paths.job_workdir(job.id)}"
 
@@ -131,7 +131,7 @@ class JobsService:
             return f"job {job_id} was started without ssh (hf jobs run --ssh ...)"
         pid = self.runner.pid_of(job_id)
         workdir = self.runner.workdir_of(job_id)
-        if job.stage != "RUNNING" or pid is None or workdir is None:
+        if job.stage != RUNNING or pid is None or workdir is None:
             return f"job {job_id} is not running ({job.stage})"
         return pid, workdir
 
@@ -156,16 +156,16 @@ class JobsService:
 
     def present(self, job: JobRecord) -> Job:
         """The API answer for a job (a queued job says why it waits)."""
-        if job.stage == "SCHEDULING" and job.message is None:
+        if job.stage == SCHEDULING and job.message is None:
             job.message = self.runner.preparing(job.id)
-        if job.stage == "SCHEDULING" and job.message is None:
+        if job.stage == SCHEDULING and job.message is None:
             running, limit = self.runner.running_count(), self.runner.max_running
             if running >= limit:
                 job.message = (
                     f"Waiting for a free slot: {running} of {limit} local jobs running "
                     "(server.max_running_jobs)"
                 )
-        urls = self.gateway.urls(job.id) if job.stage == "RUNNING" else None
+        urls = self.gateway.urls(job.id) if job.stage == RUNNING else None
         return job_json(job, ssh_url=self.ssh_url(job), expose_urls=urls)
 
     # -- jobs ------------------------------------------------------------------------------
@@ -182,7 +182,7 @@ class JobsService:
             id=new_id(),
             namespace=self.namespace,
             created_at=time.time(),
-            stage="SCHEDULING",
+            stage=SCHEDULING,
             spec=spec,
             secrets=dict(secrets),
             labels=dict(spec.get("labels") or {}),

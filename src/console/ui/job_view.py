@@ -22,7 +22,7 @@ from textual.worker import get_current_worker
 
 from console import jobspec
 from console.jobs import JobRow
-from console.stages import TERMINAL_STAGES
+from console.stages import ERROR, RUNNING, TERMINAL_STAGES
 from console.ui.session import Session
 from console.ui.streams import iterate_batches, iterate_cancellable
 from console.ui.widgets.job_details import JobDetails
@@ -94,7 +94,7 @@ class JobView:
         if job_id is None:
             return
         reasons = getattr(self.app, "reasons", None)
-        if reasons is not None and row is not None and row.stage == "ERROR" and job_id in reasons.known:
+        if reasons is not None and row is not None and row.stage == ERROR and job_id in reasons.known:
             self.log_pane.set_reason(reasons.known[job_id][1])
         if not self.session.connected:  # painted from the cache: the streams start once connected
             self._waiting = (job_id, generation, row)
@@ -116,7 +116,7 @@ class JobView:
             exit_on_error=False,
             description="stream the job's log",
         )
-        if self.stream_metrics and row is not None and row.stage == "RUNNING":
+        if self.stream_metrics and row is not None and row.stage == RUNNING:
             self.app.run_worker(
                 partial(self._stream_metrics, job_id),
                 thread=True,

@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any
 from textual.css.query import NoMatches
 from textual.message import Message
 
+from console.stages import ERROR
+
 if TYPE_CHECKING:
     from console.ui.base import ConsoleBase
 
@@ -95,7 +97,7 @@ class FailureReasons:
         else:
             rows = [r for r in failed_rows.values() if r.id in table.rows_by_id]
         for r in rows:
-            if r.stage == "ERROR" and self._missing(r.id):
+            if r.stage == ERROR and self._missing(r.id):
                 self._table_missing[r.id] = r.created_at.timestamp() if r.created_at else 0.0
         self.checked += len(rows)
 
@@ -160,7 +162,7 @@ class FailureReasons:
             reasons = self.known
         job_id = self.app.job_view.job_id
         row = self.app.refresher.job_rows.get(job_id or "")
-        if job_id in self.known and (row is None or row.stage == "ERROR"):
+        if job_id in self.known and (row is None or row.stage == ERROR):
             try:
                 self.app.log_pane.set_reason(self.known[job_id][1])
             except NoMatches:

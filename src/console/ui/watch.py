@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from textual.message import Message
 
+from console import levels
 from console.jobs import queue_tag
 from console.memory import give_back_memory
 from console.ui.widgets.jobs_table import OnCallMark, oncall_marks
@@ -196,7 +197,7 @@ class OnCallWatch:
         self.last_report = report
         for title, text, level in toasts(report.events, limit):
             self.app.notify(text, title=title, timeout=TOAST_SECONDS,
-                            severity="error" if level == "ERROR" else "warning")
+                            severity="error" if level == levels.ERROR else "warning")
         self.marks = oncall_marks(report.forecasts, report.stalls, report.stuck,
                                   {row.id: row.flavor for row in report.waiting})
         try:
@@ -230,13 +231,13 @@ def toasts(events: list[Any], limit: int = TOASTS_PER_PASS) -> list[tuple[str, s
     `limit`, else the first `limit - 1`, errors first, and one toast counting the rest."""
     if len(events) <= limit:
         return [(e.title, e.text, e.level) for e in events]
-    ordered = sorted(events, key=lambda e: e.level != "ERROR")  # stable: in order within a level
+    ordered = sorted(events, key=lambda e: e.level != levels.ERROR)  # stable: in order within a level
     from console.oncall.notify import KIND_WORDS
 
     shown, rest = ordered[:limit - 1], ordered[limit - 1:]
     counts = Counter(event.kind for event in rest)  # in the order the kinds first come
     text = ", ".join(f"{n} {KIND_WORDS.get(kind, kind)}" for kind, n in counts.items())
-    level = "ERROR" if any(e.level == "ERROR" for e in rest) else "WARN"
+    level = levels.ERROR if any(e.level == levels.ERROR for e in rest) else levels.WARN
     more = "more " if shown else ""
     summary = (f"{len(rest)} {more}on-call events", f"{text} (the jobs tab lists them; `console watch` prints each)",
                level)

@@ -47,6 +47,7 @@ from console.server.jobs.joblog import LOG_CAP_BYTES, LogSink, append_log, log_e
 from console.server.jobs.store import JobRecord, Store
 from console.server.jobs.wire import iso
 from console.server.reserve import Reserve, is_disk_full
+from console.stages import CANCELED, COMPLETED, ERROR, RUNNING, SCHEDULING
 
 log = logging.getLogger("console.server.host.runner")
 
@@ -170,10 +171,10 @@ class Runner:
     def recover(self) -> None:
         """After a restart: kill groups left by jobs that were running, mark them ERROR as of the
         moment they were last seen alive (their last heartbeat)."""
-        for job in self.store.jobs_in_stages(("RUNNING",)):
+        for job in self.store.jobs_in_stages((RUNNING,)):
             if job.pgid:
                 _kill_leftover_group(job.pgid, job.id)
-            if self.store.finish_job_at_last_sight(job.id, "ERROR", SERVER_STOPPED_MESSAGE):
+            if self.store.finish_job_at_last_sight(job.id, ERROR, SERVER_STOPPED_MESSAGE):
                 append_log(job.id, f"===== {SERVER_STOPPED_MESSAGE} =====")
         for leftover in paths.work_root().iterdir():
             shutil.rmtree(leftover, ignore_errors=True)
@@ -194,7 +195,7 @@ class Runner:
                     _terminate(running.popen.pid)
                 self._wake.set()
                 return
-        self.store.finish_job_if_active(job_id, "CANCELED", None, time.time())
+        self.store.finish_job_if_active(job_id, CANCELED, None, time.time())
 
     def is_running(self, job_id: str) -> bool:
         with self._lock:
@@ -263,7 +264,7 @@ class Runner:
     def _start_queued(self) -> None:
         if self._stopping.is_set():
             return
-        queued = self.store.jobs_in_stages(("SCHEDULING",))
+        queued = self.store.jobs_in_stages((SCHEDULING,))
         for job_id in set(self.fetcher.finished()) - {job.id for job in queued}:
             if not self.is_running(job_id):
                 self.fetcher.forget(job_id)  # canceled while its script downloaded
@@ -309,7 +310,7 @@ class Runner:
             try:
                 if job.started_at is None:
                     self.store.update_job(job.id, started_at=time.time())
-                self.store.finish_job_if_active(job.id, "ERROR", reason, time.time())
+                self.store.finish_job_if_active(job.id, ERROR, reason, time.time())
             except (sqlite3.Error, OSError):
                 log.warning("job %s could not start and could not be recorded: %s", job.id, exc)
             return
@@ -352,7 +353,7 @@ class Runner:
             shutil.rmtree(workdir, ignore_errors=True)
             if job.started_at is None:
                 self.store.update_job(job.id, started_at=started)
-            self.store.finish_job_if_active(job.id, "ERROR", reason, time.time())
+            self.store.finish_job_if_active(job.id, ERROR, reason, time.time())
             return
         redact = sorted((v for v in {**job.secrets, **secrets}.values() if len(v) >= 4), key=len, reverse=True)
         sink = LogSink(log_fh, redact, self.log_cap_bytes, lambda exc, job_id=job.id: self._log_failed(job_id, exc))
@@ -440,7 +441,7 @@ class Runner:
         stage, message = self._outcome(running, rc)
         attempts = int(job.spec.get("attempts", 1))
         if (
-            stage == "ERROR" and running.reason is None and job.attempt < attempts
+            stage == ERROR and running.reason is None and job.attempt < attempts
             and not self._stopping.is_set()
         ):
             with self._lock:
@@ -493,25 +494,25 @@ class Runner:
 
     def _outcome(self, running: _Running, rc: int) -> tuple[str, str | None]:
         if running.reason == "cancel":
-            return "CANCELED", None
+            return CANCELED, None
         if running.reason == "disk full":
-            return "ERROR", DISK_FULL_MESSAGE
+            return ERROR, DISK_FULL_MESSAGE
         if running.reason == "timeout":
             timeout = float(running.job.spec.get("timeoutSeconds") or HF_DEFAULT_TIMEOUT_SECONDS)
-            return "ERROR", f"Job timed out after {format_seconds(timeout)} (timeoutSeconds)"
+            return ERROR, f"Job timed out after {format_seconds(timeout)} (timeoutSeconds)"
         if running.reason == "stop":
-            return "ERROR", SERVER_STOPPED_MESSAGE
+            return ERROR, SERVER_STOPPED_MESSAGE
         if running.reason == "limit":
-            return "ERROR", running.over
+            return ERROR, running.over
         if rc == 0:
-            return "COMPLETED", None
+            return COMPLETED, None
         if rc > 0:
-            return "ERROR", f"Job failed with exit code: {rc}"
+            return ERROR, f"Job failed with exit code: {rc}"
         try:
             name = signal.Signals(-rc).name
         except ValueError:
             name = str(-rc)
-        return "ERROR", f"Job was killed by signal {name}"
+        return ERROR, f"Job was killed by signal {name}"
 
     def _shutdown(self) -> None:
         with self._lock:

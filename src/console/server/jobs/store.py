@@ -20,7 +20,7 @@ from typing import Any
 
 from console import sqldb
 from console.sqldb import in_batches
-from console.stages import ACTIVE_STAGES, sql_list
+from console.stages import ACTIVE_STAGES, RUNNING, sql_list
 
 _ACTIVE = sql_list(ACTIVE_STAGES)
 
@@ -349,15 +349,15 @@ class Store:
     def heartbeat(self, at: float) -> None:
         """Every running job was seen alive at `at` (see `finish_job_at_last_sight`)."""
         with self._lock:
-            self._db.execute("UPDATE jobs SET seen_at = ? WHERE stage = 'RUNNING'", (at,))
+            self._db.execute("UPDATE jobs SET seen_at = ? WHERE stage = ?", (at, RUNNING))
 
     def mark_running(self, job_id: str, pid: int, started_at: float, attempt: int) -> bool:
         """SCHEDULING (or RUNNING, for a retry) -> RUNNING; False when it was canceled meanwhile."""
         with self._lock:
             cur = self._db.execute(
-                "UPDATE jobs SET stage = 'RUNNING', pid = ?, pgid = ?, started_at = ?, seen_at = ?, attempt = ? "
+                "UPDATE jobs SET stage = ?, pid = ?, pgid = ?, started_at = ?, seen_at = ?, attempt = ? "
                 f"WHERE id = ? AND stage IN {_ACTIVE}",
-                (pid, pid, started_at, started_at, attempt, job_id),
+                (RUNNING, pid, pid, started_at, started_at, attempt, job_id),
             )
         return cur.rowcount > 0
 

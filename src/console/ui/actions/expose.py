@@ -12,6 +12,7 @@ from typing import Any
 
 from console.jobs import clean_log_line
 from console.prices import EXPOSED_PORT_PRICE_PER_HOUR
+from console.stages import RUNNING
 from console.ui.actions import confirm_then_run, refuse_if_read_only
 from console.ui.base import ConsoleBase
 
@@ -39,7 +40,7 @@ def expose_port(app: ConsoleBase) -> None:
     if job is None:
         app.notify("No job selected", severity="warning")
         return
-    if job.stage != "RUNNING":
+    if job.stage != RUNNING:
         app.notify(f"Job {job.id} is {job.stage}: only a running job serves ports", severity="warning")
         return
     ports, public, urls = exposed(app.refresher.job_info(job.id))

@@ -20,7 +20,7 @@ from console import jobspec, paths
 from console.jobs import format_cost
 from console.jobspec import TrainingRequest
 from console.ship import BaseModelCheck, ship
-from console.stages import TERMINAL_STAGES
+from console.stages import COMPLETED, TERMINAL_STAGES
 from console.ui.actions import (
     ActionDone,
     confirm_then_run,
@@ -168,7 +168,7 @@ def _submit_now(app: ConsoleBase, result: SubmitResult) -> str:
         job = app.api.run_job(**ship(app.api, check, ns).run_kwargs(), namespace=ns)
         app.post_message(ActionDone(f"Preflight {job.id} started for {request.tenant}", refresh=True))
         stage = _wait_terminal(app.api, job.id, ns)
-        if stage != "COMPLETED":
+        if stage != COMPLETED:
             return f"Preflight {job.id} ended {stage}: training not submitted (see its log)"
     submission = ship(app.api, submission, ns)  # a Hub job's scripts, through the artifacts bucket
     if result.schedule:

@@ -21,6 +21,7 @@ from textual.app import SuspendNotSupported
 
 from console import sshclient
 from console.jobs import JobRow
+from console.stages import RUNNING
 from console.ui.actions import refuse_if_read_only
 from console.ui.base import ConsoleBase
 
@@ -35,7 +36,7 @@ def open_shell(app: ConsoleBase) -> None:
     if job is None:
         app.notify("No job selected", severity="warning")
         return
-    if job.stage != "RUNNING":
+    if job.stage != RUNNING:
         app.notify(f"Job {job.id} is {job.stage}: a shell needs a running job", severity="warning")
         return
     url = job.ssh_url

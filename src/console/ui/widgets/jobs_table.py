@@ -27,15 +27,16 @@ from console.inputs import format_coarse
 from console.jobs import JobFilter, JobRow, clean_log_line, format_clock, format_cost
 from console.jobspec import retry_words
 from console.kinds import KIND_SHORT
+from console.stages import CANCELED, COMPLETED, DELETED, ERROR, RUNNING, SCHEDULING
 from console.ui.widgets.keyed_table import KeyedTable
 
 STAGE_STYLES = {
-    "RUNNING": "bold green",
-    "SCHEDULING": "yellow",
-    "COMPLETED": "dim",
-    "ERROR": "bold red",
-    "CANCELED": "magenta",
-    "DELETED": "dim",
+    RUNNING: "bold green",
+    SCHEDULING: "yellow",
+    COMPLETED: "dim",
+    ERROR: "bold red",
+    CANCELED: "magenta",
+    DELETED: "dim",
 }
 COLUMNS = (
     ("id", "ID", 8),
@@ -55,6 +56,14 @@ PAGE_ROWS = 500
 """Rows read from the source each time the cursor or the scroll nears the last row."""
 PAGE_MARGIN = 20
 """How close to the last row the cursor gets before the next page is read."""
+
+
+def kind_cell(row: JobRow) -> str:
+    """What the job trains, short: `sft`, `dpo`, and an embedding run with its encoder as its
+    `encoder` label says (`emb cross`; the narrow column shows `emb`, the detail line all of it)."""
+    short = KIND_SHORT.get(row.kind, row.kind)
+    encoder = row.labels.get("encoder") if row.kind == "embedding" else None
+    return f"{short} {encoder}" if encoder else short
 
 
 @dataclass(frozen=True)
@@ -121,7 +130,7 @@ def order(rows: Sequence[JobRow]) -> list[JobRow]:
 
 def _rank_and_age(row: JobRow) -> tuple[int, float]:
     created = row.created_at.timestamp() if row.created_at else 0.0
-    return ({"RUNNING": 0, "SCHEDULING": 1}.get(row.stage, 2), -created)
+    return ({RUNNING: 0, SCHEDULING: 1}.get(row.stage, 2), -created)
 
 
 class JobsTable(KeyedTable):
@@ -181,7 +190,7 @@ class JobsTable(KeyedTable):
         stage = mark.stage if mark is not None and mark.stage else row.stage
         if mark is not None:
             message = f"{mark.line} | {message}" if message else mark.line
-        elif row.stage == "ERROR" and row.id in self.reasons:
+        elif row.stage == ERROR and row.id in self.reasons:
             stage, why = self.reasons[row.id]
             message = f"{why} | {message}" if message and message not in why else why
         if retry := retry_words(row.labels):  # a run a watching console resumed (`oncall.retry`)
@@ -189,7 +198,7 @@ class JobsTable(KeyedTable):
         return (
             short_id(row.id),
             row.tenant,
-            KIND_SHORT.get(row.kind, row.kind),
+            kind_cell(row),
             stage,
             row.flavor,
             format_clock(row.started_at or row.created_at, now),
@@ -201,7 +210,7 @@ class JobsTable(KeyedTable):
     def _render(self, row: JobRow, values: tuple[str, ...]) -> tuple[Text, ...]:
         mark = self._mark(row)
         stage_style = mark.style if mark is not None and mark.stage else STAGE_STYLES.get(row.stage, "")
-        message_style = "red" if row.stage == "ERROR" else (mark.style or "dim") if mark is not None else "dim"
+        message_style = "red" if row.stage == ERROR else (mark.style or "dim") if mark is not None else "dim"
         styles = ("", "", "", stage_style, "", "", "", "", message_style)
         return tuple(plain(v, style) for v, style in zip(values, styles, strict=True))
 
@@ -400,7 +409,7 @@ class JobsTable(KeyedTable):
         text.append(clean_log_line(f" on {flavor}, ran {ran}, {cost}"))
         if message:
             text.append(": ")
-            text.append(clean_log_line(message), style="red" if row is not None and row.stage == "ERROR" else "")
+            text.append(clean_log_line(message), style="red" if row is not None and row.stage == ERROR else "")
         return text
 
     def selection_message(self, key: str | None) -> JobSelected:

@@ -17,10 +17,11 @@ from textual import work
 from textual.message import Message
 from textual.widgets import Static
 
+from console import levels
 from console.trackio_metrics import Alert, MetricsReader, fleet_alerts
 from console.ui.widgets.training.sparklines import alert_line, plain
 
-_RANK = {"INFO": 0, "WARN": 1, "ERROR": 2}
+_RANK = {level: rank for rank, level in enumerate(levels.LEVELS)}
 
 
 class AlertList(Static):

@@ -22,11 +22,12 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widgets import ProgressBar, Sparkline, Static
 
+from console import levels
 from console.jobs import clean_log_line
 from console.stages import ACTIVE_STAGES
 from console.trackio_metrics import Alert, MetricsReader, RunMetrics, downsample
 
-LEVEL_STYLE = {"ERROR": "bold red", "WARN": "yellow", "INFO": "dim"}
+LEVEL_STYLE = {levels.ERROR: "bold red", levels.WARN: "yellow", levels.INFO: "dim"}
 
 
 def plain(text: object, style: str = "") -> Text:
