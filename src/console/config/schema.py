@@ -19,6 +19,7 @@ from msgspec import Meta
 from console import declared
 from console.declared import Declared
 from console.inputs import bucket_id_problem, is_label_name
+from console.labels import NAME_MAX
 from console.prices import (
     BILLING_GRANULARITIES,
     DEFAULT_TIMEOUT_BUFFER,
@@ -90,7 +91,9 @@ def key_list(value: Any) -> str:
     return ",".join(keys)
 
 
-ENV_LABEL = "a label value (letters, digits, '-', '_'; at most 63: HF refuses '.' in labels)"
+SCHEDULING_AFTER_S = 1800
+"""How long a job may wait in SCHEDULING before the on-call says so (not HF's default timeout)."""
+ENV_LABEL = f"a label value (letters, digits, '-', '_'; at most {NAME_MAX}: HF refuses '.' in labels)"
 HUB_TEMPLATE = 'a Hub model id with {tenant} in it, like "org/adapter-{tenant}"'
 KEY_LIST = 'a key or a list of keys, e.g. "ctrl+q", "f1" or ["?", "f1"]'
 _URL = "an http:// or https:// URL"
@@ -194,7 +197,7 @@ class NotifySettings(Table):
         "job counts as idle."))] = 1.0
     scheduling_after_s: Annotated[int, Meta(ge=60, le=7 * 86400, description=(
         "A job waiting in SCHEDULING (no free machine of its flavor) longer than this is notified, "
-        "once, with its flavor and how long it has waited."))] = 1800
+        "once, with its flavor and how long it has waited."))] = SCHEDULING_AFTER_S
     schedule_failures: Annotated[int, Meta(ge=1, le=1000, description=(
         "A schedule whose runs failed this many times in a row is flagged (`console watch`, the TUI) "
         "and notified once, until one of its runs passes again."))] = 3

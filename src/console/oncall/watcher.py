@@ -57,7 +57,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from console import jobspec, promotion
+from console import jobspec, levels, promotion
 from console.costs import format_duration
 from console.jobs import ACTIVE_STAGES, format_cost, job_row, log_time
 from console.ledger import Ledger, LedgerSummary, ledger_summary, live_prices, month_of, timed_out
@@ -73,6 +73,7 @@ from console.oncall.stall import StallDetector, cpu_percent
 from console.oncall.store import OnCallStore
 from console.oncall.why import why_failed
 from console.prices import PriceBook
+from console.stages import ERROR, RUNNING, SCHEDULING
 from console.trackio_metrics import MetricsReader, RunMetrics, reader_for
 
 LOOKBACK_S = 86400.0
@@ -244,7 +245,7 @@ class Watcher:
         events += evaluating
         report.problems += problems
         events += self.retrier.check(jobs, since, prices, self.notifier.already_sent, report.problems)
-        running = [j for j in jobs if j.status.stage == "RUNNING"]
+        running = [j for j in jobs if j.status.stage == RUNNING]
         report.running = len(running)
         events += self._running(running, now, prices, report)
         events += self._alerts(jobs, now, since, report)
@@ -347,7 +348,7 @@ class Watcher:
     def _ended(self, jobs: list[Any], now: datetime, prices: PriceBook, since: float) -> list[Event]:
         candidates = {}
         for job in jobs:
-            if job.status.stage != "ERROR":
+            if job.status.stage != ERROR:
                 continue
             ended = job.finished_at or job.created_at
             if ended is not None and ended.timestamp() < since:
@@ -365,9 +366,9 @@ class Watcher:
             reason = why_failed(job, tail)
             row = job_row(job, now=now, prices=prices)
             verb = "timed out" if kind == "job_timeout" else "failed"
-            text = f"{reason.text if reason else row.message or 'ERROR'}; billed {format_cost(row.cost_usd)}"
+            text = f"{reason.text if reason else row.message or ERROR}; billed {format_cost(row.cost_usd)}"
             events.append(Event(
-                key=key, kind=kind, level="ERROR",
+                key=key, kind=kind, level=levels.ERROR,
                 title=f"{row.tenant} {row.kind} job {row.id} {verb}",
                 text=text, at=now.timestamp(), job_id=row.id, tenant=row.tenant,
                 data={"reason": reason.text if reason else None,
@@ -416,8 +417,8 @@ class Watcher:
 
     def _scheduling(self, jobs: list[Any], now: datetime, prices: PriceBook,
                     report: WatchReport) -> list[Event]:
-        after = float(getattr(self.cfg.notify, "scheduling_after_s", 1800))
-        report.waiting = [job_row(j, now=now, prices=prices) for j in jobs if j.status.stage == "SCHEDULING"]
+        after = float(self.cfg.notify.scheduling_after_s)
+        report.waiting = [job_row(j, now=now, prices=prices) for j in jobs if j.status.stage == SCHEDULING]
         events = []
         for row in report.waiting:
             waited = row.waiting_seconds(now)
@@ -455,7 +456,7 @@ class Watcher:
             last = f"; last: {streak.last_message}" if streak.last_message else ""
             events.append(Event(
                 key=f"schedule_failing:{sj}:{streak.passed_job_id or 'never-passed'}",
-                kind="schedule_failing", level="ERROR",
+                kind="schedule_failing", level=levels.ERROR,
                 title=f"{streak.tenant} schedule {sj} failed {streak.failures} runs in a row",
                 text=f"every run since {streak.since or '-'} failed (last {streak.last_job_id}){last}",
                 at=now.timestamp(), job_id=streak.last_job_id, tenant=streak.tenant,
@@ -479,7 +480,7 @@ class Watcher:
 
     def _alerts(self, jobs: list[Any], now: datetime, since: float, report: WatchReport) -> list[Event]:
         try:
-            alerts = [a for a in self.reader.alerts(self.project) if a.level == "ERROR"]
+            alerts = [a for a in self.reader.alerts(self.project) if a.level == levels.ERROR]
         except Exception as exc:
             report.problems.append(f"Trackio alerts: {problem_text(exc)}")
             return []
@@ -497,7 +498,7 @@ class Watcher:
             tenant = jobspec.labels_of(job).get("tenant") if job is not None else None
             events.append(Event(
                 key=f"alert:{a.project}:{a.run}:{a.timestamp}:{a.title}",
-                kind="trackio_error", level="ERROR",
+                kind="trackio_error", level=levels.ERROR,
                 title=f"Trackio ERROR in {a.run}: {a.title}",
                 text=a.text + (f" (step {a.step})" if a.step is not None else ""),
                 at=now.timestamp(), job_id=job.id if job is not None else None, tenant=tenant,

@@ -56,7 +56,7 @@ from console.cache.docs import job_info
 from console.cache.latest import LatestRuns, RunMark
 from console.jobs import JobRow, Prefetch, job_row
 from console.memory import give_back_memory
-from console.stages import TERMINAL_STAGES
+from console.stages import ERROR, TERMINAL_STAGES
 from console.ui.refresh_read import DataRefreshed, OutcomesFetched, ReadPlan, RefreshRead, read_outcomes
 from console.ui.session import Session
 
@@ -98,7 +98,7 @@ class News:
             self.tenants |= tenants
 
     def rows(self, rows: list[JobRow]) -> None:
-        self.failed_rows.update((r.id, r) for r in rows if r.stage == "ERROR")
+        self.failed_rows.update((r.id, r) for r in rows if r.stage == ERROR)
 
     def take(self) -> tuple[set[str] | None, dict[str, JobRow], bool]:
         out = (self.tenants, self.failed_rows, self.reloaded)
