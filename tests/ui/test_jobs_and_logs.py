@@ -104,7 +104,7 @@ async def test_markup_and_escape_sequences_show_as_literal_text(backend, cfg):
         app.jobs_table.select_job(job.id)
         pane = app.log_pane
         await wait_for(pilot, lambda: pane.ended, timeout=20)
-        await pilot.pause(0.1)
+        await wait_for(pilot, lambda: "red plain" in pane.lines, what="the whole log in the pane")
         lines = list(pane.lines)
         assert "[bold red]x[/]" in lines
         assert "red plain" in lines
