@@ -1,6 +1,6 @@
 """A change moves every projection at once: after a pause (or resume, reschedule, trigger) the app
 re-reads the schedules and the Costs tab projects from them straight away, not after the pacing that
-keeps quiet refreshes light (the header said "refreshed 0s ago" while the tab kept the old month)."""
+keeps quiet refreshes light: the tab's month agrees with the header's "refreshed 0s ago"."""
 
 from __future__ import annotations
 
