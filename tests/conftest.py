@@ -23,10 +23,8 @@ def soak(small, full):
     return full if SOAK_FULL else small
 
 
-@pytest.fixture(autouse=True)
-def _isolated_dirs(tmp_path, monkeypatch):
-    home = tmp_path / "home"
-    home.mkdir()
+def isolate(home, monkeypatch) -> None:
+    """Point the console's config and data, and the Hub client's cache, into `home`."""
     monkeypatch.setenv("CONSOLE_CONFIG", str(home / "config" / "config.toml"))
     monkeypatch.setenv("CONSOLE_DATA_DIR", str(home / "data"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
@@ -35,7 +33,30 @@ def _isolated_dirs(tmp_path, monkeypatch):
     monkeypatch.delenv("HF_TOKEN", raising=False)
     monkeypatch.delenv("CONSOLE_SERVER_TOKEN", raising=False)
     monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
+
+
+@pytest.fixture(autouse=True)
+def _isolated_dirs(tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    home.mkdir()
+    isolate(home, monkeypatch)
     yield home
+    _stop_daemon(home / "data" / "server.json")
+
+
+def module_isolated_dirs(tmp_path_factory):
+    """The isolation above for a whole module, for a module whose tests share one server (a
+    module-scoped fixture starts before the per-test isolation would apply). A module opts in by
+    overriding the fixture::
+
+        @pytest.fixture(scope="module", autouse=True)
+        def _isolated_dirs(tmp_path_factory):
+            yield from module_isolated_dirs(tmp_path_factory)
+    """
+    home = tmp_path_factory.mktemp("home")
+    with pytest.MonkeyPatch.context() as mp:
+        isolate(home, mp)
+        yield home
     _stop_daemon(home / "data" / "server.json")
 
 

@@ -1,9 +1,9 @@
 """The GPU-memory estimate behind every flavor fit: one file (training/jobkit/vram.py) that the
 recipes run and the console loads, its numbers on known architectures, and the fit it gives.
 
-The fit used to be the reference's "Fits (LoRA SFT)" column as a fixed size limit per flavor;
-nothing checked a run against its flavor's GPU memory when it was estimated (`console whatif`) or
-submitted (`build_submission`), so an 8B model went to a 16 GB t4-small. These tests fail on that.
+The fit is a run's estimated GPU memory against its flavor's, not a fixed size limit per flavor
+(the reference's "Fits (LoRA SFT)" column): it is checked when a run is estimated (`console whatif`)
+and when it is submitted (`build_submission`), so an 8B model is refused a 16 GB t4-small.
 """
 
 from __future__ import annotations

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from jobjson import job, scheduled, tenant_labels
 from rich.text import Text
+from tests.ui.conftest import wait_for
 from textual.app import App, ComposeResult
 from textual.message import Message
 from textual.widgets import Checkbox, DataTable, Input, Select, Static
@@ -58,17 +59,6 @@ class Host(App):
 
     def on_ledger_pane_budget_exceeded(self, message: LedgerPane.BudgetExceeded) -> None:
         self.budget_warnings.append(message.warning)
-
-
-async def wait_for(pilot, condition, timeout: float = 15.0) -> None:
-    """Let the app run until `condition()` holds (workers run in threads; CI machines are slow)."""
-    import time
-
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        await pilot.pause(0.02)
 
 
 def cfg(**kw) -> Config:

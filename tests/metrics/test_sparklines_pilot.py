@@ -39,13 +39,9 @@ class Host(App):
 
 
 async def wait_reads(pilot, widget, n: int, attr: str = "reads", timeout: float = 15.0) -> None:
-    import time
+    from tests.ui.conftest import wait_for
 
-    deadline = time.monotonic() + timeout
-    while getattr(widget, attr) < n:
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{widget} did not read {n} time(s)")
-        await pilot.pause(0.02)
+    await wait_for(pilot, lambda: getattr(widget, attr) >= n, timeout, f"{widget} to read {n} time(s)")
 
 
 async def test_sparklines_fill_from_a_real_run_and_the_nan_alert_appears(trained_store):

@@ -5,11 +5,10 @@ incident bundle, as a bidi control is, so "acme" and "ac<ZWSP>me" never look the
 from __future__ import annotations
 
 import asyncio
-import time
 
 import pytest
 from tests.oncall.conftest import run_python, wait_stage
-from tests.ui.conftest import screen_text
+from tests.ui.conftest import screen_text, wait_for
 
 from console.jobs import clean_log_line
 from console.oncall import write_incident
@@ -35,12 +34,7 @@ def _screen(app) -> str:
 
 
 async def _wait(pilot, condition, timeout: float = 30.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        await pilot.pause(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
+    await wait_for(pilot, condition, timeout, what)
 
 
 async def test_a_real_jobs_invisible_characters_are_visible_in_the_log_pane_and_the_bundle(backend, cfg):

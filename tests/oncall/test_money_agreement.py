@@ -215,13 +215,9 @@ def test_three_tenants_read_69_cents_5_76_and_86_cents_a_run_everywhere(server, 
 
 
 async def _until(pilot, condition, what: str, timeout: float = 60.0) -> None:
-    import time
+    from tests.ui.conftest import wait_for
 
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await pilot.pause(0.1)
+    await wait_for(pilot, condition, timeout, what)
 
 
 async def test_the_tuis_fleet_rows_costs_tab_reschedule_and_bulk_dialogs_agree_with_the_commands(

@@ -10,7 +10,7 @@ import time
 
 from tests.oncall.conftest import labels
 from tests.oncall.test_schedule_failures import CODE, _run
-from tests.ui.conftest import shown
+from tests.ui.conftest import shown, wait_for
 
 from console.ui.app import ConsoleApp
 from console.ui.widgets.status_line import StatusLine
@@ -31,7 +31,8 @@ async def test_the_tui_flags_the_failing_schedule_in_the_fleet_and_the_status_li
         while app.fleet_table.failing != {sj.id: 3} or "acme" not in app.fleet_table.rows_by_tenant:
             assert time.monotonic() < deadline, "the schedule was never flagged"
             await pilot.pause(0.1)
-        await pilot.pause(0.3)
+        await wait_for(pilot, lambda: "1 SCHED FAIL" in app.query_one(StatusLine).render_text().plain,
+                       what="the status line's count")
         assert "1 SCHED FAIL" in app.query_one(StatusLine).render_text().plain
         cell = app.fleet_table.get_row("acme")[8]
         assert cell.plain.startswith("FAIL 3x 0 6 * * 1")

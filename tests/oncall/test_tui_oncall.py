@@ -17,7 +17,7 @@ from tests.oncall.conftest import (
     slow_trackio_code,
     wait_stage,
 )
-from tests.ui.conftest import shown
+from tests.ui.conftest import shown, wait_for
 from textual.widgets import Input
 
 from console.ui.app import ConsoleApp
@@ -29,12 +29,7 @@ def _notes(app) -> list[str]:
 
 
 async def _wait(pilot, condition, timeout: float = 30.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        await pilot.pause(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
+    await wait_for(pilot, condition, timeout, what)
 
 
 def _app(cfg, backend, **kw) -> ConsoleApp:
@@ -174,10 +169,10 @@ async def test_the_reschedule_dialog_shows_the_monthly_cost_before_and_after(bac
         cost = lambda: str(app.screen.query_one("#cron-cost").render())  # noqa: E731
         assert cost().startswith("cost: $0.75/month -> $0.75/month (+$0.0")
         app.screen.query_one("#cron-input", Input).value = "0 3 * * *"  # weekly -> daily
-        await pilot.pause(0.1)
+        await _wait(pilot, lambda: "$5.26/month" in cost(), what="the daily cost")
         assert "$0.75/month -> $5.26/month (+$4.51)" in cost()
         app.screen.query_one("#cron-input", Input).value = "every tuesday"
-        await pilot.pause(0.1)
+        await _wait(pilot, lambda: cost() == "", what="no estimate")
         assert cost() == ""  # no estimate for a cron that is not one (the preview says why)
 
 

@@ -5,10 +5,9 @@ the Message cell has the whole reason, and the fleet row of the failed tenant sa
 from __future__ import annotations
 
 import asyncio
-import time
 
 from tests.oncall.conftest import FAILING, SLEEPER, run_python, wait_stage
-from tests.ui.conftest import screen_text
+from tests.ui.conftest import screen_text, wait_for
 
 from console.ui.app import ConsoleApp
 
@@ -24,12 +23,7 @@ def _screen(app) -> str:
 
 
 async def _wait(pilot, condition, timeout: float = 30.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        await pilot.pause(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
+    await wait_for(pilot, condition, timeout, what)
 
 
 async def test_the_jobs_table_and_the_fleet_say_why_each_job_failed_at_80_columns(backend, cfg):
@@ -49,7 +43,8 @@ async def test_the_jobs_table_and_the_fleet_say_why_each_job_failed_at_80_column
         assert message[crashed.id].startswith("ZeroDivisionError: division by zero")
         assert message[verdict.id].startswith("FAIL missing_files: no module named jobkit")
         assert message[slow.id].startswith("timeout 2s: killed, billed")
-        await pilot.pause(0.2)
+        await _wait(pilot, lambda: all(tag in _screen(app) for tag in ("ZeroDivis…", "missing_f…", "TIMEOUT")),
+                    what="the reasons on screen")
         shown = _screen(app)
         for tag in ("ZeroDivis…", "missing_f…", "TIMEOUT"):
             assert tag in shown  # legible at 80 columns
@@ -64,8 +59,7 @@ async def test_the_jobs_table_and_the_fleet_say_why_each_job_failed_at_80_column
         await _wait(pilot, lambda: str(fleet.get_row("acme")[1]) == "ZeroDivis…", what="the fleet's reason")
         assert str(fleet.get_row("globex")[1]) == "missing_f…"
         assert str(fleet.get_row("wayne")[1]) == "TIMEOUT"
-        await pilot.pause(0.2)
-        assert "TIMEOUT" in _screen(app)
+        await _wait(pilot, lambda: "TIMEOUT" in _screen(app), what="the reason on screen")
 
 
 def test_a_reason_in_a_word_or_two_fits_the_stage_cell():

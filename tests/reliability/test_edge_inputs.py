@@ -218,7 +218,7 @@ async def test_bidi_and_c1_text_from_jobs_is_inert_on_screen_and_keeps_borders()
         await wait_for(pilot, lambda: hostile.id in app.jobs_table.rows_by_id, what="the row")
         app.jobs_table.select_job(hostile.id)
         await wait_for(pilot, lambda: app.log_pane.ended, what="the log")
-        await pilot.pause(0.2)
+        await pilot.pause()  # the log's layout handled
         painted = screen_text(app)
         assert not BIDI.search(painted) and not UNSAFE.search(painted)
         assert "pwned" not in painted and "ZXZpbA" not in painted

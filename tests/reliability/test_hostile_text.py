@@ -82,7 +82,7 @@ async def test_the_app_shows_hostile_logs_as_literal_text(backend, cfg):
         pane = app.log_pane
         await wait_for(pilot, lambda: pane.ended and len(pane.lines) == N_HOSTILE,
                        what="the log")
-        await pilot.pause(0.2)
+        await pilot.pause()  # the lines' layout handled
         assert pane.error is None  # a line starting with NUL is a line, not an end marker
         assert pane.lines[-1] == "last"
         painted = screen_text(app)
@@ -150,7 +150,7 @@ async def test_a_10_mb_line_is_split_and_kept_bounded(backend, cfg):
         pane = app.log_pane
         await wait_for(pilot, lambda: pane.ended, timeout=30, what="the log")
         await pilot.press("w")  # wrapping a 64 KiB line must not hang the app either
-        await pilot.pause(0.3)
+        await wait_for(pilot, lambda: pane.wrap, what="the log wrapped")
         assert len(pane.lines) == 100 and pane.lines[-1] == "after"
         assert len(app.query_one(JobLog).lines) <= 100 * (64 * 1024 // 70 + 1)
 
@@ -187,12 +187,13 @@ async def test_100k_lines_a_second_keep_the_app_responsive_and_memory_bounded(ba
             # the app may take a few frames to reach it)
             await wait_for(pilot, lambda before=before: pane.follow is not before, timeout=2,
                            what="the key served mid-flood")
-            await pilot.pause(0.2)
+            await pilot.pause()
             assert len(pane.lines) <= 2000
             assert pane.backlog() <= 60_000
             assert time.monotonic() < deadline, "the stream never ended"
         await wait_thread(wait_stage, backend, j.id)
-        await pilot.pause(0.2)
+        await wait_for(pilot, lambda: pane.received == 300_001 and pane.lines[-1] == "flood done", timeout=60,
+                       what="the end of the flood in the pane")
         assert pane.lines[-1] == "flood done"
         assert pane.received == 300_001
         assert presses >= 2

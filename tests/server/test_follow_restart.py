@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from huggingface_hub import HfApi
+from tests.ui.conftest import wait_for
 
 from console import backend
 from console.config import Config
@@ -127,22 +128,15 @@ async def test_an_open_tui_shows_a_job_of_the_daemon_started_again_on_another_po
     try:
         async with app.run_test(size=(120, 30)) as pilot:
             first = await asyncio.to_thread(_failing_job, old["url"])
-            deadline = time.monotonic() + 60
-            while time.monotonic() < deadline and first not in app.jobs_table.rows_by_id:
-                await pilot.pause(0.2)
-            assert first in app.jobs_table.rows_by_id
+            await wait_for(pilot, lambda: first in app.jobs_table.rows_by_id, 60, "the first server's job")
             new = await asyncio.to_thread(_kill_and_restart, old)
             second = await asyncio.to_thread(_failing_job, new["url"])
-            deadline = time.monotonic() + 60
-            while time.monotonic() < deadline and second not in app.jobs_table.rows_by_id:
-                await pilot.pause(0.2)
-            assert second in app.jobs_table.rows_by_id  # the new server's job, within a minute
+            # the new server's job, within a minute
+            await wait_for(pilot, lambda: second in app.jobs_table.rows_by_id, 60, "the new server's job")
             assert app.is_running
             line = app.query_one("#status-line")
-            deadline = time.monotonic() + 10
             where = new["url"].removeprefix("http://")
-            while time.monotonic() < deadline and where not in line.render_text().plain:
-                await pilot.pause(0.2)
+            await wait_for(pilot, lambda: where in line.render_text().plain, 10, "the new address in the header")
             shown = line.render_text().plain
             # the header names where the server is now
             assert where in shown and old["url"].removeprefix("http://") not in shown, shown

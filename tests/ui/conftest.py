@@ -104,6 +104,14 @@ async def wait_for(
     raise AssertionError(f"timed out waiting for {what}")
 
 
+async def refreshes(pilot, n: int = 2, timeout: float = 30.0) -> None:
+    """Let `n` more of the app's refresh passes land: for a check that something stays as it is
+    while the app goes on reading (an event to wait for, not a length of time)."""
+    refresher = pilot.app.refresher
+    start = refresher.refresh_count
+    await wait_for(pilot, lambda: refresher.refresh_count >= start + n, timeout, what=f"{n} more refreshes")
+
+
 async def wait_thread(func, *args, **kwargs):
     return await asyncio.to_thread(func, *args, **kwargs)
 

@@ -73,14 +73,15 @@ async def test_submit_creates_a_job_with_the_padded_timeout_and_labels(backend, 
         await type_into(pilot, form.query_one("#f-tenant", Input), "acme")
         await type_into(pilot, form.query_one("#f-dataset", Input), dataset)
         await type_into(pilot, form.query_one("#f-examples", Input), "abc")
-        await pilot.pause(0.1)
+        await wait_for(pilot, lambda: "not a whole number" in str(form.query_one("#submit-error").render()),
+                       what="the refusal in the form")
         assert "not a whole number" in str(form.query_one("#submit-error").render())
         await pilot.press("ctrl+s")  # refused in the form, with the reason
-        await pilot.pause(0.1)
+        await pilot.pause()  # the refusal handled
         assert isinstance(app.screen, SubmitScreen)
         await type_into(pilot, form.query_one("#f-examples", Input), "400")
         await type_into(pilot, form.query_one("#f-max-steps", Input), "2")
-        await pilot.pause(0.1)
+        await wait_for(pilot, lambda: "x 1.3" in str(form.query_one("#submit-estimate").render()), what="the estimate")
         estimate = str(form.query_one("#submit-estimate").render())
         assert "$" in estimate and "x 1.3" in estimate
         await pilot.press("ctrl+s")
@@ -138,10 +139,10 @@ async def test_reschedule_changes_the_cron_and_the_preview(backend, cfg):
         assert "Monday" in preview() and "next:" in preview()
         box = app.screen.query_one("#cron-input", Input)
         await type_into(pilot, box, "0 3 * * 9")
-        await pilot.pause(0.1)
+        await wait_for(pilot, lambda: "is not a valid cron expression" in preview(), what="the refusal")
         assert preview() == "cron '0 3 * * 9' is not a valid cron expression"  # no day 9
         await type_into(pilot, box, "15 6 * * 2")
-        await pilot.pause(0.1)
+        await wait_for(pilot, lambda: "06:15" in preview(), what="the new schedule's preview")
         assert "06:15" in preview() and "Tuesday" in preview()
         await pilot.press("enter")
         await wait_for(pilot, lambda: any("Rescheduled" in n for n in notes(app)))

@@ -8,7 +8,7 @@ repo, which is how the app finds it."""
 from __future__ import annotations
 
 import msgspec
-from tests.ui.conftest import notes, schedule_python, wait_for, wait_thread
+from tests.ui.conftest import notes, refreshes, schedule_python, wait_for, wait_thread
 from textual.widgets import DataTable
 
 from console import jobspec, paths
@@ -75,7 +75,7 @@ async def test_live_column_versions_view_promote_and_roll_back(backend, cfg):
         await wait_for(pilot, lambda: "globex" in app.fleet_table.live, what="globex's Live cell")
         assert _cell(app, "globex") == "-"
         reads = app.live.reads
-        await pilot.pause(1.5)  # refreshes go on; a repo already read is not read again
+        await refreshes(pilot, 4)  # refreshes go on; a repo already read is not read again
         assert app.live.reads == reads
 
         # the versions view: both runs, with their verdicts, jobs and losses; the live one marked

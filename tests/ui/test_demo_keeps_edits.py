@@ -37,7 +37,7 @@ async def test_running_the_demo_again_keeps_a_rescheduled_and_a_suspended_tenant
         await pilot.press("r")
         await wait_for(pilot, lambda: isinstance(app.screen, RescheduleScreen), what="the cron dialog")
         app.screen.query_one("#cron-input", Input).value = "15 6 * * *"
-        await pilot.pause(0.1)
+        await pilot.pause()
         await pilot.press("enter")
         await wait_for(pilot, lambda: table.rows_by_tenant["acme"].schedule == "15 6 * * *",
                        what="the new schedule on screen")

@@ -89,7 +89,7 @@ async def _open_submit(pilot, app) -> SubmitScreen:
     form = app.screen
     form.query_one("#f-tenant", Input).value = "acme"
     form.query_one("#f-dataset", Input).value = str(paths.training_dir() / "data" / "acme.jsonl")
-    await pilot.pause(0.1)
+    await pilot.pause()  # the values' Changed messages handled
     return form
 
 
@@ -107,19 +107,19 @@ async def test_erasing_the_timeout_is_not_undone_while_the_field_is_edited(backe
         await pilot.pause()
         for _ in range(len(padded) + 2):
             await pilot.press("backspace")
-        await pilot.pause(0.1)
+        await pilot.pause()  # what the keys set off handled
         assert box.value == ""  # erased stays erased while the field has the focus
         assert f"timeout {padded}" in str(form.query_one("#submit-estimate").render())  # empty: padded
         for ch in "3h":
             await pilot.press(ch)
-        await pilot.pause(0.1)
+        await wait_for(pilot, lambda: box.value == "3h", what="3h typed")
         assert box.value == "3h"
         assert "timeout 3h" in str(form.query_one("#submit-estimate").render())
         # emptied and left: the padded value comes back, and is kept in step again
         for _ in range(2):
             await pilot.press("backspace")
         await pilot.press("tab")
-        await pilot.pause(0.1)
+        await wait_for(pilot, lambda: box.value == padded, what="the padded timeout back")
         assert box.value == padded
 
 
@@ -133,7 +133,7 @@ async def test_a_refused_submit_says_why_in_the_form_only(backend, cfg):
         assert error == "epochs: 'many' is not a number"
         before = len(shown(app))
         await pilot.press("ctrl+s")
-        await pilot.pause(0.2)
+        await pilot.pause()  # the refusal handled
         assert isinstance(app.screen, SubmitScreen)  # refused: the form stays, with its reason
         assert str(form.query_one("#submit-error").render()) == error
         assert len(shown(app)) == before, notes(app)
@@ -149,8 +149,9 @@ async def test_a_refused_cron_says_why_in_the_dialog_only(backend, cfg):
         await wait_for(pilot, lambda: isinstance(app.screen, RescheduleScreen), what="the cron dialog")
         await type_into(pilot, app.screen.query_one("#cron-input", Input), "0 3 * * 9")
         before = len(shown(app))
+        preview = app.screen.query_one("#cron-preview")
         await pilot.press("enter")
-        await pilot.pause(0.2)
+        await wait_for(pilot, lambda: "is not a valid cron expression" in str(preview.render()), what="the refusal")
         assert isinstance(app.screen, RescheduleScreen)
         assert "is not a valid cron expression" in str(app.screen.query_one("#cron-preview").render())
         assert len(shown(app)) == before, notes(app)
@@ -263,7 +264,7 @@ async def test_the_fleet_keeps_the_tenant_in_view_and_names_each_adapter(backend
         assert str(table.get_cell("globex", "adapter")) == "ops/globex-lora"
         table.focus()
         table.scroll_to(x=table.max_scroll_x, animate=False)  # the last columns: Adapter, ...
-        await pilot.pause(0.2)
+        await wait_for(pilot, lambda: table.scroll_x > 0, what="the table scrolled")
         assert table.scroll_x > 0
         rows = [r for r in _screen_rows(app) if "globex-lora" in r]
         assert rows, _screen_rows(app)
@@ -295,7 +296,7 @@ async def _whole_log(pilot, job):
                    what="the whole log")
     log = pane.log_widget
     log.focus()
-    await pilot.pause(0.1)
+    await wait_for(pilot, lambda: pane.follow and log.scroll_y == log.max_scroll_y, what="the log at its end")
     assert pane.follow and log.scroll_y == log.max_scroll_y
     return pane, log
 
@@ -305,22 +306,25 @@ async def test_w_keeps_the_log_where_it_was_following_or_reading(backend, cfg):
     async with app.run_test(size=(80, 24)) as pilot:
         pane, log = await _whole_log(pilot, job)
         await pilot.press("w")  # following: still at the end, still following
-        await pilot.pause(0.2)
+        await wait_for(pilot, lambda: pane.wrap and log.max_scroll_y > 0 and log.scroll_y == log.max_scroll_y,
+                       what="wrapped, at the end")
         assert pane.wrap and pane.follow and log.max_scroll_y > 0 and log.scroll_y == log.max_scroll_y
         await pilot.press("w")
-        await pilot.pause(0.2)
+        await wait_for(pilot, lambda: not pane.wrap and log.scroll_y == log.max_scroll_y, what="unwrapped, at the end")
         assert not pane.wrap and pane.follow and log.scroll_y == log.max_scroll_y
         for _ in range(10):  # read back up the log: follow pauses
             await pilot.press("pageup")
-        await pilot.pause(0.2)
+        await wait_for(pilot, lambda: not pane.follow, what="follow paused")
         assert not pane.follow
         reading = _top_line(pane)
         assert reading.isdigit() and 0 < int(reading) < 290
         await pilot.press("w")  # wrapped: the line read stays at the top
-        await pilot.pause(0.2)
+        await wait_for(pilot, lambda: pane.wrap and _top_line(pane) == reading, what="wrapped at the line read")
+        await pilot.pause()  # and the layout that follows handled
         assert not pane.follow and _top_line(pane) == reading
         await pilot.press("w")
-        await pilot.pause(0.2)
+        await wait_for(pilot, lambda: not pane.wrap and _top_line(pane) == reading, what="unwrapped at the line read")
+        await pilot.pause()
         assert not pane.follow and _top_line(pane) == reading
 
 
@@ -334,7 +338,7 @@ async def test_the_mouse_wheel_up_pauses_following_and_scrolls(backend, cfg):
         for _ in range(3):  # what the terminal sends for the wheel over the log
             log.post_message(MouseScrollUp(log, 2, 2, 0, -1, 0, False, False, False))
         await wait_for(pilot, lambda: not pane.follow, what="follow paused")
-        await pilot.pause(0.1)
+        await wait_for(pilot, lambda: log.scroll_y < log.max_scroll_y, what="the log scrolled up")
         assert log.scroll_y < log.max_scroll_y
 
 
@@ -359,7 +363,7 @@ async def test_the_bulk_dialog_lists_five_jobs_whole_and_moves_the_focus_only_if
         assert moved_to is screen.query_one("#bulk-action", Input)
         gate.set()
         await wait_for(pilot, lambda: screen.plan is not None and not screen.planning, what="the preview")
-        await pilot.pause(0.1)
+        await pilot.pause()  # the preview's follow-ups handled
         assert app.focused is moved_to  # not pulled to the count
         await pilot.press("enter")  # preview again, from here, and stay: the count is next
         await wait_for(pilot, lambda: app.focused is screen.query_one("#bulk-count", Input), what="the count")
@@ -372,7 +376,8 @@ async def test_the_bulk_dialog_lists_five_jobs_whole_and_moves_the_focus_only_if
         before = len(shown(app))
         await type_into(pilot, count, "4")
         await pilot.press("enter")
-        await pilot.pause(0.2)
+        preview = screen.query_one("#bulk-preview")
+        await wait_for(pilot, lambda: "must be the count 5" in str(preview.render()), what="the refusal")
         assert app.screen is screen and len(shown(app)) == before
         assert "the confirmation must be the count 5, got '4'" in str(screen.query_one("#bulk-preview").render())
         await pilot.press("escape")
@@ -413,7 +418,7 @@ async def test_at_80x24_the_selected_jobs_failure_reason_and_cost_at_the_timeout
             await wait_for(pilot, lambda: (m := table.oncall_mark(slow.id)) is not None and " at timeout" in m.line,
                            timeout=60, what="the forecast")
             table.select_job(slow.id)
-            await pilot.pause(0.3)
+            await pilot.pause()
             at_timeout = re.search(r"\$[\d.]+ at timeout", table.oncall_mark(slow.id).line).group(0)
             await wait_for(pilot, lambda: re.search(r"\$[\d.]+ at timeout", _said(app)) is not None, timeout=10,
                            what=f"the cost at the timeout ({at_timeout}) on screen, not {screen_rows(app)}")
@@ -475,13 +480,18 @@ async def test_at_80x24_a_tenants_live_version_and_its_versions_read_whole_and_t
         view = app.screen
         await wait_for(pilot, lambda: view.versions is not None and len(view.versions.versions) == 2, timeout=30,
                        what="both versions")
-        await pilot.pause(0.3)
-        rows = screen_rows(app)
-        for run, job_id in zip(RUNS[:2], JOB_IDS[:2], strict=True):
-            version = view.versions.find(run)
-            made = version.time[5:16].replace("T", " ")  # `12-07 06:40`
-            # the row: commit, verdict, made, job (then the run's name as far as 80 columns go)
-            assert any(re.search(rf"{version.short}\s+PASS\s+{made}\s+{job_id[-8:]}\s", r) for r in rows), rows
+
+        def made_rows() -> bool:
+            rows = screen_rows(app)
+            for run, job_id in zip(RUNS[:2], JOB_IDS[:2], strict=True):
+                version = view.versions.find(run)
+                made = version.time[5:16].replace("T", " ")  # `12-07 06:40`
+                # the row: commit, verdict, made, job (then the run's name as far as 80 columns go)
+                if not any(re.search(rf"{version.short}\s+PASS\s+{made}\s+{job_id[-8:]}\s", r) for r in rows):
+                    return False
+            return True
+
+        await wait_for(pilot, made_rows, what=f"each version's commit, verdict, time and job, not {screen_rows(app)}")
         # the highlighted version whole under the table: its run name and its job, not cut
         await pilot.press("down")  # the older one, live
         await wait_for(pilot, lambda: view.selected() is not None and view.selected().run == RUNS[0])
@@ -493,7 +503,7 @@ async def test_at_80x24_a_tenants_live_version_and_its_versions_read_whole_and_t
         _land(api, GLOBEX_REPO, RUNS[2], JOB_IDS[2], 1.0, tmp_path)
         app.live.read_now("globex", GLOBEX_REPO)
         await wait_for(pilot, lambda: len(view.versions.versions) == 3, timeout=30, what="the third version")
-        await pilot.pause(0.2)
+        await pilot.pause()  # the view redrawn with it
         assert view.selected().commit == second
         # and promote names it: the tenant, its run and the job that made it
         await pilot.press("p")

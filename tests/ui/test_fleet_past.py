@@ -9,7 +9,7 @@ import json
 from datetime import UTC, datetime, timedelta
 
 from tests.jobwait import wait_stage
-from tests.ui.conftest import notes, run_python, type_into, wait_for, wait_thread
+from tests.ui.conftest import notes, refreshes, run_python, type_into, wait_for, wait_thread
 from textual.widgets import Input
 
 from console.cache import JobCache, cache_path
@@ -57,7 +57,7 @@ async def test_j_shows_the_fleet_as_it_was_and_esc_the_present(backend, cfg, cap
         assert table.has_class("-past") and "as of" in str(table.border_title)
         assert str(app.query_one("#fleet-line").render()).startswith("as of ")
         app.refresher.refresh()  # the present's news does not overwrite the past
-        await pilot.pause(0.5)
+        await refreshes(pilot, 1)
         assert str(table.get_row("beta")[1]) == "RUNNING"
 
         await pilot.press("p")  # an action on the past is refused

@@ -48,13 +48,13 @@ async def test_esc_clears_the_filter_and_an_unknown_key_is_said():
         every = table.row_count
         await pilot.press("slash")
         app.query_one("#jobs-filter", Input).value = "tenat:acme"
-        await pilot.pause(0.1)
         state = app.query_one("#jobs-filter-state")
+        await wait_for(pilot, lambda: "unknown filter key" in str(state.render()), what="the unknown key said")
         assert state.display and "unknown filter key tenat:" in str(state.render())
         app.query_one("#jobs-filter", Input).value = "tenant:acme"
         await wait_for(pilot, lambda: 0 < table.row_count < every)
         await pilot.press("enter")  # enter keeps it
-        await pilot.pause(0.1)
+        await wait_for(pilot, lambda: "esc to clear" in str(state.render()), what="the filter kept")
         assert table.job_filter.text == "tenant:acme" and "esc to clear" in str(state.render())
         await pilot.press("escape")  # on the table: every job again
         await wait_for(pilot, lambda: table.row_count == every)

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 
 from rich.text import Text
 from tests.ledger.jobjson import job, tenant_labels
+from tests.ui.conftest import wait_for
 from textual.app import App, ComposeResult
 
 from console.config import Config
@@ -30,11 +31,8 @@ class Host(App):
 
 
 async def _until(pilot, condition, tries: int = 300) -> None:
-    for _ in range(tries):
-        if condition():
-            return
-        await pilot.pause(0.02)
-    raise AssertionError("condition not met in time")
+    """`wait_for` with a deadline of `tries` fiftieths of a second."""
+    await wait_for(pilot, condition, timeout=tries * 0.02)
 
 
 async def test_a_row_is_rendered_only_when_its_values_changed():
@@ -121,7 +119,8 @@ async def test_a_hidden_costs_pane_after_a_slow_summary_waits_and_catches_up_whe
         pane._took = 1.0  # as if the last summary had taken a second (hidden: the next waits 20 s)
         jobs = [job(f"j{i}", ran=600 * (i + 1), labels=tenant_labels(f"tenant{i}")) for i in range(5)]
         pane.ingest(jobs, [], now=NOW)  # news, but held back
-        await pilot.pause(0.5)
+        await pilot.pause()
+        assert pane.updating and pane._pace_timer is not None and not pane._busy  # timed (the hidden pace)
         assert pane.refreshes == 1 and pane.summary.entries == 0
         pane.display = True
         pane.shown()  # the costs tab opens: the shown pace (3 s after the last one) applies
@@ -135,8 +134,11 @@ async def test_a_hidden_costs_pane_waits_for_the_apps_first_reads_and_not_once_i
     ledger.record_finished([job("j0", ran=600, labels=tenant_labels("acme"))], None, now=NOW)
     pane = LedgerPane(ledger, Config(namespace="ops"), id="ledger", hold=lambda: reading[0])
     pane.display = False  # mounted hidden, as in a tab not open
+    looks = []
+    paced = pane._paced
+    pane._paced = lambda: (looks.append(1), paced())  # each time the held update looks again
     async with Host(pane).run_test(size=(100, 30)) as pilot:
-        await pilot.pause(1.5)
+        await _until(pilot, lambda: len(looks) >= 1, tries=500)  # it looked again, still held
         assert pane.refreshes == 0 and pane.summary is None  # held: nothing summarized yet
         reading[0] = False  # the reads are done: the held summary goes at the next look
         await _until(pilot, lambda: pane.refreshes >= 1, tries=200)

@@ -59,8 +59,9 @@ FILL_THEN_TRICKLE = (
 
 
 async def test_a_full_log_that_follows_paints_each_new_line(backend, cfg):
-    """Once the log holds its maximum, each new line drops the top one: the screen must move too
-    (Textual's Log repainted only past its end, and the pane showed the lines of when it filled)."""
+    """Once the log holds its maximum, each new line drops the top one and the screen moves with
+    it: the pane shows the newest lines, not those it held when it filled (Textual's Log repaints
+    only past its end on its own)."""
     job = run_python(backend, FILL_THEN_TRICKLE)
     app = ConsoleApp(cfg, backend, refresh_seconds=0.3, log_max_lines=100, stream_metrics=False)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -104,7 +105,7 @@ async def test_markup_and_escape_sequences_show_as_literal_text(backend, cfg):
         app.jobs_table.select_job(job.id)
         pane = app.log_pane
         await wait_for(pilot, lambda: pane.ended, timeout=20)
-        await pilot.pause(0.1)
+        await wait_for(pilot, lambda: "red plain" in pane.lines, what="the whole log in the pane")
         lines = list(pane.lines)
         assert "[bold red]x[/]" in lines
         assert "red plain" in lines

@@ -33,7 +33,7 @@ async def test_user_keys_replace_the_defaults_everywhere_and_help_shows_them(bac
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: app.refresher.refresh_count > 0, what="the first refresh")
         assert app.theme == "nord"
-        # `q` no longer quits; `/` no longer filters, ctrl+f does
+        # with these keys `q` does not quit and `/` does not filter; ctrl+f does
         await pilot.press("q")
         await pilot.pause()
         assert app.is_running

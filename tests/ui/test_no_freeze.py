@@ -103,6 +103,7 @@ async def test_a_dialog_answered_twice_takes_the_first_answer_and_closes_once():
         dialog.action_no()  # `n`
         dialog.query_one("#yes", Button).press()  # and a click on Yes before it closed
         await wait_for(pilot, lambda: not isinstance(app.screen, ConfirmScreen), what="the dialog to close")
-        await pilot.pause(0.3)
+        await wait_for(pilot, lambda: bool(notes(app)), what="the answer said")
+        await pilot.pause()
         assert len(app.screen_stack) == 1 and app.active_tab == "jobs"
         assert notes(app) == ["Cancel: not done"]

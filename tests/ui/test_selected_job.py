@@ -32,7 +32,8 @@ async def test_after_a_filter_the_log_details_metrics_and_cancel_follow_the_high
                 await pilot.press(ch)
             await pilot.press("enter")
             await wait_for(pilot, lambda: table.row_count == 1, timeout=60, what="the filter")
-            await pilot.pause(0.2)
+            await wait_for(pilot, lambda: table.selected_job_id == wayne.id and app.log_pane.job_id == wayne.id,
+                           what="wayne's job selected")
             assert table.selected_job_id == wayne.id
             assert app.selected_job_id == wayne.id
             assert app.log_pane.job_id == wayne.id

@@ -5,7 +5,7 @@ the job and tenant it acts on (real jobs on the embedded server)."""
 from __future__ import annotations
 
 from tests.jobwait import wait_stage
-from tests.ui.conftest import run_python, type_into, wait_for, wait_thread
+from tests.ui.conftest import refreshes, run_python, type_into, wait_for, wait_thread
 from textual.widgets import Input
 
 from console.ui.app import ConsoleApp
@@ -34,12 +34,12 @@ async def test_new_runs_arriving_above_never_move_the_selected_job(backend, cfg)
             for target in (wayne, stark):  # the top row, then one below it
                 while table.selected_job_id != target.id:
                     await pilot.press("down" if table.cursor_row < table.get_row_index(target.id) else "up")
-                    await pilot.pause(0.05)
+                    await pilot.pause()
                 for tenant in ("soylent", "umbrella"):
                     new = run_python(backend, SLEEP, tenant=tenant)
                     jobs.append(new)
                     await wait_for(pilot, lambda new=new: new.id in table.rows_by_id, what=f"{tenant}'s new job")
-                    await pilot.pause(0.5)  # refreshes go on
+                    await refreshes(pilot)  # refreshes go on
                     assert table.selected_job_id == target.id
                     assert app.selected_job_id == target.id and app.log_pane.job_id == target.id
                 await pilot.press("c")
@@ -56,7 +56,7 @@ async def _to_row(pilot, table, key: str) -> None:
     """Move the cursor to row `key` with the arrow keys, as a person would."""
     while table.key_at_cursor() != key:
         await pilot.press("down" if table.cursor_row < table.get_row_index(key) else "up")
-    await pilot.pause(0.1)
+    await pilot.pause()
 
 
 async def test_a_filtered_list_opens_on_its_newest_job_and_cancel_names_it(backend, cfg):
@@ -78,7 +78,8 @@ async def test_a_filtered_list_opens_on_its_newest_job_and_cancel_names_it(backe
             await _to_row(pilot, fleet, "umbrella")
             await pilot.press("enter")
             await wait_for(pilot, lambda: app.active_tab == "jobs" and table.row_count == 2, what="umbrella's jobs")
-            await pilot.pause(0.3)
+            await wait_for(pilot, lambda: table.selected_job_id == running.id and app.log_pane.job_id == running.id,
+                           what="its newest job selected")
             assert table.cursor_row == 0 and table.selected_job_id == running.id
             assert app.log_pane.job_id == running.id
             await pilot.press("c")
@@ -91,13 +92,14 @@ async def test_a_filtered_list_opens_on_its_newest_job_and_cancel_names_it(backe
             await pilot.press("slash")
             await type_into(pilot, app.query_one("#jobs-filter", Input), "umbrella")
             await pilot.press("enter")
-            await pilot.pause(0.3)
+            await wait_for(pilot, lambda: table.row_count == 2 and table.selected_job_id == running.id,
+                           what="the filtered list on its newest job")
             assert table.selected_job_id == running.id
             # cleared: the job the cursor is on stays
             await _to_row(pilot, table, done.id)
             await pilot.press("escape")
             await wait_for(pilot, lambda: table.row_count == 5, what="every job again")
-            await pilot.pause(0.3)
+            await refreshes(pilot)
             assert table.selected_job_id == done.id
     finally:
         _cancel_all(backend, [running, *others])
@@ -119,7 +121,7 @@ async def test_a_new_run_at_the_first_fresh_read_after_the_kept_picture_does_not
         async with again.run_test(size=(120, 30)) as pilot:
             table = again.jobs_table
             await wait_for(pilot, lambda: soylent.id in table.rows_by_id, timeout=30, what="soylent's new run")
-            await pilot.pause(0.5)
+            await refreshes(pilot)
             assert table.selected_job_id == stark.id and again.log_pane.job_id == stark.id
     finally:
         _cancel_all(backend, jobs)

@@ -62,7 +62,8 @@ async def _settle(pilot) -> None:
     for box in app.screen.query(Input):  # a steady cursor: a blinking one is caught in either phase
         box.cursor_blink = False
     await pilot.pause()
-    await pilot.pause(0.2)
+    await pilot.wait_for_scheduled_animations()
+    await pilot.pause()
 
 
 @pytest.mark.parametrize("size", [(80, 24), (160, 48)])

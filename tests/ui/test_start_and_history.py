@@ -146,8 +146,9 @@ async def test_the_history_is_paged_in_on_scroll_and_the_filter_searches_every_j
         for _ in range(10):
             if table.row_count == 1300:
                 break
+            rows = table.row_count
             await pilot.press("ctrl+end")
-            await pilot.pause(0.05)
+            await wait_for(pilot, lambda rows=rows: table.row_count > rows, what="the next page of history")
         assert table.row_count == 1300 and set(table.rows_by_id) == set(ids)
         assert [r.key.value for r in table.ordered_rows] == ids[::-1]  # newest first, every job once
         app.query_one("#jobs-pane").set_filter("needle")
@@ -213,10 +214,9 @@ def test_the_first_frame_imports_neither_huggingface_hub_nor_the_server(tmp_path
         async def main():
             app = ConsoleApp(cfg, Probe(cfg), refresh_seconds=3600, stream_metrics=False)
             async with app.run_test(size=(80, 24)) as pilot:
-                for _ in range(200):
-                    if "modules" in seen:
-                        break
-                    await pilot.pause(0.02)
+                deadline = asyncio.get_running_loop().time() + 30
+                while "modules" not in seen and asyncio.get_running_loop().time() < deadline:
+                    await pilot.pause(0.02)  # until the app's first connect, with a deadline
                 seen["rows"] = list(app.jobs_table.rows_by_id)
                 seen["status"] = app.query_one("#status-line").render_text().plain
 

@@ -105,7 +105,7 @@ async def test_the_dataset_follows_the_tenant_and_another_tenants_dataset_is_ref
         assert _field(app, "f-dataset") == ""
         assert _error(app) == "dataset is required"
         await type_into(pilot, form.query_one("#f-dataset", Input), "ops/newco-chats")
-        await pilot.pause(0.1)
+        await wait_for(pilot, lambda: _error(app) == "", what="the typed dataset taken")
         assert _field(app, "f-dataset") == "ops/newco-chats"  # typed for this tenant: it stays
         assert _error(app) == ""
 
@@ -114,7 +114,7 @@ async def test_the_dataset_follows_the_tenant_and_another_tenants_dataset_is_ref
         # a tenant pasted and its dataset typed before the form saw the tenant change: it stays
         form.query_one("#f-tenant", Input).value = "newco2"
         form.query_one("#f-dataset", Input).value = "ops/newco2-chats"
-        await pilot.pause(0.1)
+        await pilot.pause()  # the Changed messages handled
         assert _field(app, "f-dataset") == "ops/newco2-chats"
 
         await type_into(pilot, form.query_one("#f-tenant", Input), "acme")
@@ -122,7 +122,7 @@ async def test_the_dataset_follows_the_tenant_and_another_tenants_dataset_is_ref
         reason = f"dataset {GLOBEX} is tenant globex's: acme trains only on its own data"
         assert _error(app) == reason
         await pilot.press("ctrl+s")
-        await pilot.pause(0.2)
+        await pilot.pause()  # the refusal handled
         assert isinstance(app.screen, SubmitScreen)  # refused in the form, with the reason
         assert _error(app) == reason and not any(reason in n for n in notes(app))  # said once, in the form
     assert [j.id for j in backend.api.list_jobs(namespace=backend.namespace)] == [job.id]
@@ -142,7 +142,7 @@ async def test_a_rerun_on_another_tenants_dataset_is_refused(backend, cfg, tmp_p
         )
         app.jobs_table.select_job(job.id)
         await pilot.press("R")
-        await pilot.pause(0.2)
+        await wait_for(pilot, lambda: any(n.startswith("Rerun refused") for n in notes(app)), what="the refusal")
         assert not isinstance(app.screen, ConfirmScreen)
         assert notes(app)[-1] == (
             f"Rerun refused: dataset {GLOBEX} is tenant globex's: acme trains only on its own data"
@@ -169,7 +169,7 @@ async def test_submit_rerun_and_trigger_confirmations_name_what_will_run(backend
 
         await pilot.press("s")
         await wait_for(pilot, lambda: _form_open(app))
-        await pilot.pause(0.1)
+        await pilot.pause()
         await pilot.press("ctrl+s")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the submit confirmation")
         text = _confirmation(app)
@@ -250,14 +250,14 @@ async def test_a_hub_submission_without_a_destination_or_a_token_is_refused_in_t
             "when it ends, and weights not pushed are lost"
         )
         await pilot.press("ctrl+s")
-        await pilot.pause(0.1)
+        await pilot.pause()  # the refusal handled
         assert isinstance(app.screen, SubmitScreen) and results == []
         await type_into(pilot, _form(app).query_one("#f-hub-model-id", Input), "ops/acme-lora")
         assert _error(app) == (
             "a run on HF Jobs needs a token to push with: `hf auth login` or set HF_TOKEN"
         )
         await pilot.press("ctrl+s")
-        await pilot.pause(0.1)
+        await pilot.pause()  # the refusal handled
         assert isinstance(app.screen, SubmitScreen) and results == []
         assert _error(app).startswith("a run on HF Jobs needs a token")
         assert not any("needs a token" in n for n in notes(app))  # the form says it, no toast over it
@@ -271,7 +271,7 @@ async def test_a_hub_submission_without_a_destination_or_a_token_is_refused_in_t
         assert _field(app, "f-base-model") == "tiny-random"
         assert _error(app).startswith("base_model 'tiny-random' is the offline toy model")
         await pilot.press("ctrl+s")
-        await pilot.pause(0.1)
+        await pilot.pause()  # the refusal handled
         assert isinstance(app.screen, SubmitScreen) and len(results) == 1
         await type_into(pilot, _form(app).query_one("#f-base-model", Input), "Qwen/Qwen3-0.6B")
         assert _error(app) == ""

@@ -32,7 +32,8 @@ async def test_the_configured_overhead_pads_the_submit_forms_timeout_and_the_wha
         form = app.screen
         form.query_one("#f-tenant", Input).value = "acme"
         form.query_one("#f-dataset", Input).value = dataset
-        await pilot.pause(0.1)
+        padded = format_duration(expected.timeout_seconds)
+        await wait_for(pilot, lambda: form.query_one("#f-timeout", Input).value == padded, what="the padded timeout")
         assert form.query_one("#f-timeout", Input).value == format_duration(expected.timeout_seconds)
         assert expected.timeout_rule in str(form.query_one("#submit-estimate").render())
         await pilot.press("escape")

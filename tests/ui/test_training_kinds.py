@@ -28,7 +28,7 @@ HOOLI = str(DATA / "hooli.jsonl")  # DPO pairs: prompt, chosen, rejected
 
 async def _pick(pilot, form: SubmitScreen, select_id: str, value: str) -> None:
     form.query_one(f"#{select_id}", Select).value = value
-    await pilot.pause(0.05)
+    await pilot.pause()  # the Changed message handled
 
 
 def _error(form: SubmitScreen) -> str:
@@ -83,7 +83,7 @@ async def test_the_form_follows_the_kind_and_refuses_a_model_that_does_not_fit(b
         assert expected and error == expected and "\n" not in error
         assert "t4-small has 16 GB" in error and "the cheapest flavor that fits:" in error
         await pilot.press("ctrl+s")
-        await pilot.pause(0.1)
+        await pilot.pause()  # the refusal handled
         assert isinstance(app.screen, SubmitScreen)
         assert _error(form) == error and not any("t4-small has" in n for n in notes(app))
         await _pick(pilot, form, "f-flavor", "l40sx1")
@@ -96,7 +96,7 @@ async def test_the_form_follows_the_kind_and_refuses_a_model_that_does_not_fit(b
         await _pick(pilot, form, "f-flavor", "a100-large")
         assert _error(form) == ""  # LoRA of 13B fits
         form.query_one("#f-full", Checkbox).value = True
-        await pilot.pause(0.05)
+        await pilot.pause()  # the Changed message handled
         assert _error(form).startswith("a full fine-tune of a 13B model")
         assert "the cheapest flavor that fits: h200" in _error(form)
         request, _ = form.read_request()
@@ -176,7 +176,7 @@ async def test_every_kind_in_the_jobs_table_and_the_fleet_pane_the_builder_its_o
         table = app.jobs_table
         await wait_for(pilot, lambda: all(j.id in table.rows_by_id for j in jobs.values()), what="every kind")
         await pilot.press("2")
-        await pilot.pause(0.1)
+        await pilot.pause()
         kinds = {tenant: table.get_cell(job.id, "kind").plain for tenant, job in jobs.items()}
         assert kinds == {"acme": "sft", "hooli": "dpo", "vandelay": "kto", "tyrell": "emb cross", "massive": "grpo",
                          "cyberdyne": "rwd", "builder": "bld"}
@@ -225,20 +225,20 @@ async def test_the_what_if_names_the_flavors_that_fit_and_costs_the_builder_mode
         assert "Builder: 7B full on a100-large" in notes() and f"${expected.builder_usd:,.2f}/month" in notes()
         assert "Builder does not fit" not in notes()  # a full 7B fine-tune fits 80 GB
         screen.query_one("#wi-builder-b", Input).value = "13"
-        await pilot.pause(0.1)
+        await wait_for(pilot, lambda: "Builder does not fit a100-large" in notes(), what="the builder's fit")
         assert "Builder does not fit a100-large: a full fine-tune of a 13B model" in notes()
 
         # a 3B LoRA on an A100: cheaper flavors whose GPU memory holds it are named
         screen.query_one("#wi-model-b", Input).value = "3"
         screen.query_one("#wi-flavor", Select).value = "a100-large"
-        await pilot.pause(0.1)
+        await wait_for(pilot, lambda: "Cheaper: " in notes(), what="the cheaper flavors")
         assert screen.result.cheaper and "Cheaper: " in notes() and "Memory: ~" in notes()
         shape = vram.RunShape(3.0)
         assert all(vram.fit(shape, app.prices.get(e.flavor)).fits for e in screen.result.cheaper)
         # an 8B LoRA does not fit a T4: said in red with the cheapest flavor that fits
         screen.query_one("#wi-model-b", Input).value = "8"
         screen.query_one("#wi-flavor", Select).value = "t4-small"
-        await pilot.pause(0.1)
+        await wait_for(pilot, lambda: "Does not fit t4-small" in notes(), what="the T4's fit")
         assert "Does not fit t4-small: LoRA of a 8B model" in notes()
         assert "the cheapest flavor that fits:" in notes()
         assert all(vram.fit(vram.RunShape(8.0), app.prices.get(e.flavor)).fits for e in screen.result.cheaper)
@@ -272,7 +272,7 @@ async def test_unsloth_from_the_form_fits_a_7b_lora_on_a_24_gb_flavor_and_halves
         await type_into(pilot, form.query_one("#f-model-b", Input), "7")
         assert "l4x1 has 24 GB" in _error(form)  # without Unsloth a 7B LoRA does not fit
         form.query_one("#f-unsloth", Checkbox).value = True
-        await pilot.pause(0.05)
+        await pilot.pause()  # the Changed message handled
         assert _error(form).strip() == ""
         request, _ = form.read_request()
         assert request.unsloth and request.kind == "sft"
