@@ -11,7 +11,7 @@ sees into one row once the job is terminal, and answers the cost pane's question
 - :mod:`~console.ledger.calibration`: completed training runs as calibration observations;
 - :mod:`~console.ledger.forecast`: the month's spend and the projection to month end
   (:func:`summarize`);
-- :mod:`~console.ledger.live`: live prices and one read of a backend (:func:`record_from_api`);
+- :mod:`~console.ledger.from_backend`: live prices and one read of a backend (:func:`record_from_api`);
 - :mod:`~console.ledger.fleet_rollup`: the scheduled fleet's monthly cost, for the what-if.
 
 Headless: no Textual, no console.ui or console.server, no trackio, no training stack, no network
@@ -43,7 +43,7 @@ from console.ledger.forecast import (
     remaining_firings,
     summarize,
 )
-from console.ledger.live import Snapshot, ledger_summary, live_prices, record_from_api, summary_for_config
+from console.ledger.from_backend import Snapshot, ledger_summary, live_prices, record_from_api, summary_for_config
 from console.ledger.store import (
     LEDGER_FILENAME,
     SCHEMA_VERSION,

@@ -60,7 +60,7 @@ from console.ui import keys, lastframe
 from console.ui.actions import ActionDone, adapters, expose, jobs, oncall, schedules, shell
 from console.ui.base import ConsoleBase
 from console.ui.job_view import MetricsSample
-from console.ui.live import LiveVersions, VersionsRead
+from console.ui.live_versions import LiveVersions, VersionsRead
 from console.ui.reasons import FailureReasons, ReasonsRead
 from console.ui.refresh import REFRESH_SECONDS, DataRefreshed, OutcomesFetched
 from console.ui.watch import WATCH_SECONDS, OnCallChecked, OnCallWatch
