@@ -4,7 +4,7 @@ Each row is a version as `console.adapters.list_versions` reads it (the same as 
 TENANT`): commit, time, run, job, verdict (PASS, FAIL with its reason, partial), first -> last
 loss, the held-out metric and, for a run under `promote = "on_eval"`, both evaluation scores.
 Failed and partial versions are marked in red and yellow; the live one leads with `*`. The view
-shows what the app already read at once, reads the repo again in a thread worker (`ui.live`) and
+shows what the app already read at once, reads the repo again in a thread worker (`ui.live_versions`) and
 redraws when that read, or the one after a move, comes back.
 
 `p` promotes the highlighted version and `b` rolls back (`ui.actions.adapters`): each asks first,

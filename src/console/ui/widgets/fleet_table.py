@@ -3,7 +3,7 @@
 Columns: tenant, last run's stage and age, last loss, next run, $/run and $/month, kind (what the
 row trains: `sft`, `dpo`, `kto`, `emb` with its encoder, `bld` the builder model with `full` or
 `lora`; after the money, so 80 columns still show $/month), schedule (in words), flavor, base model,
-where the adapter went, and the live adapter version (`ui.live`). Tenants whose last run failed, whose
+where the adapter went, and the live adapter version (`ui.live_versions`). Tenants whose last run failed, whose
 schedule is suspended or whose adapter is older than its cadence are flagged in the first column and
 coloured; a schedule whose runs failed `notify.schedule_failures` times in a row (the on-call
 pass's `failing`, :meth:`FleetTable.show_failing`) leads its Schedule cell with `FAIL 3x`.
@@ -127,7 +127,7 @@ class FleetTable(KeyedTable):
         """Scheduled job id -> its runs failed in a row, for the schedules the on-call pass flags."""
         self.live: dict[str, tuple[str, datetime | None]] = {}
         """tenant -> its live adapter version (`a1b2c3d4 PASS`, or `-`) and when it was made
-        (`show_live`, from `ui.live`): the Live cell, its age counting up."""
+        (`show_live`, from `ui.live_versions`): the Live cell, its age counting up."""
         self.past: datetime | None = None
         """The time the table shows the fleet as of (`show_past`); None: the present."""
         self.past_live: dict[str, tuple[str, datetime | None]] = {}
