@@ -71,11 +71,11 @@ FIRST_FRAME_PATH = (
 """What `console` imports before Textual paints its first frame (the screens, the jobs tab)."""
 OFF_THE_FIRST_FRAME = (
     "console.jobspec", "console.costs", "console.ship", "console.vram", "console.cron",
-    "console.ui.actions", "ctypes", "zipfile", "pkgutil", "argparse", "shlex",
+    "console.ui.actions", "ctypes", "zipfile", "pkgutil", "argparse", "shlex", "sqlite3", "_hashlib",
 )
 """What the first frame draws nothing from: a submission's spec and cost model, the action keys'
-code, the parser, `malloc_trim`'s ctypes and importlib.resources' zip reader. They load on first
-use, after the first frame."""
+code, the parser, `malloc_trim`'s ctypes, importlib.resources' zip reader, SQLite (a fresh start
+has no cache to open) and OpenSSL's hashes. They load on first use, after the first frame."""
 
 
 def test_the_first_frame_path_leaves_out_what_it_does_not_draw():
