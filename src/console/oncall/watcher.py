@@ -487,12 +487,11 @@ class Watcher:
     def _read_stale_live(self, now: datetime, periods: int, report: WatchReport) -> list[StaleLive]:
         """The scheduled tenants whose live version is older than `periods` of their schedule's.
 
-        A repo's live version is read (`live_since`, two requests) when it was never read, when by
-        what was read it may have gone stale since, and else once per `LIVE_RECHECK_S` (a roll back
-        or a tag moved by hand can make it older), at most `LIVE_RECHECKS_PER_PASS` of those a pass,
-        the longest unread first. What was read is kept in the on-call store: a pass at 10,000
-        tenants reads a few repos, not 20,000 requests, and a restart does not read them again."""
-        from console.adapters import AdapterError, live_since
+        A repo's live version is read (`console.oncall.livereads`) when it was never read, when by
+        what was read it may have gone stale, else once per `LIVE_RECHECK_S` (a tag moved by hand),
+        `LIVE_RECHECKS_PER_PASS` of those a pass, the longest unread first; what was read is kept in
+        the on-call store (a restart reads none again)."""
+        from console.oncall.livereads import read_live
 
         scheduled = self._callers_schedules()  # the caller's, as fresh as what it shows
         if scheduled is None:
@@ -528,18 +527,8 @@ class Watcher:
             elif at - read.read_at >= LIVE_RECHECK_S or at < read.read_at:
                 again.append(req.hub_model_id)
         again.sort(key=lambda repo: known[repo].read_at)
-        fresh: list[LiveRead] = []
-        for repo_id in first + again[:LIVE_RECHECKS_PER_PASS]:
-            try:
-                live = live_since(self.api, repo_id)
-            except AdapterError as exc:
-                report.problems.append(f"{repo_id}: {_short(exc)}")
-                continue
-            read = LiveRead(repo_id, live[0] if live else None, live[1].timestamp() if live else None, at)
-            known[repo_id] = read
-            fresh.append(read)
-        if fresh:
-            self.store.save_live_reads(fresh)
+        for repo_id, exc in read_live(self.api, self.store, first + again[:LIVE_RECHECKS_PER_PASS], at, known):
+            report.problems.append(f"{repo_id}: {_short(exc)}")  # (repos that do not exist: not read)
         found: list[StaleLive] = []
         for sj, req, period_s in tenants:
             read = known.get(req.hub_model_id)
