@@ -53,7 +53,7 @@ def main() -> int:
 
     from console.server import LocalServer, ServerOptions
     from console.server.core import new_id
-    from console.server.store import JobRecord
+    from console.server.jobs.store import JobRecord
 
     ns = "bench"
     hf_bin = Path(sys.executable).parent / "hf"

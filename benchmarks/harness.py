@@ -126,7 +126,7 @@ def _seed(ws: Workspace, tenants: int, jobs: int) -> None:
     from console import jobspec
     from console.server import LocalServer, ServerOptions
     from console.server.core import new_id
-    from console.server.store import JobRecord
+    from console.server.jobs.store import JobRecord
 
     with LocalServer(ServerOptions(namespace=NAMESPACE, max_running_jobs=1)) as server:
         api = HfApi(endpoint=server.url, token=server.token)

@@ -69,10 +69,11 @@ MODULES: dict[str, dict[str, list[str]]] = {
     "server": {
         # the checks every submitted job spec goes through (400s naming the field); the bearer
         # token guard is the "auth" module below
-        "mutate": ["src/console/server/wire.py"],
-        "names": ["console.server.wire.x_check_unicode__*", "console.server.wire.x__dict_items__*",
-                  "console.server.wire.x__list_items__*", "console.server.wire.x__check_text__*",
-                  "console.server.wire.x__expect_*", "console.server.wire.x_parse_*"],
+        "mutate": ["src/console/server/jobs/wire.py", "src/console/server/jobs/schema.py",
+                   "src/console/server/jobs/schemaerrors.py"],
+        "names": ["console.server.jobs.wire.x_check_unicode__*", "console.server.jobs.wire.x__dict_items__*",
+                  "console.server.jobs.wire.x__list_items__*", "console.server.jobs.schema.*",
+                  "console.server.jobs.schemaerrors.*"],
         "tests": ["tests/server/test_wire_checks.py"],
     },
     "auth": {

@@ -10,10 +10,10 @@ huggingface_hub's own (`HF_TOKEN`, `hf auth login`).
 
 Each key is declared once, as a field of its table's dataclass (:func:`setting`): its type, its
 default, its check and, in the docstring under it, its description. :data:`SCHEMA` (the dotted keys
-`console config set` takes), the file's reading and writing, `console config keys` and the README's
-table are all read off those declarations. Why one module of over 500 lines: every key's rules in
-one place; split by table, one key's rules would live apart from its neighbours' (one truth per
-setting).
+`console config set` takes), the file's reading and writing and `console config keys` are all read
+off those declarations, and tests/core/test_docs.py holds the table of docs/configuration.md to
+them. Why one module of over 500 lines: every key's rules in one place; split by table, one key's
+rules would live apart from its neighbours' (one truth per setting).
 """
 
 from __future__ import annotations
@@ -672,7 +672,7 @@ def unset_value(cfg: Config, key: str) -> None:
 
 
 def describe_keys() -> list[tuple[str, str, str]]:
-    """(key, default, description) for every known key — for `console config keys` and the README."""
+    """(key, default, description) for every known key — for `console config keys` and docs/configuration.md."""
     import json
 
     default = Config()

@@ -1,6 +1,6 @@
-"""HF's rule for a job label, in one place: the embedded server's checks (`server/wire.py`), its
-OpenAPI description (`server/openapi.py`) and the console's own (tenant ids, envs, run names)
-all read it.
+"""HF's rule for a job label, in one place: the embedded server's request schema
+(`server/jobs/schema.py`, from which its checks and OpenAPI description derive) and the console's
+own (tenant ids, envs, run names) all read it.
 
 huggingface_hub 2.4 (`update_job_labels`): "Both keys and values must be max 100 characters and
 contain only alphanumeric characters, dashes, and underscores". The console keeps its own names

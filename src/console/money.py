@@ -3,7 +3,7 @@
 Every surface that shows money asks this module, and nothing else: the fleet rows ($/run, $/month),
 the Costs tab and `console ledger` (what the schedules add this month, the projection), `console
 watch` and the start-up toast, the bulk previews, the reschedule dialog and the what-if explorer's
-"fleet now". Each figure has one meaning (README, "What the money figures mean"):
+"fleet now". Each figure has one meaning (docs/costs.md, "What the money figures mean"):
 
 - **$/run**: the reference heuristic (§4, `costs.estimate_run`) of the run its job spec describes
   (`jobspec.read_request`: model size, examples, epochs, max_steps and the recipe's batch, kind,

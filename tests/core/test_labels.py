@@ -11,7 +11,13 @@ from hypothesis import strategies as st
 
 from console import labels
 from console.jobspec import label_value, number_label
-from console.server.wire import parse_labels
+from console.server.jobs.apidoc import openapi_doc
+from console.server.jobs.schema import LabelsBody, decode
+from console.server.jobs.wire import ApiError
+
+
+def parse_labels(labels: dict) -> dict:
+    return decode({"labels": labels}, LabelsBody).labels
 
 
 @given(st.text(max_size=200))
@@ -26,6 +32,13 @@ def test_a_number_label_is_a_label(number):
     assert parse_labels({"model_b": number_label(number)})
 
 
+def test_the_description_states_the_rule_the_server_checks():
+    doc = openapi_doc("tester")["components"]["schemas"]
+    labels_schema = doc["LabelsBody"]["properties"]["labels"]["anyOf"][0]
+    assert labels_schema["propertyNames"]["pattern"] == labels.KEY_PATTERN
+    assert labels_schema["additionalProperties"]["pattern"] == labels.VALUE_PATTERN
+
+
 @given(st.text(alphabet=st.sampled_from("aZ09_-.\n /é"), max_size=120))
 def test_the_server_and_its_openapi_description_agree(text):
     assert (labels.KEY_RE.match(text) is not None) == (re.search(labels.KEY_PATTERN.replace("$", r"\Z"), text)
@@ -34,3 +47,8 @@ def test_the_server_and_its_openapi_description_agree(text):
                                                           is not None)
     if text.endswith("\n"):
         assert labels.KEY_RE.match(text) is None  # a trailing newline is no label
+    try:  # the server's schema checks the same rule
+        taken = parse_labels({text: "v"}) == {text: "v"}
+    except ApiError:
+        taken = False
+    assert taken == (labels.KEY_RE.match(text) is not None)

@@ -30,16 +30,3 @@ def test_no_import_cycles_in_the_package():
         }
     )
     assert cycles == []
-
-
-def test_docs_key_table_is_the_apps():
-    from console.ui import keys
-
-    doc = (ROOT / "docs" / "keys.md").read_text(encoding="utf-8")
-    assert keys.markdown() in doc
-
-
-def test_readme_key_table_is_the_apps():
-    from console.ui import keys
-
-    assert keys.markdown() in (ROOT / "README.md").read_text(encoding="utf-8")

@@ -87,7 +87,7 @@ def test_summary_alone_prints_the_summary_and_an_unknown_tenant_is_an_error(serv
     job = api.run_job(image="python:3.12", command=["python", "-c", "1"], flavor="l4x1",
                       labels=labels, namespace=NS, timeout=60)
     api.wait_for_job(job.id, timeout=30, poll_interval=0.05, namespace=NS)
-    r = console("ledger", "--summary")  # as the README shows it: no entry list
+    r = console("ledger", "--summary")  # as docs/costs.md shows it: no entry list
     assert r.returncode == 0, r.stderr
     assert "Projection:" in r.stdout and "acme" in r.stdout and job.id not in r.stdout
     listed = console("ledger", "--no-refresh", "--tenant", "acme")

@@ -151,7 +151,7 @@ def test_the_count_and_the_cost_cap_stop_retries(backend, cfg, tmp_path):
 def test_the_infrastructure_causes_are_the_servers_own_words():
     from types import SimpleNamespace
 
-    from console.server.runner import SERVER_STOPPED_MESSAGE
+    from console.server.host.runner import SERVER_STOPPED_MESSAGE
 
     def ended(stage: str, message: str | None):
         return SimpleNamespace(status=SimpleNamespace(stage=stage, message=message))

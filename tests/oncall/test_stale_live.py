@@ -103,9 +103,9 @@ def test_live_versions_are_read_once_then_when_they_may_be_stale_or_are_due_and_
     """A pass does not read every tenant's live tag: what was read is kept in the on-call store,
     a repo is read again when by that it may have gone stale, else once per LIVE_RECHECK_S, a
     few a pass, the longest unread first (at 10,000 tenants every pass read 20,000 requests)."""
-    from console.oncall import watcher as watcher_module
+    from console.oncall import stale_live
 
-    monkeypatch.setattr(watcher_module, "LIVE_RECHECKS_PER_PASS", 3, raising=False)
+    monkeypatch.setattr(stale_live, "LIVE_RECHECKS_PER_PASS", 3)
     api = HfApi(endpoint=backend.api.endpoint, token=backend.api.token)
     repos = [f"{NAMESPACE}/adapter-t{i}" for i in range(8)]
     for i, repo in enumerate(repos):
@@ -130,7 +130,7 @@ def test_live_versions_are_read_once_then_when_they_may_be_stale_or_are_due_and_
         def check(hours: float) -> list[str]:
             clock["hours"] = hours
             del counting.read[:]
-            watch._live_at = None  # a live pass every check (one is due every LIVE_EVERY_S)
+            watch.stale_live.checked_at = None  # a live pass every check (one is due every LIVE_EVERY_S)
             report = watch.check()
             assert report.stale_live == [] or hours >= 72, report.stale_live
             return list(counting.read)

@@ -11,7 +11,7 @@ from tests.oncall.conftest import SLEEPER, labels, run_python, wait_stage
 from console.oncall import Watcher
 from console.oncall.store import OnCallStore
 from console.server.core import new_id
-from console.server.store import JobRecord
+from console.server.jobs.store import JobRecord
 
 
 def test_a_job_killed_on_its_timeout_is_sent_once_as_a_timeout_with_its_bill(backend, cfg, tmp_path):

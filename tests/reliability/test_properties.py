@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from console import costs
 from console.costs import CostInputError, RunSpec
-from console.server.scheduler import is_valid_schedule, next_run_after
+from console.server.jobs.scheduler import is_valid_schedule, next_run_after
 
 ANY_NUMBER = st.one_of(
     st.integers(), st.integers(min_value=10**18, max_value=10**400),

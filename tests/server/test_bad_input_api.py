@@ -333,7 +333,7 @@ def test_bad_input_to_the_bucket_calls_is_a_4xx_and_changes_nothing(client, meth
 @pytest.mark.parametrize("route,what", [("v1/shards", "shard"), ("v1/xorbs/default/" + "a" * 64, "xorb")])
 def test_a_streamed_shard_or_xorb_over_its_cap_is_a_413(client, monkeypatch, route, what):
     """Without a Content-Length (chunked) a shard was read whole, however large, and a xorb too."""
-    from console.server import xetcas
+    from console.server.hub import xetcas
 
     monkeypatch.setattr(xetcas, "MAX_SHARD_BYTES", 1024 * 1024)
     monkeypatch.setattr(xetcas, "MAX_XORB_BYTES", 1024 * 1024)
@@ -352,7 +352,7 @@ def test_a_streamed_shard_or_xorb_over_its_cap_is_a_413(client, monkeypatch, rou
 def test_finding_a_lone_surrogate_does_bounded_work():
     """A body without a surrogate escape is not walked at all; one with a lone surrogate is
     walked at most 200,000 values to name the field, then refused without a name."""
-    from console.server.wire import ApiError, check_unicode
+    from console.server.jobs.wire import ApiError, check_unicode
 
     raw = b"[" + b",".join([b"1"] * 1_000_000) + b"]"
     doc = json.loads(raw)

@@ -12,7 +12,8 @@ import pytest
 from huggingface_hub import HfApi, Volume
 from jobs_helpers import NAMESPACE, wait_stage
 
-from console.server import paths, sandbox
+from console.server import paths
+from console.server.host import sandbox
 
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = f"{NAMESPACE}/jobs-artifacts"

@@ -8,7 +8,7 @@ import pytest
 from huggingface_hub import HfApi, Volume
 from jobs_helpers import NAMESPACE, make_server, wait_stage
 
-from console.server.commands import find_uv, plan_command, split_uv_run
+from console.server.host.commands import find_uv, plan_command, split_uv_run
 
 
 def test_uv_run_split_and_self_mode() -> None:

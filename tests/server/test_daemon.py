@@ -84,7 +84,7 @@ def test_two_consoles_starting_at_once_share_one_daemon_that_outlives_them(tmp_p
     assert status.returncode == 0, status.stderr
     assert f"pid {info['pid']}" in status.stdout and "in the background (daemon)" in status.stdout
     assert job.id in status.stdout and "tenant acme" in status.stdout
-    from console.server import sandbox
+    from console.server.host import sandbox
 
     assert sandbox.detect().describe() in status.stdout  # sandboxed, or NO SANDBOX said out loud
 

@@ -14,7 +14,7 @@ import pytest
 from huggingface_hub import HfApi
 from jobs_helpers import HF_BIN, NAMESPACE, wait_stage, wait_until
 
-from console.server.sshd import host_key_path, ssh_dir
+from console.server.access.sshd import host_key_path, ssh_dir
 
 
 def _free_port() -> int:
@@ -132,7 +132,7 @@ def test_a_jobs_urls_read_while_its_forwarders_close_are_answered_not_a_crash():
     """inspect_job reading a job's exposeUrls as the job ends (its listeners closing) got a 500."""
     import threading
 
-    from console.server.gateway import Gateway
+    from console.server.access.gateway import Gateway
 
     gateway = Gateway(lambda job_id: "no ssh")
     gateway.start()

@@ -15,10 +15,11 @@ import pytest
 from huggingface_hub import HfApi
 from jobs_helpers import NAMESPACE, fill_disk, make_server, mount_tmpfs, wait_stage
 
-from console.server import paths, runner
+from console.server import paths
 from console.server.app import MAX_BODY_BYTES, tail_lines
-from console.server.joblog import append_log
-from console.server.runner import DISK_FULL_MESSAGE
+from console.server.host import runner
+from console.server.host.runner import DISK_FULL_MESSAGE
+from console.server.jobs.joblog import append_log
 
 
 def _py(api: HfApi, code: str, **kw):

@@ -1,5 +1,5 @@
 """The rest of `hf jobs` (huggingface_hub 2.4) against the embedded server, flag by flag: every
-command and flag the README's compatibility table marks as working is run here or in the other
+command and flag the compatibility table of docs/jobs-server.md marks as working is run here or in the other
 `hf` tests (test_hf_cli, test_buckets_and_volumes, test_expose_and_ssh)."""
 
 from __future__ import annotations

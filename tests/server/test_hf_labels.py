@@ -32,7 +32,7 @@ def _refused(call, field: str) -> None:
 def test_a_dotted_label_is_refused_for_a_job_and_a_schedule(api: HfApi, labels, field):
     run = dict(image="python:3.12", command=["python", "-c", "1"], namespace=NAMESPACE)
     _refused(lambda: api.run_job(**run, labels=labels), field)
-    _refused(lambda: api.create_scheduled_job(**run, labels=labels, schedule="@daily"), field)
+    _refused(lambda: api.create_scheduled_job(**run, labels=labels, schedule="@daily"), f"jobSpec.{field}")
     assert list(api.list_jobs(namespace=NAMESPACE)) == []
     assert list(api.list_scheduled_jobs(namespace=NAMESPACE)) == []
 
@@ -72,4 +72,4 @@ def test_the_error_is_a_json_body(server):
         json={"dockerImage": "python:3.12", "command": ["true"], "tags": ["v1.0"]},
         timeout=10,
     )
-    assert tags.status_code == 400 and tags.json()["error"].startswith("tags: invalid tag 'v1.0'")
+    assert tags.status_code == 400 and tags.json()["error"].startswith("tags[0]: invalid value 'v1.0'")

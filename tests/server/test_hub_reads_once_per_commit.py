@@ -8,7 +8,7 @@ import httpx
 from huggingface_hub import CommitOperationAdd, HfApi
 from jobs_helpers import NAMESPACE
 
-from console.server import repos
+from console.server.hub import repos
 
 REPO = f"{NAMESPACE}/many-files"
 

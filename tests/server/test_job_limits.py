@@ -10,7 +10,7 @@ import pytest
 from huggingface_hub import HfApi
 from jobs_helpers import GROW, NAMESPACE, make_server, wait_stage
 
-from console.server import limits
+from console.server.host import limits
 
 MiB = 2**20
 

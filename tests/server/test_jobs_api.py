@@ -304,7 +304,7 @@ def test_unsupported_requests_get_a_clear_4xx(api: HfApi) -> None:
         api.run_job(image="python:3.12", command=["ls"], namespace=NAMESPACE,
                     volumes=[Volume(type="bucket", source="me/b", mount_path="data")])
     assert err.value.response.status_code == 400
-    assert "volumes[0]: mountPath must be an absolute path" in str(err.value)
+    assert "volumes[0].mountPath: invalid value 'data': must be an absolute path" in str(err.value)
     with pytest.raises(HfHubHTTPError) as err:
         api.run_job(image="python:3.12", command=["ls"], namespace=NAMESPACE, expose=[70000])
     assert "expose" in str(err.value)
@@ -328,7 +328,7 @@ def test_unsupported_requests_get_a_clear_4xx(api: HfApi) -> None:
 
 def test_list_is_paginated_for_long_histories(api: HfApi, server) -> None:
     from console.server.core import new_id
-    from console.server.store import JobRecord
+    from console.server.jobs.store import JobRecord
 
     now = time.time()
     spec = {"dockerImage": "python:3.12", "command": ["true"], "arguments": [],

@@ -12,7 +12,7 @@ import time
 from huggingface_hub import HfApi
 from jobs_helpers import NAMESPACE
 
-from console.server.store import JobRecord, ScheduledJobRecord, Store
+from console.server.jobs.store import JobRecord, ScheduledJobRecord, Store
 
 
 def _schedule(store: Store, n: int, *, next_run_at: float | None, suspend: bool = False) -> ScheduledJobRecord:

@@ -19,8 +19,9 @@ import pytest
 from huggingface_hub import HfApi
 from jobs_helpers import GROW, NAMESPACE, TOKEN_PROBE, TOKEN_PROBE_DENIED, job_processes, wait_stage
 
-from console.server import paths, sandbox
-from console.server.limits import PROCESS_LIMIT
+from console.server import paths
+from console.server.host import sandbox
+from console.server.host.limits import PROCESS_LIMIT
 
 pytestmark = pytest.mark.skipif(not sandbox.detect().available, reason=sandbox.detect().reason)
 

@@ -10,7 +10,7 @@ from huggingface_hub import HfApi
 from huggingface_hub.errors import HfHubHTTPError
 from jobs_helpers import NAMESPACE, wait_stage, wait_until
 
-from console.server.scheduler import is_valid_schedule, next_run_after
+from console.server.jobs.scheduler import is_valid_schedule, next_run_after
 
 
 def _runs(api: HfApi, sj_id: str) -> list:

@@ -8,20 +8,13 @@ import json
 
 import pytest
 
-from console.prices import HF_DEFAULT_TIMEOUT_SECONDS
-from console.server.wire import (
-    MAX_ENTRIES,
-    MAX_TIMEOUT_SECONDS,
-    ApiError,
-    check_unicode,
-    parse_flag,
-    parse_job_spec,
-    parse_labels,
-    parse_tags,
-    parse_timeout,
-)
+from console.prices import HF_DEFAULT_TIMEOUT_SECONDS, HF_MAX_TIMEOUT_SECONDS
+from console.server.jobs.schema import MAX_ENTRIES, JobSpec, LabelsBody, ScheduledJobRequest, decode
+from console.server.jobs.wire import ApiError, check_unicode
 
 RULE = "only alphanumeric characters, dashes and underscores, at most 100 characters"
+NUL = "a NUL character cannot be given to a process"
+ENV_RULE = "letters, digits and '_', not starting with a digit"
 
 
 def spec(**fields):
@@ -34,15 +27,26 @@ def spec(**fields):
     return body
 
 
-def refused(body) -> str:
+def parse(body):
+    return decode(body, JobSpec, "the job spec").stored()
+
+
+def refused(body, kind=JobSpec) -> str:
     with pytest.raises(ApiError) as exc:
-        parse_job_spec(body)
+        decode(body, kind, "the job spec")
+    assert exc.value.status == 400
+    return exc.value.message
+
+
+def labels_refused(labels) -> str:
+    with pytest.raises(ApiError) as exc:
+        decode({"labels": labels}, LabelsBody)
     assert exc.value.status == 400
     return exc.value.message
 
 
 def test_a_minimal_spec_gets_the_defaults_hf_gives():
-    out, secrets = parse_job_spec(spec())
+    out, secrets = parse(spec())
     assert out == {
         "dockerImage": "python:3.12", "command": ["python", "-c", "print(1)"], "arguments": [],
         "environment": {}, "flavor": "cpu-basic", "timeoutSeconds": HF_DEFAULT_TIMEOUT_SECONDS,
@@ -52,7 +56,7 @@ def test_a_minimal_spec_gets_the_defaults_hf_gives():
 
 
 def test_a_full_spec_is_kept_and_secrets_are_set_apart():
-    out, secrets = parse_job_spec(spec(
+    out, secrets = parse(spec(
         arguments=["--x", "1"], environment={"A": "1", "N": 2, "B": True}, secrets={"HF_TOKEN": "hf_x"},
         flavor="t4-small", timeoutSeconds=600.0, attempts=3, labels={"tenant": "acme", "empty": ""},
         ssh={"enabled": True}, tags=["nightly"], arch="arm64"))
@@ -62,51 +66,82 @@ def test_a_full_spec_is_kept_and_secrets_are_set_apart():
     assert (out["flavor"], out["timeoutSeconds"], out["attempts"]) == ("t4-small", 600, 3)
     assert out["labels"] == {"tenant": "acme", "empty": ""}
     assert out["ssh"] is True and out["tags"] == ["nightly"]
-    assert parse_job_spec(spec(ssh=True))[0]["ssh"] is True
-    assert parse_job_spec(spec(flavor=""))[0]["flavor"] == "cpu-basic"
-    assert parse_job_spec(spec(timeout=120))[0]["timeoutSeconds"] == 120  # the older field name
+    assert parse(spec(ssh=True))[0]["ssh"] is True
+    assert parse(spec(flavor=""))[0]["flavor"] == "cpu-basic"
+    assert parse(spec(timeout=120))[0]["timeoutSeconds"] == 120  # the older field name
+
+
+def test_the_parts_beyond_image_and_command_are_kept_normalised():
+    out, _ = parse(spec(expose={"ports": [80, 80], "portsPublic": [81]}, network={"group": "g"},
+                        volumes=[{"type": "bucket", "source": "a/b", "mountPath": "/data/"},
+                                 {"source": "a/m", "mountPath": "/models", "readOnly": False}],
+                        resourceGroupId="rg-1"))
+    assert out["expose"] == {"ports": [80, 81], "portsPublic": [81]}
+    assert out["network"] == {"group": "g", "aliases": []}
+    assert out["volumes"] == [
+        {"type": "bucket", "source": "a/b", "mountPath": "/data", "readOnly": False},
+        {"type": "model", "source": "a/m", "mountPath": "/models", "readOnly": True},  # repos: read-only
+    ]
+    assert out["resourceGroupId"] == "rg-1"
 
 
 @pytest.mark.parametrize("arch", [None, "", "amd64", "x86_64", "arm64"])
 def test_the_architectures_the_host_can_be(arch):
-    assert parse_job_spec(spec(arch=arch))[0]["dockerImage"] == "python:3.12"
+    assert parse(spec(arch=arch))[0]["dockerImage"] == "python:3.12"
 
 
 @pytest.mark.parametrize(("body", "message"), [
-    ([1, 2], "the job spec must be a JSON object"),
+    ([1, 2], "the job spec: expected an object, got a list"),
     (spec(spaceId="user/space"), "Space images (spaceId) are not supported by the local Jobs server: "
                                  "use a Docker image name and a command"),
-    (spec(arch="riscv"), "arch 'riscv' is not supported by the local Jobs server"),
-    (spec(arch=5), "arch 5 is not supported by the local Jobs server"),
-    (spec(command=[]), "command must be a non-empty list of strings"),
-    (spec(command="python"), "command must be a non-empty list of strings"),
-    (spec(command=["python", 3]), "command must be a list of strings"),
-    (spec(command=["python", "a\0b"]), "command[1]: contains a NUL character"),
-    (spec(arguments="--x"), "arguments must be a list of strings"),
-    (spec(arguments=["ok", "\0"]), "arguments[1]: contains a NUL character"),
-    (spec(dockerImage=...), "dockerImage is required (the local server records it but runs the command on the host)"),
-    (spec(dockerImage=""), "dockerImage is required (the local server records it but runs the command on the host)"),
-    (spec(dockerImage="py\0thon"), "dockerImage: contains a NUL character"),
-    (spec(flavor=7), "flavor must be a flavor name (a string), not int"),
-    (spec(attempts=0), "attempts must be a whole number from 1 to 10"),
-    (spec(attempts=11), "attempts must be a whole number from 1 to 10"),
-    (spec(attempts=True), "attempts must be a whole number from 1 to 10"),
-    (spec(attempts=2.0), "attempts must be a whole number from 1 to 10"),
-    (spec(environment=["A=1"]), "environment must be an object of string values"),
-    (spec(environment={"A": None}), "environment.A: has no value"),
-    (spec(environment={"A": [1]}), "environment.A: must be a string, not list"),
-    (spec(environment={"A": "x\0"}), "environment.A: contains a NUL character"),
-    (spec(environment={"1A": "x"}), "environment: '1A' is not a valid environment variable name "
-                                    "(letters, digits and '_', not starting with a digit)"),
-    (spec(secrets={"MY-TOKEN": "x"}), "secrets: 'MY-TOKEN' is not a valid environment variable name "
-                                      "(letters, digits and '_', not starting with a digit)"),
-    (spec(ssh="yes"), "ssh must be true or false"),
-    (spec(ssh={"enabled": 1}), "ssh.enabled must be true or false"),
-    (spec(timeoutSeconds="600"), "timeoutSeconds must be a number of seconds"),
-    (spec(timeout=0), "timeout must be from 1 to 604800"),
+    (spec(spaceId="user/space", dockerImage=...), "Space images (spaceId) are not supported by the local "
+                                                  "Jobs server: use a Docker image name and a command"),
+    (spec(arch="riscv"), "arch: unknown arch 'riscv'; known: amd64, x86_64, arm64"),
+    (spec(arch=5), "arch: expected a string or null, got a whole number"),
+    (spec(command=[]), "command: expected a list of length >= 1, got 0 entries"),
+    (spec(command="python"), "command: expected a list, got a string"),
+    (spec(command=["python", 3]), "command[1]: expected a string, got a whole number"),
+    (spec(command=["python", "a\0b"]), f"command[1]: invalid value 'a\\x00b': {NUL}"),
+    (spec(arguments="--x"), "arguments: expected a list or null, got a string"),
+    (spec(arguments=["ok", "\0"]), f"arguments[1]: invalid value '\\x00': {NUL}"),
+    (spec(dockerImage=...), "dockerImage is required"),
+    (spec(dockerImage=""), "dockerImage: expected a string of length >= 1, got ''"),
+    (spec(dockerImage="py\0thon"), f"dockerImage: invalid value 'py\\x00thon': {NUL}"),
+    (spec(flavor=7), "flavor: expected a string or null, got a whole number"),
+    (spec(attempts=0), "attempts: expected a whole number >= 1, got 0"),
+    (spec(attempts=11), "attempts: expected a whole number <= 10, got 11"),
+    (spec(attempts=True), "attempts: expected a whole number, got true/false"),
+    (spec(attempts=2.0), "attempts: expected a whole number, got a number"),
+    (spec(environment=["A=1"]), "environment: expected an object or null, got a list"),
+    (spec(environment={"A": None}), "environment.A: expected true/false, a number or a string, got null"),
+    (spec(environment={"A": [1]}), "environment.A: expected true/false, a number or a string, got a list"),
+    (spec(environment={"A": "x\0"}), f"environment.A: invalid value 'x\\x00': {NUL}"),
+    (spec(environment={"1A": "x"}), f"environment: invalid key '1A': {ENV_RULE}"),
+    (spec(secrets={"MY-TOKEN": "x"}), f"secrets: invalid key 'MY-TOKEN': {ENV_RULE}"),
+    (spec(ssh="yes"), "ssh: expected true/false, an object or null, got a string"),
+    (spec(ssh={"enabled": 1}), "ssh.enabled: expected true/false or null, got a whole number"),
+    (spec(timeoutSeconds="600"), "timeoutSeconds: expected a number or null, got a string"),
+    (spec(timeout=0), "timeout: expected a number >= 1, got 0"),
+    (spec(expose={"portsPublic": [0]}), "expose.portsPublic[0]: expected a whole number >= 1, got 0"),
+    (spec(network={"group": "g", "aliases": ["a", "a"]}), "network: aliases must be unique"),
+    (spec(network={"group": "G"}), "network.group: invalid value 'G': lowercase letters, digits and dashes, "
+                                   "46 at most"),
+    (spec(volumes=[{"source": "a/b", "mountPath": "/"}]),
+     "volumes[0]: mountPath '/' must be a plain absolute path, not '/'"),
+    (spec(volumes=[{"source": "a/b", "mountPath": "/proc/x"}]), "volumes[0]: mountPath '/proc/x' is reserved"),
+    (spec(volumes=[{"source": "a/b", "mountPath": "/d"}, {"source": "a/c", "mountPath": "/d/e"}]),
+     "volumes[1].mountPath: /d/e overlaps another volume"),
 ])
 def test_each_malformed_field_is_a_400_that_names_it(body, message):
     assert refused(body) == message
+
+
+def test_a_refused_secret_names_the_secret_and_never_shows_its_value():
+    message = refused(spec(secrets={"HF_TOKEN": "hf_secret\0value"}))
+    assert message == f"secrets.HF_TOKEN: invalid value (a secret value, not shown): {NUL}"
+    assert "hf_secret" not in refused(spec(secrets={"HF_TOKEN": "hf_secret" * 100}, attempts=0))
+    message = refused({"schedule": "@daily", "jobSpec": spec(secrets={"S": "hf_secret\0"})}, ScheduledJobRequest)
+    assert message.startswith("jobSpec.secrets.S: invalid value (a secret value") and "hf_secret" not in message
 
 
 def test_an_unknown_flavor_lists_the_known_ones():
@@ -117,77 +152,69 @@ def test_an_unknown_flavor_lists_the_known_ones():
 
 def test_at_most_a_thousand_entries_in_each_list_and_object():
     ok = [str(i) for i in range(MAX_ENTRIES)]
-    assert len(parse_job_spec(spec(arguments=ok))[0]["arguments"]) == MAX_ENTRIES
-    assert refused(spec(arguments=[*ok, "x"])) == f"arguments: at most {MAX_ENTRIES} items"
+    assert len(parse(spec(arguments=ok))[0]["arguments"]) == MAX_ENTRIES
+    assert refused(spec(arguments=[*ok, "x"])) == (f"arguments: expected a list of length <= {MAX_ENTRIES}, "
+                                                   f"got {MAX_ENTRIES + 1} entries")
     env = {f"V{i}": "x" for i in range(MAX_ENTRIES)}
-    assert len(parse_job_spec(spec(environment=env))[0]["environment"]) == MAX_ENTRIES
-    assert refused(spec(environment={**env, "W": "x"})) == f"environment: at most {MAX_ENTRIES} entries"
+    assert len(parse(spec(environment=env))[0]["environment"]) == MAX_ENTRIES
+    message = refused(spec(environment={**env, "W": "x"}))
+    assert message.startswith(f"environment: expected an object of length <= {MAX_ENTRIES}")
     tags = [f"t{i}" for i in range(MAX_ENTRIES)]
-    assert parse_tags(tags) == tags
-    with pytest.raises(ApiError, match=f"tags: at most {MAX_ENTRIES}"):
-        parse_tags([*tags, "x"])
+    assert parse(spec(tags=tags))[0]["tags"] == tags
+    assert refused(spec(tags=[*tags, "x"])).startswith(f"tags: expected a list of length <= {MAX_ENTRIES}")
 
 
 @pytest.mark.parametrize(("value", "expected"), [(None, HF_DEFAULT_TIMEOUT_SECONDS), (1, 1), (90.9, 90),
-                                                 (MAX_TIMEOUT_SECONDS, MAX_TIMEOUT_SECONDS)])
+                                                 (HF_MAX_TIMEOUT_SECONDS, HF_MAX_TIMEOUT_SECONDS)])
 def test_a_timeout_is_whole_seconds_from_one_to_seven_days(value, expected):
-    assert parse_timeout(value) == expected
+    assert parse(spec(timeoutSeconds=value))[0]["timeoutSeconds"] == expected
 
 
 @pytest.mark.parametrize(("value", "message"), [
-    (True, "timeoutSeconds must be a number of seconds"),
-    ("60", "timeoutSeconds must be a number of seconds"),
-    (float("nan"), "timeoutSeconds must be a finite number of seconds, not nan"),
-    (float("inf"), "timeoutSeconds must be a finite number of seconds, not inf"),
-    (0, "timeoutSeconds must be from 1 to 604800"),
-    (0.5, "timeoutSeconds must be from 1 to 604800"),
-    (MAX_TIMEOUT_SECONDS + 1, "timeoutSeconds must be from 1 to 604800"),
-    (-5, "timeoutSeconds must be from 1 to 604800"),
+    (True, "timeoutSeconds: expected a number or null, got true/false"),
+    ("60", "timeoutSeconds: expected a number or null, got a string"),
+    (float("nan"), "timeoutSeconds: expected a number >= 1, got nan"),
+    (float("inf"), "timeoutSeconds: expected a number <= 604800, got inf"),
+    (0, "timeoutSeconds: expected a number >= 1, got 0"),
+    (0.5, "timeoutSeconds: expected a number >= 1, got 0.5"),
+    (HF_MAX_TIMEOUT_SECONDS + 1, "timeoutSeconds: expected a number <= 604800, got 604801"),
+    (-5, "timeoutSeconds: expected a number >= 1, got -5"),
 ])
 def test_a_timeout_out_of_range_or_not_a_number_is_refused(value, message):
-    with pytest.raises(ApiError) as exc:
-        parse_timeout(value)
-    assert exc.value.status == 400 and exc.value.message == message
-
-
-def test_flags_are_true_false_or_absent():
-    assert parse_flag(None, "x") is False and parse_flag(None, "x", default=True) is True
-    assert parse_flag(True, "x") is True and parse_flag(False, "x", default=True) is False
-    with pytest.raises(ApiError, match="^x must be true or false$"):
-        parse_flag(0, "x")
+    assert refused(spec(timeoutSeconds=value)) == message
 
 
 def test_labels_as_hf_accepts_them():
-    assert parse_labels(None) == {}
-    assert parse_labels({"a-b_C9": "v-1_X", "k": ""}) == {"a-b_C9": "v-1_X", "k": ""}
-    assert parse_labels({"k" * 100: "v" * 100}) == {"k" * 100: "v" * 100}
+    assert decode({"labels": None}, LabelsBody).labels is None
+    assert parse(spec(labels={"a-b_C9": "v-1_X", "k": ""}))[0]["labels"] == {"a-b_C9": "v-1_X", "k": ""}
+    assert parse(spec(labels={"k" * 100: "v" * 100}))[0]["labels"] == {"k" * 100: "v" * 100}
 
 
 @pytest.mark.parametrize(("labels", "message"), [
     ({"bad key": "v"}, f"labels: invalid key 'bad key': {RULE} (at least 1)"),
     ({"": "v"}, f"labels: invalid key '': {RULE} (at least 1)"),
-    ({"k" * 101: "v"}, f"labels: invalid key '{'k' * 101}': {RULE} (at least 1)"),
+    ({"k" * 101: "v"}, f"labels: invalid key '{'k' * 99}...: {RULE} (at least 1)"),  # quoted, cut short
     ({"env": "prod.eu"}, f"labels.env: invalid value 'prod.eu': {RULE}"),
-    ({"name": "my job"}, f"labels.name: the job name 'my job': {RULE}"),
-    ({"env": "v" * 101}, f"labels.env: invalid value '{'v' * 101}': {RULE}"),
-    ({"env": 5}, "labels.env: must be a string, not int"),  # no numbers: 5 and "5" would both exist
+    ({"name": "my job"}, f"labels.name: invalid value 'my job': {RULE}"),
+    ({"ok": "a", "env": "v" * 101}, f"labels.env: invalid value '{'v' * 99}...: {RULE}"),
+    ({"env": 5}, "labels.env: expected a string, got a whole number"),  # no numbers: 5 and "5" would both exist
     ({"env": "a\nb"}, f"labels.env: invalid value 'a\\nb': {RULE}"),
+    ({"team\n": "a"}, f"labels: invalid key 'team\\n': {RULE} (at least 1)"),  # `$` would let it through
+    ({"team": "a\n"}, f"labels.team: invalid value 'a\\n': {RULE}"),
 ])
 def test_labels_hf_would_refuse_are_a_400_naming_the_label(labels, message):
-    with pytest.raises(ApiError) as exc:
-        parse_labels(labels)
-    assert exc.value.message == message
+    assert labels_refused(labels) == message
+    assert refused(spec(labels=labels)) == message
 
 
 def test_tags_as_hf_accepts_them():
-    assert parse_tags(None) == []
-    assert parse_tags(["a", "b-c_1"]) == ["a", "b-c_1"]
-    for bad, message in ((["a b"], f"tags: invalid tag 'a b': {RULE} (at least 1)"),
-                         ([""], f"tags: invalid tag '': {RULE} (at least 1)"),
-                         ("a", "tags must be a list of strings"), ([1], "tags must be a list of strings")):
-        with pytest.raises(ApiError) as exc:
-            parse_tags(bad)
-        assert exc.value.message == message
+    assert parse(spec(tags=None))[0]["tags"] == []
+    assert parse(spec(tags=["a", "b-c_1"]))[0]["tags"] == ["a", "b-c_1"]
+    for bad, message in ((["a b"], f"tags[0]: invalid value 'a b': {RULE} (at least 1)"),
+                         (["ok", ""], f"tags[1]: invalid value '': {RULE} (at least 1)"),
+                         ("a", "tags: expected a list or null, got a string"),
+                         ([1], "tags[0]: expected a string, got a whole number")):
+        assert refused(spec(tags=bad)) == message
 
 
 def test_a_body_without_a_surrogate_escape_is_taken_as_it_is():
@@ -217,21 +244,14 @@ def test_a_valid_pair_of_surrogate_escapes_is_an_emoji_and_fine():
     assert check_unicode(doc, raw) == {"command": ["echo", "\U0001F600"]}
 
 
-def test_label_and_tag_refusals_are_400s():
-    for call, value in ((parse_labels, {"bad key": "v"}), (parse_labels, {"k": "a b"}), (parse_tags, "a"),
-                        (parse_tags, ["a b"]), (parse_tags, ["t"] * (MAX_ENTRIES + 1))):
-        with pytest.raises(ApiError) as exc:
-            call(value)
-        assert exc.value.status == 400
-
-
 def test_the_edges_of_what_a_spec_may_say():
-    assert parse_job_spec(spec(attempts=10))[0]["attempts"] == 10
-    assert parse_job_spec(spec(spaceId=""))[0]["dockerImage"] == "python:3.12"  # empty: no Space
-    assert parse_job_spec(spec(spaceId=None))[0]["dockerImage"] == "python:3.12"
-    assert parse_job_spec(spec(secrets={"SEED": 7, "ON": False}))[1] == {"SEED": "7", "ON": "False"}
-    assert refused(spec(secrets={"HF_TOKEN": None})) == "secrets.HF_TOKEN: has no value"
-    assert refused(spec(secrets="hf_x")) == "secrets must be an object of string values"
+    assert parse(spec(attempts=10))[0]["attempts"] == 10
+    assert parse(spec(spaceId=""))[0]["dockerImage"] == "python:3.12"  # empty: no Space
+    assert parse(spec(spaceId=None))[0]["dockerImage"] == "python:3.12"
+    assert parse(spec(secrets={"SEED": 7, "ON": False}))[1] == {"SEED": "7", "ON": "False"}
+    assert refused(spec(secrets={"HF_TOKEN": None})) == ("secrets.HF_TOKEN: expected true/false, a number or "
+                                                         "a string, got null")
+    assert refused(spec(secrets="hf_x")) == "secrets: expected an object or null, got a string"
 
 
 @pytest.mark.parametrize(("raw", "where"), [

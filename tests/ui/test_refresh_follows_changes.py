@@ -14,7 +14,7 @@ from tests.ui.conftest import console_labels, wait_for
 
 from console.cache.latest import RunMark
 from console.server.core import new_id
-from console.server.store import JobRecord
+from console.server.jobs.store import JobRecord
 from console.ui.app import ConsoleApp
 
 OTHER_TENANTS = 40

@@ -9,7 +9,7 @@ import time
 from tests.ui.conftest import console_labels, wait_for
 
 from console.server.core import new_id
-from console.server.store import JobRecord
+from console.server.jobs.store import JobRecord
 from console.ui.app import ConsoleApp
 from console.ui.refresh import HEAD_SCAN_EVERY
 

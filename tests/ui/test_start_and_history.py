@@ -22,7 +22,7 @@ from tests.jobwait import wait_stage
 from tests.ui.conftest import console_labels, run_python, schedule_python, wait_for, wait_thread
 
 from console.server.core import new_id
-from console.server.store import JobRecord
+from console.server.jobs.store import JobRecord
 from console.ui.app import ConsoleApp
 from console.ui.widgets.status_line import StatusLine
 

@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
         options.port = 0  # a daemon started by a console: any free port will do
     server = LocalServer(options)
 
-    from console.server import sandbox
+    from console.server.host import sandbox
 
     isolation = sandbox.detect()
 

@@ -1,4 +1,4 @@
-"""Reading the live adapter versions a watch pass asks for (`Watcher._read_stale_live` says which).
+"""Reading the live adapter versions a watch pass asks for (`StaleLiveCheck.read` says which).
 
 Until a tenant's first run pushes, its adapter repo does not exist: at 10,000 tenants a first pass
 would read 10,000 repos' refs one by one, each answering 404, minutes of requests after every start

@@ -170,3 +170,6 @@ class WatchReport:
         return [plain(line, 400) for line in out]
 
 
+def problem_text(exc: BaseException) -> str:
+    """A read that failed, as a report's problem: the exception in one line of at most 200 characters."""
+    return " ".join(f"{type(exc).__name__}: {exc}".split())[:200]

@@ -26,7 +26,8 @@ A pass (:meth:`Watcher.check`) reads, through the `HfApi` it is given:
    the schedule's last run that passed before it), so it is said again only after a run passes;
 7. each scheduled tenant whose live adapter version (`console.adapters.live_since`, every
    `LIVE_EVERY_S`) is older than `notify.stale_live_periods` of its schedule's periods: flagged,
-   and an event once per live version (its runs keep failing, or pass and are never promoted).
+   and an event once per live version (its runs keep failing, or pass and are never promoted):
+   `console.oncall.stale_live`.
 
 Events are given through a :class:`~console.oncall.notify.Notifier`, once each for good to each
 consumer (this watcher's own, each webhook), with the events other watchers of the data dir found
@@ -53,7 +54,7 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from console import jobspec, promotion
@@ -65,10 +66,11 @@ from console.oncall.forecast import forecast_job
 from console.oncall.logtail import read_quietly
 from console.oncall.notify import Event, Notifier
 from console.oncall.recent import RECENT_S, RecentRuns
-from console.oncall.report import StaleLive, WatchReport
+from console.oncall.report import WatchReport, problem_text
 from console.oncall.retry import Retrier
+from console.oncall.stale_live import StaleLiveCheck
 from console.oncall.stall import StallDetector, cpu_percent
-from console.oncall.store import LiveRead, OnCallStore
+from console.oncall.store import OnCallStore
 from console.oncall.why import why_failed
 from console.prices import PriceBook
 from console.trackio_metrics import MetricsReader, RunMetrics, reader_for
@@ -87,14 +89,6 @@ BUDGET_EVERY_S = 300.0
 """The month's projection (the schedules read, every schedule's remaining runs) is worked out at
 most this often: it moves by a run's cost, not in seconds, and at 10,000 schedules it is the
 dearest part of a pass."""
-LIVE_EVERY_S = 600.0
-"""How often the live adapter versions are looked at (`Watcher._read_stale_live` says which are read)."""
-LIVE_RECHECK_S = 6 * 3600.0
-"""A repo's live version is read again at least this often, even when by what was read it cannot
-have gone stale yet (a roll back or a tag moved by hand makes it older)."""
-LIVE_RECHECKS_PER_PASS = 250
-"""At most this many of those re-reads a pass, the longest unread first: at 10,000 tenants they
-spread over the passes instead of coming all at once."""
 HEAD_OVERLAP_S = 120.0
 """The head of the job list is read back to this long before the last pass began (clock skew
 between this machine and the backend, jobs listed late)."""
@@ -167,12 +161,12 @@ class Watcher:
         self._scheduled: list[Any] | None = None
         """The schedules the last projection read (the stale-live check reuses them)."""
         self._kept_schedules = schedules
+        self._given: list[Any] | None = None
+        """The schedules the caller gave this pass (`check`)."""
         """The schedules a caller already keeps (the app's, as its last refresh read them), or None
         until it has them; without it (or before then) a pass reads them itself. 10,000 schedules
         are tens of MB as they come: the TUI keeps one copy, not two."""
-        self._live_at: float | None = None
-        self._live: list[StaleLive] = []
-        self._periods: dict[tuple[str, date], float | None] = {}
+        self.stale_live = StaleLiveCheck(api, self.store)
 
     # -- reads
 
@@ -206,24 +200,28 @@ class Watcher:
         try:
             read.tail, read.last_output_at = self._running_tail(job.id)
         except Exception as exc:
-            read.problems.append(f"log of {job.id}: {_short(exc)}")
+            read.problems.append(f"log of {job.id}: {problem_text(exc)}")
         run = jobspec.trackio_run_name(job.id, jobspec.labels_of(job))
         if run:
             try:
                 read.metrics = self.reader.run_metrics(self.project, run)
             except Exception as exc:
-                read.problems.append(f"Trackio run {run}: {_short(exc)}")
+                read.problems.append(f"Trackio run {run}: {problem_text(exc)}")
         try:
             sample = next(iter(self.api.fetch_job_metrics(job_id=job.id, namespace=self.namespace)), None)
             read.cpu = cpu_percent(sample)
         except Exception as exc:
-            read.problems.append(f"metrics of {job.id}: {_short(exc)}")
+            read.problems.append(f"metrics of {job.id}: {problem_text(exc)}")
         return read
 
     # -- the pass
 
-    def check(self) -> WatchReport:
-        """One pass: read, detect, notify. Raises only when the jobs cannot be listed."""
+    def check(self, schedules: list[Any] | None = None) -> WatchReport:
+        """One pass: read, detect, notify. Raises only when the jobs cannot be listed.
+
+        `schedules`: the schedules the caller keeps, as of this pass (a copy it gives: the app's,
+        taken on its UI thread); None: those the constructor's `schedules` gives, else read."""
+        self._given = schedules
         t0 = time.monotonic()
         now = self.clock()
         report = WatchReport(at=now)
@@ -287,7 +285,7 @@ class Watcher:
         try:
             refreshed = self.ledger.record_finished(jobs, prices, now=now)
         except Exception as exc:
-            report.problems.append(f"ledger: {_short(exc)}")
+            report.problems.append(f"ledger: {problem_text(exc)}")
             return []
         at = time.monotonic()
         if self._budget_at is not None and at - self._budget_at < BUDGET_EVERY_S:
@@ -300,6 +298,8 @@ class Watcher:
 
     def _callers_schedules(self) -> list[Any] | None:
         """The schedules the caller keeps (`schedules`), or None when it has none (yet)."""
+        if self._given is not None:
+            return self._given
         return self._kept_schedules() if self._kept_schedules is not None else None
 
     def _read_scheduled(self) -> list[Any]:
@@ -315,7 +315,7 @@ class Watcher:
         try:
             scheduled = self._scheduled = self._read_scheduled()
         except Exception as exc:
-            report.problems.append(f"schedules: {_short(exc)}")
+            report.problems.append(f"schedules: {problem_text(exc)}")
             scheduled = []
         summary = ledger_summary(
             self.ledger, now=now, plan=self.cfg.plan, seats=self.cfg.seats,
@@ -442,7 +442,7 @@ class Watcher:
         try:
             streaks = self.ledger.failure_streaks()
         except Exception as exc:
-            report.problems.append(f"ledger: {_short(exc)}")
+            report.problems.append(f"ledger: {problem_text(exc)}")
             return []
         report.failing = sorted((s for s in streaks.values() if s.failures >= after),
                                 key=lambda s: (-s.failures, s.scheduled_job_id))
@@ -465,102 +465,23 @@ class Watcher:
 
     def _stale_live(self, now: datetime, report: WatchReport) -> list[Event]:
         periods = int(getattr(self.cfg.notify, "stale_live_periods", 3))
-        if periods <= 0:
-            return []
-        at = time.monotonic()
-        if self._live_at is None or at - self._live_at >= LIVE_EVERY_S:
-            self._live_at = at
-            self._live = self._read_stale_live(now, periods, report)
-        report.stale_live = list(self._live)
-        events = []
-        for s in report.stale_live:
-            events.append(Event(
-                key=f"stale_live:{s.repo_id}:{s.commit}", kind="stale_live", level="WARN",
-                title=f"{s.tenant}'s live adapter is {format_duration(s.age_s)} old",
-                text=(f"live {s.commit[:8]} on {s.repo_id} is older than {periods} periods of its schedule "
-                      f"({format_duration(s.period_s)} each): its runs fail, or pass and are not promoted "
-                      f"(console adapters {s.tenant})"),
-                at=now.timestamp(), tenant=s.tenant, data=s.to_dict(),
-            ))
-        return events
+        return self.stale_live.events(now, periods, report, self._live_schedules)
 
-    def _read_stale_live(self, now: datetime, periods: int, report: WatchReport) -> list[StaleLive]:
-        """The scheduled tenants whose live version is older than `periods` of their schedule's.
-
-        A repo's live version is read (`console.oncall.livereads`) when it was never read, when by
-        what was read it may have gone stale, else once per `LIVE_RECHECK_S` (a tag moved by hand),
-        `LIVE_RECHECKS_PER_PASS` of those a pass, the longest unread first; what was read is kept in
-        the on-call store (a restart reads none again)."""
-        from console.oncall.livereads import read_live
-
-        scheduled = self._callers_schedules()  # the caller's, as fresh as what it shows
+    def _live_schedules(self) -> list[Any]:
+        """The schedules the stale-live check reads: the caller's, as fresh as what it shows,
+        else those the last projection read, else read now."""
+        scheduled = self._callers_schedules()
         if scheduled is None:
             scheduled = self._scheduled
         if scheduled is None:
-            try:
-                scheduled = self._scheduled = self._read_scheduled()
-            except Exception as exc:
-                report.problems.append(f"schedules: {_short(exc)}")
-                return []
-        at = now.timestamp()
-        tenants: list[tuple[Any, jobspec.TrainingRequest, float]] = []
-        seen: set[str] = set()
-        for sj in scheduled:
-            req = jobspec.read_request(sj)
-            if req is None or not req.hub_model_id or req.hub_model_id in seen or getattr(sj, "suspend", False):
-                continue
-            seen.add(req.hub_model_id)
-            period_s = self._period(str(getattr(sj, "schedule", "") or ""), now)
-            if period_s is not None:
-                tenants.append((sj, req, period_s))
-        known = self.store.live_reads()
-
-        def may_be_stale(read: LiveRead, period_s: float) -> bool:
-            return read.made_at is not None and at - read.made_at > periods * period_s
-
-        first: list[str] = []  # never read, or stale by what was read (read again: it may have moved)
-        again: list[str] = []
-        for _sj, req, period_s in tenants:
-            read = known.get(req.hub_model_id)
-            if read is None or may_be_stale(read, period_s):
-                first.append(req.hub_model_id)
-            elif at - read.read_at >= LIVE_RECHECK_S or at < read.read_at:
-                again.append(req.hub_model_id)
-        again.sort(key=lambda repo: known[repo].read_at)
-        for repo_id, exc in read_live(self.api, self.store, first + again[:LIVE_RECHECKS_PER_PASS], at, known):
-            report.problems.append(f"{repo_id}: {_short(exc)}")  # (repos that do not exist: not read)
-        found: list[StaleLive] = []
-        for sj, req, period_s in tenants:
-            read = known.get(req.hub_model_id)
-            if read is not None and read.commit is not None and may_be_stale(read, period_s):
-                found.append(StaleLive(tenant=req.tenant, repo_id=req.hub_model_id, commit=read.commit,
-                                       age_s=at - (read.made_at or at), period_s=period_s,
-                                       scheduled_job_id=sj.id))
-        return found
-
-    def _period(self, schedule: str, now: datetime) -> float | None:
-        """A schedule's period: the longest gap between its next firings (worked out once a day
-        per schedule: thousands of tenants share a handful of schedules); None when the cron
-        reader does not know it."""
-        from console.cron import next_runs
-
-        key = (schedule, now.date())
-        if key not in self._periods:
-            if len(self._periods) > 4096:
-                self._periods.clear()
-            try:
-                fires = next_runs(schedule, 4, after=now)
-            except Exception:  # noqa: BLE001 - a schedule the cron reader does not know: no period
-                fires = []
-            gaps = [(b - a).total_seconds() for a, b in itertools.pairwise(fires)]
-            self._periods[key] = max(gaps) if gaps and max(gaps) > 0 else None
-        return self._periods[key]
+            scheduled = self._scheduled = self._read_scheduled()
+        return scheduled
 
     def _alerts(self, jobs: list[Any], now: datetime, since: float, report: WatchReport) -> list[Event]:
         try:
             alerts = [a for a in self.reader.alerts(self.project) if a.level == "ERROR"]
         except Exception as exc:
-            report.problems.append(f"Trackio alerts: {_short(exc)}")
+            report.problems.append(f"Trackio alerts: {problem_text(exc)}")
             return []
         runs: dict[str, Any] = {}
         for job in jobs:
@@ -598,6 +519,3 @@ def _timestamp(text: str) -> float | None:
         dt = dt.replace(tzinfo=UTC)
     return dt.timestamp()
 
-
-def _short(exc: BaseException) -> str:
-    return " ".join(f"{type(exc).__name__}: {exc}".split())[:200]

@@ -14,10 +14,10 @@ repos, which need no token, as on the Hub):
 - ``POST /api/jobs/{ns}/{id}/cancel`` | ``/duplicate``; ``PUT .../labels`` | ``.../expose``
 - ``/api/scheduled-jobs/{ns}[/{id}[/suspend|resume|schedule|run|labels]]``
 - ``GET  /openapi.json`` (no token needed)                 the OpenAPI description of the jobs
-  routes above (:mod:`console.server.openapi`)
-- the bucket calls of Jobs artifacts and volumes (:mod:`console.server.bucket_routes`), model and
-  dataset repos (:mod:`console.server.repo_routes`), and the Xet CAS behind both
-  (:mod:`console.server.xetcas`, under its own short-lived tokens)
+  routes above, derived from the request and answer Structs (:mod:`console.server.jobs.apidoc`)
+- the bucket calls of Jobs artifacts and volumes (:mod:`console.server.hub.bucket_routes`), model and
+  dataset repos (:mod:`console.server.hub.repo_routes`), and the Xet CAS behind both
+  (:mod:`console.server.hub.xetcas`, under its own short-lived tokens)
 
 Bad input (a wrong JSON type, NaN, a name with a trailing newline, a cron that never fires, an
 out-of-range cursor, too many label filters, JSON nested too deeply, a job id that is not letters
@@ -49,23 +49,16 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from console.server import paths
-from console.server.bucket_routes import bucket_routes
 from console.server.core import JobsService
-from console.server.grants import Grants
-from console.server.openapi import openapi_doc
-from console.server.repo_routes import ANONYMOUS, repo_routes
+from console.server.host.grants import Grants
+from console.server.host.usage import TreeSampler
+from console.server.hub.bucket_routes import bucket_routes
+from console.server.hub.repo_routes import ANONYMOUS, repo_routes
+from console.server.hub.xetcas import cas_routes
+from console.server.jobs.answers import hardware_json, scheduled_job_json, whoami_json
+from console.server.jobs.apidoc import MAX_CURSOR, MAX_LABEL_FILTERS, openapi_doc
+from console.server.jobs.wire import MAX_BODY_BYTES, ApiError, dumps_bytes, read_json_body
 from console.server.reserve import is_disk_full
-from console.server.usage import TreeSampler
-from console.server.wire import (
-    MAX_BODY_BYTES,
-    ApiError,
-    dumps_bytes,
-    hardware_json,
-    read_json_body,
-    scheduled_job_json,
-    whoami_json,
-)
-from console.server.xetcas import cas_routes
 from console.stages import TERMINAL_STAGES
 
 PAGE_SIZE = 100
@@ -76,10 +69,6 @@ LOG_POLL_SECONDS = 0.05
 _SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 Handler = Callable[[Request], Awaitable[Response]]
-MAX_LABEL_FILTERS = 50
-"""The most `label=` filters one list request may carry (each is a join in SQL)."""
-MAX_CURSOR = 2**63 - 1
-"""A cursor is a row number: SQLite's integers end here."""
 log = logging.getLogger("console.server.app")
 _WHOLE_NUMBER = re.compile(r"-?[0-9]{1,24}")
 _PATH_ID = re.compile(r"[A-Za-z0-9]+")
@@ -133,7 +122,7 @@ def guard(service: JobsService, token: str, grants: Grants | None = None) -> Cal
     anonymous (`repo_routes.ANONYMOUS` in its scope) and itself serves only reads of public repos
     to it. A wrong or malformed header is a 401 there too.
 
-    A job's own token (`grants`, :mod:`console.server.grants`) passes where its job may go, and is
+    A job's own token (`grants`, :mod:`console.server.host.grants`) passes where its job may go, and is
     a 403 naming the job elsewhere."""
     expected = f"Bearer {token}".encode()
 
@@ -208,7 +197,7 @@ def create_app(service: JobsService, token: str, models: Iterable[str] = (), gra
     async def body_json(request: Request) -> Any:
         return await read_json_body(request, MAX_BODY_BYTES)
 
-    def job_out(job: Any) -> dict[str, Any]:
+    def job_out(job: Any) -> Any:
         return service.present(job)
 
     # -- account and hardware ---------------------------------------------------------------

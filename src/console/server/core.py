@@ -1,7 +1,7 @@
 """The embedded Jobs server's service layer: store + runner + scheduler behind plain methods.
 
 :class:`JobsService` is what the HTTP app calls; it knows nothing about HTTP except that its errors
-are :class:`~console.server.wire.ApiError` with a status code. It serves one namespace (the
+are :class:`~console.server.jobs.wire.ApiError` with a status code. It serves one namespace (the
 config's), like an HF account with no organisations.
 """
 
@@ -16,28 +16,25 @@ from pathlib import Path
 from typing import Any
 
 from console.server import paths
-from console.server.buckets import LocalHub
-from console.server.gateway import Gateway
-from console.server.joblog import LOG_CAP_BYTES
-from console.server.runner import Runner
-from console.server.scheduler import Scheduler, is_valid_schedule, next_run_after
-from console.server.specextras import parse_expose, parse_spec
-from console.server.store import (
+from console.server.access.gateway import Gateway
+from console.server.host.runner import Runner
+from console.server.host.volumes import check_volumes
+from console.server.hub.buckets import LocalHub
+from console.server.jobs.answers import Job, job_json, scheduled_job_json, stable_id
+from console.server.jobs.joblog import LOG_CAP_BYTES
+from console.server.jobs.scheduler import Scheduler, is_valid_schedule, next_run_after
+from console.server.jobs.schema import Expose, JobSpec, LabelsBody, ScheduleBody, ScheduledJobRequest, decode
+from console.server.jobs.store import (
     JobRecord,
     ScheduledJobRecord,
     Store,
 )
-from console.server.wire import (
-    ApiError,
-    dumps_bytes,
-    job_json,
-    parse_flag,
-    parse_labels,
-    scheduled_job_json,
-)
+from console.server.jobs.wire import ApiError, dumps_bytes
 from console.stages import ACTIVE_STAGES, TERMINAL_STAGES
 
 STAGES = (*ACTIVE_STAGES, *TERMINAL_STAGES)
+_LABELS_BODY = 'the body ({"labels": {...}})'
+_EXPOSE_BODY = 'the body ({"ports": [...], "portsPublic": [...]})'
 RENDER_CACHE_BYTES = 64 * 1024 * 1024
 """The rendered JSON of finished jobs kept for listing, at most this many bytes (oldest first out)."""
 
@@ -148,9 +145,7 @@ class JobsService:
         job = self._job(job_id)
         if job.stage in TERMINAL_STAGES:
             raise ApiError(400, f"job {job_id} has finished ({job.stage}): nothing to expose")
-        if body is not None and not isinstance(body, dict):
-            raise ApiError(400, 'the body must be {"ports": [...], "portsPublic": [...]}')
-        expose = parse_expose(body or {})
+        expose = decode({} if body is None else body, Expose, _EXPOSE_BODY, "expose").stored()
         spec = {k: v for k, v in job.spec.items() if k != "expose"}
         if expose:
             spec["expose"] = expose
@@ -159,7 +154,7 @@ class JobsService:
             self.gateway.expose(job_id, (expose or {}).get("ports") or [])
         return self._job(job_id)
 
-    def present(self, job: JobRecord) -> dict[str, Any]:
+    def present(self, job: JobRecord) -> Job:
         """The API answer for a job (a queued job says why it waits)."""
         if job.stage == "SCHEDULING" and job.message is None:
             job.message = self.runner.preparing(job.id)
@@ -200,7 +195,7 @@ class JobsService:
         return job
 
     def run_job(self, body: Any) -> JobRecord:
-        spec, secrets = parse_spec(body)
+        spec, secrets = _job_spec(body)
         return self.create_job(spec, secrets)
 
     def get_job(self, job_id: str) -> JobRecord:
@@ -283,9 +278,7 @@ class JobsService:
 
     def update_job_labels(self, job_id: str, body: Any) -> JobRecord:
         self._job(job_id)
-        if not isinstance(body, dict) or "labels" not in body:
-            raise ApiError(400, 'the body must be {"labels": {...}}')
-        labels = parse_labels(body["labels"])
+        labels = decode(body, LabelsBody, _LABELS_BODY).labels or {}
         self.store.set_job_labels(job_id, labels)
         self._forget(job_id)
         return self._job(job_id)
@@ -293,15 +286,11 @@ class JobsService:
     # -- scheduled jobs --------------------------------------------------------------------
 
     def create_scheduled(self, body: Any) -> ScheduledJobRecord:
-        if not isinstance(body, dict):
-            raise ApiError(400, "the body must be a JSON object")
-        schedule = body.get("schedule")
+        request = decode(body, ScheduledJobRequest)
+        schedule = request.schedule
         self._check_schedule(schedule)
-        if not isinstance(body.get("jobSpec"), dict):
-            raise ApiError(400, "jobSpec must be a JSON object (the job to run)")
-        spec, secrets = parse_spec(body.get("jobSpec"))
-        suspend = parse_flag(body.get("suspend"), "suspend")
-        concurrency = parse_flag(body.get("concurrency"), "concurrency")
+        spec, secrets = _job_spec(request.job_spec, "jobSpec")
+        suspend, concurrency = bool(request.suspend), bool(request.concurrency)
         now = time.time()
         sj = ScheduledJobRecord(
             id=new_id(),
@@ -319,10 +308,9 @@ class JobsService:
         return sj
 
     @staticmethod
-    def _check_schedule(schedule: Any) -> None:
-        if not isinstance(schedule, str):
-            raise ApiError(400, "schedule must be a cron expression (a string)")
-        if len(schedule) > 200 or not is_valid_schedule(schedule):
+    def _check_schedule(schedule: str) -> None:
+        """What no type can say of a cron (the scheduler's parser): that it parses, and fires."""
+        if not is_valid_schedule(schedule):
             raise ApiError(
                 400,
                 f"schedule: invalid schedule {schedule!r:.120}: use @hourly/@daily/@weekly/@monthly/"
@@ -380,7 +368,7 @@ class JobsService:
 
     def reschedule(self, sj_id: str, body: Any) -> ScheduledJobRecord:
         sj = self._scheduled(sj_id)
-        schedule = body.get("schedule") if isinstance(body, dict) else None
+        schedule = decode(body, ScheduleBody, 'the body ({"schedule": "..."})').schedule
         self._check_schedule(schedule)
         next_run = None if sj.suspend else next_run_after(schedule, time.time())
         self.store.update_scheduled(sj_id, schedule=schedule, next_run_at=next_run)
@@ -399,10 +387,9 @@ class JobsService:
 
     def update_scheduled_labels(self, sj_id: str, body: Any) -> ScheduledJobRecord:
         sj = self._scheduled(sj_id)
-        if not isinstance(body, dict) or "labels" not in body:
-            raise ApiError(400, 'the body must be {"labels": {...}}')
+        labels = decode(body, LabelsBody, _LABELS_BODY).labels or {}
         spec = dict(sj.spec)
-        spec["labels"] = parse_labels(body["labels"])
+        spec["labels"] = labels
         self.store.update_scheduled(sj_id, spec=spec)
         return self._scheduled(sj_id)
 
@@ -418,6 +405,16 @@ class JobsService:
 
 
 def _owner_id(namespace: str) -> str:
-    from console.server.wire import owner_json
+    return stable_id(namespace)
 
-    return owner_json(namespace)["id"]
+
+def _job_spec(body: Any, where: str = "") -> tuple[dict[str, Any], dict[str, str]]:
+    """A submitted job spec (a body, or a scheduled job's decoded `jobSpec`) as the server keeps
+    it, and its secrets; a 400 naming the field if the spec or a volume's source is bad."""
+    spec = body if isinstance(body, JobSpec) else decode(body, JobSpec, "the job spec")
+    stored, secrets = spec.stored()
+    try:
+        check_volumes(stored.get("volumes") or [])
+    except ApiError as exc:
+        raise ApiError(400, f"{where}.{exc.message}" if where else exc.message) from None
+    return stored, secrets

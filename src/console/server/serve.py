@@ -31,7 +31,7 @@ from console.server import paths
 from console.server.app import create_app
 from console.server.core import JobsService, ServiceSettings
 from console.server.faults import FaultMiddleware, FaultPlan, faults_enabled_by_env
-from console.server.grants import Grants
+from console.server.host.grants import Grants
 from console.server.shapes import HfShapes, strict_by_env
 
 HOST = "127.0.0.1"
@@ -177,7 +177,7 @@ class LocalServer:
             )
         )
         self.grants = Grants(self.token)
-        """Each running job's own token, in place of this one (console.server.grants)."""
+        """Each running job's own token, in place of this one (console.server.host.grants)."""
         self.service.runner.grant = self.grants.secrets_for
         self.service.runner.on_finish.append(lambda job: self.grants.revoke(job.id))
         self.app = create_app(self.service, self.token, models=(*options.models, *models_by_env()),

@@ -22,47 +22,45 @@ fleet rows and the outcomes read from finished runs' log tails.
 * A second worker (group "outcomes") reads a few log tails per refresh for the fleet's last loss
   and adapter, the tenants on screen first.
 
-Who owns what: everything on the `Refresher` belongs to the UI thread. A refresh starts there
-(`refresh`), which freezes what the read needs into a :class:`ReadPlan` (the jobs last seen
-active, whether to read the head of the list or everything, the first frame's prefetch); the
-worker reads only that plan, the cache (its own connection) and the backend, asks the UI thread
-for a copy of anything else it needs (`_from_ui`), and hands back a `DataRefreshed`, which only
-`apply`, on the UI thread, merges. The screen is told through the callbacks the app gives (the
-app routes them to its widgets); the refresher queries no widget. It talks to the backend only
-through `HfApi` (`session.api`), and must not import the app module (the app imports it) nor the
-server. The fleet's code is imported in the workers, after the first frame.
+Who owns what: everything on the `Refresher` belongs to the UI thread, which alone reads and
+writes it. A refresh starts there (`refresh`), which freezes what the read needs into a
+:class:`~console.ui.refresh_read.ReadPlan` (the jobs last seen active, whether to read the head of
+the list or everything, the first frame's prefetch, a read-only view of the outcomes known) and
+gives it to a :class:`~console.ui.refresh_read.RefreshRead`, the worker's body, which holds nothing
+of the refresher's: it reads that plan, the cache (its own connection) and the backend, asks the
+UI thread through `App.call_from_thread` for the rest (`_latest_now`: a copy of each tenant's newest
+runs; `_on_connected`), and hands back a `DataRefreshed`, which only `apply`, on the UI thread,
+merges. The screen is told through the callbacks the app gives (the app routes them to its
+widgets); the refresher queries no widget. It talks to the backend only through `HfApi`
+(`session.api`), and must not import the app module (the app imports it) nor the server.
 
-Why one module of over 500 lines: it is the one refresh coordinator (as Dolphie keeps its
-workers apart from its panels). What a refresh reads depends on what the last one found (the
-cache's newest finished job, the active set, whether a schedule fired, when the whole list was
-last read), and that state is written by the worker and read by `apply` under one set of rules;
-split across modules, the rules would be too. What stands alone lives beside it: the cache
-(`console.cache`), the rows (`console.jobs`), the fleet (`console.fleet`), the streams
-(`ui/streams.py`).
+What stands beside it: the read (`ui/refresh_read.py`), the cache (`console.cache`), the rows
+(`console.jobs`), the fleet (`console.fleet`), the streams (`ui/streams.py`).
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
+from types import MappingProxyType
 from typing import Any
 
 from textual.app import App
-from textual.message import Message
-from textual.worker import get_current_worker
 
 from console.cache import snapshot
 from console.cache.docs import job_info
 from console.cache.latest import LatestRuns, RunMark
-from console.cache.store import PUT_BATCH
 from console.jobs import JobRow, Prefetch, job_row
 from console.memory import give_back_memory
-from console.stages import ACTIVE_STAGES, TERMINAL_STAGES
+from console.stages import TERMINAL_STAGES
+from console.ui.refresh_read import DataRefreshed, OutcomesFetched, ReadPlan, RefreshRead, read_outcomes
 from console.ui.session import Session
+
+__all__ = ["DataRefreshed", "JobsChanged", "News", "OutcomesFetched", "ReadPlan", "Refresher"]
 
 REFRESH_SECONDS = 2.0
 FULL_SYNC_SECONDS = 900.0
@@ -75,51 +73,12 @@ between two refreshes); the others read only the active jobs."""
 OUTCOME_FETCHES_PER_REFRESH = 8
 """Log tails read per refresh for the fleet's last loss / adapter: bounded, whatever the tenants."""
 RETRY_SECONDS = 5.0
-LOSS_TREND_WIDTH = 6
-"""Characters of each tenant's last-run loss curve in the fleet pane."""
-LEDGER_BATCH = 5000
-"""Finished jobs recorded in the cost ledger at a time while the whole list streams in."""
 SNAPSHOT_ROWS = 100
 """Rows of the jobs table painted from the cache at start (a screenful or more; the rest come
 with the catch-up, or a scroll)."""
-FRESH_PAINT_WAIT_SECONDS = 0.5
-"""After posting the first fresh rows, the worker waits (at most this long) for them to be on
-screen before its heavier reads, which would compete with the paint for the interpreter."""
 SNAPSHOT_SAVE_SECONDS = 60.0
 """The fleet rows kept for the next start are written at most this often between whole reads."""
 TERMINAL = TERMINAL_STAGES
-
-
-@dataclass
-class DataRefreshed(Message):
-    """A refresh worker's result.
-
-    `full`: the cache now holds every job in the namespace (the jobs table reloads from it), and
-    `jobs` are the ones kept in memory (active, and each tenant's newest runs). Otherwise `jobs`
-    holds only the jobs that are new or may have changed since the last refresh and `gone` the
-    ids that no longer exist. `scheduled` is None when the scheduled jobs were not re-read.
-    """
-
-    jobs: list[Any]
-    scheduled: list[Any] | None
-    at: datetime
-    full: bool = True
-    gone: list[str] = field(default_factory=list)
-    rows: dict[str, JobRow] | None = None
-    """The rows of `jobs`, built and written to the cache by the worker (None: build them here)."""
-    latest: LatestRuns | None = None
-    """Each tenant's newest runs, when the worker read them all (a whole read or a catch-up)."""
-    fleet: list[Any] | None = None
-    """The fleet rows, when the worker derived them (it had the scheduled jobs)."""
-    plan: int = 0
-    """The number of the refresh that read it (`ReadPlan.number`; 0: not from a refresh)."""
-
-
-@dataclass
-class OutcomesFetched(Message):
-    """What the log tails of some tenants' newest completed runs said."""
-
-    outcomes: dict[str, Any]
 
 
 class News:
@@ -145,43 +104,6 @@ class News:
         out = (self.tenants, self.failed_rows, self.reloaded)
         self.tenants, self.failed_rows, self.reloaded = set(), {}, False
         return out
-
-
-def _stop_if_closing(app: Any) -> None:
-    """Stop the worker thread that calls this if it was cancelled or the app is closing: a read
-    that outlived its app (a refresh timer can fire in the shutdown window, after the workers
-    were cancelled, and its thread may start late under load) writes nothing to the cache, which
-    the next start paints as the picture at quit."""
-    if get_current_worker().is_cancelled or not app.is_running:
-        raise _Stopped
-
-
-class _Stopped(Exception):
-    """The refresh worker was cancelled (the app is closing) in the middle of a read."""
-
-
-@dataclass(frozen=True)
-class ReadPlan:
-    """What one refresh reads, frozen on the UI thread when it starts: the worker reads this, never
-    the refresher's own (UI-thread) state."""
-
-    full: bool
-    """Read the whole list (asked for, or FULL_SYNC_SECONDS since the last whole read)."""
-    scheduled: bool
-    """Read the scheduled jobs (an action touched them)."""
-    head_scan: bool
-    """Read the head of the list (every HEAD_SCAN_EVERY refreshes)."""
-    synced: bool
-    """Every job is known already."""
-    warm: bool
-    """The cache held jobs at start: catch up from it."""
-    connected: bool
-    active: frozenset[str]
-    """The jobs last seen SCHEDULING or RUNNING."""
-    first_frame: Prefetch | None = None
-    """The first page read before the app started (the first refresh only)."""
-    number: int = 0
-    """This refresh's number (they count up): what it brings answers what was asked before it."""
 
 
 @dataclass(frozen=True)
@@ -251,6 +173,8 @@ class Refresher:
         """True once a refresh has read the scheduled jobs (`scheduled` is then the whole list)."""
         self.fleet_rows: dict[str, Any] = {}
         self.outcomes: dict[str, Any] = {}
+        """job id -> what its log tail said (`OutcomesFetched`): replaced when outcomes come, never
+        changed in place (a refresh's worker reads the dict it was given)."""
         self.newest_success: dict[str, str] = {}
         """tenant -> id of its newest completed training run (whose outcome the fleet shows), kept
         in step with `latest` tenant by tenant as runs change."""
@@ -281,11 +205,9 @@ class Refresher:
         """The number of the refresh that asked for a whole read / a read of the schedules, until
         one that did it, started then or later, is applied (0: none wanted): each refresh asks
         again (a refresh replaces the one before it, which may have stopped before it got there)."""
-        self._reading = threading.local()
-        """The plan of the refresh a worker thread is reading (for `_post`)."""
         self._painted = threading.Event()
         """Set once the first fresh rows are on screen (the worker waits for it: see
-        FRESH_PAINT_WAIT_SECONDS)."""
+        `refresh_read.FRESH_PAINT_WAIT_SECONDS`)."""
 
     # -- the snapshot (UI thread, before anything is read) ---------------------------------------
 
@@ -316,7 +238,7 @@ class Refresher:
             self.news.fleet(None)
             self.on_fleet(fleet)
 
-    # -- reading (worker threads) -------------------------------------------------------------
+    # -- reading (started here, read in a worker thread: `refresh_read`) ------------------------
 
     def refresh(self, full: bool = False, scheduled: bool = False) -> None:
         """Re-read what changed: new jobs (the head of the newest-first list, up to the first job
@@ -341,11 +263,14 @@ class Refresher:
             active=frozenset(self.active_ids),
             first_frame=None if self.synced else self._first_frame,
             number=self._plans,
+            outcomes=MappingProxyType(self.outcomes),
         )
         if not self.synced:
             self._first_frame = None  # read once, by this refresh
+        read = RefreshRead(self.app, self.session, plan, ledger=self.ledger, painted=self._painted,
+                           on_connected=self._on_connected, latest_now=self._latest_now)
         self.app.run_worker(
-            partial(self._read, plan),
+            read.run,
             thread=True,
             exclusive=True,
             group="refresh",
@@ -353,258 +278,20 @@ class Refresher:
             description="refresh jobs and scheduled jobs",
         )
 
-    def _read(self, plan: ReadPlan) -> None:
-        self._reading.plan = plan.number
-        try:
-            if not plan.connected:
-                self.session.ensure_connected()  # huggingface_hub loads here, after the first frame
-                self._from_ui(self._on_connected)
-            self._read_changes(plan)
-        except _Stopped:
-            return  # the app is closing: a long read (the whole list) stops between two items
-
-    def _from_ui(self, func: Callable[[], Any]) -> Any:
-        """Run `func` on the UI thread and return what it returns (the worker's one way to the
-        refresher's state). The worker waits for it by a posted callback, checking as it waits
-        that it was not replaced and the app is not closing (then the read stops): a loop that
-        stops first never leaves it waiting."""
-        worker = get_current_worker()
-        box: dict[str, Any] = {}
-        done = threading.Event()
-
-        def run() -> None:
-            try:
-                box["value"] = func()
-            except BaseException as exc:  # handed to the worker, which raises it
-                box["error"] = exc
-            finally:
-                done.set()
-
-        if worker.is_cancelled or not self.app.call_later(run):
-            raise _Stopped
-        while not done.wait(0.05):
-            _stop_if_closing(self.app)
-        if "error" in box:
-            raise box["error"]
-        return box["value"]
-
     def _on_connected(self) -> None:
+        """The backend answered (a refresh's worker says so, through `ask_ui`)."""
         self.connected = True
         self.on_connected(self.session.endpoint)
 
-    def _lister(self) -> tuple[Callable[..., Iterator[Any]], Callable[[], list[Any]]]:
-        from console import jobspec
-
-        api, ns = self.session.api, self.session.namespace
-        slim = jobspec.compact_job
-        worker = get_current_worker()
-
-        def list_jobs(**kw: Any) -> Iterator[Any]:
-            for job in api.list_jobs(namespace=ns, **kw):
-                if worker.is_cancelled:
-                    raise _Stopped
-                yield slim(job)
-
-        def list_scheduled() -> list[Any]:
-            return [jobspec.keep_schedule(s) for s in api.list_scheduled_jobs(namespace=ns)]
-
-        return list_jobs, list_scheduled
-
-    def _rows(self, jobs: list[Any], *, sync: int = 0) -> dict[str, JobRow]:
-        """Rows of `jobs`, written to the cache with their documents (not by a worker that was
-        cancelled: the app is closing or a newer refresh replaced it, and what it read may be
-        older than what the cache holds)."""
-        now, prices = self.session.clock(), self.session.prices
-        rows = {j.id: job_row(j, now=now, prices=prices) for j in jobs}
-        _stop_if_closing(self.app)
-        self.cache.put(((rows[j.id], j) for j in jobs), sync=sync)
-        return rows
-
-    def _read_changes(self, plan: ReadPlan) -> None:
-        api, ns = self.session.api, self.session.namespace
-        at = self.session.clock()
-        list_jobs, list_scheduled = self._lister()
-        full = plan.full
-        if not plan.synced:
-            if plan.warm:
-                self._catch_up(plan, list_jobs, list_scheduled)
-                return
-            # first run on this cache: the newest page and every active job, then the whole list
-            pre = plan.first_frame
-            head = None
-            if pre is not None:
-                try:
-                    head, at = pre.result()
-                except Exception:  # that read failed: read again now (a lasting error shows)
-                    head = None
-            if head is None:
-                from console.jobs import first_frame_jobs
-
-                head = first_frame_jobs(api, ns)
-            rows = self._rows(head)
-            self._record([j for j in head if j.status.stage in TERMINAL])
-            self._post(DataRefreshed(head, None, at, full=False, rows=rows))
-            full = True
-        if full:
-            self._read_all(list_jobs, list_scheduled)
-            return
-        changed: list[Any] = []
-        if plan.head_scan:
-            for job in list_jobs():
-                if job.status.stage in TERMINAL and self.cache.stages([job.id]).get(job.id) in TERMINAL:
-                    break
-                changed.append(job)
-        seen = {j.id for j in changed}
-        for job in list_jobs(status=list(ACTIVE_STAGES)):
-            if job.id not in seen:
-                changed.append(job)
-                seen.add(job.id)
-        gone = self._inspect_vanished(plan.active, seen)
-        changed += gone[1]
-        known = self.cache.stages([j.id for j in changed if _initiated_by_schedule(j)])
-        fired = any(_initiated_by_schedule(j) and j.id not in known for j in changed)  # a new run of a schedule
-        sched = list_scheduled() if (plan.scheduled or fired) else None
-        fleet = None
-        if sched is not None:
-            latest = self._from_ui(self.latest.copy)
-            latest.observe_all(changed)
-            latest.forget(gone[0])
-            fleet = self._derive(sched, latest)
-        rows = self._rows(changed)
-        self._record([j for j in changed if j.status.stage in TERMINAL])
-        self._post(DataRefreshed(changed, sched, at, full=False, gone=gone[0], rows=rows, fleet=fleet))
-        if gone[0]:
-            self.cache.remove(gone[0])
-
-    def _inspect_vanished(self, active: frozenset[str], seen: set[str]) -> tuple[list[str], list[Any]]:
-        """The jobs last seen active that the active list no longer has: (deleted ids, their
-        current state)."""
-        from console import jobspec
-
-        api, ns = self.session.api, self.session.namespace
-        gone: list[str] = []
-        found: list[Any] = []
-        for job_id in [i for i in active if i not in seen]:
-            try:
-                found.append(jobspec.compact_job(api.inspect_job(job_id=job_id, namespace=ns)))
-            except Exception as exc:  # deleted meanwhile: drop it; anything else: retry later
-                if getattr(getattr(exc, "response", None), "status_code", None) == 404:
-                    gone.append(job_id)
-                else:
-                    raise
-        return gone, found
-
-    def _catch_up(self, plan: ReadPlan, list_jobs: Callable[..., Iterator[Any]],
-                  list_scheduled: Callable[[], list[Any]]) -> None:
-        """Start from the cache: read what changed since it was written (the newest jobs down to
-        the first one it already knows finished, the active ones) and show it at once; then
-        the jobs last seen active, the scheduled jobs and each tenant's newest runs for the
-        fleet. If the list ended before a known job (the backend's history was reset), or more
-        jobs came than a catch-up should hold, the whole list is read instead."""
-        cache, at = self.cache, self.session.clock()
-        changed: list[Any] = []
-        known_end = False
-        for job in list_jobs():
-            if job.status.stage in TERMINAL and cache.stages([job.id]).get(job.id) in TERMINAL:
-                known_end = True
-                break
-            changed.append(job)
-            if len(changed) > LEDGER_BATCH:
-                break
-        if not known_end:
-            self._read_all(list_jobs, list_scheduled)
-            return
-        seen = {j.id for j in changed}
-        for job in list_jobs(status=list(ACTIVE_STAGES)):
-            if job.id not in seen:
-                changed.append(job)
-                seen.add(job.id)
-        self._post(DataRefreshed(changed, None, at, full=False, rows=self._rows(changed)))
-        self._painted.wait(FRESH_PAINT_WAIT_SECONDS)  # the fresh frame first, the heavy reads after
-        gone, found = self._inspect_vanished(plan.active, seen)
-        cache.remove(gone)
-        self._record([j for j in changed + found if j.status.stage in TERMINAL])
-        sched = list_scheduled()
-        latest = LatestRuns()
-        endpoint = getattr(self.session.api, "endpoint", None)
-        latest.observe_all(job_info(doc, endpoint) for doc in cache.latest_runs())
-        latest.observe_all(found)
-        latest.forget(gone)
-        fleet = self._derive(sched, latest)
-        jobs = list({j.id: j for j in changed + found if j.status.stage not in TERMINAL}.values())
-        self._post(DataRefreshed(jobs, sched, self.session.clock(), full=True, gone=gone,
-                                 rows=self._rows(found + jobs), latest=latest, fleet=fleet))
-
-    def _read_all(self, list_jobs: Callable[..., Iterator[Any]], list_scheduled: Callable[[], list[Any]]) -> None:
-        """Read the whole job list into the cache, a batch at a time; keep the active jobs and
-        each tenant's newest runs; record the finished jobs in the ledger; drop the jobs the
-        list no longer has."""
-        cache, prices = self.cache, self.session.prices
-        now = self.session.clock()
-        sync = cache.begin_sync()
-        latest = LatestRuns()
-        active: dict[str, Any] = {}
-        batch: list[tuple[JobRow, Any]] = []
-        finished: list[Any] = []
-        for job in list_jobs():
-            row = job_row(job, now=now, prices=prices)
-            batch.append((row, job))
-            latest.observe(job)
-            if row.stage in TERMINAL:
-                finished.append(job)
-            else:
-                active[job.id] = job
-            if len(batch) >= PUT_BATCH:
-                _stop_if_closing(self.app)
-                cache.put(batch, sync=sync)
-                batch = []
-            if len(finished) >= LEDGER_BATCH:
-                self._record(finished)
-                finished = []
-        _stop_if_closing(self.app)
-        cache.put(batch, sync=sync)
-        self._record(finished)
-        gone = cache.end_sync(sync)
-        sched = list_scheduled()
-        fleet = self._derive(sched, latest)
-        jobs = list(active.values())
-        self._post(DataRefreshed(jobs, sched, self.session.clock(), full=True, gone=gone,
-                                 rows=self._rows(jobs, sync=sync), latest=latest, fleet=fleet))
-
-    def _record(self, finished: list[Any]) -> None:
-        if self.ledger is not None and finished:
-            self.ledger.record_finished(finished, self.session.prices)
-
-    def _derive(self, scheduled: list[Any], latest: LatestRuns) -> list[Any]:
-        """The fleet rows from the scheduled jobs and each tenant's newest runs (kept for the
-        next start too, by `_post`)."""
-        from console.fleet import derive_fleet
-
-        outcomes = self._from_ui(lambda: dict(self.outcomes))
-        return derive_fleet(scheduled, latest.jobs(), now=self.session.clock(), prices=self.session.prices,
-                            outcomes=outcomes, request_of=self._request_of)
-
-    def _request_of(self, run: Any) -> Any:
-        """The training request of a kept run (read from the whole job: memory, else the cache)."""
-        from console import jobspec
-
-        info = self.job_info(run.id) if isinstance(run, RunMark) else run
-        return jobspec.read_request(info) if info is not None else None
-
-    def _post(self, message: DataRefreshed) -> None:
-        """Hand a refresh to the UI thread; then keep the fleet it derived for the next start
-        (after the post: writing 10,000 rows is not on the way to the frame that shows them)."""
-        message.plan = getattr(self._reading, "plan", 0)
-        snapshot.save_seen(self.cache, message.at)
-        self.app.post_message(message)
-        if message.fleet is not None:
-            snapshot.save_fleet(self.cache, message.fleet)
+    def _latest_now(self) -> LatestRuns:
+        """A copy of each tenant's newest runs, for a refresh's worker to change (through `ask_ui`)."""
+        return self.latest.copy()
 
     def fetch_outcomes(self, job_ids: list[str]) -> None:
         """Read the last loss and adapter of these finished runs from their log tails."""
         labels = {i: dict(getattr(self.job_info(i), "labels", None) or {}) for i in job_ids}
         self.app.run_worker(
-            partial(self._read_outcomes, labels),
+            partial(read_outcomes, self.app, self.session, labels),
             thread=True,
             exclusive=True,
             group="outcomes",
@@ -612,35 +299,17 @@ class Refresher:
             description="read the last runs' outcomes",
         )
 
-    def _read_outcomes(self, labels_of: dict[str, dict[str, str]]) -> None:
-        from console import jobspec
-        from console.fleet import parse_outcome
-        from console.trackio_metrics import spark_text
-
-        session = self.session
-        found: dict[str, Any] = {}
-        for job_id, labels in labels_of.items():
-            try:
-                lines = session.api.fetch_job_logs(job_id=job_id, namespace=session.namespace, follow=False, tail=40)
-                tail = list(lines)
-            except Exception:  # the outcome is a nicety; a later refresh retries
-                continue
-            outcome = parse_outcome(tail)
-            run = jobspec.trackio_run_name(job_id, labels or None)
-            if run:
-                try:
-                    curve = session.metrics_reader.run_metrics(session.cfg.trackio.project, run).loss
-                    outcome = replace(outcome, loss_trend=spark_text(curve, LOSS_TREND_WIDTH))
-                except Exception:  # the trend is a nicety, like the outcome itself
-                    pass
-            found[job_id] = outcome
-        if found:
-            self.app.post_message(OutcomesFetched(found))
-
     @property
     def outcomes_pending(self) -> bool:
         """A worker is reading log tails for the fleet's last loss / adapter."""
         return any(w.group == "outcomes" and w.is_running for w in self.app.workers)
+
+    def _request_of(self, run: Any) -> Any:
+        """The training request of a kept run (read from the whole job: memory, else the cache)."""
+        from console import jobspec
+
+        info = self.job_info(run.id) if isinstance(run, RunMark) else run
+        return jobspec.read_request(info) if info is not None else None
 
     # -- lookups --------------------------------------------------------------------------------
 
@@ -819,7 +488,7 @@ class Refresher:
         self.work["tenants_checked"] += len(tenants)
 
     def apply_outcomes(self, message: OutcomesFetched) -> None:
-        self.outcomes.update(message.outcomes)
+        self.outcomes = {**self.outcomes, **message.outcomes}  # replaced: a running read keeps its view
         touched = []
         for job_id, outcome in message.outcomes.items():
             tenant = self.outcomes_missing.pop(job_id, None)
@@ -853,8 +522,3 @@ class Refresher:
         picked = picked[:OUTCOME_FETCHES_PER_REFRESH]
         if picked:
             self.fetch_outcomes(picked)
-
-
-def _initiated_by_schedule(job: Any) -> bool:
-    initiator = getattr(job, "initiator", None)
-    return initiator is not None and getattr(initiator, "type", None) == "scheduled-job"

@@ -1,7 +1,8 @@
 """The on-call watcher inside the TUI: the same passes as `console watch`, off the UI thread.
 
 Every `interval` seconds (the first pass a few seconds after start, once the app's first reads of
-the fleet are done: the passes use the refresher's schedules, not a copy of their own) one thread
+the fleet are done: each pass is given the refresher's schedules, copied as it starts, instead of
+reading them again) one thread
 worker (group "oncall") runs `console.oncall.Watcher.check()`: failed and timed-out jobs, stalls,
 jobs that will hit their timeout, Trackio ERROR alerts, the month over budget. The events new to this app's
 consumer (`tui`, or `web` under `console web`: the on-call store keeps each consumer's record of
@@ -26,6 +27,7 @@ import threading
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from textual.message import Message
@@ -129,7 +131,9 @@ class OnCallWatch:
         if self._running or not self.app.is_running:
             return
         self._running = True
-        self.app.run_worker(self._check, thread=True, group="oncall", exit_on_error=False,
+        refresher = self.app.refresher  # the pass reads a copy of the app's schedules, taken here
+        kept = list(refresher.scheduled.values()) if refresher.scheduled_read else None
+        self.app.run_worker(partial(self._check, kept), thread=True, group="oncall", exit_on_error=False,
                             description="on-call watch")
 
     # -- one pass (worker thread)
@@ -148,20 +152,16 @@ class OnCallWatch:
         return Watcher(session.api, session.cfg, namespace=session.namespace,
                        backend_kind=session.backend_kind, reader=session.metrics_reader,
                        ledger=self.app.ledger, write=self._write, clock=session.clock,
-                       schedules=self._kept_schedules, consumer=consumer())
+                       consumer=consumer())
 
-    def _kept_schedules(self) -> list[Any] | None:
-        """The schedules as the app's last refresh read them (None until one has): the pass's
-        projection and stale-live check use the app's copy instead of reading their own. Called
-        from the pass's thread: the refresher replaces its dict, never changes it in place."""
-        refresher = self.app.refresher
-        return list(refresher.scheduled.values()) if refresher.scheduled_read else None
-
-    def _check(self) -> None:
+    def _check(self, kept: list[Any] | None) -> None:
+        """One pass. `kept`: the schedules as the app's last refresh read them (None until one
+        has), copied on the UI thread: the pass's projection and stale-live check read them
+        instead of reading their own."""
         try:
             if self._watcher is None:
                 self._watcher = self._new_watcher()
-            report = self._watcher.check()
+            report = self._watcher.check(kept)
             give_back_memory()  # a pass's budget projection reads every schedule and the ledger
             failures = self._watcher.notifier.failures
             self._watcher.notifier.webhooks.failures.clear()
@@ -171,8 +171,7 @@ class OnCallWatch:
             message = OnCallChecked(None, error=text)
         with self._lock:
             message.escapes, self._escapes = self._escapes, []
-        if not self.app.post_message(message):
-            self._running = False
+        self.app.post_message(message)  # not taken only when the app is closing: no pass comes after
 
     # -- what a pass found (UI thread)
 

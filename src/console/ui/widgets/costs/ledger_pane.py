@@ -11,6 +11,8 @@ Self-contained: construct it with a :class:`console.ledger.Ledger` and the confi
   request: the ledger write and the summary run in a thread worker), or
 * :meth:`LedgerPane.record_from` with an `HfApi` and a namespace (the worker lists them itself).
 
+The workers read what they are given and post what they found (`Updated`, with what `record_from`
+read: schedules, prices, running jobs); the pane's own state changes on the UI thread only.
 It posts :class:`LedgerPane.Updated` after every refresh and :class:`LedgerPane.BudgetExceeded`
 when the projection first goes over the budget in a month, once the schedules are known (a
 projection drawn from the ledger file alone, before the schedules were read, lacks their firings
@@ -84,6 +86,15 @@ def _tenant_cells(values: tuple[str, ...]) -> tuple[Text, ...]:
     )
 
 
+@dataclass(frozen=True)
+class BackendRead:
+    """A `record_from` worker's read of the backend, kept by the pane on the UI thread."""
+
+    scheduled: list[Any]
+    prices: PriceBook
+    active: list[Any]
+
+
 class LedgerPane(Vertical):
     """Spend, projection and budget from the cost ledger."""
 
@@ -105,6 +116,10 @@ class LedgerPane(Vertical):
         added: int
         with_schedules: bool = True
         """The summary counts the schedules' firings (False: drawn before they were read)."""
+        took: float | None = None
+        """How long the worker's update took (None: not timed), for the pacing."""
+        read: BackendRead | None = None
+        """What the worker read from the backend (`record_from`), for the pane to keep."""
 
     @dataclass
     class BudgetExceeded(Message):
@@ -115,6 +130,7 @@ class LedgerPane(Vertical):
     @dataclass
     class Failed(Message):
         error: str
+        took: float | None = None
 
     def __init__(self, ledger: Ledger, cfg: Any, *, id: str | None = None,
                  classes: str | None = None, records: bool = True,
@@ -253,7 +269,8 @@ class LedgerPane(Vertical):
         self._pace_timer = None
         self._next_update()
 
-    # -- workers
+    # -- workers: each reads what it is given (and the ledger, the config and the clock, which
+    # never change) and posts what it found; only the UI thread changes the pane's state
 
     @work(thread=True, group="ledger", exit_on_error=False, description="update the cost ledger")
     def _ingest(self, jobs: list[Any], scheduled: list[Any] | None, prices: PriceBook | None,
@@ -265,25 +282,24 @@ class LedgerPane(Vertical):
             if self.on_summary is not None:
                 self.on_summary(summary)
         except Exception as exc:
-            self.post_message(self.Failed(str(exc) or type(exc).__name__))
+            self.post_message(self.Failed(str(exc) or type(exc).__name__, took=time.monotonic() - started))
             return
-        finally:
-            self._took, self._done_at = time.monotonic() - started, time.monotonic()
+        took = time.monotonic() - started
         give_back_memory()  # a summary at 10,000 schedules passes through tens of MB
-        self.post_message(self.Updated(summary, added, with_schedules=scheduled is not None))
+        self.post_message(self.Updated(summary, added, with_schedules=scheduled is not None, took=took))
 
     @work(thread=True, exclusive=True, group="ledger-read", exit_on_error=False,
           description="refresh the cost ledger from the backend")
     def _record_from(self, api: Any, namespace: str | None) -> None:
         try:
             snap = record_from_api(self.ledger, api, namespace=namespace, granularity=self.cfg.billing.granularity)
-            self.scheduled, self.prices = snap.scheduled_jobs, snap.prices
-            self._active = {j.id: j for j in snap.recorded.active}
-            summary = self._summarize(snap.scheduled_jobs, snap.recorded.active, snap.prices, None)
+            active = list(snap.recorded.active)
+            summary = self._summarize(snap.scheduled_jobs, active, snap.prices, None)
         except Exception as exc:
             self.post_message(self.Failed(str(exc) or type(exc).__name__))
             return
-        self.post_message(self.Updated(summary, snap.recorded.added))
+        read = BackendRead(list(snap.scheduled_jobs), snap.prices, active)
+        self.post_message(self.Updated(summary, snap.recorded.added, read=read))
 
     def _summarize(self, scheduled: Sequence[Any], active: Sequence[Any],
                    prices: PriceBook | None, now: datetime | None) -> LedgerSummary:
@@ -308,7 +324,17 @@ class LedgerPane(Vertical):
         self.kept_from = "kept from the last run"
         self._draw(summary)
 
+    def _timed(self, took: float | None) -> None:
+        """A worker's update ended, having taken `took` seconds: what the next one's pace reads."""
+        if took is not None:
+            self._took, self._done_at = took, time.monotonic()
+
     def on_ledger_pane_updated(self, message: Updated) -> None:
+        self._timed(message.took)
+        if message.read is not None:  # what `record_from` read: the schedules, prices, running jobs
+            read = message.read
+            self.scheduled, self.prices = read.scheduled, read.prices
+            self._active = {j.id: j for j in read.active}
         self._busy = False
         self._next_update()
         self.refreshes += 1
@@ -341,6 +367,7 @@ class LedgerPane(Vertical):
             self._busy = False  # an update that never reported must not hold back the next ones
 
     def on_ledger_pane_failed(self, message: Failed) -> None:
+        self._timed(message.took)
         self._busy = False
         self._next_update()
         self.query_one("#ledger-warning", Static).update(_plain(f"Ledger: {message.error}"))
