@@ -12,6 +12,9 @@ measures, interleaved so that the machine's load falls on both sides alike:
 2. `snapshot_download` of the repo of the first `--files` count, beside the same files fetched
    from a static `ThreadingHTTPServer` (`python -m http.server`) with 8 client threads (what
    `snapshot_download` uses), alternating, `--runs` times each, into fresh folders.
+3. One file of `--big-mb` MB (fresh random bytes each run): `HfApi.upload_file` beside `cp` of the
+   same bytes to a fresh file and `sync`, then `hf_hub_download` of it into a fresh cache beside
+   `cp` + `sync` of the same bytes again, alternating, `--big-runs` times each (0 MB: skipped).
 
 It prints every figure and a table of the goals (measured / goal / met). With `--write` it puts
 them in BENCHMARKS.md between the `hub-figures` markers. Every process it starts is stopped by its
@@ -41,6 +44,9 @@ REPORT = REPO / "BENCHMARKS.md"
 START, END = "<!-- hub-figures:start -->", "<!-- hub-figures:end -->"
 HEAD_RATIO = 1.5
 SNAPSHOT_RATIO = 3.0
+DOWNLOAD_RATIO = 2.0
+UPLOAD_RATIO = 4.0
+MB = 10**6
 THREADS = 8
 
 
@@ -108,11 +114,76 @@ def _fetch_static(url: str, names: list[str], dest: Path) -> None:
             list(pool.map(one, names))
 
 
+def _fresh_bytes(path: Path, size: int) -> None:
+    """`size` random bytes (never seen by the server: nothing to deduplicate) written and synced."""
+    with open(path, "wb") as out:
+        left = size
+        while left:
+            chunk = min(left, 8 * 2**20)
+            out.write(os.urandom(chunk))
+            left -= chunk
+        out.flush()
+        os.fsync(out.fileno())
+
+
+def _cp_sync(src: Path, dest: Path) -> None:
+    """The floor: `cp` of the bytes to a fresh file, and `sync` (what a download or upload that is
+    on disk when it returns has to do at the least)."""
+    subprocess.run(["cp", str(src), str(dest)], check=True)
+    subprocess.run(["sync"], check=True)
+
+
+def _download_synced(repo_id: str, name: str, server: SharedServer, cache: Path, size: int) -> None:
+    from huggingface_hub import hf_hub_download
+
+    got = hf_hub_download(repo_id, name, endpoint=server.url, token=server.token, cache_dir=cache)
+    subprocess.run(["sync"], check=True)
+    if os.path.getsize(got) != size:
+        raise RuntimeError(f"hf_hub_download gave {os.path.getsize(got)} bytes of {size}")
+
+
+def bench_big_file(api, server: SharedServer, tmp: Path, mb: int, runs: int, say, goals: list) -> None:
+    """One big file up and down, each beside `cp` + `sync` of the same fresh bytes, alternating."""
+    from harness import NAMESPACE
+
+    repo_id = f"{NAMESPACE}/hub-big"
+    api.create_repo(repo_id)
+    size = mb * MB
+    up, up_floor, down, down_floor = [], [], [], []
+    for run in range(runs):
+        src = tmp / f"big-{run}.bin"
+        _fresh_bytes(src, size)
+        name = f"big-{run}.bin"
+        up_floor.append(_timed(_cp_sync, src, tmp / f"big-cp-up-{run}.bin"))
+        up.append(_timed(functools.partial(api.upload_file, path_or_fileobj=str(src), path_in_repo=name,
+                                           repo_id=repo_id)))
+        (tmp / f"big-cp-up-{run}.bin").unlink()
+        cache = tmp / f"big-cache-{run}"
+        down.append(_timed(_download_synced, repo_id, name, server, cache, size))
+        down_floor.append(_timed(_cp_sync, src, tmp / f"big-cp-down-{run}.bin"))
+        for path in (src, tmp / f"big-cp-down-{run}.bin"):
+            path.unlink()
+        subprocess.run(["rm", "-rf", str(cache)], check=True)
+    for what, hub, floor, ratio_goal in (("upload (`HfApi.upload_file`)", up, up_floor, UPLOAD_RATIO),
+                                         ("download (`hf_hub_download`, then `sync`)", down, down_floor,
+                                          DOWNLOAD_RATIO)):
+        ratios = [h / f for h, f in zip(hub, floor, strict=True)]
+        say(f"- {mb:,} MB {what}: {median(hub):.2f} s median of {runs} ({', '.join(f'{t:.2f}' for t in hub)}); "
+            f"{mb / median(hub):.0f} MB/s; `cp` + `sync` of the same bytes, in turn with each: {median(floor):.2f} s "
+            f"({', '.join(f'{t:.2f}' for t in floor)}); {median(ratios):.2f}x "
+            f"({min(ratios):.2f}-{max(ratios):.2f}x)")
+        goals.append((f"a {mb:,} MB {what.split(' (')[0]} vs `cp` + `sync` of the same fresh bytes",
+                      f"{median(hub):.2f} s = {median(ratios):.2f}x ({median(floor):.2f} s; "
+                      f"{min(ratios):.2f}-{max(ratios):.2f}x)", f"<= {ratio_goal:g}x", median(ratios) <= ratio_goal))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--files", default="3000,10000", help="file counts of the big repos (comma-separated)")
     parser.add_argument("--heads", type=int, default=200, help="HEADs per repo")
     parser.add_argument("--runs", type=int, default=3, help="snapshot_download runs (and static runs)")
+    parser.add_argument("--big-mb", type=int, default=200, help="the big file's size in MB (0: skip it)")
+    parser.add_argument("--big-runs", type=int, default=3, help="uploads and downloads of the big file")
     parser.add_argument("--write", action="store_true", help="record the figures in BENCHMARKS.md")
     args = parser.parse_args()
     counts = [int(c) for c in args.files.split(",") if c.strip()]
@@ -196,6 +267,8 @@ def main() -> int:
         goals.append((f"snapshot_download of {n:,} small files vs a static HTTP server of the same files",
                       f"{hub:.2f} s = {hub / static:.2f}x ({static:.2f} s)", f"<= {SNAPSHOT_RATIO}x",
                       hub / static <= SNAPSHOT_RATIO))
+        if args.big_mb > 0:
+            bench_big_file(api, server, tmp, args.big_mb, args.big_runs, say, goals)
     finally:
         if static_proc is not None:
             static_proc.terminate()

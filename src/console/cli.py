@@ -6,12 +6,16 @@ nothing here loads the training stack.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Sequence
+from types import SimpleNamespace
+from typing import TYPE_CHECKING
 
 from console import __version__
 from console.commands._common import CommandError
+
+if TYPE_CHECKING:
+    import argparse
 
 # The global flags: accepted before the subcommand and after it. One rule: only the top-level parser
 # holds their defaults; a subcommand's copy sets nothing unless typed (default=SUPPRESS), so a flag
@@ -23,6 +27,8 @@ GLOBAL_FLAGS: tuple[tuple[str, dict, object], ...] = (
 
 
 def _add_global_flags(p: argparse.ArgumentParser, *, top: bool) -> None:
+    import argparse
+
     for flag, kwargs, default in GLOBAL_FLAGS:
         p.add_argument(flag, **kwargs, default=default if top else argparse.SUPPRESS)
 
@@ -32,6 +38,8 @@ def _add_common(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    import argparse  # not on the TUI's path: its start reads the global flags itself
+
     parser = argparse.ArgumentParser(
         prog="console",
         description="Operations console for per-tenant LoRA training jobs on Hugging Face Jobs.",
@@ -46,7 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def tui_args(argv: Sequence[str]) -> argparse.Namespace | None:
+def tui_args(argv: Sequence[str]) -> SimpleNamespace | None:
     """The parsed command line when it opens the TUI (nothing but the global flags), else None.
 
     The TUI's start reads these few flags itself: the parser, with every subcommand's module
@@ -65,7 +73,7 @@ def tui_args(argv: Sequence[str]) -> argparse.Namespace | None:
         else:
             return None  # a subcommand, --help, --version or a typo: the parser answers
         i += 1
-    return argparse.Namespace(command=None, **values)
+    return SimpleNamespace(command=None, **values)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -19,8 +19,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from console import jobspec
-from console.costs import format_duration, job_cost
+from console.inputs import format_duration
 from console.prices import PriceBook, shipped_price_book
 from console.stages import ACTIVE_STAGES, CANCELED, COMPLETED, ERROR, RUNNING, SCHEDULING
 
@@ -153,6 +152,9 @@ def _running_seconds(info: Any, now: datetime) -> float | None:
 
 
 def job_row(info: Any, *, now: datetime | None = None, prices: PriceBook | None = None) -> JobRow:
+    from console import jobspec  # the spec and the cost model: not on the first frame's path
+    from console.costs import job_cost
+
     now = now or datetime.now(UTC)
     prices = prices or shipped_price_book()
     labels = jobspec.labels_held(info)  # the row shares the record's labels: 10,000 rows, one copy
@@ -384,6 +386,8 @@ FIRST_FRAME_JOBS = 100
 def first_frame_jobs(api: Any, namespace: str | None, limit: int = FIRST_FRAME_JOBS) -> list[Any]:
     """The newest `limit` jobs and every active one (compacted): what the first frame shows."""
     import itertools
+
+    from console import jobspec
 
     head = [jobspec.compact_job(j) for j in itertools.islice(api.list_jobs(namespace=namespace), limit)]
     seen = {j.id for j in head}

@@ -8,8 +8,6 @@ nothing. Standard library only.
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 from typing import Any
 
 _LIBC: Any = None
@@ -20,6 +18,9 @@ def give_back_memory() -> None:
     global _LIBC
     try:
         if _LIBC is None:
+            import ctypes  # on first use, not on the first frame's path
+            import ctypes.util
+
             _LIBC = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
         _LIBC.malloc_trim(0)
     except (OSError, AttributeError):  # not glibc: nothing to do

@@ -7,7 +7,6 @@ several isolated setups on one machine use them); otherwise platformdirs decides
 from __future__ import annotations
 
 import os
-from importlib import resources
 from pathlib import Path
 
 import platformdirs
@@ -70,7 +69,7 @@ def read_server_token() -> str | None:
 
 
 def _package_root() -> Path:
-    return Path(str(resources.files("console")))
+    return Path(__file__).resolve().parent  # importlib.resources would load its zip reader
 
 
 def resource_path(name: str) -> Path:

@@ -14,10 +14,13 @@ Imports nothing of the console: the embedded server's stores and the console's u
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import sqlite3
 
 IN_BATCH = 500
 BUSY_TIMEOUT_S = 10.0
@@ -27,6 +30,8 @@ BUSY_TIMEOUT_S = 10.0
 def connect(path: Path | str, *, threads: bool = False, busy_timeout_s: float = BUSY_TIMEOUT_S) -> sqlite3.Connection:
     """A connection to `path` as every store opens one (see the module). `threads`: a long-lived
     connection the store uses from several threads under its own lock (the server's)."""
+    import sqlite3  # with the first connection: a console's fresh first frame opens none
+
     conn = sqlite3.connect(path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=not threads)
     try:
         conn.execute("PRAGMA journal_mode = WAL")
@@ -42,6 +47,8 @@ def connect(path: Path | str, *, threads: bool = False, busy_timeout_s: float = 
 def session(path: Path | str, error: type[Exception]) -> Iterator[sqlite3.Connection]:
     """A connection for one unit of work, closed after it; a database that cannot be opened or
     read raises `error` with the path and SQLite's reason, in one line."""
+    import sqlite3
+
     try:
         conn = connect(path)
     except sqlite3.Error as exc:

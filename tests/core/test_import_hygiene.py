@@ -62,3 +62,25 @@ def test_the_tui_start_builds_no_parser_and_loads_no_subcommand():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert set(out.split()) <= {"console.commands.tui", "console.commands._common"}, out
+
+
+FIRST_FRAME_PATH = (
+    "import console.cli, console.commands, console.commands.tui, console.commands._common, "
+    "console.config, console.ui.app"
+)
+"""What `console` imports before Textual paints its first frame (the screens, the jobs tab)."""
+OFF_THE_FIRST_FRAME = (
+    "console.jobspec", "console.costs", "console.ship", "console.vram", "console.cron",
+    "console.ui.actions", "ctypes", "zipfile", "pkgutil", "argparse", "shlex", "sqlite3", "_hashlib",
+)
+"""What the first frame draws nothing from: a submission's spec and cost model, the action keys'
+code, the parser, `malloc_trim`'s ctypes, importlib.resources' zip reader, SQLite (a fresh start
+has no cache to open) and OpenSSL's hashes. They load on first use, after the first frame."""
+
+
+def test_the_first_frame_path_leaves_out_what_it_does_not_draw():
+    code = f"import sys\n{FIRST_FRAME_PATH}\nprint('\\n'.join(sorted(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    loaded = set(out.split())
+    early = sorted(m for m in loaded if m in OFF_THE_FIRST_FRAME or m.startswith("console.ui.actions."))
+    assert not early, f"imported before the first frame: {early}"

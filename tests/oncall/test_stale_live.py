@@ -197,3 +197,32 @@ def test_a_watcher_beside_the_app_projects_and_flags_from_the_apps_schedules_and
     kept["schedules"] = []  # the app's last read found none: neither does the pass
     report = check()
     assert counting.schedule_reads == 1 and report.stale_live == [] and report.summary.schedules == []
+
+
+def test_repos_the_hub_does_not_have_are_not_read_one_by_one(backend, cfg, tmp_path, monkeypatch):
+    """Until a tenant's first run pushes, its adapter repo does not exist: one listing of the owner's
+    models says so for all of them (at 10,000 tenants, 10,000 reads answering 404 kept a started
+    console busy for minutes); the repo that exists is read, and every one is kept as read."""
+    from console.oncall import livereads
+
+    monkeypatch.setattr(livereads, "LIST_AT_LEAST", 3)
+    api = HfApi(endpoint=backend.api.endpoint, token=backend.api.token)
+    repos = [f"{NAMESPACE}/adapter-n{i}" for i in range(5)]
+    api.create_repo(repos[0])
+    manifest = tmp_path / "n0.json"
+    manifest.write_text(json.dumps({"run_name": "n0-1", "verdict": "PASS"}))
+    info = api.upload_file(path_or_fileobj=str(manifest), path_in_repo="manifest.json", repo_id=repos[0])
+    api.create_tag(repos[0], tag="live", revision=info.oid)
+    for i, repo in enumerate(repos):
+        req = TrainingRequest(tenant=f"n{i}", dataset=str(DATA / "acme.jsonl"), hub_model_id=repo, scheduled=True)
+        sub = jobspec.build_submission(req, backend_kind="local", token=backend.api.token)
+        backend.api.create_scheduled_job(**ship(backend.api, sub, NAMESPACE).scheduled_kwargs("0 3 * * *"),
+                                         namespace=NAMESPACE)
+    store = OnCallStore(tmp_path / "oncall.sqlite")
+    counting = _Counting(backend.api)
+    watch = Watcher(counting, cfg, namespace=NAMESPACE, store=store, clock=lambda: datetime.now(UTC))
+    report = watch.check()
+    assert counting.read == [repos[0]], counting.read  # the others: not on the owner's listing
+    kept = store.live_reads()
+    assert sorted(kept) == repos and kept[repos[0]].commit == info.oid
+    assert all(kept[r].commit is None for r in repos[1:]) and report.stale_live == []

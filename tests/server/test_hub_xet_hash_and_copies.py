@@ -105,3 +105,16 @@ def test_snapshot_download_sends_no_head_for_a_xet_file(server, api: HfApi, tmp_
     assert any(url.endswith("/sub/config.json") for url in heads)  # a regular file is asked for
     assert not any(url.endswith("/sub/w.safetensors") for url in heads), heads  # a Xet file is not
     assert (Path(got) / "sub" / "w.safetensors").read_bytes() == weights
+
+
+def test_list_models_carries_each_cards_tags_and_library_name(server, api: HfApi) -> None:
+    """As huggingface.co lists models: each with its card's tags, `library_name` and `pipeline_tag`
+    (the card data itself is `model_info`'s)."""
+    api.create_repo(SRC)
+    api.create_repo(DST)
+    api.upload_file(path_or_fileobj=CARD.encode(), path_in_repo="README.md", repo_id=SRC)
+    listed = {m.id: m for m in api.list_models(author=NAMESPACE)}
+    assert listed[SRC].library_name == "peft" and listed[SRC].pipeline_tag == "text-generation"
+    assert listed[SRC].tags == ["lora", "tenant-a", "peft", "license:apache-2.0", "dataset:tester/tenant-a",
+                                "base_model:console/tiny-causal-lm"]
+    assert listed[DST].tags == [] and listed[DST].library_name is None

@@ -22,16 +22,14 @@ console.server.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import json
-import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from console import paths, sqldb
 from console.cache.docs import job_doc, pack, unpack
@@ -40,6 +38,9 @@ from console.kinds import TRAINING_KINDS
 from console.sqldb import in_batches
 from console.stages import COMPLETED, RUNNING, SCHEDULING, TERMINAL_STAGES, sql_list
 from console.strings import shared
+
+if TYPE_CHECKING:
+    import sqlite3
 
 PAGE_CACHE_KIB = 256
 """SQLite's page cache per connection (its default is 2 MiB). Each thread that reads the cache
@@ -87,8 +88,13 @@ PUT_BATCH = 500
 
 def cache_path(kind: str, namespace: str, endpoint: str | None = None) -> Path:
     """The cache file of one backend and namespace (`endpoint` when one is configured)."""
+    try:  # the built-in SHA-1: hashlib would load OpenSSL on the first frame's path
+        from _sha1 import sha1
+    except ImportError:  # pragma: no cover - a Python built without it
+        from hashlib import sha1
+
     key = f"{kind}\n{namespace}\n{endpoint or ''}"
-    digest = hashlib.sha1(key.encode()).hexdigest()[:10]
+    digest = sha1(key.encode()).hexdigest()[:10]
     safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in namespace)[:40]
     return paths.data_dir() / "cache" / f"jobs-{kind}-{safe}-{digest}.sqlite"
 
@@ -181,6 +187,8 @@ class JobCache:
 
     def _prepare(self) -> None:
         """Create the schema once per process; a file this console cannot read is started anew."""
+        import sqlite3  # with the first read or write: a fresh start's first frame has no file to open
+
         with self._lock:
             if self._ready:
                 return
@@ -359,6 +367,8 @@ class JobCache:
     # -- the snapshot ----------------------------------------------------------------------
 
     def get_meta(self, key: str) -> str | None:
+        if not self._ready and not self.path.exists():  # a first start: nothing kept, nothing to open
+            return None
         r = self._conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return r[0] if r else None
 

@@ -8,10 +8,11 @@ imports happen inside the handler.
 from __future__ import annotations
 
 import importlib
-import pkgutil
 
 
 def register_all(subparsers, add_common) -> None:
+    import pkgutil  # the parser only: the TUI's start builds none
+
     for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
         if info.name.startswith("_"):
             continue

@@ -7,13 +7,14 @@ command runs.
 
 from __future__ import annotations
 
-import argparse
 import os
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    import argparse
+
     from console.config import Config
 
 NOW_ENV = "CONSOLE_NOW"

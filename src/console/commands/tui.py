@@ -14,13 +14,15 @@ deadline for a hangup even when the main thread is stuck where a signal handler 
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import os
 import signal
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import argparse
 
 CONNECT_WAIT_SECONDS = 60.0
 """The longest an action waits for the backend to connect before it fails."""

@@ -2,11 +2,11 @@
 older than `notify.stale_live_periods` of its schedule's periods is flagged, and an event once per
 live version (its runs keep failing, or pass and are never promoted).
 
-A repo's live version is read (`console.adapters.live_since`, two requests) when it was never read,
-when by what was read it may have gone stale since, and else once per `LIVE_RECHECK_S`, at most
-`LIVE_RECHECKS_PER_PASS` of those a pass, the longest unread first; what was read is kept in the
-on-call store. The whole check runs at most every `LIVE_EVERY_S`; the passes between give what it
-found last.
+A repo's live version is read (`console.oncall.livereads`: not a repo its owner's listing lacks)
+when it was never read, when by what was read it may have gone stale since, and else once per
+`LIVE_RECHECK_S`, at most `LIVE_RECHECKS_PER_PASS` of those a pass, the longest unread first; what
+was read is kept in the on-call store. The whole check runs at most every `LIVE_EVERY_S`; the
+passes between give what it found last.
 
 Blocking (HTTP, SQLite): called from `console.oncall.watcher.Watcher.check`, in its thread.
 """
@@ -79,7 +79,7 @@ class StaleLiveCheck:
         """The scheduled tenants whose live version is older than `periods` of their schedule's
         (reading the live versions that are due: see the module docstring). A pass at 10,000
         tenants reads a few repos, not 20,000 requests, and a restart does not read them again."""
-        from console.adapters import AdapterError, live_since
+        from console.oncall.livereads import read_live
 
         at = now.timestamp()
         tenants: list[tuple[Any, jobspec.TrainingRequest, float]] = []
@@ -106,18 +106,8 @@ class StaleLiveCheck:
             elif at - read.read_at >= LIVE_RECHECK_S or at < read.read_at:
                 again.append(req.hub_model_id)
         again.sort(key=lambda repo: known[repo].read_at)
-        fresh: list[LiveRead] = []
-        for repo_id in first + again[:LIVE_RECHECKS_PER_PASS]:
-            try:
-                live = live_since(self.api, repo_id)
-            except AdapterError as exc:
-                report.problems.append(f"{repo_id}: {problem_text(exc)}")
-                continue
-            read = LiveRead(repo_id, live[0] if live else None, live[1].timestamp() if live else None, at)
-            known[repo_id] = read
-            fresh.append(read)
-        if fresh:
-            self.store.save_live_reads(fresh)
+        for repo_id, exc in read_live(self.api, self.store, first + again[:LIVE_RECHECKS_PER_PASS], at, known):
+            report.problems.append(f"{repo_id}: {problem_text(exc)}")  # (repos that do not exist: not read)
         found: list[StaleLive] = []
         for sj, req, period_s in tenants:
             read = known.get(req.hub_model_id)

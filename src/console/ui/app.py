@@ -38,11 +38,12 @@ the app mirrors it in the reactive `selected_job_id`; widgets elsewhere can
 
 from __future__ import annotations
 
+import importlib
 import sys
 from collections.abc import Callable
 from datetime import datetime
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual.app import ComposeResult, SystemCommand
 from textual.containers import Container, Horizontal, Vertical
@@ -57,7 +58,6 @@ from console.config import Config
 from console.jobs import Prefetch
 from console.prices import PriceBook
 from console.ui import keys, lastframe
-from console.ui.actions import ActionDone, adapters, expose, jobs, oncall, schedules, shell
 from console.ui.base import ConsoleBase
 from console.ui.job_view import MetricsSample
 from console.ui.live_versions import LiveVersions, VersionsRead
@@ -71,12 +71,28 @@ from console.ui.widgets.jobs_table import JobsTable
 from console.ui.widgets.log_pane import DEFAULT_MAX_LINES, LogPane
 from console.ui.widgets.status_line import StatusLine
 
+if TYPE_CHECKING:
+    from console.ui.actions import ActionDone
+
 TABS = ("fleet", "jobs", "costs", "training", "metrics")
 """The tabs, and the jobs tab's Trackio panel ("metrics"), mounted when first needed."""
 HIDDEN_TABS_AFTER_FRESH_SECONDS = 0.3
 HIDDEN_TABS_AFTER_SECONDS = 3.0
 """The tabs not on screen are mounted after the first fresh frame, or this long after the first
 frame when no fresh data has come by then (or at once when the user opens one)."""
+
+
+class _Action:
+    """An action key's function, `console.ui.actions.<module>.<name>`, as a method of the app. Its
+    module (and what it imports: the job specs, the cost model, the shipping of scripts) loads when
+    the action is first looked up, not on the first frame's path."""
+
+    def __init__(self, module: str, name: str) -> None:
+        self.module, self.name = module, name
+
+    def __get__(self, app: Any, owner: type | None = None) -> Any:
+        function = getattr(importlib.import_module(f"console.ui.actions.{self.module}"), self.name)
+        return function if app is None else function.__get__(app, owner)
 
 
 class ConsoleApp(ConsoleBase):
@@ -442,20 +458,20 @@ class ConsoleApp(ConsoleBase):
                 partial(self.run_action, binding.action),
             )
 
-    # -- actions (one function each, in console.ui.actions) -------------------------------------
+    # -- actions (one function each, in console.ui.actions, imported on the first key) -----------
 
-    action_submit = jobs.submit
-    action_cancel_job = jobs.cancel_job
-    action_rerun = jobs.rerun
-    action_save_log = jobs.save_log
-    action_reschedule = schedules.reschedule
-    action_toggle_suspend = schedules.toggle_suspend
-    action_trigger = schedules.trigger
-    action_ssh = shell.open_shell
-    action_expose_port = expose.expose_port
-    action_incident = oncall.incident
-    action_bulk = oncall.bulk
-    action_versions = adapters.versions
+    action_submit = _Action("jobs", "submit")
+    action_cancel_job = _Action("jobs", "cancel_job")
+    action_rerun = _Action("jobs", "rerun")
+    action_save_log = _Action("jobs", "save_log")
+    action_reschedule = _Action("schedules", "reschedule")
+    action_toggle_suspend = _Action("schedules", "toggle_suspend")
+    action_trigger = _Action("schedules", "trigger")
+    action_ssh = _Action("shell", "open_shell")
+    action_expose_port = _Action("expose", "expose_port")
+    action_incident = _Action("oncall", "incident")
+    action_bulk = _Action("oncall", "bulk")
+    action_versions = _Action("adapters", "versions")
 
 
 def describe_error(error: BaseException | None) -> str:

@@ -20,7 +20,6 @@ from textual.app import App
 from textual.message import Message
 from textual.worker import get_current_worker
 
-from console import jobspec
 from console.jobs import JobRow
 from console.stages import ERROR, RUNNING, TERMINAL_STAGES
 from console.ui.session import Session
@@ -78,6 +77,8 @@ class JobView:
             self._show_metrics(row)  # the run started or ended: poll, or read once more
 
     def _show_metrics(self, row: JobRow | None) -> None:
+        from console import jobspec
+
         run = jobspec.trackio_run_name(row.id, row.labels) if row is not None else None
         live = row is not None and row.stage not in TERMINAL
         self._metrics_live = live

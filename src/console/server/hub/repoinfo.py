@@ -1,5 +1,7 @@
 """What the local Hub answers about a repo beyond its files: its info (siblings, the model card's
-tags, `library_name` and `cardData`) and each listed file's last commit (`expand=true`)."""
+tags, `library_name` and `cardData`), the listing of a type's repos (each with its card's tags,
+`library_name` and `pipeline_tag`, as huggingface.co lists them) and each listed file's last commit
+(`expand=true`)."""
 
 from __future__ import annotations
 
@@ -9,12 +11,15 @@ from typing import Any
 
 from console.server.hub.repofiles import Commit, Tree, lfs_pointer
 from console.server.hub.repomatch import card_data, card_tags
-from console.server.hub.repos import DEFAULT_BRANCH, RepoStore
+from console.server.hub.repos import DEFAULT_BRANCH, HubError, RepoStore
 from console.server.jobs.wire import iso
 
 _CARDS: dict[str, dict[str, Any] | None] = {}
 """README blob SHA-256 -> its card metadata (a blob never changes)."""
 _LOCK = threading.Lock()
+_LISTED: dict[tuple[str, str, str], dict[str, Any]] = {}
+"""(type, repo, commit) -> what a listing shows of its card (a commit never changes)."""
+CARD_FIELDS = ("library_name", "pipeline_tag")
 
 
 def add_last_commits(store: RepoStore, repo_type: str, repo_id: str, commit: Commit, items: list[dict[str, Any]],
@@ -73,11 +78,36 @@ def repo_info(store: RepoStore, repo_type: str, repo_id: str, commit: Commit, fi
     card = card_of(store, commit)
     if card is not None:
         out["cardData"] = card
-        out["tags"] = card_tags(card)
-        for field in ("library_name", "pipeline_tag"):
-            if isinstance(card.get(field), str):
-                out[field] = card[field]
+        out.update(card_summary(card))
     return out
+
+
+def card_summary(card: dict[str, Any] | None) -> dict[str, Any]:
+    """The card's tags, `library_name` and `pipeline_tag`, as the Hub shows them beside a repo."""
+    out: dict[str, Any] = {"tags": card_tags(card) if card else []}
+    for field in CARD_FIELDS if card else ():
+        if isinstance(card.get(field), str):
+            out[field] = card[field]
+    return out
+
+
+def listed_card(store: RepoStore, repo_type: str, repo_id: str, head: str | None) -> dict[str, Any]:
+    """What a listing shows of the card at `head` (worked out once per commit)."""
+    if head is None:
+        return card_summary(None)
+    key = (repo_type, repo_id, head)
+    with _LOCK:
+        found = _LISTED.get(key)
+    if found is None:
+        try:
+            found = card_summary(card_of(store, store.commit(repo_type, repo_id, head)))
+        except HubError:  # the branch moved under the listing: no card to show
+            found = card_summary(None)
+        with _LOCK:
+            if len(_LISTED) >= 4096:
+                _LISTED.clear()
+            _LISTED[key] = found
+    return {**found, "tags": list(found["tags"])}
 
 
 def card_of(store: RepoStore, commit: Commit) -> dict[str, Any] | None:
@@ -113,7 +143,7 @@ def listing(store: RepoStore, repo_type: str, author: str | None, search: str | 
         item: dict[str, Any] = {
             "_id": hashlib.sha1(f"{repo_type}/{repo_id}".encode()).hexdigest()[:24], "id": repo_id,
             "author": repo_id.split("/")[0], "private": bool(private), "createdAt": iso(created),
-            "sha": head, "downloads": 0, "likes": 0, "tags": [],
+            "sha": head, "downloads": 0, "likes": 0, **listed_card(store, repo_type, repo_id, head),
         }
         if repo_type == "model":
             item["modelId"] = repo_id

@@ -8,7 +8,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-from console.costs import format_duration
+from console.inputs import format_duration
 from console.jobs import JobRow, clean_log_line, format_cost
 from console.ui.widgets.quiet import update_if_changed
 

@@ -22,10 +22,8 @@ from textual.coordinate import Coordinate
 from textual.message import Message
 from textual.widgets import DataTable
 
-from console.costs import format_duration
-from console.inputs import format_coarse
+from console.inputs import format_coarse, format_duration
 from console.jobs import JobFilter, JobRow, clean_log_line, format_clock, format_cost
-from console.jobspec import retry_words
 from console.kinds import KIND_SHORT
 from console.stages import CANCELED, COMPLETED, DELETED, ERROR, RUNNING, SCHEDULING
 from console.ui.widgets.keyed_table import KeyedTable
@@ -193,7 +191,7 @@ class JobsTable(KeyedTable):
         elif row.stage == ERROR and row.id in self.reasons:
             stage, why = self.reasons[row.id]
             message = f"{why} | {message}" if message and message not in why else why
-        if retry := retry_words(row.labels):  # a run a watching console resumed (`oncall.retry`)
+        if row.labels.get("retry_of") and (retry := _retry_words(row.labels)):  # a resumed run (`oncall.retry`)
             message = f"{retry} of {row.labels.get('retry_of')}" + (f" | {message}" if message else "")
         return (
             short_id(row.id),
@@ -426,3 +424,9 @@ class JobsTable(KeyedTable):
         self.move_cursor(row=self.get_row_index(job_id), animate=False)
         self.announce_selection()
         return True
+
+
+def _retry_words(labels: dict[str, str]) -> str | None:
+    from console.jobspec import retry_words  # the spec module loads with the first retried run
+
+    return retry_words(labels)

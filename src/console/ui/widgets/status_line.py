@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from rich.text import Text
 from textual.widgets import Static
 
-from console.costs import format_duration
+from console.inputs import format_duration
 from console.jobs import clean_log_line
 
 STALE_AFTER_SECONDS = 15.0
