@@ -12,7 +12,7 @@ import threading
 import time
 from typing import Any
 
-from console.server.store import JobRecord
+from console.server.jobs.store import JobRecord
 from tests.ui.conftest import console_labels, wait_for
 
 from console.ledger import Ledger
