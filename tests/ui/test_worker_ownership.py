@@ -12,11 +12,11 @@ import threading
 import time
 from typing import Any
 
-from console.server.jobs.store import JobRecord
 from tests.ui.conftest import console_labels, wait_for
 
 from console.ledger import Ledger
 from console.server.core import new_id
+from console.server.jobs.store import JobRecord
 from console.ui.app import ConsoleApp
 from console.ui.refresh import Refresher
 from console.ui.widgets.costs import LedgerPane
