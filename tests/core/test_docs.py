@@ -125,3 +125,17 @@ def test_the_readme_is_short_and_points_to_the_manual():
     assert len(readme.splitlines()) < 200
     pages = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "docs").glob("*.md"))
     assert [page for page in pages if f"({page})" not in readme] == []
+
+
+def test_a_key_is_shown_as_the_character_a_person_types():
+    """The key table (help, docs/keys.md, the README) shows `&`, `/`, `?`, never Textual's names for them."""
+    from textual.keys import key_to_character
+
+    from console.ui import keys
+
+    named = sorted({part.strip() for bindings, _where in keys.SECTIONS for b in bindings
+                    for part in b.key.split(",")
+                    if len(part.strip()) > 1 and "+" not in part
+                    and (ch := key_to_character(part.strip())) and ch.isprintable() and not ch.isspace()
+                    and keys.key_name(part.strip()) != ch})
+    assert not named, f"keys shown by Textual's name instead of their character: {named}"

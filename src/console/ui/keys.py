@@ -232,7 +232,7 @@ BUILT_IN: list[tuple[str, str, str]] = [
 ]
 """Keys Textual's own widgets give, listed after the console's."""
 
-_NAMES = {"slash": "/", "question_mark": "?", "dollar_sign": "$", "escape": "esc", "enter": "enter"}
+_NAMES = {"slash": "/", "question_mark": "?", "dollar_sign": "$", "ampersand": "&", "escape": "esc", "enter": "enter"}
 
 RESERVED = frozenset({"tab", "shift+tab", "enter", "up", "down", "pageup", "pagedown", "ctrl+p", "ctrl+c"})
 """Keys Textual's own widgets need (focus, the tables, the command palette): never given to an
