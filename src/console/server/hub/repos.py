@@ -372,11 +372,15 @@ class RepoStore:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{sha256}.{os.getpid()}.{threading.get_ident()}")
         try:
-            reconstruct(xet_hash, size, tmp)
             digest = hashlib.sha256()
-            with tmp.open("rb") as fh:
-                for chunk in iter(lambda: fh.read(1 << 20), b""):
-                    digest.update(chunk)
+            with tmp.open("wb") as out:
+                plain = self.cas.write_plain(xet_hash, out, digest)
+            if not plain:
+                reconstruct(xet_hash, size, tmp)
+                digest = hashlib.sha256()
+                with tmp.open("rb") as fh:
+                    for chunk in iter(lambda: fh.read(1 << 20), b""):
+                        digest.update(chunk)
             if digest.hexdigest() != sha256:
                 raise ApiError(422, f"lfsFile: the uploaded file does not have SHA-256 {sha256}")
             tmp.chmod(0o444)
