@@ -5,7 +5,8 @@ blob SHA-256, size, git oid, whether the file is LFS) and its parent; branches a
 commits. File contents live once each under ``hub.local/repos/blobs/<sha256>``, whatever repo or
 revision names them. A regular file arrives base64 in the commit; an LFS file is uploaded to the Xet
 CAS first (as the Hub has it) and the commit names it by SHA-256, which the CAS indexed from the
-upload's shard: the server reconstructs it into the blob store and checks the digest. The default
+upload's shard: the server reconstructs it into the blob store (copied straight from the xorbs when
+its chunks are stored uncompressed, else through hf_xet) and checks the digest. The default
 branch is also checked out, as links to the blobs, in ``hub.local/{models,datasets}/<ns>/<name>/``:
 the folder a job's model or dataset volume mounts.
 
