@@ -12,8 +12,8 @@ measures, interleaved so that the machine's load falls on both sides alike:
 2. `snapshot_download` of the repo of the first `--files` count, beside the same files fetched
    from a static `ThreadingHTTPServer` (`python -m http.server`) with 8 client threads (what
    `snapshot_download` uses), alternating, `--runs` times each, into fresh folders.
-3. One file of `--big-mb` MB (fresh random bytes each run): `HfApi.upload_file` beside `cp` of the
-   same bytes to a fresh file and `sync`, then `hf_hub_download` of it into a fresh cache beside
+3. One file of `--big-mb` MB (fresh random bytes each run): `HfApi.upload_file`, then `sync`, beside
+   `cp` of the same bytes to a fresh file and `sync`, then `hf_hub_download` of it into a fresh cache beside
    `cp` + `sync` of the same bytes again, alternating, `--big-runs` times each (0 MB: skipped).
 
 It prints every figure and a table of the goals (measured / goal / met). With `--write` it puts
@@ -133,6 +133,13 @@ def _cp_sync(src: Path, dest: Path) -> None:
     subprocess.run(["sync"], check=True)
 
 
+def _upload_synced(api, src: Path, name: str, repo_id: str) -> None:
+    """`HfApi.upload_file`, then `sync`: the server's writes reach the disk on the upload's clock,
+    as the floor's do (not on the next download's)."""
+    api.upload_file(path_or_fileobj=str(src), path_in_repo=name, repo_id=repo_id)
+    subprocess.run(["sync"], check=True)
+
+
 def _download_synced(repo_id: str, name: str, server: SharedServer, cache: Path, size: int) -> None:
     from huggingface_hub import hf_hub_download
 
@@ -155,8 +162,7 @@ def bench_big_file(api, server: SharedServer, tmp: Path, mb: int, runs: int, say
         _fresh_bytes(src, size)
         name = f"big-{run}.bin"
         up_floor.append(_timed(_cp_sync, src, tmp / f"big-cp-up-{run}.bin"))
-        up.append(_timed(functools.partial(api.upload_file, path_or_fileobj=str(src), path_in_repo=name,
-                                           repo_id=repo_id)))
+        up.append(_timed(_upload_synced, api, src, name, repo_id))
         (tmp / f"big-cp-up-{run}.bin").unlink()
         cache = tmp / f"big-cache-{run}"
         down.append(_timed(_download_synced, repo_id, name, server, cache, size))
@@ -164,7 +170,7 @@ def bench_big_file(api, server: SharedServer, tmp: Path, mb: int, runs: int, say
         for path in (src, tmp / f"big-cp-down-{run}.bin"):
             path.unlink()
         subprocess.run(["rm", "-rf", str(cache)], check=True)
-    for what, hub, floor, ratio_goal in (("upload (`HfApi.upload_file`)", up, up_floor, UPLOAD_RATIO),
+    for what, hub, floor, ratio_goal in (("upload (`HfApi.upload_file`, then `sync`)", up, up_floor, UPLOAD_RATIO),
                                          ("download (`hf_hub_download`, then `sync`)", down, down_floor,
                                           DOWNLOAD_RATIO)):
         ratios = [h / f for h, f in zip(hub, floor, strict=True)]

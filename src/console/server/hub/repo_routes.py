@@ -54,12 +54,13 @@ from typing import Any
 from urllib.parse import parse_qs, unquote
 
 from starlette.requests import Request
-from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.responses import JSONResponse, Response
 
 from console.server.hub import xetclient
 from console.server.hub.buckets import LocalHub, check_path, check_repo_id
 from console.server.hub.discussions import Discussions, pr_number, refs_listing
 from console.server.hub.discussions import route as discussion_route
+from console.server.hub.repofiles import BlobResponse
 from console.server.hub.repoinfo import add_last_commits, repo_info
 from console.server.hub.repoinfo import listing as listing_of
 from console.server.hub.repomatch import check_card_metadata
@@ -561,7 +562,7 @@ def repo_routes(
                 headers["ETag"] = f'"{entry.oid}"'
             if request.method == "HEAD":
                 return Response(b"", headers={**headers, "Content-Length": str(entry.size)})
-            return FileResponse(s.blob_path(entry.sha256), headers=headers)
+            return BlobResponse(s.blob_path(entry.sha256), headers=headers)
 
         return _public(resolve)
 

@@ -5,7 +5,8 @@ blob SHA-256, size, git oid, whether the file is LFS) and its parent; branches a
 commits. File contents live once each under ``hub.local/repos/blobs/<sha256>``, whatever repo or
 revision names them. A regular file arrives base64 in the commit; an LFS file is uploaded to the Xet
 CAS first (as the Hub has it) and the commit names it by SHA-256, which the CAS indexed from the
-upload's shard: the server reconstructs it into the blob store and checks the digest. The default
+upload's shard: the server reconstructs it into the blob store (copied straight from the xorbs when
+its chunks are stored uncompressed, else through hf_xet) and checks the digest. The default
 branch is also checked out, as links to the blobs, in ``hub.local/{models,datasets}/<ns>/<name>/``:
 the folder a job's model or dataset volume mounts.
 
@@ -372,11 +373,15 @@ class RepoStore:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{sha256}.{os.getpid()}.{threading.get_ident()}")
         try:
-            reconstruct(xet_hash, size, tmp)
             digest = hashlib.sha256()
-            with tmp.open("rb") as fh:
-                for chunk in iter(lambda: fh.read(1 << 20), b""):
-                    digest.update(chunk)
+            with tmp.open("wb") as out:
+                plain = self.cas.write_plain(xet_hash, out, digest)
+            if not plain:
+                reconstruct(xet_hash, size, tmp)
+                digest = hashlib.sha256()
+                with tmp.open("rb") as fh:
+                    for chunk in iter(lambda: fh.read(1 << 20), b""):
+                        digest.update(chunk)
             if digest.hexdigest() != sha256:
                 raise ApiError(422, f"lfsFile: the uploaded file does not have SHA-256 {sha256}")
             tmp.chmod(0o444)
