@@ -2,7 +2,7 @@
 
 Layout (legible at 80x24, no mouse needed)::
 
-    status line: namespace  plan  backend endpoint  refreshed 2s ago | STALE
+    status line: namespace  plan  backend endpoint  refreshed 5s ago | STALE
     [1 Fleet] [2 Jobs] [3 Costs] [4 Training]
       Fleet: FleetTable (one row per tenant, derived from HF Jobs)
       Jobs:  JobsPane (filter + JobsTable) over LogPane (+ #metrics-panel when wide)
