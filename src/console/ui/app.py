@@ -417,7 +417,7 @@ class ConsoleApp(ConsoleBase):
 
     async def action_filter(self) -> None:
         await self.action_show_tab("jobs")
-        self.query_one(JobsPane).open_filter()
+        await self.query_one(JobsPane).open_filter()
 
     async def action_log(self, action: str) -> None:
         """Log-pane keys from anywhere on the jobs tab (`J` on the fleet tab: the fleet as it was)."""
