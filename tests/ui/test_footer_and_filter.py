@@ -46,7 +46,9 @@ async def test_esc_clears_the_filter_and_an_unknown_key_is_said():
         await _settle(pilot)
         await wait_for(pilot, lambda: table.row_count > 2)
         every = table.row_count
+        assert not app.query("#jobs-filter")  # not built for the first frame: on first use
         await pilot.press("slash")
+        assert app.query_one("#jobs-filter", Input).has_focus
         app.query_one("#jobs-filter", Input).value = "tenat:acme"
         state = app.query_one("#jobs-filter-state")
         await wait_for(pilot, lambda: "unknown filter key" in str(state.render()), what="the unknown key said")

@@ -27,6 +27,7 @@ async def test_the_filter_shows_only_matching_lines_and_follows_new_ones():
         pane.feed(gen, [f"step {i} loss=0.{i}" for i in range(5)] + ["WARNING: slow disk", "step 5 loss=0.5"])
         await wait_for(pilot, lambda: pane.received == 7)
         pane.log_widget.focus()
+        assert not pane.query("#log-search")  # not built for the first frame: on first use
         await pilot.press("ampersand")
         box = pane.query_one("#log-search", Input)
         assert box.display and box.has_focus

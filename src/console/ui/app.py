@@ -2,7 +2,7 @@
 
 Layout (legible at 80x24, no mouse needed)::
 
-    status line: namespace  plan  backend endpoint  refreshed 2s ago | STALE
+    status line: namespace  plan  backend endpoint  refreshed 5s ago | STALE
     [1 Fleet] [2 Jobs] [3 Costs] [4 Training]
       Fleet: FleetTable (one row per tenant, derived from HF Jobs)
       Jobs:  JobsPane (filter + JobsTable) over LogPane (+ #metrics-panel when wide)
@@ -417,7 +417,7 @@ class ConsoleApp(ConsoleBase):
 
     async def action_filter(self) -> None:
         await self.action_show_tab("jobs")
-        self.query_one(JobsPane).open_filter()
+        await self.query_one(JobsPane).open_filter()
 
     async def action_log(self, action: str) -> None:
         """Log-pane keys from anywhere on the jobs tab (`J` on the fleet tab: the fleet as it was)."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -19,6 +20,9 @@ from console.jobs import JobRow, clean_log_line, filter_problem, parse_filter
 from console.ui import keys
 from console.ui.widgets.jobs_table import JobsTable, RowSource
 from console.ui.widgets.quiet import update_if_changed
+
+if TYPE_CHECKING:
+    from textual.widget import AwaitMount
 
 
 class JobsPane(Vertical):
@@ -33,11 +37,7 @@ class JobsPane(Vertical):
         self.source = source
 
     def compose(self) -> ComposeResult:
-        yield Input(
-            placeholder="filter: tenant:acme stage:running label:env=prod words",
-            id="jobs-filter",
-            compact=True,
-        )
+        # the filter box is mounted when first opened or set (`_filter_box`): the first frame does not draw it
         yield Static(id="jobs-filter-state")
         table = JobsTable(id="jobs-table", source=self.source)
         table.detail = Static(id="job-line")  # the highlighted job whole, under the table
@@ -45,8 +45,23 @@ class JobsPane(Vertical):
         yield table.detail
 
     def on_mount(self) -> None:
-        self.query_one("#jobs-filter", Input).display = False
         self.query_one("#jobs-filter-state", Static).display = False
+
+    def _box(self) -> Input | None:
+        """The filter box, if it was ever opened or set."""
+        boxes = self.query("#jobs-filter").results(Input)
+        return next(iter(boxes), None)
+
+    def _filter_box(self) -> tuple[Input, AwaitMount | None]:
+        """The filter box, mounted (hidden) above the table the first time it is wanted, and the
+        mount to await when it was just made."""
+        box = self._box()
+        if box is not None:
+            return box, None
+        box = Input(placeholder="filter: tenant:acme stage:running label:env=prod words", id="jobs-filter",
+                    compact=True)
+        box.display = False
+        return box, self.mount(box, before="#jobs-filter-state")
 
     @property
     def table(self) -> JobsTable:
@@ -66,13 +81,16 @@ class JobsPane(Vertical):
         self.table.apply_changes(changed, gone, self.clock())
         self._show_state()
 
-    def open_filter(self) -> None:
-        box = self.query_one("#jobs-filter", Input)
+    async def open_filter(self) -> None:
+        box, mounting = self._filter_box()
+        if mounting is not None:
+            await mounting
         box.display = True
         box.focus()
 
     def set_filter(self, text: str) -> None:
-        self.query_one("#jobs-filter", Input).value = text
+        if text or self._box() is not None:
+            self._filter_box()[0].value = text
         self.table.set_filter(parse_filter(text), self.clock())
         self._show_state()
 
@@ -80,7 +98,8 @@ class JobsPane(Vertical):
         state = self.query_one("#jobs-filter-state", Static)
         table = self.table
         text = table.job_filter.text.strip()
-        box_open = self.query_one("#jobs-filter", Input).display
+        box = self._box()
+        box_open = box is not None and box.display
         capped = table.matching > table.row_count
         state.display = (bool(text) or capped) and not box_open
         if not text and capped:
@@ -132,13 +151,15 @@ class JobsPane(Vertical):
             self.action_close_filter()
 
     def action_close_filter(self) -> None:
-        box = self.query_one("#jobs-filter", Input)
-        box.display = False
+        box = self._box()
+        if box is not None:
+            box.display = False
         self.table.focus()
         self._show_state()
 
     def action_clear_filter(self) -> None:
         """esc: clear the filter (all jobs again) and close the box; enter keeps it."""
-        if self.table.job_filter.text.strip() or self.query_one("#jobs-filter", Input).value:
+        box = self._box()
+        if self.table.job_filter.text.strip() or (box is not None and box.value):
             self.set_filter("")
         self.action_close_filter()

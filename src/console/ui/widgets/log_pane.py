@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
+from textual.css.query import NoMatches
 from textual.message import Message
 from textual.timer import Timer
 from textual.widgets import Input, Static
@@ -113,10 +114,9 @@ class LogPane(Vertical, can_focus=False):
             yield Static(id="log-title")
             yield JobMetricsBar(id="job-metrics")
         yield JobLog(max_lines=self.max_lines, id="job-log")
-        yield Input(placeholder="search the log (enter: find, esc: close)", id="log-search")
+        # the search box is mounted when first asked for (`_ask`): the first frame does not draw it
 
     def on_mount(self) -> None:
-        self.query_one("#log-search", Input).display = False
         self._drain_timer = self.set_interval(BATCH_INTERVAL, self.drain)
         self._render_title()
 
@@ -457,24 +457,28 @@ class LogPane(Vertical, can_focus=False):
     def action_jump_end(self) -> None:
         self.set_follow(True)
 
-    def action_search(self) -> None:
-        self._ask("search", "search the log (enter: find, esc: close)", "")
+    async def action_search(self) -> None:
+        await self._ask("search", "search the log (enter: find, esc: close)", "")
 
-    def action_filter(self) -> None:
+    async def action_filter(self) -> None:
         term = self.line_filter.term if self.line_filter is not None else ""
-        self._ask("filter", "show only lines with (/regex/ for a regular expression; empty: every line)", term)
+        await self._ask("filter", "show only lines with (/regex/ for a regular expression; empty: every line)", term)
 
-    def _ask(self, what: str, placeholder: str, value: str) -> None:
+    async def _ask(self, what: str, placeholder: str, value: str) -> None:
         self._asking = what
-        box = self.query_one("#log-search", Input)
+        try:
+            box = self.query_one("#log-search", Input)
+        except NoMatches:  # the first time: mounted under the log
+            box = Input(value, placeholder=placeholder, id="log-search")
+            await self.mount(box)
         box.placeholder = placeholder
         box.value = value
         box.display = True
         box.focus()
 
     def action_close_search(self) -> None:
-        box = self.query_one("#log-search", Input)
-        box.display = False
+        for box in self.query("#log-search").results(Input):
+            box.display = False
         self.log_widget.focus()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:

@@ -1,9 +1,9 @@
 """The status line: who and where (namespace, plan, backend, endpoint) and how fresh the data is.
 
-It shows the time since the last successful refresh and turns into a visible STALE state when
-refreshes fail, so an on-call engineer never mistakes an old picture for the current one. At
-start, before anything was read, the picture painted from the local cache is marked SNAPSHOT with
-its age until fresh data replaces it.
+It shows the time since the last successful refresh (in steps of `AGE_STEP_SECONDS`) and turns
+into a visible STALE state when refreshes fail, so an on-call engineer never mistakes an old
+picture for the current one. At start, before anything was read, the picture painted from the
+local cache is marked SNAPSHOT with its age until fresh data replaces it.
 """
 
 from __future__ import annotations
@@ -18,10 +18,13 @@ from console.inputs import format_duration
 from console.jobs import clean_log_line
 
 STALE_AFTER_SECONDS = 15.0
+AGE_STEP_SECONDS = 5
+"""The time since the last refresh is said in steps of this many seconds (0s, 5s, 10s) until
+STALE: refreshes on time (every 2 s by default) leave the line, and the terminal, still at rest."""
 
 
 class StatusLine(Static):
-    """One line: `ns  plan  backend endpoint  refreshed 3s ago` (or STALE with the error)."""
+    """One line: `ns  plan  backend endpoint  refreshed 5s ago` (or STALE with the error)."""
 
     DEFAULT_CSS = """
     StatusLine { height: 1; width: 1fr; }
@@ -127,18 +130,16 @@ class StatusLine(Static):
         elif self.last_ok is None and self.last_error is None:
             text.append("loading...", style="italic")
         else:
-            age = (
-                format_duration((self.clock() - self.last_ok).total_seconds())
-                if self.last_ok
-                else "never"
-            )
+            since = (self.clock() - self.last_ok).total_seconds() if self.last_ok else None
+            age = format_duration(since) if since is not None else "never"
             if self.stale:
                 text.append(" STALE ", style="bold white on red")
                 text.append(f" last ok {age} ago", style="bold red")
                 if self.last_error:
                     text.append(f": {self.last_error}", style="red")
             else:
-                text.append(f"refreshed {age} ago", style="green")
+                step = int(max(0.0, since or 0.0)) // AGE_STEP_SECONDS * AGE_STEP_SECONDS
+                text.append(f"refreshed {format_duration(step)} ago", style="green")
         if self.stalled:
             text.append(f"  {self.stalled} STALLED", style="bold red")
         if self.overruns:
@@ -150,8 +151,8 @@ class StatusLine(Static):
         return text
 
     def refresh_text(self) -> None:
-        """Draw the line if its text changed (each second and each refresh ask: "refreshed 0s
-        ago" after a refresh that came a second after the last one is the same line)."""
+        """Draw the line if its text changed (each second and each refresh ask: while refreshes
+        come on time the line reads "refreshed 0s ago" and is not drawn again)."""
         text = self.render_text()
         if text == self._shown:
             return
