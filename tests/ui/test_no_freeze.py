@@ -107,3 +107,17 @@ async def test_a_dialog_answered_twice_takes_the_first_answer_and_closes_once():
         await pilot.pause()
         assert len(app.screen_stack) == 1 and app.active_tab == "jobs"
         assert notes(app) == ["Cancel: not done"]
+
+
+async def test_keys_typed_just_after_q_are_dropped_and_the_app_closes_cleanly():
+    """`q` and then keys at once, as a fast typist sends them: the keys reach an app that is closing
+    its screens and are dropped; the app exits without a traceback (tried five times: the keys land
+    at different points of the shutdown)."""
+    for _ in range(5):
+        app = ConsoleApp(Config(namespace="oncall", plan="pro"), CannedBackend(CannedApi()), refresh_seconds=3600)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            app.simulate_key("q")
+            for key in "2323":
+                app.simulate_key(key)
+        assert app.return_code in (None, 0)

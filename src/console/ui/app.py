@@ -45,6 +45,7 @@ from datetime import datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from textual import events
 from textual.app import ComposeResult, SystemCommand
 from textual.containers import Container, Horizontal, Vertical
 from textual.css.query import NoMatches
@@ -442,6 +443,13 @@ class ConsoleApp(ConsoleBase):
     async def action_quit(self) -> None:
         lastframe.keep(self)  # the next start paints it before anything loads
         await super().action_quit()
+
+    async def on_event(self, event: events.Event) -> None:
+        # a key typed just after `q` reaches the app while it closes its screens: with no screen to
+        # go to it is dropped, not a crash on the way out
+        if isinstance(event, events.InputEvent) and not self.screen_stack:
+            return
+        await super().on_event(event)
 
     def action_refresh_now(self) -> None:
         self.refresher.refresh(full=True)
