@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -25,7 +26,9 @@ HEADLESS = (
 
 def loaded_after(statement: str) -> set[str]:
     code = f"import sys\n{statement}\nprint('\\n'.join(sorted(sys.modules)))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    # without coverage's own start-up in the child (it imports sqlite3 and hashlib for its data file)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COVERAGE_PROCESS")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout
     return {line.split(".")[0] for line in out.split()}
 
 
@@ -60,7 +63,9 @@ def test_the_tui_start_builds_no_parser_and_loads_no_subcommand():
         "assert main(['--config', 'c.toml', '--read-only']) == 0\n"
         "assert seen == {'command': None, 'config': 'c.toml', 'read_only': True}, seen\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    # without coverage's own start-up in the child (it imports sqlite3 and hashlib for its data file)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COVERAGE_PROCESS")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout
     assert set(out.split()) <= {"console.commands.tui", "console.commands._common"}, out
 
 
@@ -80,7 +85,9 @@ has no cache to open) and OpenSSL's hashes. They load on first use, after the fi
 
 def test_the_first_frame_path_leaves_out_what_it_does_not_draw():
     code = f"import sys\n{FIRST_FRAME_PATH}\nprint('\\n'.join(sorted(sys.modules)))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    # without coverage's own start-up in the child (it imports sqlite3 and hashlib for its data file)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COVERAGE_PROCESS")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout
     loaded = set(out.split())
     early = sorted(m for m in loaded if m in OFF_THE_FIRST_FRAME or m.startswith("console.ui.actions."))
     assert not early, f"imported before the first frame: {early}"

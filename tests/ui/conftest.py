@@ -155,6 +155,14 @@ def screen_text(app) -> str:
     return "\n".join(screen_rows(app))
 
 
+async def opened_box(pilot, root, selector: str):
+    """The input box a key opened (built on first use, as the jobs filter and the log search are):
+    waits until it is mounted and has the focus, and returns it."""
+    await wait_for(pilot, lambda: bool(root.query(selector)) and root.query_one(selector).has_focus,
+                   what=f"{selector} open, with the focus")
+    return root.query_one(selector)
+
+
 async def type_into(pilot, widget, text: str) -> None:
     """Clear an input and type `text` into it key by key, as a person would."""
     widget.value = ""

@@ -11,7 +11,17 @@ import threading
 
 import pytest
 from tests.jobwait import wait_stage
-from tests.ui.conftest import notes, run_python, schedule_python, screen_rows, shown, type_into, wait_for, wait_thread
+from tests.ui.conftest import (
+    notes,
+    opened_box,
+    run_python,
+    schedule_python,
+    screen_rows,
+    shown,
+    type_into,
+    wait_for,
+    wait_thread,
+)
 from textual.widgets import Input
 from textual.widgets._footer import FooterKey
 
@@ -215,7 +225,7 @@ async def test_an_unknown_stage_in_the_filter_is_named_with_the_stages_there_are
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: app.jobs_table.row_count == 1, what="the job's row")
         await pilot.press("slash")
-        await type_into(pilot, app.query_one("#jobs-filter", Input), "stage:runing")
+        await type_into(pilot, await opened_box(pilot, app, "#jobs-filter"), "stage:runing")
         state = app.query_one("#jobs-filter-state")
         expected = " stage 'runing' is none of: scheduling running completed canceled error deleted"
         await wait_for(pilot, lambda: str(state.render()) == expected, timeout=5,

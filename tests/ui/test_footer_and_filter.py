@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from tests.ui.canned import CannedApi, CannedBackend
-from tests.ui.conftest import FROZEN_NOW, wait_for
+from tests.ui.conftest import FROZEN_NOW, opened_box, wait_for
 from tests.ui.test_snapshots import _settle
 from textual.widgets import Input
 from textual.widgets._footer import FooterKey
@@ -48,7 +48,7 @@ async def test_esc_clears_the_filter_and_an_unknown_key_is_said():
         every = table.row_count
         assert not app.query("#jobs-filter")  # not built for the first frame: on first use
         await pilot.press("slash")
-        assert app.query_one("#jobs-filter", Input).has_focus
+        await opened_box(pilot, app, "#jobs-filter")  # built on first use, with the focus
         app.query_one("#jobs-filter", Input).value = "tenat:acme"
         state = app.query_one("#jobs-filter-state")
         await wait_for(pilot, lambda: "unknown filter key" in str(state.render()), what="the unknown key said")

@@ -6,8 +6,7 @@ import sys
 
 import pytest
 from tests.jobwait import wait_stage
-from tests.ui.conftest import console_labels, run_python, screen_rows, wait_for, wait_thread
-from textual.widgets import Input
+from tests.ui.conftest import console_labels, opened_box, run_python, screen_rows, wait_for, wait_thread
 
 from console.ui.app import ConsoleApp
 from console.ui.widgets.job_log import JobLog
@@ -164,7 +163,7 @@ async def test_filter_by_tenant_and_stage(backend, cfg):
 async def _type_filter(pilot, app, text: str, *, keys: bool = False) -> None:
     """What a user does: `/`, the filter in place of the last one (each key, or pasted), enter."""
     await pilot.press("slash")
-    box = app.query_one("#jobs-filter", Input)
+    box = await opened_box(pilot, app, "#jobs-filter")
     if keys:
         box.value = ""
         for ch in text:

@@ -3,9 +3,8 @@ arrive, with the count; text or `/regex/`, case ignored as in the search."""
 
 from __future__ import annotations
 
-from tests.ui.conftest import wait_for
+from tests.ui.conftest import opened_box, wait_for
 from textual.app import App, ComposeResult
-from textual.widgets import Input
 
 from console.ui.widgets.log_pane import LogPane
 
@@ -29,7 +28,7 @@ async def test_the_filter_shows_only_matching_lines_and_follows_new_ones():
         pane.log_widget.focus()
         assert not pane.query("#log-search")  # not built for the first frame: on first use
         await pilot.press("ampersand")
-        box = pane.query_one("#log-search", Input)
+        box = await opened_box(pilot, pane, "#log-search")
         assert box.display and box.has_focus
         await pilot.press(*"warn", "enter")
         assert shown(pane) == ["WARNING: slow disk"]
@@ -59,7 +58,7 @@ async def test_a_bad_regular_expression_says_why_and_changes_nothing():
         pane.set_filter("alp")
         pane.log_widget.focus()
         await pilot.press("ampersand")
-        box = pane.query_one("#log-search", Input)
+        box = await opened_box(pilot, pane, "#log-search")
         assert box.value == "alp"  # the box opens on the filter in force
         box.value = "/([/"
         await pilot.press("enter")

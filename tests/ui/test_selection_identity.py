@@ -5,8 +5,7 @@ the job and tenant it acts on (real jobs on the embedded server)."""
 from __future__ import annotations
 
 from tests.jobwait import wait_stage
-from tests.ui.conftest import refreshes, run_python, type_into, wait_for, wait_thread
-from textual.widgets import Input
+from tests.ui.conftest import opened_box, refreshes, run_python, type_into, wait_for, wait_thread
 
 from console.ui.app import ConsoleApp
 from console.ui.screens.confirm import ConfirmScreen
@@ -90,7 +89,7 @@ async def test_a_filtered_list_opens_on_its_newest_job_and_cancel_names_it(backe
             # a filter typed over the list: it opens on its newest job too
             await _to_row(pilot, table, done.id)
             await pilot.press("slash")
-            await type_into(pilot, app.query_one("#jobs-filter", Input), "umbrella")
+            await type_into(pilot, await opened_box(pilot, app, "#jobs-filter"), "umbrella")
             await pilot.press("enter")
             await wait_for(pilot, lambda: table.row_count == 2 and table.selected_job_id == running.id,
                            what="the filtered list on its newest job")

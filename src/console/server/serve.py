@@ -36,6 +36,9 @@ from console.server.shapes import HfShapes, strict_by_env
 
 HOST = "127.0.0.1"
 GRACEFUL_SECONDS = 2.0
+KEEP_ALIVE_SECONDS = 30
+"""How long an idle connection stays open: longer than a client keeps one in its pool (httpx: 5 s),
+so the client always closes first and never sends on a connection the server is closing (a reset)."""
 """How long a stopping server waits for the requests in flight to be answered."""
 _EVENT_STREAM = b"text/event-stream"
 
@@ -243,6 +246,7 @@ class LocalServer:
             timeout_graceful_shutdown=GRACEFUL_SECONDS,
             ws="none",
             date_header=False,  # the app stamps a fresh one (see app._DateHeader)
+            timeout_keep_alive=KEEP_ALIVE_SECONDS,
         )
         self._uvicorn = _Server(config, followers)
         self.service.start()

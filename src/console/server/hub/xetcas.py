@@ -42,7 +42,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
-import anyio
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
@@ -351,11 +351,11 @@ def _write_atomic(path: Path, data: bytes) -> None:
 
 async def _file_range(path: Path, first: int, end: int) -> Any:
     """The bytes first..end of a file, read 1 MiB at a time in a worker thread."""
-    fh = await anyio.to_thread.run_sync(open, path, "rb")
+    fh = await run_in_threadpool(open, path, "rb")
     try:
-        await anyio.to_thread.run_sync(fh.seek, first)
+        await run_in_threadpool(fh.seek, first)
         while first < end:
-            block = await anyio.to_thread.run_sync(fh.read, min(1 << 20, end - first))
+            block = await run_in_threadpool(fh.read, min(1 << 20, end - first))
             if not block:
                 return
             first += len(block)
