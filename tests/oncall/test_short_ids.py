@@ -66,10 +66,11 @@ def test_an_ambiguous_short_id_lists_the_jobs_it_could_be(two_jobs, capsys):
 def test_an_ambiguous_suffix_lists_both_jobs(server, backend):
     ids: list[str] = []
     pair = None
-    while pair is None:  # 16 hex digits: two of at most 17 jobs end alike
+    while pair is None:  # 16 hex digits: two of at most 17 jobs end alike (15 digits: no id starts so)
         ids.append(run_python(backend, "print('x')", tenant="acme").id)
-        pair = next(([a, ids[-1]] for a in ids[:-1] if a[-1] == ids[-1][-1]), None)
-        assert len(ids) <= 17
+        pair = next(([a, ids[-1]] for a in ids[:-1] if a[-1] == ids[-1][-1]
+                     and not any(i.startswith(a[-1]) for i in ids)), None)  # a prefix matches too
+        assert len(ids) <= 33
     with pytest.raises(JobIdError) as err:
         resolve_job_id(backend.api, pair[0][-1], namespace=backend.namespace)
     message = str(err.value)
