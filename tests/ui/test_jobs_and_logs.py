@@ -149,6 +149,7 @@ async def test_filter_by_tenant_and_stage(backend, cfg):
         table = app.query_one(JobsTable)
         await wait_for(pilot, lambda: table.row_count == 2)
         await pilot.press("slash")
+        await opened_box(pilot, app, "#jobs-filter")  # built on first use
         for ch in "tenant:glob":
             await pilot.press(ch)
         await wait_for(pilot, lambda: table.row_count == 1)
