@@ -110,7 +110,7 @@ async def test_bulk_cancel_by_filter_previews_then_needs_the_count(backend, cfg,
     async with app.run_test(size=(80, 24)) as pilot:
         await _wait(pilot, lambda: all(j in app.jobs_table.rows_by_id for j in fleet["acme"]))
         await pilot.press("b")
-        await _wait(pilot, lambda: isinstance(app.screen, BulkScreen))
+        await _wait(pilot, lambda: isinstance(app.screen, BulkScreen) and bool(app.screen.query("#bulk-action")))
         screen = app.screen
         screen.query_one("#bulk-action", Input).value = "cancel"
         screen.query_one("#bulk-filter", Input).value = "tenant:acme"
@@ -221,7 +221,7 @@ async def test_bulk_suspend_by_filter_suspends_exactly_the_previewed_schedules(b
     async with app.run_test(size=(80, 24)) as pilot:
         await _wait(pilot, lambda: app.refresher.refresh_count > 0)
         await pilot.press("b")
-        await _wait(pilot, lambda: isinstance(app.screen, BulkScreen))
+        await _wait(pilot, lambda: isinstance(app.screen, BulkScreen) and bool(app.screen.query("#bulk-action")))
         screen = app.screen
         screen.query_one("#bulk-action", Input).value = "suspend"
         screen.query_one("#bulk-filter", Input).value = "tenant:acme"
