@@ -17,6 +17,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from console import labels
+from console.prices import HF_MAX_TIMEOUT_SECONDS
 
 # Limits on what-if and submission inputs: beyond them a number is a typo, not a plan.
 LIMITS = {
@@ -50,7 +51,7 @@ def bucket_id_problem(text: object) -> str | None:
     return None
 
 
-MAX_TIMEOUT_SECONDS = 7 * 86400  # a week; longer is certainly a mistake for a training job
+MAX_TIMEOUT_SECONDS = HF_MAX_TIMEOUT_SECONDS  # a week; longer is certainly a mistake for a training job
 
 
 class CostInputError(ValueError):

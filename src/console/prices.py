@@ -183,7 +183,8 @@ DEFAULT_TIMEOUT_OVERHEAD_S = 300
 # Reference §1: "Default 30 min — too short for real training".
 HF_DEFAULT_TIMEOUT_SECONDS = 30 * 60
 HF_MAX_TIMEOUT_SECONDS = 7 * 24 * 3600
-"""The longest timeout the embedded Jobs server takes (a week; longer is certainly a mistake)."""
+"""The longest timeout a job may ask for (a week; longer is certainly a mistake), and so the longest
+an on-call threshold on a running job may be."""
 # Reference §3: "Exposed ports add a flat $0.01/hr."
 EXPOSED_PORT_PRICE_PER_HOUR = 0.01
 # Reference §4 assumption: '"Weekly" = 4.3 runs/month' — the console computes runs/month from the

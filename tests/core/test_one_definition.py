@@ -1,8 +1,8 @@
-"""One definition per fact: the job stages (`console.stages`), a job's default timeout
-(`console.prices.HF_DEFAULT_TIMEOUT_SECONDS`) and HF's label rule (`console.labels`) are written
-once; a literal copy anywhere else in the package (a Python string, a stage inside SQL, the
-timeout's number, the label pattern or its length in a message) fails here. Docstrings and
-comments may name a stage: they explain, they decide nothing."""
+"""One definition per fact: the job stages (`console.stages`), a job's default and longest timeout
+(`console.prices.HF_DEFAULT_TIMEOUT_SECONDS`, `HF_MAX_TIMEOUT_SECONDS`) and HF's label rule
+(`console.labels`) are written once; a literal copy anywhere else in the package (a Python string, a
+stage inside SQL, a timeout's number, the label pattern or its length in a message) fails here.
+Docstrings and comments may name a stage: they explain, they decide nothing."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 
 import console
 from console import labels, stages
-from console.prices import HF_DEFAULT_TIMEOUT_SECONDS
+from console.prices import HF_DEFAULT_TIMEOUT_SECONDS, HF_MAX_TIMEOUT_SECONDS
 
 SRC = Path(console.__file__).resolve().parent  # the package under test (a planted copy: mutation/planted.py)
 
@@ -86,8 +86,9 @@ def _value(node: ast.expr) -> object:
         return None
 
 
-def timeout_copies_in(source: str) -> list[tuple[int, str]]:
-    """Numbers (`1800`, `30 * 60`) equal to HF's default timeout: (line, the statement)."""
+def timeout_copies_in(source: str, value: float = HF_DEFAULT_TIMEOUT_SECONDS) -> list[tuple[int, str]]:
+    """Numbers (`1800`, `30 * 60`) equal to `value`, HF's default timeout unless named: (line, the
+    statement)."""
     tree = ast.parse(source)
     lines = source.splitlines()
     found = []
@@ -96,7 +97,7 @@ def timeout_copies_in(source: str) -> list[tuple[int, str]]:
             isinstance(n, ast.Constant | ast.BinOp | ast.operator) for n in ast.walk(node) if n is not node
             and not isinstance(n, ast.expr_context))
         if (isinstance(node, ast.Constant) and type(node.value) in (int, float)) or arith:
-            if _value(node) == HF_DEFAULT_TIMEOUT_SECONDS:
+            if _value(node) == value:
                 found.append((node.lineno, lines[node.lineno - 1].strip()))
     return sorted(set(found))
 
@@ -136,6 +137,12 @@ def test_no_module_writes_out_the_default_timeout():
     assert not copies, f"HF's default timeout written out again (read prices.HF_DEFAULT_TIMEOUT_SECONDS): {copies}"
 
 
+def test_no_module_writes_out_the_longest_timeout():
+    copies = {f"{rel}:{line}": statement for path in _modules() if (rel := str(path.relative_to(SRC))) != "prices.py"
+              for line, statement in timeout_copies_in(path.read_text(encoding="utf-8"), HF_MAX_TIMEOUT_SECONDS)}
+    assert not copies, f"the longest timeout written out again (read prices.HF_MAX_TIMEOUT_SECONDS): {copies}"
+
+
 def test_no_module_writes_out_the_label_rule():
     copies = {f"{rel}:{line}": text for rel, source in _sources(LABEL_ALLOWED).items()
               for line, text in label_copies_in(source)}
@@ -169,6 +176,7 @@ def test_the_checks_find_the_timeout_and_the_label_rule():
         (1, "timeout = spec.get('timeoutSeconds') or 1800")]
     assert timeout_copies_in("LIMIT = 30 * 60") == [(1, "LIMIT = 30 * 60")]
     assert timeout_copies_in("n = 1801\nm = 60 * 60") == []
+    assert timeout_copies_in("MAX = 7 * 86400  # a week", HF_MAX_TIMEOUT_SECONDS) == [(1, "MAX = 7 * 86400  # a week")]
     assert label_copies_in('r = re.compile(r"[A-Za-z0-9_-]{1,100}")') == [(1, "[A-Za-z0-9_-]{1,100}")]
     assert label_copies_in('raise TypeError("a label value (at most 63 characters)")') != []
     assert label_copies_in('r = re.compile(r"[A-Za-z0-9_-]{1,64}")') == []  # a resource group id: another rule

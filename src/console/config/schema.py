@@ -24,6 +24,7 @@ from console.prices import (
     BILLING_GRANULARITIES,
     DEFAULT_TIMEOUT_BUFFER,
     DEFAULT_TIMEOUT_OVERHEAD_S,
+    HF_MAX_TIMEOUT_SECONDS,
     PLANS,
     SHIPPED_FLAVORS,
 )
@@ -189,13 +190,13 @@ class NotifySettings(Table):
         extra={"expected": "a list of at most 20 http:// or https:// URLs"})] = msgspec.field(default_factory=list)
     webhook_timeout_s: Annotated[float, Meta(ge=0.5, le=60, description=(
         "Seconds one webhook POST may take before it is given up (it never holds up the console)."))] = 5.0
-    stall_after_s: Annotated[int, Meta(ge=10, le=7 * 86400, description=(
+    stall_after_s: Annotated[int, Meta(ge=10, le=HF_MAX_TIMEOUT_SECONDS, description=(
         "A RUNNING job with no new log line, no new Trackio step and about-zero CPU for this long is "
         "stalled (and still billing)."))] = 600
     stall_cpu_pct: Annotated[float, Meta(ge=0, le=100, description=(
         "CPU use (percent of the job's machine, as the Jobs metrics report it) at or under which a "
         "job counts as idle."))] = 1.0
-    scheduling_after_s: Annotated[int, Meta(ge=60, le=7 * 86400, description=(
+    scheduling_after_s: Annotated[int, Meta(ge=60, le=HF_MAX_TIMEOUT_SECONDS, description=(
         "A job waiting in SCHEDULING (no free machine of its flavor) longer than this is notified, "
         "once, with its flavor and how long it has waited."))] = SCHEDULING_AFTER_S
     schedule_failures: Annotated[int, Meta(ge=1, le=1000, description=(
