@@ -13,6 +13,7 @@ from huggingface_hub import HfApi, hf_hub_download
 from jobs_helpers import NAMESPACE
 
 from console.server.hub import xetclient
+from console.server.hub.repofiles import SMALL_BLOB
 
 REPO = f"{NAMESPACE}/transfers"
 
@@ -37,3 +38,23 @@ def test_a_committed_xet_file_comes_back_whole_on_every_path(server, api: HfApi,
     url = f"{server.url}/{REPO}/resolve/main/w.safetensors"
     part = httpx.get(url, headers={"range": "bytes=1000-1999"})
     assert part.status_code == 206 and part.content == data[1000:2000]
+
+
+@pytest.mark.parametrize("size", [0, 5, SMALL_BLOB, SMALL_BLOB + 1], ids=["empty", "tiny", "small", "streamed"])
+def test_a_plain_file_comes_back_the_same_whole_by_range_and_by_head(server, api: HfApi, size: int) -> None:
+    """A small file is answered from one read, a bigger one streamed: the bytes and the headers a
+    client reads (length, ETag, commit, a 206 for a range) are the same either way."""
+    data = bytes(i % 251 for i in range(size))
+    api.create_repo(REPO, exist_ok=True)
+    commit = api.upload_file(path_or_fileobj=data, path_in_repo=f"p/{size}.txt", repo_id=REPO)
+    url = f"{server.url}/{REPO}/resolve/main/p/{size}.txt"
+    auth = {"authorization": f"Bearer {server.token}"}
+    whole, head = httpx.get(url, headers=auth), httpx.head(url, headers=auth)
+    assert whole.status_code == head.status_code == 200 and whole.content == data
+    for answer in (whole, head):
+        assert answer.headers["content-length"] == str(size)
+        assert answer.headers["x-repo-commit"] == commit.oid
+        assert answer.headers["etag"] == head.headers["etag"] and answer.headers["accept-ranges"] == "bytes"
+    if size:
+        part = httpx.get(url, headers={**auth, "range": f"bytes=1-{size // 2}"})
+        assert part.status_code == 206 and part.content == data[1:size // 2 + 1]

@@ -60,7 +60,7 @@ from console.server.hub import xetclient
 from console.server.hub.buckets import LocalHub, check_path, check_repo_id
 from console.server.hub.discussions import Discussions, pr_number, refs_listing
 from console.server.hub.discussions import route as discussion_route
-from console.server.hub.repofiles import BlobResponse
+from console.server.hub.repofiles import blob_response
 from console.server.hub.repoinfo import add_last_commits, repo_info
 from console.server.hub.repoinfo import listing as listing_of
 from console.server.hub.repomatch import check_card_metadata
@@ -543,7 +543,7 @@ def repo_routes(
                 check_path(path)
             except ApiError:
                 raise HubError(404, f"{path[:200]!r} not found", "EntryNotFound") from None
-            at = await call(s.resolve, repo_type, repo_id, rev)
+            at = s.kept(repo_type, repo_id, rev) or await call(s.resolve, repo_type, repo_id, rev)
             entry = at.tree.get(path)
             if entry is None:
                 raise HubError(404, f"{path[:200]!r} not found in {repo_id!r} at {rev[:100]!r}", "EntryNotFound")
@@ -562,7 +562,7 @@ def repo_routes(
                 headers["ETag"] = f'"{entry.oid}"'
             if request.method == "HEAD":
                 return Response(b"", headers={**headers, "Content-Length": str(entry.size)})
-            return BlobResponse(s.blob_path(entry.sha256), headers=headers)
+            return blob_response(request, s.blob_path(entry.sha256), entry.size, headers)
 
         return _public(resolve)
 

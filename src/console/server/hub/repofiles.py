@@ -16,11 +16,12 @@ import threading
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
+from email.utils import formatdate
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from starlette.responses import FileResponse
+from starlette.responses import FileResponse, Response
 
 from console.server.jobs.wire import ApiError
 
@@ -251,7 +252,34 @@ def check_out(folder: Path, tree: Tree, blob_path: Callable[[str], Path], before
                 full.rmdir()
 
 
+def ref_kinds(revision: str) -> tuple[str, tuple[str, ...]]:
+    """The ref name a revision gives and the kinds of ref it may be: `refs/heads/x` a branch,
+    `refs/tags/x` a tag, `refs/pr/N` a pull request, a bare name a branch, else a tag."""
+    for prefix, kind in (("refs/heads/", "branch"), ("refs/tags/", "tag"), ("refs/pr/", "pr")):
+        if revision.startswith(prefix):
+            return revision[len(prefix):], (kind,)
+    return revision, ("branch", "tag")
+
+
 class BlobResponse(FileResponse):
     """A blob sent over HTTP in 1 MiB reads (Starlette's 64 KiB reads cost a thread hop each)."""
 
     chunk_size = 1 << 20
+
+
+SMALL_BLOB = 64 << 10
+"""A blob this size or under is read whole on the event loop (one read of the page cache): a
+file's worker-thread hops (stat, open, read, close) cost more than the read itself, and a snapshot
+of thousands of small files is mostly those hops."""
+
+
+def blob_response(request: Any, path: Path, size: int, headers: dict[str, str]) -> Response:
+    """The answer to a GET of a blob of `size` bytes at `path`: the bytes themselves when small and
+    whole (no Range asked), else a `BlobResponse` that streams them and answers ranges."""
+    if size > SMALL_BLOB or "range" in request.headers:
+        return BlobResponse(path, headers=headers)
+    with open(path, "rb") as f:
+        modified = os.fstat(f.fileno()).st_mtime
+        data = f.read()
+    return Response(data, media_type="text/plain",
+                    headers={"Last-Modified": formatdate(modified, usegmt=True), **headers})

@@ -45,6 +45,7 @@ from console.server.hub.repofiles import (
     git_blob_oid,
     lfs_pointer,
     paths_info,
+    ref_kinds,
     tree_dump,
     tree_listing,
     tree_load,
@@ -274,26 +275,27 @@ class RepoStore:
 
     def resolve(self, repo_type: str, repo_id: str, revision: str) -> Commit:
         """The commit a branch, tag, `refs/heads/x`, `refs/tags/x`, `refs/pr/N` or commit oid names."""
+        return self.commit(repo_type, repo_id, self.revision_oid(repo_type, repo_id, revision))
+
+    def kept(self, repo_type: str, repo_id: str, revision: str) -> Commit | None:
+        """`resolve` if its commit is kept (no tree to read: quick enough for the event loop), else None."""
+        return self._commits.get((repo_type, repo_id, self.revision_oid(repo_type, repo_id, revision)))
+
+    def revision_oid(self, repo_type: str, repo_id: str, revision: str) -> str:
+        """The oid of the commit `revision` names (see `resolve`)."""
         self.require(repo_type, repo_id)
-        name = revision
-        kinds = ("branch", "tag")
-        if name.startswith("refs/heads/"):
-            name, kinds = name[len("refs/heads/"):], ("branch",)
-        elif name.startswith("refs/tags/"):
-            name, kinds = name[len("refs/tags/"):], ("tag",)
-        elif name.startswith("refs/pr/"):
-            name, kinds = name[len("refs/pr/"):], ("pr",)
+        name, kinds = ref_kinds(revision)
         for kind in kinds:
             oid = self.ref(repo_type, repo_id, kind, name)
             if oid is not None:
-                return self.commit(repo_type, repo_id, oid)
+                return oid
         if len(revision) == 40 and all(c in "0123456789abcdef" for c in revision):
-            return self.commit(repo_type, repo_id, revision)
+            return revision
         if 7 <= len(revision) < 40 and all(c in "0123456789abcdef" for c in revision):
             rows = self._q("SELECT oid FROM commits WHERE type = ? AND repo = ? AND substr(oid, 1, ?) = ? LIMIT 2",
                            (repo_type, repo_id, len(revision), revision))
             if len(rows) == 1:  # a commit's short id, as git takes it when it names one commit only
-                return self.commit(repo_type, repo_id, rows[0][0])
+                return rows[0][0]
         raise HubError(404, f"revision {revision[:200]!r} not found in {repo_type} repo {repo_id!r}",
                        "RevisionNotFound")
 
