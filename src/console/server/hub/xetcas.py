@@ -321,16 +321,24 @@ class CasStore:
                     offset_into_first = first - pos
                 picked.append(term)
             pos = end
+        # one fetch per run of chunks of a xorb: the terms' chunk ranges merged where they overlap or
+        # touch, so that each term lies inside exactly one (hf_xet takes a term's bytes from the
+        # first fetch that starts where it does: two overlapping ones would cut a term short)
+        spans: dict[str, list[list[int]]] = {}
+        for xorb, start, end, _size in sorted(picked, key=lambda t: (t[0], t[1], t[2])):
+            runs = spans.setdefault(xorb, [])
+            if runs and start <= runs[-1][1]:
+                runs[-1][1] = max(runs[-1][1], end)
+            else:
+                runs.append([start, end])
         fetch: dict[str, list[dict[str, Any]]] = {}
-        for xorb, start, end, _size in picked:
-            offsets = self.offsets(xorb, end)
-            entry = {
+        for xorb, runs in spans.items():
+            offsets = self.offsets(xorb, max(end for _, end in runs))
+            fetch[xorb] = [{
                 "range": {"start": start, "end": end},
                 "url": f"{fetch_url}/{xorb}?sig={self.sign(xorb)}",
                 "url_range": {"start": offsets[start], "end": offsets[end] - 1},
-            }
-            if entry not in fetch.setdefault(xorb, []):
-                fetch[xorb].append(entry)
+            } for start, end in runs]
         return {
             "offset_into_first_range": offset_into_first,
             "terms": [{"hash": x, "unpacked_length": n, "range": {"start": s, "end": e}} for x, s, e, n in picked],
