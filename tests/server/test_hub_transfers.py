@@ -1,6 +1,6 @@
 """A big file's way through the local Hub: a commit of bytes hf_xet stores uncompressed builds its
-blob straight from the xorbs (no second download through the CAS); compressed bytes are rebuilt
-by hf_xet; either way every download path gives the same bytes, also for a file that repeats a chunk (hf_xet
+blob straight from the xorbs (no second download through the CAS), and the blob then holds the
+xorbs' bytes (kept once); compressed bytes are rebuilt by hf_xet; either way every download path gives the same bytes, also for a file that repeats a chunk (hf_xet
 stores it once and names it twice) or reuses the chunks of an earlier upload."""
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import pytest
 from huggingface_hub import HfApi, hf_hub_download
 from jobs_helpers import NAMESPACE
 
+from console.server import paths
 from console.server.hub import xetclient
 
 REPO = f"{NAMESPACE}/transfers"
@@ -30,6 +31,10 @@ def test_a_committed_xet_file_comes_back_whole_on_every_path(server, api: HfApi,
     api.create_repo(REPO)
     api.upload_file(path_or_fileobj=data, path_in_repo="w.safetensors", repo_id=REPO)
     assert len(calls) == rebuilt_by_hf_xet
+    # random bytes are kept once, in the blob (the checkout's file); text also as hf_xet's compressed xorb
+    xorbs = sum(p.stat().st_size for p in (paths.hub_dir() / "xet" / "xorbs").iterdir())
+    assert (xorbs == 0) if not rebuilt_by_hf_xet else (0 < xorbs < len(data) / 2)
+    assert (paths.hub_dir() / "models" / REPO / "w.safetensors").read_bytes() == data
     # through Xet (with a token), over HTTP (without one), and a byte range of the HTTP answer
     via_xet = hf_hub_download(REPO, "w.safetensors", endpoint=server.url, token=server.token, cache_dir=tmp_path / "a")
     assert Path(via_xet).read_bytes() == data

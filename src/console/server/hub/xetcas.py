@@ -16,7 +16,8 @@ what it is sent and hands it back.
 - the v2 shard / reconstruction routes and upload grants answer 404, and the client falls back to
   v1 (which it does on 404 by design)
 
-Layout (under the local Hub stand-in): ``xet/xorbs/<hash>``, ``xet/shards/<hash>``,
+Layout (under the local Hub stand-in): ``xet/xorbs/<hash>`` (or ``xet/xorbmaps/<hash>.json``, a xorb
+whose bytes a repo commit's blob holds: see :mod:`console.server.hub.xorbs`), ``xet/shards/<hash>``,
 ``xet/files/<file_hash>.json`` (the terms of each file), ``xet/sha256/<sha256>`` (the file hash
 of a file by its SHA-256, which a repo commit names it by). Nothing is ever deleted: a bucket file
 that is removed only loses its path.
@@ -31,14 +32,11 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import mmap
-import os
 import re
 import secrets
 import struct
 import threading
 import time
-from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +46,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from console.server.hub.uploads import body_chunks, max_file_bytes
+from console.server.hub.xorbs import Layout, XorbMissing, Xorbs, write_atomic
 from console.server.jobs.wire import ApiError
 from console.server.reserve import is_disk_full
 
@@ -134,18 +133,18 @@ class CasStore:
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        for sub in ("xorbs", "shards", "files", "sha256"):
+        self.xorbs = Xorbs(root)
+        for sub in ("shards", "files", "sha256"):
             (root / sub).mkdir(parents=True, exist_ok=True)
         instance = root / "instance"
         if not instance.exists():
-            _write_atomic(instance, secrets.token_hex(6).encode())
+            write_atomic(instance, secrets.token_hex(6).encode())
         # In the CAS URL: hf_xet caches what it uploaded per URL, so a new store must never share
         # a URL with an old one (a server reusing a port over a wiped data folder).
         self.instance = instance.read_text().strip()
         self._secret = secrets.token_bytes(32)
         self._tokens: dict[str, tuple[str, float]] = {}
         self._lock = threading.Lock()
-        self._offsets: OrderedDict[str, list[int]] = OrderedDict()
         self._by_sha256: dict[str, str] = {}
 
     # -- tokens --------------------------------------------------------------------------
@@ -176,15 +175,8 @@ class CasStore:
 
     # -- storage -------------------------------------------------------------------------
 
-    def xorb_path(self, xorb: str) -> Path:
-        return self.root / "xorbs" / xorb
-
     def put_xorb(self, xorb: str, data: bytes) -> bool:
-        path = self.xorb_path(xorb)
-        if path.exists():
-            return False
-        _write_atomic(path, data)
-        return True
+        return self.xorbs.put(xorb, data)
 
     def put_shard(self, data: bytes) -> list[str]:
         sha256s: dict[str, str] = {}
@@ -194,17 +186,17 @@ class CasStore:
             if sum(t[3] for t in terms) > limit:
                 raise CasError(413, f"file {file_hash} is {sum(t[3] for t in terms)} bytes, over the largest file "
                                f"this server takes ({limit} bytes; CONSOLE_HUB_MAX_FILE_BYTES)")
-        missing = sorted({t[0] for terms in files.values() for t in terms if not self.xorb_path(t[0]).exists()})
+        missing = sorted({t[0] for terms in files.values() for t in terms if not self.xorbs.has(t[0])})
         if missing:
             raise CasError(400, f"shard names xorbs this CAS does not have: {', '.join(missing[:3])}")
-        _write_atomic(self.root / "shards" / hashlib.sha256(data).hexdigest(), data)
+        write_atomic(self.root / "shards" / hashlib.sha256(data).hexdigest(), data)
         for file_hash, terms in files.items():
             target = self.root / "files" / f"{file_hash}.json"
             if not target.exists():
-                _write_atomic(target, json.dumps(terms).encode())
+                write_atomic(target, json.dumps(terms).encode())
         for file_hash, sha256 in sha256s.items():
             if HASH_RE.match(sha256) and file_hash in files:
-                _write_atomic(self.root / "sha256" / sha256, file_hash.encode())
+                write_atomic(self.root / "sha256" / sha256, file_hash.encode())
         return list(files)
 
     def file_for_sha256(self, sha256: str) -> str | None:
@@ -247,60 +239,24 @@ class CasStore:
         terms = self.file_terms(file_hash)
         if terms is None:
             raise CasError(404, f"file {file_hash} not found in this CAS")
-        maps: list[mmap.mmap] = []
-        pieces: list[tuple[int, int, int]] = []
+        return self.xorbs.copy_plain(terms, out, digest)
+
+    def lodge(self, file_hash: str, blob: Path) -> list[str]:
+        """Let `blob` (the file's bytes, flushed to disk) hold the bytes of the file's xorbs that hold
+        nothing else, uncompressed: those xorbs become maps onto it (their hashes)."""
+        terms = self.file_terms(file_hash)
+        return [] if not terms else self.xorbs.lodge(terms, blob)
+
+    def layout(self, xorb: str) -> Layout:
         try:
-            for xorb, start, end, size in terms:
-                try:
-                    with open(self.xorb_path(xorb), "rb") as fh:
-                        maps.append(mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ))
-                except (OSError, ValueError):  # missing or empty: hf_xet answers for it
-                    return False
-                mm, pos, got = maps[-1], 0, 0
-                for i in range(end):
-                    if pos + 8 > len(mm):
-                        return False
-                    n = int.from_bytes(mm[pos + 1:pos + 4], "little")
-                    if i >= start:
-                        if mm[pos] != 0 or mm[pos + 4] != 0 or int.from_bytes(mm[pos + 5:pos + 8], "little") != n:
-                            return False
-                        pieces.append((len(maps) - 1, pos + 8, n))
-                        got += n
-                    pos += 8 + n
-                if pos > len(mm) or got != size:
-                    return False
-            views = [memoryview(mm) for mm in maps]
-            try:
-                for which, first, n in pieces:
-                    piece = views[which][first:first + n]
-                    digest.update(piece)
-                    out.write(piece)
-                    piece.release()
-            finally:
-                for view in views:
-                    view.release()
-            return True
-        finally:
-            for mm in maps:
-                mm.close()
+            return self.xorbs.layout(xorb)
+        except XorbMissing:
+            raise CasError(404, f"xorb {xorb} not found") from None
 
     def offsets(self, xorb: str, upto: int) -> list[int]:
-        with self._lock:
-            known = self._offsets.get(xorb)
-            if known is not None and len(known) > upto:
-                self._offsets.move_to_end(xorb)
-                return known
-        try:
-            with open(self.xorb_path(xorb), "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-                found = chunk_offsets(mm, upto)  # reads the chunk headers only
-        except FileNotFoundError:
-            raise CasError(404, f"xorb {xorb} not found") from None
-        except ValueError:  # an empty file cannot be mapped
-            raise CasError(416, f"xorb has fewer than {upto} chunks") from None
-        with self._lock:
-            self._offsets[xorb] = found
-            while len(self._offsets) > 256:
-                self._offsets.popitem(last=False)
+        found = self.layout(xorb).offsets
+        if upto >= len(found):
+            raise CasError(416, f"xorb has fewer than {upto} chunks")
         return found
 
     def reconstruction(self, file_hash: str, byte_range: tuple[int, int] | None, fetch_url: str) -> dict[str, Any]:
@@ -346,30 +302,17 @@ class CasStore:
         }
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+async def _xorb_range(store: CasStore, xorb: str, first: int, end: int) -> Any:
+    """The bytes first..end of a xorb, read in blocks in a worker thread."""
+    blocks = store.xorbs.read(xorb, first, end)
     try:
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-
-
-async def _file_range(path: Path, first: int, end: int) -> Any:
-    """The bytes first..end of a file, read 1 MiB at a time in a worker thread."""
-    fh = await run_in_threadpool(open, path, "rb")
-    try:
-        await run_in_threadpool(fh.seek, first)
-        while first < end:
-            block = await run_in_threadpool(fh.read, min(1 << 20, end - first))
-            if not block:
+        while True:
+            block = await run_in_threadpool(next, blocks, None)
+            if block is None:
                 return
-            first += len(block)
             yield block
     finally:
-        fh.close()
+        blocks.close()
 
 
 def _range(header: str | None) -> tuple[int, int] | None:
@@ -456,21 +399,18 @@ def cas_routes(get_store: Any, prefix: str = "/xet/{instance}") -> list[Route]:
         xorb_hash = checked_hash(request, "xorb")
         if not hmac.compare_digest(request.query_params.get("sig", ""), store.sign(xorb_hash)):
             raise CasError(403, "bad or missing signature")
-        path = store.xorb_path(xorb_hash)
-        try:
-            total = path.stat().st_size
-        except FileNotFoundError:
-            raise CasError(404, f"xorb {xorb_hash} not found") from None
+        total = store.layout(xorb_hash).size
         wanted = _range(request.headers.get("range"))
         first, last = (0, total - 1) if wanted is None else (wanted[0], min(wanted[1], total - 1))
         if first > last and wanted is not None:
             raise CasError(416, "range not satisfiable")
-        # streamed in 1 MiB reads off the event loop: the client takes the first bytes while the
+        # streamed in reads of up to 4 MiB off the event loop: the client takes the first bytes while the
         # server reads the next, and other fetches go on meanwhile
         headers = {"Content-Length": str(last - first + 1)}
         if wanted is not None:
             headers["Content-Range"] = f"bytes {first}-{last}/{total}"
-        return StreamingResponse(_file_range(path, first, last + 1), status_code=200 if wanted is None else 206,
+        return StreamingResponse(_xorb_range(store, xorb_hash, first, last + 1),
+                                 status_code=200 if wanted is None else 206,
                                  media_type="application/octet-stream", headers=headers)
 
     async def not_offered(request: Request) -> Response:
