@@ -1,7 +1,8 @@
 """A big file's way through the local Hub: a commit of bytes hf_xet stores uncompressed builds its
 blob straight from the xorbs (no second download through the CAS), and the blob then holds the
-xorbs' bytes (kept once); compressed bytes are rebuilt by hf_xet; either way every download path gives the same bytes, also for a file that repeats a chunk (hf_xet
-stores it once and names it twice) or reuses the chunks of an earlier upload."""
+xorbs' bytes (kept once); compressed bytes are rebuilt by hf_xet; either way every download path
+gives the same bytes, also for a file that repeats a chunk (hf_xet stores it once and names it
+twice) or reuses the chunks of an earlier upload."""
 
 from __future__ import annotations
 

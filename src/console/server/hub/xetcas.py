@@ -377,7 +377,7 @@ def cas_routes(get_store: Any, prefix: str = "/xet/{instance}") -> list[Route]:
         xorb_hash = checked_hash(request)
         data = await read_capped(request, MAX_XORB_BYTES, "xorb")
         chunk_offsets(data, 1)  # at least one well-formed chunk
-        return JSONResponse({"was_inserted": store.put_xorb(xorb_hash, data)})
+        return JSONResponse({"was_inserted": await run_in_threadpool(store.put_xorb, xorb_hash, data)})
 
     async def shard(request: Request) -> Response:
         store = store_for(request, "write")

@@ -25,12 +25,15 @@ import threading
 from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 BLOCK = 4 << 20
 """The most bytes a range read assembles at a time."""
+HASH_BATCH = 8 << 20
+"""Bytes a blob build hashes in its second thread while it writes them."""
 LAYOUTS_KEPT = 128
 
 
@@ -143,8 +146,10 @@ class Xorbs:
             offsets.append(pos)
             pos += 8 + int.from_bytes(h[1:4], "little")
         offsets.append(pos)
-        return Layout(offsets, headers, list(raw["at"]), int(raw["size"]), self.hub_root / raw["blob"], True,
-                      bytes.fromhex(raw["tail"]))
+        tail = bytes.fromhex(raw["tail"])
+        if pos + len(tail) != int(raw["size"]) or len(raw["at"]) != len(headers):
+            raise OSError(f"the map of xorb {xorb} does not add up")
+        return Layout(offsets, headers, list(raw["at"]), int(raw["size"]), self.hub_root / raw["blob"], True, tail)
 
     # -- reads ---------------------------------------------------------------------------
 
@@ -196,14 +201,11 @@ class Xorbs:
             if any(at + n > len(maps[source]) for source, at, n in pieces):
                 return False
             views = {source: memoryview(mm) for source, mm in maps.items()}
+            slices = [views[source][at:at + n] for source, at, n in pieces]
             try:
-                for source, at, n in pieces:
-                    piece = views[source][at:at + n]
-                    digest.update(piece)
-                    out.write(piece)
-                    piece.release()
+                _hash_and_write(slices, out, digest)
             finally:
-                for view in views.values():
+                for view in [*slices, *views.values()]:
                     view.release()
             return True
         except (OSError, ValueError):  # a xorb became a map meanwhile, or is empty: hf_xet answers
@@ -257,49 +259,69 @@ class Xorbs:
         return turned
 
 
+def _hash_and_write(pieces: list[memoryview], out: Any, digest: Any) -> None:
+    """`digest.update` and `out.write` each piece, in order: the hashing of each run of pieces in a
+    second thread while the run is written (both let go of the GIL), so a big file costs about the
+    slower of the two, not their sum."""
+    batches: list[list[memoryview]] = [[]]
+    size = 0
+    for piece in pieces:
+        if size >= HASH_BATCH:
+            batches.append([])
+            size = 0
+        batches[-1].append(piece)
+        size += len(piece)
+
+    def hash_all(batch: list[memoryview]) -> None:
+        for piece in batch:
+            digest.update(piece)
+
+    with ThreadPoolExecutor(1, thread_name_prefix="blob-hash") as pool:
+        pending = None
+        for batch in batches:
+            if pending is not None:
+                pending.result()
+            pending = pool.submit(hash_all, batch)
+            for piece in batch:
+                out.write(piece)
+        if pending is not None:
+            pending.result()
+
+
 def _mapped_block(layout: Layout, fd: int, pos: int, stop: int) -> memoryview:
-    """Bytes pos..stop of a mapped xorb: its headers and footer from the map, chunk bytes from the blob
-    (one read where the chunks lie one after another in it, as they do in a file's blob)."""
-    parts: list[bytes | tuple[int, int]] = []
-    n = len(layout.headers)
+    """Bytes pos..stop of a mapped xorb: its headers and footer from the map, each chunk's bytes read
+    from the blob straight into place (one read per run of chunks that lie one after another in the
+    blob, as a file's chunks do)."""
+    view = memoryview(bytearray(stop - pos))
+    first, n = pos, len(layout.headers)
+    reads: list[tuple[int, memoryview]] = []
     i = bisect_right(layout.offsets, pos) - 1
     while pos < stop:
         if i >= n:  # the footer
             at = pos - layout.offsets[n]
-            parts.append(layout.tail[at:at + stop - pos])
+            view[pos - first:] = layout.tail[at:at + stop - pos]
             break
         start = layout.offsets[i]
         if pos < start + 8:
             take = min(stop, start + 8) - pos
-            parts.append(layout.headers[i][pos - start:pos - start + take])
+            view[pos - first:pos - first + take] = layout.headers[i][pos - start:pos - start + take]
             pos += take
             continue
         upto = min(stop, layout.offsets[i + 1])
-        src = layout.at[i] + pos - start - 8
-        parts.append((src, src + upto - pos))
+        reads.append((layout.at[i] + pos - start - 8, view[pos - first:upto - first]))
         pos = upto
         i += 1
-    spans = [p for p in parts if isinstance(p, tuple)]
-    whole = None
-    if spans and all(a[1] == b[0] for a, b in zip(spans, spans[1:], strict=False)):
-        base = spans[0][0]
-        whole = memoryview(_pread(fd, spans[-1][1] - base, base))
-    out = bytearray()
-    for p in parts:
-        if isinstance(p, bytes):
-            out += p
-        elif whole is not None:
-            out += whole[p[0] - base:p[1] - base]
-        else:
-            out += _pread(fd, p[1] - p[0], p[0])
-    return memoryview(out)
-
-
-def _pread(fd: int, size: int, at: int) -> bytes:
-    data = os.pread(fd, size, at)
-    if len(data) != size:
-        raise OSError(f"a blob is shorter than the xorb map that names it ({at + len(data)} < {at + size} bytes)")
-    return data
+    run: list[memoryview] = []
+    run_at = run_end = 0
+    for at, slot in [*reads, (-1, view[:0])]:
+        if run and at == run_end and len(run) < 512:
+            run.append(slot)
+            run_end += len(slot)
+            continue
+        if run and os.preadv(fd, run, run_at) != run_end - run_at:
+            raise OSError(f"a blob is shorter than the xorb map that names it ({run_end} bytes)")
+        run, run_at, run_end = [slot], at, at + len(slot)
+    return view
 
 
 def write_atomic(path: Path, data: bytes, durable: bool = False) -> None:
