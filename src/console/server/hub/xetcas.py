@@ -29,9 +29,11 @@ bucket batch call; two uploads at once (two `hf jobs uv run`) would fail. See do
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import json
+import os
 import re
 import secrets
 import struct
@@ -175,9 +177,6 @@ class CasStore:
 
     # -- storage -------------------------------------------------------------------------
 
-    def put_xorb(self, xorb: str, data: bytes) -> bool:
-        return self.xorbs.put(xorb, data)
-
     def put_shard(self, data: bytes) -> list[str]:
         sha256s: dict[str, str] = {}
         files = parse_shard_files(data, sha256s)
@@ -315,6 +314,56 @@ async def _xorb_range(store: CasStore, xorb: str, first: int, end: int) -> Any:
         blocks.close()
 
 
+SPOOL_BATCH = 4 << 20
+"""Bytes of a xorb's body received before a worker thread writes them (while the next arrive)."""
+
+
+async def _spool(request: Request, tmp: Path) -> int:
+    """A xorb's body into `tmp` (a 413 past `MAX_XORB_BYTES`), written in batches of the pieces as
+    received, each by a worker thread while the next batch arrives: never joined into one buffer."""
+    loop = asyncio.get_running_loop()
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    pending: asyncio.Future[None] | None = None
+    size, batch, batched = 0, [], 0
+    try:
+        async for piece in body_chunks(request):
+            size += len(piece)
+            if size > MAX_XORB_BYTES:
+                raise CasError(413, "xorb too large")
+            batch.append(piece)
+            batched += len(piece)
+            if batched >= SPOOL_BATCH:
+                if pending is not None:
+                    await pending
+                pending = loop.run_in_executor(None, _write_all, fd, batch)
+                batch, batched = [], 0
+        if pending is not None:
+            await pending
+        await loop.run_in_executor(None, _write_all, fd, batch)
+        return size
+    finally:
+        if pending is not None and not pending.done():
+            await asyncio.wait([pending])  # the file stays open until its last write ends
+        os.close(fd)
+
+
+def _write_all(fd: int, pieces: list[Any]) -> None:
+    while pieces:
+        n = os.writev(fd, pieces[:512])
+        while pieces and n >= len(pieces[0]):
+            n -= len(pieces[0])
+            pieces = pieces[1:]
+        if n:
+            pieces = [memoryview(pieces[0])[n:], *pieces[1:]]
+
+
+def _check_first_chunk(path: Path) -> None:
+    """A 4xx unless the file starts with one well-formed chunk."""
+    with open(path, "rb") as fh:
+        head = fh.read(8)
+        chunk_offsets(head + fh.read(int.from_bytes(head[1:4], "little") if len(head) == 8 else 0), 1)
+
+
 def _range(header: str | None) -> tuple[int, int] | None:
     match = re.fullmatch(r"bytes=(\d+)-(\d*)", (header or "").strip())
     if not match:
@@ -375,9 +424,16 @@ def cas_routes(get_store: Any, prefix: str = "/xet/{instance}") -> list[Route]:
     async def xorb(request: Request) -> Response:
         store = store_for(request, "write")
         xorb_hash = checked_hash(request)
-        data = await read_capped(request, MAX_XORB_BYTES, "xorb")
-        chunk_offsets(data, 1)  # at least one well-formed chunk
-        return JSONResponse({"was_inserted": await run_in_threadpool(store.put_xorb, xorb_hash, data)})
+        declared = request.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > MAX_XORB_BYTES:
+            raise CasError(413, "xorb too large")
+        tmp = store.xorbs.spool_path()
+        try:
+            await _spool(request, tmp)
+            await run_in_threadpool(_check_first_chunk, tmp)
+            return JSONResponse({"was_inserted": await run_in_threadpool(store.xorbs.adopt, xorb_hash, tmp)})
+        finally:
+            tmp.unlink(missing_ok=True)
 
     async def shard(request: Request) -> Response:
         store = store_for(request, "write")

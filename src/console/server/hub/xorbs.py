@@ -105,6 +105,17 @@ class Xorbs:
         write_atomic(self.path(xorb), data)
         return True
 
+    def spool_path(self) -> Path:
+        """A fresh name to receive a xorb under (then :meth:`adopt`)."""
+        return self.dir / f".{secrets.token_hex(8)}.tmp"
+
+    def adopt(self, xorb: str, received: Path) -> bool:
+        """Keep the file `received` as the xorb `xorb` unless it is here already (False)."""
+        if self.has(xorb):
+            return False
+        os.replace(received, self.path(xorb))
+        return True
+
     # -- layouts -------------------------------------------------------------------------
 
     def layout(self, xorb: str, fresh: bool = False) -> Layout:
