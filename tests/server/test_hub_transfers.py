@@ -6,6 +6,7 @@ twice) or reuses the chunks of an earlier upload."""
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 
@@ -71,3 +72,23 @@ def test_a_file_that_repeats_chunks_comes_back_whole(server, api: HfApi, tmp_pat
         url = f"{server.url}/{REPO}/resolve/main/{name}"
         part = httpx.get(url, headers={"range": f"bytes={len(data) - 200_000}-"})
         assert part.status_code == 206 and part.content == data[-200_000:]
+
+
+def test_a_commit_lands_when_the_xorbs_cannot_become_maps(server, api: HfApi, tmp_path: Path, monkeypatch) -> None:
+    """The disk fills between the blob and the maps: the file is committed, its xorbs stay."""
+    from console.server.hub import xorbs
+
+    real = xorbs.write_atomic
+
+    def no_room_for_maps(path: Path, data: bytes, durable: bool = False) -> None:
+        if path.parent.name == "xorbmaps":
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real(path, data, durable)
+
+    monkeypatch.setattr(xorbs, "write_atomic", no_room_for_maps)
+    data = os.urandom(1024 * 1024 + 3)
+    api.create_repo(REPO)
+    api.upload_file(path_or_fileobj=data, path_in_repo="w.bin", repo_id=REPO)
+    assert any((paths.hub_dir() / "xet" / "xorbs").iterdir())
+    via_xet = hf_hub_download(REPO, "w.bin", endpoint=server.url, token=server.token, cache_dir=tmp_path / "a")
+    assert Path(via_xet).read_bytes() == data

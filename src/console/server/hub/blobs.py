@@ -16,6 +16,7 @@ Blocking (disk, hf_xet): call from a worker thread, not the event loop.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import threading
 from collections.abc import Callable
@@ -25,6 +26,7 @@ from console.server.hub.xetcas import CasStore
 from console.server.hub.xorbs import fsync_dir
 from console.server.jobs.wire import ApiError
 
+log = logging.getLogger(__name__)
 Reconstruct = Callable[[str, int, Path], None]
 """Rebuilds a CAS file (Xet hash, size) into a path."""
 
@@ -96,7 +98,10 @@ class BlobStore:
         finally:
             tmp.unlink(missing_ok=True)
         if plain:  # the blob holds the bytes of the xorbs that held only this file: kept once
-            self.cas.lodge(xet_hash, path)
+            try:
+                self.cas.lodge(xet_hash, path)
+            except (OSError, ValueError) as exc:  # a full disk: the xorbs stay as they are
+                log.warning("the xorbs of %s stay beside its blob: %s", sha256, exc)
 
 
 def _keep(tmp: Path, path: Path) -> None:
