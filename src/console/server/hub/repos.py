@@ -5,8 +5,8 @@ blob SHA-256, size, git oid, whether the file is LFS) and its parent; branches a
 commits. File contents live once each under ``hub.local/repos/blobs/<sha256>``, whatever repo or
 revision names them. A regular file arrives base64 in the commit; an LFS file is uploaded to the Xet
 CAS first (as the Hub has it) and the commit names it by SHA-256, which the CAS indexed from the
-upload's shard: the server reconstructs it into the blob store (copied straight from the xorbs when
-its chunks are stored uncompressed, else through hf_xet) and checks the digest. The default
+upload's shard: the server builds its blob from the CAS and checks the digest (see
+:mod:`console.server.hub.blobs`). The default
 branch is also checked out, as links to the blobs, in ``hub.local/{models,datasets}/<ns>/<name>/``:
 the folder a job's model or dataset volume mounts.
 
@@ -25,12 +25,13 @@ import shutil
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from console import sqldb
 from console.server import paths
+from console.server.hub.blobs import BlobStore, Reconstruct
 from console.server.hub.buckets import LocalHub, check_repo_id
 from console.server.hub.discussions import SCHEMA as DISCUSSIONS_SCHEMA
 from console.server.hub.discussions import ref_key
@@ -74,11 +75,9 @@ the orgs they belong to): the console's own, where `console demo` puts the tiny 
 (`console/tiny-causal-lm`), the example tenants' datasets and their adapters, whatever the user's
 name, so the example fleet file names the same repos on every machine."""
 DEFAULT_BRANCH = "main"
-Reconstruct = Callable[[str, int, Path], None]
-"""Rebuilds a CAS file (Xet hash, size) into a path."""
 
 
-class RepoStore:
+class RepoStore(BlobStore):
     """Every model and dataset repo of the local Hub stand-in (one SQLite file, one blob store)."""
 
     def __init__(self, hub_root: Path, cas: CasStore, namespace: str) -> None:
@@ -327,69 +326,6 @@ class RepoStore:
                 raise HubError(404, f"Invalid rev id: {name[:200]} (no {what} of that name)", "RevisionNotFound")
             self._db.execute("DELETE FROM refs WHERE type = ? AND repo = ? AND kind = ? AND name = ?",
                              (repo_type, repo_id, kind, name))
-
-    # -- blobs ---------------------------------------------------------------------------
-
-    def blob_path(self, sha256: str) -> Path:
-        return self.blobs / sha256[:2] / sha256
-
-    def _put_blob(self, data: bytes) -> str:
-        sha = hashlib.sha256(data).hexdigest()
-        path = self.blob_path(sha)
-        if not path.exists():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f".{sha}.{os.getpid()}.{threading.get_ident()}")
-            tmp.write_bytes(data)
-            tmp.chmod(0o444)
-            os.replace(tmp, path)
-        return sha
-
-    def has_blob(self, sha256: str) -> bool:
-        return self.blob_path(sha256).exists()
-
-    def put_lfs_blob(self, sha256: str, size: int, source: Path) -> None:
-        """Keep an uploaded file (the legacy LFS upload) as the blob `sha256`, once its bytes match."""
-        digest, got = hashlib.sha256(), 0
-        with source.open("rb") as fh:
-            for chunk in iter(lambda: fh.read(1 << 20), b""):
-                digest.update(chunk)
-                got += len(chunk)
-        if got != size or digest.hexdigest() != sha256:
-            raise ApiError(400, f"oid: the uploaded {got} bytes do not have SHA-256 {sha256} and size {size}")
-        path = self.blob_path(sha256)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        source.chmod(0o444)
-        os.replace(source, path)
-
-    def _fetch_lfs_blob(self, sha256: str, size: int, reconstruct: Reconstruct) -> None:
-        """Make sure the blob of an LFS file is here, rebuilding it from the Xet CAS."""
-        path = self.blob_path(sha256)
-        if path.exists():
-            return
-        xet_hash = self.cas.file_for_sha256(sha256)
-        if xet_hash is None or self.cas.file_size(xet_hash) is None:
-            raise ApiError(422, f"lfsFile: {sha256} was never uploaded to this server (upload it through Xet first)")
-        if self.cas.file_size(xet_hash) != size:
-            raise ApiError(422, f"lfsFile: {sha256} was uploaded with {self.cas.file_size(xet_hash)} bytes, "
-                           f"the commit says {size}")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{sha256}.{os.getpid()}.{threading.get_ident()}")
-        try:
-            digest = hashlib.sha256()
-            with tmp.open("wb") as out:
-                plain = self.cas.write_plain(xet_hash, out, digest)
-            if not plain:
-                reconstruct(xet_hash, size, tmp)
-                digest = hashlib.sha256()
-                with tmp.open("rb") as fh:
-                    for chunk in iter(lambda: fh.read(1 << 20), b""):
-                        digest.update(chunk)
-            if digest.hexdigest() != sha256:
-                raise ApiError(422, f"lfsFile: the uploaded file does not have SHA-256 {sha256}")
-            tmp.chmod(0o444)
-            os.replace(tmp, path)
-        finally:
-            tmp.unlink(missing_ok=True)
 
     # -- commits -------------------------------------------------------------------------
 

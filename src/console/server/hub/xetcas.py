@@ -16,7 +16,8 @@ what it is sent and hands it back.
 - the v2 shard / reconstruction routes and upload grants answer 404, and the client falls back to
   v1 (which it does on 404 by design)
 
-Layout (under the local Hub stand-in): ``xet/xorbs/<hash>``, ``xet/shards/<hash>``,
+Layout (under the local Hub stand-in): ``xet/xorbs/<hash>`` (or ``xet/xorbmaps/<hash>.json``, a xorb
+whose bytes a repo commit's blob holds: see :mod:`console.server.hub.xorbs`), ``xet/shards/<hash>``,
 ``xet/files/<file_hash>.json`` (the terms of each file), ``xet/sha256/<sha256>`` (the file hash
 of a file by its SHA-256, which a repo commit names it by). Nothing is ever deleted: a bucket file
 that is removed only loses its path.
@@ -28,17 +29,16 @@ bucket batch call; two uploads at once (two `hf jobs uv run`) would fail. See do
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import json
-import mmap
 import os
 import re
 import secrets
 import struct
 import threading
 import time
-from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +48,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from console.server.hub.uploads import body_chunks, max_file_bytes
+from console.server.hub.xorbs import Layout, XorbMissing, Xorbs, write_atomic
 from console.server.jobs.wire import ApiError
 from console.server.reserve import is_disk_full
 
@@ -134,18 +135,18 @@ class CasStore:
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        for sub in ("xorbs", "shards", "files", "sha256"):
+        self.xorbs = Xorbs(root)
+        for sub in ("shards", "files", "sha256"):
             (root / sub).mkdir(parents=True, exist_ok=True)
         instance = root / "instance"
         if not instance.exists():
-            _write_atomic(instance, secrets.token_hex(6).encode())
+            write_atomic(instance, secrets.token_hex(6).encode())
         # In the CAS URL: hf_xet caches what it uploaded per URL, so a new store must never share
         # a URL with an old one (a server reusing a port over a wiped data folder).
         self.instance = instance.read_text().strip()
         self._secret = secrets.token_bytes(32)
         self._tokens: dict[str, tuple[str, float]] = {}
         self._lock = threading.Lock()
-        self._offsets: OrderedDict[str, list[int]] = OrderedDict()
         self._by_sha256: dict[str, str] = {}
 
     # -- tokens --------------------------------------------------------------------------
@@ -176,16 +177,6 @@ class CasStore:
 
     # -- storage -------------------------------------------------------------------------
 
-    def xorb_path(self, xorb: str) -> Path:
-        return self.root / "xorbs" / xorb
-
-    def put_xorb(self, xorb: str, data: bytes) -> bool:
-        path = self.xorb_path(xorb)
-        if path.exists():
-            return False
-        _write_atomic(path, data)
-        return True
-
     def put_shard(self, data: bytes) -> list[str]:
         sha256s: dict[str, str] = {}
         files = parse_shard_files(data, sha256s)
@@ -194,17 +185,17 @@ class CasStore:
             if sum(t[3] for t in terms) > limit:
                 raise CasError(413, f"file {file_hash} is {sum(t[3] for t in terms)} bytes, over the largest file "
                                f"this server takes ({limit} bytes; CONSOLE_HUB_MAX_FILE_BYTES)")
-        missing = sorted({t[0] for terms in files.values() for t in terms if not self.xorb_path(t[0]).exists()})
+        missing = sorted({t[0] for terms in files.values() for t in terms if not self.xorbs.has(t[0])})
         if missing:
             raise CasError(400, f"shard names xorbs this CAS does not have: {', '.join(missing[:3])}")
-        _write_atomic(self.root / "shards" / hashlib.sha256(data).hexdigest(), data)
+        write_atomic(self.root / "shards" / hashlib.sha256(data).hexdigest(), data)
         for file_hash, terms in files.items():
             target = self.root / "files" / f"{file_hash}.json"
             if not target.exists():
-                _write_atomic(target, json.dumps(terms).encode())
+                write_atomic(target, json.dumps(terms).encode())
         for file_hash, sha256 in sha256s.items():
             if HASH_RE.match(sha256) and file_hash in files:
-                _write_atomic(self.root / "sha256" / sha256, file_hash.encode())
+                write_atomic(self.root / "sha256" / sha256, file_hash.encode())
         return list(files)
 
     def file_for_sha256(self, sha256: str) -> str | None:
@@ -247,60 +238,24 @@ class CasStore:
         terms = self.file_terms(file_hash)
         if terms is None:
             raise CasError(404, f"file {file_hash} not found in this CAS")
-        maps: list[mmap.mmap] = []
-        pieces: list[tuple[int, int, int]] = []
+        return self.xorbs.copy_plain(terms, out, digest)
+
+    def lodge(self, file_hash: str, blob: Path) -> list[str]:
+        """Let `blob` (the file's bytes, flushed to disk) hold the bytes of the file's xorbs that hold
+        nothing else, uncompressed: those xorbs become maps onto it (their hashes)."""
+        terms = self.file_terms(file_hash)
+        return [] if not terms else self.xorbs.lodge(terms, blob)
+
+    def layout(self, xorb: str) -> Layout:
         try:
-            for xorb, start, end, size in terms:
-                try:
-                    with open(self.xorb_path(xorb), "rb") as fh:
-                        maps.append(mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ))
-                except (OSError, ValueError):  # missing or empty: hf_xet answers for it
-                    return False
-                mm, pos, got = maps[-1], 0, 0
-                for i in range(end):
-                    if pos + 8 > len(mm):
-                        return False
-                    n = int.from_bytes(mm[pos + 1:pos + 4], "little")
-                    if i >= start:
-                        if mm[pos] != 0 or mm[pos + 4] != 0 or int.from_bytes(mm[pos + 5:pos + 8], "little") != n:
-                            return False
-                        pieces.append((len(maps) - 1, pos + 8, n))
-                        got += n
-                    pos += 8 + n
-                if pos > len(mm) or got != size:
-                    return False
-            views = [memoryview(mm) for mm in maps]
-            try:
-                for which, first, n in pieces:
-                    piece = views[which][first:first + n]
-                    digest.update(piece)
-                    out.write(piece)
-                    piece.release()
-            finally:
-                for view in views:
-                    view.release()
-            return True
-        finally:
-            for mm in maps:
-                mm.close()
+            return self.xorbs.layout(xorb)
+        except XorbMissing:
+            raise CasError(404, f"xorb {xorb} not found") from None
 
     def offsets(self, xorb: str, upto: int) -> list[int]:
-        with self._lock:
-            known = self._offsets.get(xorb)
-            if known is not None and len(known) > upto:
-                self._offsets.move_to_end(xorb)
-                return known
-        try:
-            with open(self.xorb_path(xorb), "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-                found = chunk_offsets(mm, upto)  # reads the chunk headers only
-        except FileNotFoundError:
-            raise CasError(404, f"xorb {xorb} not found") from None
-        except ValueError:  # an empty file cannot be mapped
-            raise CasError(416, f"xorb has fewer than {upto} chunks") from None
-        with self._lock:
-            self._offsets[xorb] = found
-            while len(self._offsets) > 256:
-                self._offsets.popitem(last=False)
+        found = self.layout(xorb).offsets
+        if upto >= len(found):
+            raise CasError(416, f"xorb has fewer than {upto} chunks")
         return found
 
     def reconstruction(self, file_hash: str, byte_range: tuple[int, int] | None, fetch_url: str) -> dict[str, Any]:
@@ -321,16 +276,24 @@ class CasStore:
                     offset_into_first = first - pos
                 picked.append(term)
             pos = end
+        # one fetch per run of chunks of a xorb: the terms' chunk ranges merged where they overlap or
+        # touch, so that each term lies inside exactly one (hf_xet takes a term's bytes from the
+        # first fetch that starts where it does: two overlapping ones would cut a term short)
+        spans: dict[str, list[list[int]]] = {}
+        for xorb, start, end, _size in sorted(picked, key=lambda t: (t[0], t[1], t[2])):
+            runs = spans.setdefault(xorb, [])
+            if runs and start <= runs[-1][1]:
+                runs[-1][1] = max(runs[-1][1], end)
+            else:
+                runs.append([start, end])
         fetch: dict[str, list[dict[str, Any]]] = {}
-        for xorb, start, end, _size in picked:
-            offsets = self.offsets(xorb, end)
-            entry = {
+        for xorb, runs in spans.items():
+            offsets = self.offsets(xorb, max(end for _, end in runs))
+            fetch[xorb] = [{
                 "range": {"start": start, "end": end},
                 "url": f"{fetch_url}/{xorb}?sig={self.sign(xorb)}",
                 "url_range": {"start": offsets[start], "end": offsets[end] - 1},
-            }
-            if entry not in fetch.setdefault(xorb, []):
-                fetch[xorb].append(entry)
+            } for start, end in runs]
         return {
             "offset_into_first_range": offset_into_first,
             "terms": [{"hash": x, "unpacked_length": n, "range": {"start": s, "end": e}} for x, s, e, n in picked],
@@ -338,30 +301,67 @@ class CasStore:
         }
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+async def _xorb_range(store: CasStore, xorb: str, first: int, end: int) -> Any:
+    """The bytes first..end of a xorb, read in blocks in a worker thread."""
+    blocks = store.xorbs.read(xorb, first, end)
     try:
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-
-
-async def _file_range(path: Path, first: int, end: int) -> Any:
-    """The bytes first..end of a file, read 1 MiB at a time in a worker thread."""
-    fh = await run_in_threadpool(open, path, "rb")
-    try:
-        await run_in_threadpool(fh.seek, first)
-        while first < end:
-            block = await run_in_threadpool(fh.read, min(1 << 20, end - first))
-            if not block:
+        while True:
+            block = await run_in_threadpool(next, blocks, None)
+            if block is None:
                 return
-            first += len(block)
             yield block
     finally:
-        fh.close()
+        blocks.close()
+
+
+SPOOL_BATCH = 4 << 20
+"""Bytes of a xorb's body received before a worker thread writes them (while the next arrive)."""
+
+
+async def _spool(request: Request, tmp: Path) -> int:
+    """A xorb's body into `tmp` (a 413 past `MAX_XORB_BYTES`), written in batches of the pieces as
+    received, each by a worker thread while the next batch arrives: never joined into one buffer."""
+    loop = asyncio.get_running_loop()
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    pending: asyncio.Future[None] | None = None
+    size, batch, batched = 0, [], 0
+    try:
+        async for piece in body_chunks(request):
+            size += len(piece)
+            if size > MAX_XORB_BYTES:
+                raise CasError(413, "xorb too large")
+            batch.append(piece)
+            batched += len(piece)
+            if batched >= SPOOL_BATCH:
+                if pending is not None:
+                    await pending
+                pending = loop.run_in_executor(None, _write_all, fd, batch)
+                batch, batched = [], 0
+        if pending is not None:
+            await pending
+        await loop.run_in_executor(None, _write_all, fd, batch)
+        return size
+    finally:
+        if pending is not None and not pending.done():
+            await asyncio.wait([pending])  # the file stays open until its last write ends
+        os.close(fd)
+
+
+def _write_all(fd: int, pieces: list[Any]) -> None:
+    while pieces:
+        n = os.writev(fd, pieces[:512])
+        while pieces and n >= len(pieces[0]):
+            n -= len(pieces[0])
+            pieces = pieces[1:]
+        if n:
+            pieces = [memoryview(pieces[0])[n:], *pieces[1:]]
+
+
+def _check_first_chunk(path: Path) -> None:
+    """A 4xx unless the file starts with one well-formed chunk."""
+    with open(path, "rb") as fh:
+        head = fh.read(8)
+        chunk_offsets(head + fh.read(int.from_bytes(head[1:4], "little") if len(head) == 8 else 0), 1)
 
 
 def _range(header: str | None) -> tuple[int, int] | None:
@@ -424,9 +424,16 @@ def cas_routes(get_store: Any, prefix: str = "/xet/{instance}") -> list[Route]:
     async def xorb(request: Request) -> Response:
         store = store_for(request, "write")
         xorb_hash = checked_hash(request)
-        data = await read_capped(request, MAX_XORB_BYTES, "xorb")
-        chunk_offsets(data, 1)  # at least one well-formed chunk
-        return JSONResponse({"was_inserted": store.put_xorb(xorb_hash, data)})
+        declared = request.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > MAX_XORB_BYTES:
+            raise CasError(413, "xorb too large")
+        tmp = store.xorbs.spool_path()
+        try:
+            await _spool(request, tmp)
+            await run_in_threadpool(_check_first_chunk, tmp)
+            return JSONResponse({"was_inserted": await run_in_threadpool(store.xorbs.adopt, xorb_hash, tmp)})
+        finally:
+            tmp.unlink(missing_ok=True)
 
     async def shard(request: Request) -> Response:
         store = store_for(request, "write")
@@ -448,21 +455,18 @@ def cas_routes(get_store: Any, prefix: str = "/xet/{instance}") -> list[Route]:
         xorb_hash = checked_hash(request, "xorb")
         if not hmac.compare_digest(request.query_params.get("sig", ""), store.sign(xorb_hash)):
             raise CasError(403, "bad or missing signature")
-        path = store.xorb_path(xorb_hash)
-        try:
-            total = path.stat().st_size
-        except FileNotFoundError:
-            raise CasError(404, f"xorb {xorb_hash} not found") from None
+        total = store.layout(xorb_hash).size
         wanted = _range(request.headers.get("range"))
         first, last = (0, total - 1) if wanted is None else (wanted[0], min(wanted[1], total - 1))
         if first > last and wanted is not None:
             raise CasError(416, "range not satisfiable")
-        # streamed in 1 MiB reads off the event loop: the client takes the first bytes while the
+        # streamed in reads of up to 4 MiB off the event loop: the client takes the first bytes while the
         # server reads the next, and other fetches go on meanwhile
         headers = {"Content-Length": str(last - first + 1)}
         if wanted is not None:
             headers["Content-Range"] = f"bytes {first}-{last}/{total}"
-        return StreamingResponse(_file_range(path, first, last + 1), status_code=200 if wanted is None else 206,
+        return StreamingResponse(_xorb_range(store, xorb_hash, first, last + 1),
+                                 status_code=200 if wanted is None else 206,
                                  media_type="application/octet-stream", headers=headers)
 
     async def not_offered(request: Request) -> Response:
