@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from huggingface_hub import HfApi, hf_hub_download
 from training_helpers import SFT, hub_env, parse_fields, sft_hub_args
 
@@ -35,6 +36,7 @@ def _main(api: HfApi) -> str:
     return {b.name: b.target_commit for b in api.list_repo_refs(REPO).branches}["main"]
 
 
+@pytest.mark.timeout(600)  # four real runs pushing to the Hub: about 5 minutes under coverage on a loaded machine
 def test_runs_land_on_their_branches_main_keeps_the_passing_adapter_and_live_follows_the_policy(
     hub, hub_forks, tmp_path
 ):
