@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from tests.conftest import module_isolated_dirs
 from tests.oncall.conftest import NAMESPACE
-from tests.training.training_helpers import SFT, TRAINING, hub_env, parse_fields, run
+from tests.training.training_helpers import SFT, TRAINING, ForkServer, hub_env, parse_fields
 
 from console import jobspec
 from console.adapters import Versions, list_versions
@@ -166,20 +166,22 @@ def test_a_passing_run_that_scores_worse_leaves_live_where_it_was(worse_kept: Hi
 
 @pytest.mark.timeout(900)  # on top of the shared history: one training, one evaluation
 def test_a_better_run_is_promoted_by_its_evaluation(worse_kept: History, tmp_path):
-    """The recipe and the evaluation as scripts (as the job runs them), pointed at the server's Hub."""
+    """The recipe and the evaluation as scripts (as the job runs them), pointed at the server's Hub,
+    both forked from one fork server started in their environment (one import of the training stack)."""
     h = worse_kept
     api = h.backend.api
     env = hub_env(tmp_path, h.server)
-    better = run(SFT, ["--base-model", "tiny-random", "--dataset", str(DATA / "acme.jsonl"), "--max-steps", "40",
-                       "--learning-rate", "5e-3", "--lora-r", "8", "--lora-alpha", "16", "--hub-model-id", REPO,
-                       "--promote", "on_eval", "--run-name", "acme-better"], env)
-    assert better.returncode == 0 and better.last_line.startswith("VERDICT: PASS "), (
-        better.stdout[-3000:] + better.stderr[-2000:])
-    assert "live tag live left where it is until the evaluation (promote=on_eval)" in better.stdout
-    assert _live(api) == h.first  # on_eval: live waits for the evaluation
+    with ForkServer(env) as forks:
+        better = forks.run(SFT, ["--base-model", "tiny-random", "--dataset", str(DATA / "acme.jsonl"),
+                                 "--max-steps", "40", "--learning-rate", "5e-3", "--lora-r", "8", "--lora-alpha", "16",
+                                 "--hub-model-id", REPO, "--promote", "on_eval", "--run-name", "acme-better"], env)
+        assert better.returncode == 0 and better.last_line.startswith("VERDICT: PASS "), (
+            better.stdout[-3000:] + better.stderr[-2000:])
+        assert "live tag live left where it is until the evaluation (promote=on_eval)" in better.stdout
+        assert _live(api) == h.first  # on_eval: live waits for the evaluation
 
-    promoted = run(EVALUATE, ["--hub-model-id", REPO, "--candidate", "acme-better", "--dataset",
-                              str(DATA / "acme.jsonl"), "--method", "sft", "--max-length", "256"], env)
+        promoted = forks.run(EVALUATE, ["--hub-model-id", REPO, "--candidate", "acme-better", "--dataset",
+                                        str(DATA / "acme.jsonl"), "--method", "sft", "--max-length", "256"], env)
     assert promoted.returncode == 0, promoted.stdout[-3000:] + promoted.stderr[-3000:]
     fields = parse_fields(promoted.last_line)
     assert fields["promoted"] == "yes" and fields["live_run"] == "acme-first", promoted.last_line

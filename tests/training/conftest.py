@@ -10,7 +10,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))  # the test modules import training_helpers
 
-from training_helpers import EMBED, SFT, TRAINING, load_module  # noqa: E402
+from training_helpers import EMBED, SFT, TRAINING, ForkServer, hub_env, load_module  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -61,3 +61,11 @@ def hub():
         yield srv
     finally:
         srv.stop()
+
+
+@pytest.fixture
+def hub_forks(hub, tmp_path):
+    """A fork server for runs pushing to `hub` in `hub_env(tmp_path, hub)`: its imports read that
+    environment's Hub endpoint and HF_HOME, as each run's own would."""
+    with ForkServer(hub_env(tmp_path, hub)) as forks:
+        yield forks

@@ -6,9 +6,15 @@ status. What a fork saves is the ~7 s of CPU each fresh interpreter spends impor
 transformers, TRL, PEFT and sentence-transformers, most of a tiny run's time. Trackio is not
 imported here: it reads `TRACKIO_DIR` when it is imported, and each run has its own.
 
+The libraries read some of their settings from the environment once, at import (the Hub endpoint,
+offline mode, HF_HOME): a fork server serves runs whose environment agrees with its own on those.
+`training_helpers.run_forked` uses one started offline; a test whose runs push to an embedded
+server's Hub starts its own (`training_helpers.ForkServer`) with that run environment.
+
 Protocol: one JSON request per line on stdin ({"script", "args", "env", "cwd", "stdout", "stderr",
-"timeout"}), one JSON answer per line on stdout ({"returncode"}; -9 for a run killed at its
-timeout). Started by `training_helpers.run_forked`.
+"timeout"}), two JSON answers per line on stdout: {"pid"} once the child is forked (a test may kill
+it, as a job's timeout does), then {"returncode"} when it ends (-9 for a run killed at its timeout
+or by the test).
 """
 
 from __future__ import annotations
@@ -67,6 +73,8 @@ def main() -> None:
                     sys.stderr.flush()
                 finally:
                     os._exit(code)
+        reply.write(json.dumps({"pid": pid}) + "\n")
+        reply.flush()
         deadline = time.monotonic() + float(req.get("timeout", 240))
         while True:
             done, status = os.waitpid(pid, os.WNOHANG)

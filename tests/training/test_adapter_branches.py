@@ -2,7 +2,8 @@
 (`runs/<run name>`), only a passing run's final adapter lands on `main`, where serving reads, and
 the `live` tag moves by the promotion policy.
 
-Real CPU runs of training/sft_lora.py pushing to one model repo on the embedded server through
+Real CPU runs of training/sft_lora.py (forked from one fork server: one import of the training stack)
+pushing to one model repo on the embedded server through
 `HF_ENDPOINT`, in turn: one that passes (the first passing run becomes live), one that fails (a
 dead learning rate) after pushing checkpoints, whose checkpoints stay on its branch while `main`
 and `live` keep the passing adapter, then a passing run under the manual policy (main moves, live
@@ -13,8 +14,9 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from huggingface_hub import HfApi, hf_hub_download
-from training_helpers import SFT, hub_env, parse_fields, run, sft_hub_args
+from training_helpers import SFT, hub_env, parse_fields, sft_hub_args
 
 REPO = "ops/adapter-acme"
 
@@ -34,11 +36,15 @@ def _main(api: HfApi) -> str:
     return {b.name: b.target_commit for b in api.list_repo_refs(REPO).branches}["main"]
 
 
-def test_runs_land_on_their_branches_main_keeps_the_passing_adapter_and_live_follows_the_policy(hub, tmp_path):
+@pytest.mark.timeout(600)  # four real runs pushing to the Hub: about 5 minutes under coverage on a loaded machine
+def test_runs_land_on_their_branches_main_keeps_the_passing_adapter_and_live_follows_the_policy(
+    hub, hub_forks, tmp_path
+):
     env = hub_env(tmp_path, hub)
+    run = hub_forks.run
     api = HfApi(endpoint=hub.url, token=hub.token)
 
-    good = run(SFT, sft_hub_args("acme-good", REPO, learning_rate="5e-3", max_steps=20), env)
+    good = run(SFT, sft_hub_args("acme-good", REPO, learning_rate="5e-3", max_steps=12), env)
     assert good.returncode == 0, good.stdout[-3000:] + good.stderr[-3000:]
     assert good.last_line.startswith("VERDICT: PASS "), good.last_line
     assert parse_fields(good.last_line)["adapter"] == f"hf://{REPO}"

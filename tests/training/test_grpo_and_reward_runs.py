@@ -12,8 +12,11 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
 from training_helpers import DATA, GRPO, REWARD, parse_fields, read_trackio, script_env
 from training_helpers import run_forked as run
+
+pytestmark = pytest.mark.xdist_group("offline_forkserver")  # one worker imports the training stack once for them
 
 PROGRESS = re.compile(r"^progress step=(\d+)/(\d+) loss=(\S+) .*reward=(\S+) kl=(\S+) ")
 

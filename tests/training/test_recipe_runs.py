@@ -20,6 +20,8 @@ import pytest
 from training_helpers import DATA, DPO, EMBED, KTO, SFT, parse_fields, read_trackio, script_env
 from training_helpers import run_forked as run
 
+pytestmark = pytest.mark.xdist_group("offline_forkserver")  # one worker imports the training stack once for them
+
 PROGRESS = re.compile(r"^progress step=(\d+)/(\d+) loss=(\S+) ")
 EVAL = re.compile(r"^eval step=(\d+) (\S+)=(\S+)$")
 

@@ -2,15 +2,16 @@
 checkpoints it pushed to its branch, and a run started with `--resume-from` that run continues
 from its last checkpoint (weights, optimizer, step count) and ends PASS at the full step count,
 judged on the losses of the whole run (the checkpoint's log history and its own).
-Real CPU runs of training/sft_lora.py against the embedded server's Hub."""
+Real CPU runs of training/sft_lora.py against the embedded server's Hub, forked from one fork server
+(one import of the training stack; the killed run is its forked child, killed by its pid)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
 import signal
-import subprocess
-import sys
 import time
 
 from huggingface_hub import HfApi
@@ -33,29 +34,37 @@ def _checkpoint_step(api: HfApi, branch: str) -> int | None:
         return int(json.load(fh)["global_step"])
 
 
-def test_a_killed_run_resumes_from_its_last_pushed_checkpoint_and_passes(hub, tmp_path):
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_a_killed_run_resumes_from_its_last_pushed_checkpoint_and_passes(hub, hub_forks, tmp_path):
     env = hub_env(tmp_path, hub)
     api = HfApi(endpoint=hub.url, token=hub.token)
     slow = {**env, "CONSOLE_STEP_DELAY_S": "0.4"}  # a slow GPU: the kill comes mid-run
-    proc = subprocess.Popen([sys.executable, str(SFT), *sft_hub_args("acme-cut", REPO)], env=slow,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    cut = hub_forks.start(SFT, sft_hub_args("acme-cut", REPO), slow)
     try:
         deadline = time.monotonic() + 180
         step = None
-        while time.monotonic() < deadline and proc.poll() is None:
+        while time.monotonic() < deadline and _alive(cut.pid):
             step = _checkpoint_step(api, "runs/acme-cut")
             if step and step >= LATE:
                 break
             time.sleep(0.3)
         assert step and step >= LATE, f"no checkpoint from step {LATE} was pushed before the run ended"
-        proc.send_signal(signal.SIGKILL)  # the timeout's kill
     finally:
-        proc.kill()
-        out = proc.communicate()[0]
-    assert "VERDICT" not in out  # killed: it never got to say anything
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(cut.pid, signal.SIGKILL)  # the timeout's kill
+        killed = cut.wait()
+    assert killed.returncode == -signal.SIGKILL
+    assert "VERDICT" not in killed.stdout + killed.stderr  # killed: it never got to say anything
     assert step < 30
 
-    resumed = run(SFT, sft_hub_args("acme-resumed", REPO, "--resume-from", "acme-cut"), env)
+    resumed = hub_forks.run(SFT, sft_hub_args("acme-resumed", REPO, "--resume-from", "acme-cut"), env)
     assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
     assert resumed.last_line.startswith("VERDICT: PASS "), resumed.last_line
     assert parse_fields(resumed.last_line)["steps"] == "30"

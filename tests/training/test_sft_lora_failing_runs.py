@@ -14,7 +14,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from training_helpers import DATA, SFT, parse_fields, read_trackio, run, script_env
+from training_helpers import DATA, SFT, parse_fields, read_trackio, script_env
+from training_helpers import run_forked as run
+
+pytestmark = pytest.mark.xdist_group("offline_forkserver")  # one worker imports the training stack once for them
 
 
 def args(run_name: str, learning_rate: str, max_steps: int, *extra: str) -> list[str]:

@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from training_helpers import DATA, EMBED, SFT, VALIDATE, script_env
 from training_helpers import run_forked as run
+
+pytestmark = pytest.mark.xdist_group("offline_forkserver")  # one worker imports the training stack once for them
 
 
 def test_a_one_row_dataset_is_refused_by_the_validator_and_the_recipe(tmp_path):

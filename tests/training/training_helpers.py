@@ -113,55 +113,112 @@ def run(
     return Result(proc.returncode, proc.stdout, proc.stderr, time.monotonic() - t0)
 
 
-_FORKSERVER: subprocess.Popen | None = None
-_FORKSERVER_LOCK = threading.Lock()
+class ForkedRun:
+    """A run a fork server started: `pid` to kill it as a job's timeout does, `wait()` for its result."""
+
+    def __init__(self, server: ForkServer, pid: int, out_dir: Path, t0: float) -> None:
+        self.server, self.pid, self.out_dir, self.t0 = server, pid, out_dir, t0
+
+    def wait(self) -> Result:
+        try:
+            answer = self.server.read_answer()
+        finally:
+            self.server.lock.release()
+        code = answer["returncode"]
+        stdout = (self.out_dir / "stdout").read_text(errors="replace")
+        stderr = (self.out_dir / "stderr").read_text(errors="replace")
+        shutil.rmtree(self.out_dir, ignore_errors=True)
+        return Result(code, stdout, stderr, time.monotonic() - self.t0)
 
 
-def _forkserver() -> subprocess.Popen:
-    """This test process's fork server (forkserver.py), started on first use."""
-    global _FORKSERVER
-    if _FORKSERVER is None or _FORKSERVER.poll() is not None:
-        base = script_env(Path(tempfile.gettempdir()))
-        for key in ("TRACKIO_DIR", "CONSOLE_ARTIFACTS_DIR"):
-            base.pop(key, None)
-        _FORKSERVER = subprocess.Popen(
-            [sys.executable, str(Path(__file__).with_name("forkserver.py"))],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            env=base,
-            text=True,
-        )
-        atexit.register(_FORKSERVER.kill)
-    return _FORKSERVER
+class ForkServer:
+    """A fork server (forkserver.py): imports the training stack once in `env`, then runs each
+    script in a child forked from it. The libraries read the Hub endpoint, offline mode and HF_HOME
+    at import, so the runs it serves have those as `env` has them."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.env = env
+        self.lock = threading.Lock()
+        self.proc: subprocess.Popen | None = None
+
+    def _started(self) -> subprocess.Popen:
+        if self.proc is None or self.proc.poll() is not None:
+            self.proc = subprocess.Popen(
+                [sys.executable, str(Path(__file__).with_name("forkserver.py"))],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=self.env, text=True,
+            )  # fmt: skip
+        return self.proc
+
+    def read_answer(self) -> dict:
+        assert self.proc is not None and self.proc.stdout is not None
+        answer = self.proc.stdout.readline()
+        assert answer, "the fork server died"
+        return json.loads(answer)
+
+    def start(self, script: Path, args: list[str], env: dict[str, str], *, cwd: Path | None = None,
+              timeout: float = 240) -> ForkedRun:
+        """Start `script` in a forked child; the server serves nothing else until its `wait()`."""
+        out_dir = Path(tempfile.mkdtemp(prefix="forked-run-"))
+        request = {
+            "script": str(script), "args": [str(a) for a in args], "env": env,
+            "cwd": str(cwd or Path.cwd()), "stdout": str(out_dir / "stdout"), "stderr": str(out_dir / "stderr"),
+            "timeout": timeout,
+        }  # fmt: skip
+        t0 = time.monotonic()
+        self.lock.acquire()
+        try:
+            server = self._started()
+            assert server.stdin is not None
+            server.stdin.write(json.dumps(request) + "\n")
+            server.stdin.flush()
+            pid = self.read_answer()["pid"]
+        except BaseException:
+            self.lock.release()
+            raise
+        return ForkedRun(self, pid, out_dir, t0)
+
+    def run(self, script: Path, args: list[str], env: dict[str, str], *, cwd: Path | None = None,
+            timeout: float = 240) -> Result:
+        """`run`, in a child forked from this server: the same run (its own process, environment,
+        arguments, output and exit status) without paying for the training stack's import."""
+        return self.start(script, args, env, cwd=cwd, timeout=timeout).wait()
+
+    def close(self) -> None:
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+            for stream in (self.proc.stdin, self.proc.stdout):
+                if stream is not None:
+                    stream.close()
+
+    def __enter__(self) -> ForkServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _offline_env() -> dict[str, str]:
+    base = script_env(Path(tempfile.gettempdir()))
+    for key in ("TRACKIO_DIR", "CONSOLE_ARTIFACTS_DIR"):
+        base.pop(key, None)
+    return base
+
+
+_OFFLINE = ForkServer(_offline_env())
+atexit.register(_OFFLINE.close)
 
 
 def run_forked(script: Path, args: list[str], env: dict[str, str], *, cwd: Path | None = None,
                timeout: float = 240) -> Result:
-    """`run`, in a child forked from a process that has the training stack imported already.
+    """`run`, in a child forked from this test process's offline fork server (started on first use).
 
     The same run (its own process, environment, arguments, output and exit status) without paying
-    for torch's import each time; for real training runs. Runs that measure imports or need a
-    different PYTHONPATH use `run`.
+    for torch's import each time; for real training runs that do not reach a Hub. Runs that measure
+    imports or need a different PYTHONPATH use `run`; runs pushing to a Hub use a `ForkServer` of
+    their own, started with their environment.
     """
-    out_dir = Path(tempfile.mkdtemp(prefix="forked-run-"))
-    request = {
-        "script": str(script), "args": [str(a) for a in args], "env": env,
-        "cwd": str(cwd or Path.cwd()), "stdout": str(out_dir / "stdout"), "stderr": str(out_dir / "stderr"),
-        "timeout": timeout,
-    }  # fmt: skip
-    t0 = time.monotonic()
-    with _FORKSERVER_LOCK:
-        server = _forkserver()
-        assert server.stdin is not None and server.stdout is not None
-        server.stdin.write(json.dumps(request) + "\n")
-        server.stdin.flush()
-        answer = server.stdout.readline()
-    assert answer, "the fork server died"
-    code = json.loads(answer)["returncode"]
-    stdout = (out_dir / "stdout").read_text(errors="replace")
-    stderr = (out_dir / "stderr").read_text(errors="replace")
-    shutil.rmtree(out_dir, ignore_errors=True)
-    return Result(code, stdout, stderr, time.monotonic() - t0)
+    return _OFFLINE.run(script, args, env, cwd=cwd, timeout=timeout)
 
 
 def parse_fields(line: str) -> dict[str, str]:

@@ -155,6 +155,18 @@ def screen_text(app) -> str:
     return "\n".join(screen_rows(app))
 
 
+async def mounted_screen(pilot, screen_type: type, what: str = "the dialog"):
+    """The app's screen once it is a `screen_type` with every widget mounted, returned.
+
+    A dialog is on the screen stack before its fields are: Textual mounts a screen's widgets a
+    level at a time (a container's children after the container, a Select's overlay after the
+    Select), and the screen's own Mount comes after all of them. Reading or typing into a field
+    as soon as some other widget of the dialog exists races that mounting."""
+    app = pilot.app
+    await wait_for(pilot, lambda: isinstance(app.screen, screen_type) and app.screen.is_mounted, what=what)
+    return app.screen
+
+
 async def opened_box(pilot, root, selector: str):
     """The input box a key opened (built on first use, as the jobs filter and the log search are):
     waits until it is mounted and has the focus, and returns it."""

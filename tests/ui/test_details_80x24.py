@@ -12,6 +12,7 @@ import threading
 import pytest
 from tests.jobwait import wait_stage
 from tests.ui.conftest import (
+    mounted_screen,
     notes,
     opened_box,
     run_python,
@@ -94,8 +95,7 @@ def _submit_form(app) -> SubmitScreen:
 async def _open_submit(pilot, app) -> SubmitScreen:
     await wait_for(pilot, lambda: app.refresher.refresh_count > 0, what="the first refresh")
     await pilot.press("s")
-    await wait_for(pilot, lambda: isinstance(app.screen, SubmitScreen) and bool(app.screen.query("#f-tenant")),
-                   what="the submit form")
+    await mounted_screen(pilot, SubmitScreen, what="the submit form")
     form = app.screen
     form.query_one("#f-tenant", Input).value = "acme"
     form.query_one("#f-dataset", Input).value = str(paths.training_dir() / "data" / "acme.jsonl")

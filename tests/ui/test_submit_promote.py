@@ -5,7 +5,7 @@ repo are refused in the form with the field named, and manual passes nothing."""
 from __future__ import annotations
 
 import pytest
-from tests.ui.conftest import type_into, wait_for
+from tests.ui.conftest import mounted_screen, type_into, wait_for
 from textual.widgets import Input, Select
 
 from console import jobspec, paths
@@ -23,7 +23,7 @@ async def test_on_eval_and_its_margin_come_from_the_form(backend, cfg):
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_for(pilot, lambda: app.refresher.refresh_count > 0)
         app.push_screen(SubmitScreen(request, backend_kind="local", timeout_buffer=1.3))
-        await wait_for(pilot, lambda: isinstance(app.screen, SubmitScreen) and bool(app.screen.query("#f-promote")))
+        await mounted_screen(pilot, SubmitScreen, what="the submit form")
         form = app.screen
         assert form.read_request()[0].promote is None  # manual: nothing passed
         form.query_one("#f-promote", Select).value = "on_eval"

@@ -3,7 +3,7 @@ form, rerun and trigger against the real embedded server, with console jobs and 
 
 from __future__ import annotations
 
-from tests.ui.conftest import notes, run_python, type_into, wait_for
+from tests.ui.conftest import mounted_screen, notes, run_python, type_into, wait_for
 from textual.widgets import Checkbox, Input, Select
 
 from console import jobspec, paths
@@ -58,10 +58,6 @@ def _form(app) -> SubmitScreen:
     return app.screen
 
 
-def _form_open(app) -> bool:
-    return isinstance(app.screen, SubmitScreen) and bool(app.screen.query("#submit-error"))
-
-
 def _field(app, field_id: str) -> str:
     return _form(app).query_one(f"#{field_id}", Input).value
 
@@ -88,7 +84,7 @@ async def test_the_dataset_follows_the_tenant_and_another_tenants_dataset_is_ref
         )
         app.jobs_table.select_job(job.id)
         await pilot.press("s")
-        await wait_for(pilot, lambda: _form_open(app))
+        await mounted_screen(pilot, SubmitScreen, what="the submit form")
         form = _form(app)
         assert _field(app, "f-tenant") == "globex"
         assert _field(app, "f-dataset") == GLOBEX
@@ -168,7 +164,7 @@ async def test_submit_rerun_and_trigger_confirmations_name_what_will_run(backend
         app.jobs_table.select_job(job.id)
 
         await pilot.press("s")
-        await wait_for(pilot, lambda: _form_open(app))
+        await mounted_screen(pilot, SubmitScreen, what="the submit form")
         await pilot.pause()
         await pilot.press("ctrl+s")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the submit confirmation")
@@ -217,7 +213,7 @@ async def test_the_preflight_is_on_by_default_for_every_gpu_flavor(backend, cfg)
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_for(pilot, lambda: app.refresher.refresh_count > 0)
         await pilot.press("s")
-        await wait_for(pilot, lambda: _form_open(app))
+        await mounted_screen(pilot, SubmitScreen, what="the submit form")
         form = _form(app)
         await type_into(pilot, form.query_one("#f-tenant", Input), "acme")
         await type_into(pilot, form.query_one("#f-dataset", Input), ACME)
@@ -243,7 +239,7 @@ async def test_a_hub_submission_without_a_destination_or_a_token_is_refused_in_t
             )
 
         app.push_screen(form(None), results.append)
-        await wait_for(pilot, lambda: _form_open(app))
+        await mounted_screen(pilot, SubmitScreen, what="the submit form")
         assert _field(app, "f-hub-model-id") == ""
         assert _error(app).startswith(
             "a run on HF Jobs needs a destination (hub_model_id): the job's disk is thrown away "
@@ -265,7 +261,7 @@ async def test_a_hub_submission_without_a_destination_or_a_token_is_refused_in_t
         await wait_for(pilot, lambda: results == [None])
 
         app.push_screen(form("hf_test_token"), results.append)
-        await wait_for(pilot, lambda: _form_open(app))
+        await mounted_screen(pilot, SubmitScreen, what="the submit form")
         await type_into(pilot, _form(app).query_one("#f-hub-model-id", Input), "ops/acme-lora")
         # the form's offline toy base would train noise on a paid GPU: refused, naming base_model
         assert _field(app, "f-base-model") == "tiny-random"
@@ -290,7 +286,7 @@ async def test_a_typed_timeout_below_the_estimate_asks_first(backend, cfg):
         await wait_for(pilot, lambda: app.refresher.refresh_count > 0)
         app.push_screen(SubmitScreen(request, backend_kind="local", timeout_buffer=1.3),
                         lambda result: (results.append(result), _confirm_submit(app, result)))
-        await wait_for(pilot, lambda: _form_open(app))
+        await mounted_screen(pilot, SubmitScreen, what="the submit form")
         await type_into(pilot, _form(app).query_one("#f-timeout", Input), "1m")
         await pilot.press("ctrl+s")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the submit confirmation")
@@ -311,7 +307,7 @@ async def test_the_form_of_a_local_tenant_without_a_repo_offers_its_repo_on_the_
                        what="the fleet and the acme job")
         app.jobs_table.select_job(job.id)
         await pilot.press("s")
-        await wait_for(pilot, lambda: _form_open(app))
+        await mounted_screen(pilot, SubmitScreen, what="the submit form")
         assert _field(app, "f-tenant") == "acme"
         assert _field(app, "f-hub-model-id") == "oncall/adapter-acme"  # every local run pushes
         assert _error(app) == ""

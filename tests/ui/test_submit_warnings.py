@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tests.ui.conftest import type_into, wait_for
+from tests.ui.conftest import mounted_screen, type_into, wait_for
 from textual.widgets import Input
 
 from console.jobspec import TrainingRequest
@@ -27,7 +27,7 @@ async def _confirm(app, pilot, request: TrainingRequest) -> str:
     """The hub form for `request`, sent, and the text of its confirmation (then declined)."""
     app.push_screen(SubmitScreen(request, backend_kind="hub", timeout_buffer=1.3, token="hf_test_token"),
                     lambda result: _confirm_submit(app, result))
-    await wait_for(pilot, lambda: isinstance(app.screen, SubmitScreen) and bool(app.screen.query("#submit-error")))
+    await mounted_screen(pilot, SubmitScreen, what="the submit form")
     await type_into(pilot, app.screen.query_one("#f-base-model", Input), request.base_model)
     await pilot.press("ctrl+s")
     await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the submit confirmation")

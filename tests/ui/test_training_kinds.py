@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from tests.ui.conftest import notes, type_into, wait_for
+from tests.ui.conftest import mounted_screen, notes, type_into, wait_for
 from textual.widgets import Checkbox, Input, Select
 
 from console import jobspec, paths, vram
@@ -44,7 +44,7 @@ async def test_the_form_follows_the_kind_and_refuses_a_model_that_does_not_fit(b
     async with app.run_test(size=(100, 40)) as pilot:
         await wait_for(pilot, lambda: app.refresher.refresh_count > 0)
         await pilot.press("s")
-        await wait_for(pilot, lambda: isinstance(app.screen, SubmitScreen) and bool(app.screen.query("#f-tenant")))
+        await mounted_screen(pilot, SubmitScreen, what="the submit form")
         form = app.screen
         await type_into(pilot, form.query_one("#f-tenant", Input), "stark")
         await type_into(pilot, form.query_one("#f-dataset", Input), str(DATA / "stark.jsonl"))
@@ -109,7 +109,7 @@ async def test_a_dpo_submission_is_preflighted_as_dpo_data_and_runs_the_dpo_reci
     async with app.run_test(size=(100, 40)) as pilot:
         await wait_for(pilot, lambda: app.refresher.refresh_count > 0)
         await pilot.press("s")
-        await wait_for(pilot, lambda: isinstance(app.screen, SubmitScreen) and bool(app.screen.query("#f-tenant")))
+        await mounted_screen(pilot, SubmitScreen, what="the submit form")
         form = app.screen
         await type_into(pilot, form.query_one("#f-tenant", Input), "hooli")
         await type_into(pilot, form.query_one("#f-dataset", Input), HOOLI)
@@ -262,7 +262,7 @@ async def test_unsloth_from_the_form_fits_a_7b_lora_on_a_24_gb_flavor_and_halves
     async with app.run_test(size=(100, 40)) as pilot:
         await wait_for(pilot, lambda: app.refresher.refresh_count > 0)
         await pilot.press("s")
-        await wait_for(pilot, lambda: isinstance(app.screen, SubmitScreen) and bool(app.screen.query("#f-tenant")))
+        await mounted_screen(pilot, SubmitScreen, what="the submit form")
         form = app.screen
         await type_into(pilot, form.query_one("#f-tenant", Input), "stark")
         await type_into(pilot, form.query_one("#f-dataset", Input), str(DATA / "stark.jsonl"))
