@@ -268,6 +268,18 @@ class ConsoleApp(ConsoleBase):
         else:
             self.fleet_table.focus()
 
+    def get_default_screen(self) -> Any:
+        """The main screen, born as it is first drawn: with the width's breakpoint class (Textual
+        adds it on the first resize, which restyles every widget) and focusing the start tab's
+        table (not the tab bar first, then the table: each focus change restyles what it moves
+        between)."""
+        screen = super().get_default_screen()
+        screen.AUTO_FOCUS = "#jobs-table" if self.start_tab == "jobs" else "#fleet-table"
+        width = self.size.width
+        wanted = max((at, name) for at, name in self.HORIZONTAL_BREAKPOINTS if width >= at)[1]
+        screen.update_classes({name: name == wanted for _, name in self.HORIZONTAL_BREAKPOINTS}, update=False)
+        return screen
+
     def _repaint_after_resume(self, _app: object) -> None:
         """Back from `ctrl+z` / `fg`: the terminal shows the shell's screen; draw every cell again."""
         self.screen.refresh(repaint=True, layout=True)
