@@ -53,7 +53,7 @@ from textual.reactive import reactive
 from textual.widgets import TabbedContent, TabPane
 from textual.worker import Worker, WorkerState
 
-from console import firstframe
+from console import collector, firstframe
 from console.cache import snapshot
 from console.config import Config
 from console.jobs import Prefetch
@@ -257,6 +257,7 @@ class ConsoleApp(ConsoleBase):
         self.title = f"console - {self.namespace}"
         self.app_resume_signal.subscribe(self, self._repaint_after_resume)
         self.refresher.paint_snapshot()
+        self.call_after_refresh(collector.resume)  # paused by the TUI's start until the first frame
         for tab in self._mounted_tabs - {"jobs"}:
             self._fill_tab(tab)
         # connect and read once the first frame is on screen; the other tabs come after that
