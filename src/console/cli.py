@@ -84,8 +84,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     handler = getattr(args, "handler", None)
     tui = handler is None
     if tui:  # the last screen, before Textual or anything of the UI is imported
-        from console import firstframe
+        from console import collector, firstframe
 
+        collector.pause()  # until the first frame is on screen (`ConsoleApp.on_mount`)
         firstframe.paint(argv)
     try:
         if tui:
@@ -105,3 +106,4 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         if tui:
             firstframe.abandon()
+            collector.resume()

@@ -53,7 +53,7 @@ from textual.reactive import reactive
 from textual.widgets import TabbedContent, TabPane
 from textual.worker import Worker, WorkerState
 
-from console import firstframe
+from console import collector, firstframe
 from console.cache import snapshot
 from console.config import Config
 from console.jobs import Prefetch
@@ -257,6 +257,7 @@ class ConsoleApp(ConsoleBase):
         self.title = f"console - {self.namespace}"
         self.app_resume_signal.subscribe(self, self._repaint_after_resume)
         self.refresher.paint_snapshot()
+        self.call_after_refresh(collector.resume)  # paused by the TUI's start until the first frame
         for tab in self._mounted_tabs - {"jobs"}:
             self._fill_tab(tab)
         # connect and read once the first frame is on screen; the other tabs come after that
@@ -267,6 +268,18 @@ class ConsoleApp(ConsoleBase):
             self.query_one(JobsTable).focus()
         else:
             self.fleet_table.focus()
+
+    def get_default_screen(self) -> Any:
+        """The main screen, born as it is first drawn: with the width's breakpoint class (Textual
+        adds it on the first resize, which restyles every widget) and focusing the start tab's
+        table (not the tab bar first, then the table: each focus change restyles what it moves
+        between)."""
+        screen = super().get_default_screen()
+        screen.AUTO_FOCUS = "#jobs-table" if self.start_tab == "jobs" else "#fleet-table"
+        width = self.size.width
+        wanted = max((at, name) for at, name in self.HORIZONTAL_BREAKPOINTS if width >= at)[1]
+        screen.update_classes({name: name == wanted for _, name in self.HORIZONTAL_BREAKPOINTS}, update=False)
+        return screen
 
     def _repaint_after_resume(self, _app: object) -> None:
         """Back from `ctrl+z` / `fg`: the terminal shows the shell's screen; draw every cell again."""
