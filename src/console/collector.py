@@ -5,8 +5,9 @@ nearly all of which live as long as the app (modules, classes, widgets, styles).
 thresholds the collector runs some 140 times over them before the first frame, a fifth of the
 start's CPU. The TUI's start pauses it (:func:`pause`, before anything of the UI is imported) and,
 once the first frame is on screen, moves what is allocated by then to the permanent generation
-(:func:`gc.freeze`: never scanned again) and lets it run again (:func:`resume`). The few thousand
-objects the start leaves in unreachable cycles (about half a megabyte) are kept with them.
+(:func:`gc.freeze`: never scanned again) and lets it run again (:func:`resume`); one collection
+first frees the few thousand objects the start left in unreachable cycles (about half a megabyte),
+which a freeze would keep for the app's life.
 """
 
 from __future__ import annotations
@@ -25,9 +26,11 @@ def pause() -> None:
 
 
 def resume() -> None:
-    """After :func:`pause`: freeze what is allocated so far and collect again (else nothing)."""
+    """After :func:`pause`: free the start's garbage, freeze what is left and collect again (else
+    nothing)."""
     global _paused
     if _paused:
         _paused = False
+        gc.collect()
         gc.freeze()
         gc.enable()

@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import weakref
 
 import pytest
 from tests.ui.canned import CannedApi, CannedBackend
@@ -113,14 +114,23 @@ def test_the_tui_start_pauses_the_collector_until_it_returns():
 
 async def test_the_collector_runs_again_once_the_first_frame_is_drawn():
     """Paused by the start, the collector is back after the first frame, with what the start
-    allocated frozen (never scanned again)."""
+    allocated frozen (never scanned again), and what the start left in unreachable cycles freed,
+    not frozen for the app's life."""
+    class Garbage:
+        pass
+
     collector.pause()
     try:
         assert not gc.isenabled()
+        cycle = Garbage()
+        cycle.me = cycle
+        gone = weakref.ref(cycle)
+        del cycle
         app = _app("jobs")
         async with app.run_test(size=(80, 24)) as pilot:
             await wait_for(pilot, gc.isenabled, what="the collector running again")
             assert gc.get_freeze_count() > 10_000
+            assert gone() is None, "the start's cyclic garbage is frozen, not freed"
     finally:
         collector.resume()
         gc.unfreeze()
