@@ -81,6 +81,16 @@ class LatestRuns:
         other._kept = {job_id: list(entry) for job_id, entry in self._kept.items()}
         return other
 
+    @classmethod
+    def of(cls, newest: dict[str, RunMark], completed: dict[str, RunMark]) -> LatestRuns:
+        """These runs kept (tenant -> its newest run's mark, tenant -> its newest completed one's)."""
+        out = cls()
+        for tenant, mark in newest.items():
+            out._hold(out.newest, tenant, mark)
+        for tenant, mark in completed.items():
+            out._hold(out.completed, tenant, mark)
+        return out
+
     def _hold(self, kept: dict[str, RunMark], tenant: str, job: RunMark) -> None:
         old = kept.get(tenant)
         kept[tenant] = job

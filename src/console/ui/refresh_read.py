@@ -34,6 +34,7 @@ from console.cache.latest import LatestRuns
 from console.cache.store import PUT_BATCH, JobCache
 from console.jobs import JobRow, Prefetch, job_row
 from console.stages import ACTIVE_STAGES, TERMINAL_STAGES
+from console.ui.refresh_keep import Kept, keep_fleet, keep_latest, keep_schedules
 from console.ui.session import Session
 
 LOSS_TREND_WIDTH = 6
@@ -155,13 +156,14 @@ class _Raised:
 class RefreshRead:
     """One refresh's read (see the module docstring); `run` is the worker's body.
 
-    `on_connected` and `latest_now` run on the UI thread (through `ask_ui`): the backend answered;
-    a copy of each tenant's newest runs as the refresher knows them. `painted` is set (by the UI
+    `on_connected`, `latest_now` and `kept_now` run on the UI thread (through `ask_ui`): the backend
+    answered; a copy of each tenant's newest runs as the refresher knows them; what it holds, for a
+    read of the schedules to keep wherever nothing changed (`refresh_keep`). `painted` is set (by the UI
     thread) once the first fresh rows are on screen."""
 
     def __init__(self, app: App[Any], session: Session, plan: ReadPlan, *, ledger: Any,
                  painted: threading.Event, on_connected: Callable[[], None],
-                 latest_now: Callable[[], LatestRuns]) -> None:
+                 latest_now: Callable[[], LatestRuns], kept_now: Callable[[], Kept] = Kept) -> None:
         self.app = app
         self.session = session
         self.cache: JobCache = session.cache
@@ -170,6 +172,7 @@ class RefreshRead:
         self.painted = painted
         self.on_connected = on_connected
         self.latest_now = latest_now
+        self.kept_now = kept_now
 
     def run(self) -> None:
         try:
@@ -258,7 +261,9 @@ class RefreshRead:
             latest = ask_ui(self.app, self.latest_now)
             latest.observe_all(changed)
             latest.forget(gone)
-            fleet = self._derive(sched, latest, changed)
+            kept = ask_ui(self.app, self.kept_now)
+            sched = keep_schedules(sched, kept.scheduled)
+            fleet = keep_fleet(self._derive(sched, latest, changed), kept.fleet)
         rows = self._rows(changed)
         self._record([j for j in changed if j.status.stage in TERMINAL])
         self._post(DataRefreshed(changed, sched, at, full=False, gone=gone, rows=rows, fleet=fleet))
@@ -353,9 +358,13 @@ class RefreshRead:
         cache.put(batch, sync=sync)
         self._record(finished)
         gone = cache.end_sync(sync)
+        del batch, finished  # the last parse objects go before what is kept is built
         sched = list_scheduled()
         jobs = list(active.values())
-        fleet = self._derive(sched, latest, jobs)
+        kept = ask_ui(self.app, self.kept_now)
+        sched = keep_schedules(sched, kept.scheduled)
+        latest = keep_latest(latest, kept)
+        fleet = keep_fleet(self._derive(sched, latest, jobs), kept.fleet)
         self._post(DataRefreshed(jobs, sched, self.session.clock(), full=True, gone=gone,
                                  rows=self._rows(jobs, sync=sync), latest=latest, fleet=fleet))
 
