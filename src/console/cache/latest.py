@@ -12,7 +12,7 @@ Headless: no Textual, no console.ui or console.server.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -67,8 +67,9 @@ class LatestRuns:
     def __init__(self) -> None:
         self.newest: dict[str, RunMark] = {}
         self.completed: dict[str, RunMark] = {}
-        self._kept: dict[str, list[Any]] = {}
-        """job id -> [its tenant, how many of newest / completed hold it (1 or 2)]."""
+        self._kept: dict[str, tuple[str, int]] = {}
+        """job id -> (its tenant, how many of newest / completed hold it: 1 or 2), replaced, never
+        changed in place (a copy shares them)."""
         self._displaced: set[str] = set()
         """Ids no longer kept since the last `take_displaced`."""
         self._ids: frozenset[str] | None = None
@@ -78,18 +79,27 @@ class LatestRuns:
         """A copy a worker thread can change (the dicts are copied whole, under the GIL)."""
         other = LatestRuns()
         other.newest, other.completed = dict(self.newest), dict(self.completed)
-        other._kept = {job_id: list(entry) for job_id, entry in self._kept.items()}
+        other._kept = dict(self._kept)
         return other
 
     @classmethod
-    def of(cls, newest: dict[str, RunMark], completed: dict[str, RunMark]) -> LatestRuns:
-        """These runs kept (tenant -> its newest run's mark, tenant -> its newest completed one's)."""
+    def of(cls, newest: dict[str, RunMark], completed: dict[str, RunMark],
+           held: Mapping[str, tuple[str, int]] | None = None) -> LatestRuns:
+        """These runs kept (tenant -> its newest run's mark, tenant -> its newest completed one's);
+        what it notes of each job the same object as in `held` (another's `entries()`) where equal."""
         out = cls()
         for tenant, mark in newest.items():
             out._hold(out.newest, tenant, mark)
         for tenant, mark in completed.items():
             out._hold(out.completed, tenant, mark)
+        if held:
+            out._kept = {job_id: old if (old := held.get(job_id)) == entry else entry
+                         for job_id, entry in out._kept.items()}
         return out
+
+    def entries(self) -> dict[str, tuple[str, int]]:
+        """A copy of what it notes of each kept job (for `of`)."""
+        return dict(self._kept)
 
     def _hold(self, kept: dict[str, RunMark], tenant: str, job: RunMark) -> None:
         old = kept.get(tenant)
@@ -100,10 +110,10 @@ class LatestRuns:
             self._release(old.id)
         entry = self._kept.get(job.id)
         if entry is None:
-            self._kept[job.id] = [tenant, 1]
+            self._kept[job.id] = (tenant, 1)
             self._displaced.discard(job.id)
         else:
-            entry[1] += 1
+            self._kept[job.id] = (entry[0], entry[1] + 1)
         self._ids = None
 
     def _drop(self, kept: dict[str, RunMark], tenant: str) -> None:
@@ -114,10 +124,11 @@ class LatestRuns:
         entry = self._kept.get(job_id)
         if entry is None:
             return
-        entry[1] -= 1
-        if entry[1] <= 0:
+        if entry[1] <= 1:
             del self._kept[job_id]
             self._displaced.add(job_id)
+        else:
+            self._kept[job_id] = (entry[0], entry[1] - 1)
 
     def observe(self, job: Any) -> str | None:
         """Take `job` into account; returns its tenant when it changed what is kept."""

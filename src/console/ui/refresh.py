@@ -293,7 +293,7 @@ class Refresher:
         """What the console holds, for a read to keep wherever nothing changed (through `ask_ui`)."""
         latest = self.latest
         return Kept(scheduled=dict(self.scheduled), newest=dict(latest.newest),
-                    completed=dict(latest.completed), fleet=dict(self.fleet_rows))
+                    completed=dict(latest.completed), entries=latest.entries(), fleet=dict(self.fleet_rows))
 
     def fetch_outcomes(self, job_ids: list[str]) -> None:
         """Read the last loss and adapter of these finished runs from their log tails."""

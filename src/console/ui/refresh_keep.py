@@ -31,6 +31,8 @@ class Kept:
     newest: Mapping[str, RunMark] = field(default_factory=dict)
     completed: Mapping[str, RunMark] = field(default_factory=dict)
     """tenant -> its newest run / its newest completed run (`LatestRuns`)."""
+    entries: Mapping[str, tuple[str, int]] = field(default_factory=dict)
+    """What `LatestRuns` notes of each kept job (`LatestRuns.entries`)."""
     fleet: Mapping[str, Any] = field(default_factory=dict)
     """tenant -> its fleet row."""
 
@@ -75,7 +77,7 @@ def keep_latest(latest: LatestRuns, kept: Kept) -> LatestRuns:
         other = newest.get(tenant)
         if other is not None and other is not mark and other.id == mark.id and _same(other, mark, _MARK_FIELDS):
             completed[tenant] = other
-    return LatestRuns.of(newest, completed)
+    return LatestRuns.of(newest, completed, kept.entries)
 
 
 def keep_fleet(rows: list[Any], kept: Mapping[str, Any]) -> list[Any]:
