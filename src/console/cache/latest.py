@@ -48,6 +48,14 @@ class RunMark:
     status: Any
 
 
+def _reads_as(mark: RunMark, job: Any, labels: dict[str, str]) -> bool:
+    """Whether `mark` says what a mark of `job` (with these labels) would."""
+    return (mark.created_at == job.created_at and mark.started_at == getattr(job, "started_at", None)
+            and mark.finished_at == getattr(job, "finished_at", None) and mark.status == job.status
+            and len(mark.labels) == sum(1 for name in MARK_LABELS if name in labels)
+            and all(labels.get(name) == value for name, value in mark.labels.items()))
+
+
 def finished_when(job: Any) -> datetime:
     """When a run ended (else started, else was created): how the fleet orders completed runs."""
     for attr in ("finished_at", "started_at", "created_at"):
@@ -64,7 +72,10 @@ class LatestRuns:
     kept is noted (`take_displaced`), so the refresher drops it from memory without rescanning
     every tenant's runs."""
 
-    def __init__(self) -> None:
+    def __init__(self, held: Mapping[str, RunMark] | None = None) -> None:
+        self._held: Mapping[str, RunMark] = held or {}
+        """job id -> the mark already held of it (a whole re-read's: the console's marks before
+        it): a job that reads the same is kept as that mark, not a new one."""
         self.newest: dict[str, RunMark] = {}
         self.completed: dict[str, RunMark] = {}
         self._kept: dict[str, tuple[str, int]] = {}
@@ -159,6 +170,9 @@ class LatestRuns:
         kept run when they read the same."""
         if isinstance(job, RunMark):
             return job
+        held = self._held.get(job.id)
+        if held is not None and _reads_as(held, job, labels):
+            return held
         kept = {name: labels[name] for name in MARK_LABELS if name in labels}
         for other in (self.newest.get(tenant), self.completed.get(tenant)):
             if other is not None and other.labels == kept:

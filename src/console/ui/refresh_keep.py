@@ -36,6 +36,10 @@ class Kept:
     fleet: Mapping[str, Any] = field(default_factory=dict)
     """tenant -> its fleet row."""
 
+    def marks(self) -> dict[str, RunMark]:
+        """job id -> the mark held of it (for a whole read's `LatestRuns`)."""
+        return {m.id: m for held in (self.newest, self.completed) for m in held.values()}
+
 
 _SCHEDULE_FIELDS = ("id", "schedule", "suspend", "status", "labels", "flavor", "timeout", "request")
 _MARK_FIELDS = ("id", "labels", "created_at", "started_at", "finished_at", "status")

@@ -39,8 +39,9 @@ from console.ui.session import Session
 
 LOSS_TREND_WIDTH = 6
 """Characters of each tenant's last-run loss curve in the fleet pane."""
-LEDGER_BATCH = 5000
-"""Finished jobs recorded in the cost ledger at a time while the whole list streams in."""
+CATCH_UP_MOST = 5000
+"""More jobs than this new or changed since the cache was written, and a start reads the whole list
+instead of catching up."""
 FRESH_PAINT_WAIT_SECONDS = 0.5
 """After posting the first fresh rows, the worker waits (at most this long) for them to be on
 screen before its heavier reads, which would compete with the paint for the interpreter."""
@@ -302,7 +303,7 @@ class RefreshRead:
                 known_end = True
                 break
             changed.append(job)
-            if len(changed) > LEDGER_BATCH:
+            if len(changed) > CATCH_UP_MOST:
                 break
         if not known_end:
             self._read_all(list_jobs, list_scheduled)
@@ -329,44 +330,41 @@ class RefreshRead:
                                  rows=self._rows(found + jobs), latest=latest, fleet=fleet))
 
     def _read_all(self, list_jobs: Callable[..., Iterator[Any]], list_scheduled: Callable[[], list[Any]]) -> None:
-        """Read the whole job list into the cache, a batch at a time; keep the active jobs and
-        each tenant's newest runs; record the finished jobs in the ledger; drop the jobs the
-        list no longer has."""
+        """Read the whole job list into the cache, a batch at a time (its finished jobs recorded in
+        the ledger with it, so no more than a batch of parsed jobs is held at once); keep the active
+        jobs and each tenant's newest runs; drop the jobs the list no longer has. What the console
+        holds and the read finds unchanged is kept as it is (`refresh_keep`)."""
         cache, prices = self.cache, self.session.prices
         now = self.session.clock()
+        kept = ask_ui(self.app, self.kept_now)
         sync = cache.begin_sync()
-        latest = LatestRuns()
+        latest = LatestRuns(kept.marks())
         active: dict[str, Any] = {}
         batch: list[tuple[JobRow, Any]] = []
-        finished: list[Any] = []
         for job in list_jobs():
             row = job_row(job, now=now, prices=prices)
             batch.append((row, job))
             latest.observe(job)
-            if row.stage in TERMINAL:
-                finished.append(job)
-            else:
+            if row.stage not in TERMINAL:
                 active[job.id] = job
             if len(batch) >= PUT_BATCH:
-                stop_if_closing(self.app)
-                cache.put(batch, sync=sync)
+                self._put_batch(batch, sync)
                 batch = []
-            if len(finished) >= LEDGER_BATCH:
-                self._record(finished)
-                finished = []
-        stop_if_closing(self.app)
-        cache.put(batch, sync=sync)
-        self._record(finished)
+        self._put_batch(batch, sync)
+        del batch  # the last parse objects go before what is kept is built
         gone = cache.end_sync(sync)
-        del batch, finished  # the last parse objects go before what is kept is built
-        sched = list_scheduled()
+        sched = keep_schedules(list_scheduled(), kept.scheduled)
         jobs = list(active.values())
-        kept = ask_ui(self.app, self.kept_now)
-        sched = keep_schedules(sched, kept.scheduled)
         latest = keep_latest(latest, kept)
         fleet = keep_fleet(self._derive(sched, latest, jobs), kept.fleet)
         self._post(DataRefreshed(jobs, sched, self.session.clock(), full=True, gone=gone,
                                  rows=self._rows(jobs, sync=sync), latest=latest, fleet=fleet))
+
+    def _put_batch(self, batch: list[tuple[JobRow, Any]], sync: int) -> None:
+        """Write a batch of a whole read to the cache and record its finished jobs in the ledger."""
+        stop_if_closing(self.app)
+        self.cache.put(batch, sync=sync)
+        self._record([job for row, job in batch if row.stage in TERMINAL])
 
     def _record(self, finished: list[Any]) -> None:
         if self.ledger is not None and finished:
