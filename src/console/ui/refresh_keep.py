@@ -15,7 +15,7 @@ Headless: no Textual.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,10 +54,17 @@ def _same(a: Any, b: Any, names: tuple[str, ...]) -> bool:
         return False
 
 
-def keep_schedules(scheduled: Iterable[Any], kept: Mapping[str, Any]) -> list[Any]:
-    """`scheduled` with each schedule the console holds unchanged replaced by the one it holds."""
+def keep_schedules(scheduled: list[Any], kept: Mapping[str, Any]) -> list[Any]:
+    """The schedules as read (`ScheduledJobInfo`s), as the console keeps them
+    (`jobspec.keep_schedule`), each the console holds unchanged the one it holds. `scheduled` is
+    emptied as it goes: each read schedule goes once kept, so that 10,000 of them and their kept
+    copies are not all alive at once."""
+    from console import jobspec
+
+    scheduled.reverse()
     out = []
-    for sj in scheduled:
+    while scheduled:
+        sj = jobspec.keep_schedule(scheduled.pop())
         old = kept.get(sj.id)
         out.append(old if old is not None and _same(old, sj, _SCHEDULE_FIELDS) else sj)
     return out

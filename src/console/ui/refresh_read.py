@@ -46,6 +46,7 @@ FRESH_PAINT_WAIT_SECONDS = 0.5
 """After posting the first fresh rows, the worker waits (at most this long) for them to be on
 screen before its heavier reads, which would compete with the paint for the interpreter."""
 TERMINAL = TERMINAL_STAGES
+_NONE_HELD: Mapping[str, Any] = MappingProxyType({})
 
 
 @dataclass
@@ -184,7 +185,7 @@ class RefreshRead:
         except Stopped:
             return  # the app is closing: a long read (the whole list) stops between two items
 
-    def _lister(self) -> tuple[Callable[..., Iterator[Any]], Callable[[], list[Any]]]:
+    def _lister(self) -> tuple[Callable[..., Iterator[Any]], Callable[..., list[Any]]]:
         from console import jobspec
 
         api, ns = self.session.api, self.session.namespace
@@ -197,8 +198,8 @@ class RefreshRead:
                     raise Stopped
                 yield slim(job)
 
-        def list_scheduled() -> list[Any]:
-            return [jobspec.keep_schedule(s) for s in api.list_scheduled_jobs(namespace=ns)]
+        def list_scheduled(held: Mapping[str, Any] = _NONE_HELD) -> list[Any]:
+            return keep_schedules(list(api.list_scheduled_jobs(namespace=ns)), held)
 
         return list_jobs, list_scheduled
 
@@ -256,14 +257,13 @@ class RefreshRead:
         changed += found
         known = self.cache.stages([j.id for j in changed if _initiated_by_schedule(j)])
         fired = any(_initiated_by_schedule(j) and j.id not in known for j in changed)  # a new run of a schedule
-        sched = list_scheduled() if (plan.scheduled or fired) else None
-        fleet = None
-        if sched is not None:
+        sched = fleet = None
+        if plan.scheduled or fired:
+            kept = ask_ui(self.app, self.kept_now)
+            sched = list_scheduled(kept.scheduled)
             latest = ask_ui(self.app, self.latest_now)
             latest.observe_all(changed)
             latest.forget(gone)
-            kept = ask_ui(self.app, self.kept_now)
-            sched = keep_schedules(sched, kept.scheduled)
             fleet = keep_fleet(self._derive(sched, latest, changed), kept.fleet)
         rows = self._rows(changed)
         self._record([j for j in changed if j.status.stage in TERMINAL])
@@ -289,7 +289,7 @@ class RefreshRead:
                     raise
         return gone, found
 
-    def _catch_up(self, list_jobs: Callable[..., Iterator[Any]], list_scheduled: Callable[[], list[Any]]) -> None:
+    def _catch_up(self, list_jobs: Callable[..., Iterator[Any]], list_scheduled: Callable[..., list[Any]]) -> None:
         """Start from the cache: read what changed since it was written (the newest jobs down to
         the first one it already knows finished, the active ones) and show it at once; then
         the jobs last seen active, the scheduled jobs and each tenant's newest runs for the
@@ -329,7 +329,7 @@ class RefreshRead:
         self._post(DataRefreshed(jobs, sched, self.session.clock(), full=True, gone=gone,
                                  rows=self._rows(found + jobs), latest=latest, fleet=fleet))
 
-    def _read_all(self, list_jobs: Callable[..., Iterator[Any]], list_scheduled: Callable[[], list[Any]]) -> None:
+    def _read_all(self, list_jobs: Callable[..., Iterator[Any]], list_scheduled: Callable[..., list[Any]]) -> None:
         """Read the whole job list into the cache, a batch at a time (its finished jobs recorded in
         the ledger with it, so no more than a batch of parsed jobs is held at once); keep the active
         jobs and each tenant's newest runs; drop the jobs the list no longer has. What the console
@@ -353,7 +353,7 @@ class RefreshRead:
         self._put_batch(batch, sync)
         del batch  # the last parse objects go before what is kept is built
         gone = cache.end_sync(sync)
-        sched = keep_schedules(list_scheduled(), kept.scheduled)
+        sched = list_scheduled(kept.scheduled)
         jobs = list(active.values())
         latest = keep_latest(latest, kept)
         fleet = keep_fleet(self._derive(sched, latest, jobs), kept.fleet)
