@@ -12,8 +12,8 @@ from tests.ui.conftest import wait_for
 
 from console import jobspec
 from console.server.core import new_id
-from console.ship import ship
 from console.server.jobs.store import JobRecord
+from console.ship import ship
 from console.ui.app import ConsoleApp
 
 TENANTS = 12
