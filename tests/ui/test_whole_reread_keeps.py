@@ -16,9 +16,11 @@ from console.ui.app import ConsoleApp
 TENANTS = ("acme", "globex", "initech")
 
 
-def _held(refresher) -> dict[str, dict]:
+def _held(app) -> dict[str, dict]:
+    refresher = app.refresher
     return {"scheduled": dict(refresher.scheduled), "newest": dict(refresher.latest.newest),
-            "completed": dict(refresher.latest.completed), "fleet": dict(refresher.fleet_rows)}
+            "completed": dict(refresher.latest.completed), "fleet": dict(refresher.fleet_rows),
+            "jobs table rows": dict(app.jobs_table.rows_by_id)}
 
 
 def _settled(app) -> bool:
@@ -44,10 +46,11 @@ async def test_a_whole_re_read_keeps_the_objects_it_reads_unchanged_and_only_a_c
     async with app.run_test(size=(80, 24)) as pilot:
         r = app.refresher
         await wait_for(pilot, lambda: _settled(app), timeout=60, what="the fleet and its outcomes")
-        before = _held(r)
+        assert len(app.jobs_table.rows_by_id) == len(runs)
+        before = _held(app)
 
         await _whole_read(pilot, app)
-        after = _held(r)
+        after = _held(app)
         for what, held in before.items():
             assert after[what].keys() == held.keys(), what
             assert all(after[what][k] is obj for k, obj in held.items()), f"new {what} objects for unchanged ones"
@@ -55,7 +58,7 @@ async def test_a_whole_re_read_keeps_the_objects_it_reads_unchanged_and_only_a_c
         # one schedule changes: that schedule and its tenant's row are new, the rest are kept
         backend.api.suspend_scheduled_job(scheduled_job_id=schedules["globex"].id, namespace=backend.namespace)
         await _whole_read(pilot, app)
-        changed = _held(r)
+        changed = _held(app)
         globex = schedules["globex"].id
         assert changed["scheduled"][globex].suspend and changed["scheduled"][globex] is not before["scheduled"][globex]
         assert changed["fleet"]["globex"].suspended and changed["fleet"]["globex"] is not before["fleet"]["globex"]
