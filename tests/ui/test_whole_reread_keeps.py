@@ -44,7 +44,6 @@ async def test_a_whole_re_read_keeps_the_objects_it_reads_unchanged_and_only_a_c
     app = ConsoleApp(cfg, backend, refresh_seconds=0.2, stream_metrics=False, watch_seconds=None,
                      start_tab="fleet")
     async with app.run_test(size=(80, 24)) as pilot:
-        r = app.refresher
         await wait_for(pilot, lambda: _settled(app), timeout=60, what="the fleet and its outcomes")
         assert len(app.jobs_table.rows_by_id) == len(runs)
         before = _held(app)
