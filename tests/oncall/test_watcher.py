@@ -146,3 +146,28 @@ def test_a_pass_keeps_no_copy_of_the_schedules_its_caller_gave(backend, cfg, tmp
     del given
     gc.collect()
     assert gone() is None
+
+
+def test_a_budget_projection_made_again_keeps_the_money_it_finds_unchanged(backend, cfg, tmp_path, monkeypatch):
+    """Each budget projection (and the costs pane's summary after each whole re-read) works out
+    every schedule's money again: 10,000 at a fleet's scale. What did not change stays the object
+    held from the last projection; a schedule that changed gets its new figures."""
+    from tests.ui.conftest import schedule_python
+
+    from console.ledger import Ledger
+    from console.oncall import watcher as watcher_module
+
+    monkeypatch.setattr(watcher_module, "BUDGET_EVERY_S", 0.0)  # project at every pass
+    acme = schedule_python(backend, tenant="acme")
+    schedule_python(backend, tenant="globex")
+    watcher = Watcher(backend.api, cfg, namespace=backend.namespace, ledger=Ledger(tmp_path / "ledger.sqlite"),
+                      store=OnCallStore(tmp_path / "oncall.sqlite"))
+    first = {m.tenant: m for m in watcher.check().summary.schedules}
+    second = {m.tenant: m for m in watcher.check().summary.schedules}
+    assert first.keys() == second.keys() == {"acme", "globex"}
+    assert all(second[t] is first[t] for t in first)
+
+    backend.api.suspend_scheduled_job(scheduled_job_id=acme.id, namespace=backend.namespace)
+    third = {m.tenant: m for m in watcher.check().summary.schedules}
+    assert third["acme"].suspended and third["acme"] is not second["acme"]
+    assert third["globex"] is second["globex"]

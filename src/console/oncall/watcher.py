@@ -61,6 +61,7 @@ from console import jobspec, levels, promotion
 from console.costs import format_duration
 from console.jobs import ACTIVE_STAGES, format_cost, job_row, log_time
 from console.ledger import Ledger, LedgerSummary, ledger_summary, live_prices, month_of, timed_out
+from console.ledger.forecast import kept_like
 from console.oncall import budget
 from console.oncall.forecast import forecast_job
 from console.oncall.logtail import read_quietly
@@ -336,6 +337,7 @@ class Watcher:
             budget_usd=self.cfg.monthly_budget_usd, scheduled_jobs=scheduled,
             active_jobs=refreshed.active, prices=prices,
         )
+        summary = kept_like(summary, self._summary)  # what did not change stays the objects held
         report.summary = summary
         if not summary.over_budget or summary.budget_usd is None:
             return []

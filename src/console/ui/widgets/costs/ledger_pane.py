@@ -39,6 +39,7 @@ from textual.worker import Worker, WorkerState
 
 from console.jobs import clean_log_line
 from console.ledger import Ledger, LedgerSummary, TenantSpend, ledger_summary, record_from_api
+from console.ledger.forecast import kept_like
 from console.memory import give_back_memory
 from console.prices import PriceBook
 from console.stages import ACTIVE_STAGES
@@ -304,7 +305,7 @@ class LedgerPane(Vertical):
     def _summarize(self, scheduled: Sequence[Any], active: Sequence[Any],
                    prices: PriceBook | None, now: datetime | None) -> LedgerSummary:
         # totals and calibration from SQL: the pane never holds the ledger's entries
-        return ledger_summary(
+        summary = ledger_summary(
             self.ledger,
             now=now or self.clock(),
             plan=self.cfg.plan,
@@ -314,6 +315,7 @@ class LedgerPane(Vertical):
             active_jobs=active,
             prices=prices,
         )
+        return kept_like(summary, self.summary)  # what did not change stays the objects shown
 
     # -- drawing
 
