@@ -10,6 +10,10 @@ It appends `<what> <time.time()>` lines to `$CONSOLE_BENCH_READY_FILE`, once eac
 - `fresh`: the first fresh data is on screen;
 - `full`: every job is known and on screen.
 
+`CONSOLE_BENCH_FULL_SYNC_SECONDS=S` sets the console's whole re-read interval
+(`console.ui.refresh.FULL_SYNC_SECONDS`, 900 s) to S, for a memory probe that sees a few whole
+re-reads in minutes (the soak's goal is read at the console's own interval).
+
 The hooks are put in from here, around the console's own functions, so that the console carries
 no benchmark code: `console.firstframe.paint` is wrapped before `console.cli` is imported, and
 `console.ui.refresh.Refresher` when that module is first imported (after the first frame, as the
@@ -26,6 +30,7 @@ import time
 from typing import Any
 
 READY_ENV = "CONSOLE_BENCH_READY_FILE"
+FULL_SYNC_ENV = "CONSOLE_BENCH_FULL_SYNC_SECONDS"
 _done: set[str] = set()
 
 
@@ -44,6 +49,8 @@ def stamp(what: str) -> None:
 
 def _wrap_refresher(module: Any) -> None:
     """Stamp `painted`, `snapshot`, `fresh` and `full` once the frame that shows each is painted."""
+    if os.environ.get(FULL_SYNC_ENV):
+        module.FULL_SYNC_SECONDS = float(os.environ[FULL_SYNC_ENV])
     refresher = module.Refresher
     paint, apply = refresher.paint_snapshot, refresher.apply
 

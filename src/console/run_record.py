@@ -17,6 +17,7 @@ is untrusted: returned as plain text.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -102,14 +103,16 @@ def read_record(api: Any, repo_id: str, run: str) -> RunRecord | None:
     return RunRecord(run=run, manifest=manifest, last_pass=last_pass)
 
 
-def record_for_job(api: Any, job: Any) -> RunRecord | None:
+def record_for_job(api: Any, job: Any, absent: Callable[[str], bool] | None = None) -> RunRecord | None:
     """`read_record` for a console job (its request's repo, its run label); None for a job that
-    pushes to no repo, or when the Hub cannot say."""
+    pushes to no repo, whose repo `absent` says does not exist, or when the Hub cannot say."""
     from console import jobspec
 
     request = jobspec.read_request(job)
     run = jobspec.trackio_run_name(job.id, jobspec.labels_of(job))
     if request is None or not request.hub_model_id or not run:
+        return None
+    if absent is not None and absent(request.hub_model_id):
         return None
     try:
         return read_record(api, request.hub_model_id, run)

@@ -119,3 +119,55 @@ def test_a_budget_pass_summarizes_the_ledger_without_keeping_its_entries(backend
     assert report.summary.month_to_date_usd > 0 and report.summary.over_budget
     # a fleet's ledger is 100,000 entries (75 MB as objects): the totals come from SQLite
     assert CountedLedger.loads == 0
+
+
+def test_a_pass_keeps_no_copy_of_the_schedules_its_caller_gave(backend, cfg, tmp_path):
+    """The app gives each pass its own schedules (10,000 at a fleet's scale) and replaces them on
+    its next read of them: once the pass is over the watcher holds none of them, for its budget
+    projection nor its stale-live check, so a replaced copy is not kept alive beside the new one."""
+    import gc
+    import weakref
+
+    from tests.ui.conftest import schedule_python
+
+    from console import jobspec
+    from console.ledger import Ledger
+
+    class Given(list):  # a list that can be watched for being let go
+        pass
+
+    schedule_python(backend, tenant="acme")
+    watcher = Watcher(backend.api, cfg, namespace=backend.namespace, ledger=Ledger(tmp_path / "ledger.sqlite"),
+                      store=OnCallStore(tmp_path / "oncall.sqlite"))
+    given = Given(jobspec.keep_schedule(s) for s in backend.api.list_scheduled_jobs(namespace=backend.namespace))
+    report = watcher.check(given)
+    assert report.summary is not None and len(report.summary.schedules) == 1  # the pass read them
+    gone = weakref.ref(given)
+    del given
+    gc.collect()
+    assert gone() is None
+
+
+def test_a_budget_projection_made_again_keeps_the_money_it_finds_unchanged(backend, cfg, tmp_path, monkeypatch):
+    """Each budget projection (and the costs pane's summary after each whole re-read) works out
+    every schedule's money again: 10,000 at a fleet's scale. What did not change stays the object
+    held from the last projection; a schedule that changed gets its new figures."""
+    from tests.ui.conftest import schedule_python
+
+    from console.ledger import Ledger
+    from console.oncall import watcher as watcher_module
+
+    monkeypatch.setattr(watcher_module, "BUDGET_EVERY_S", 0.0)  # project at every pass
+    acme = schedule_python(backend, tenant="acme")
+    schedule_python(backend, tenant="globex")
+    watcher = Watcher(backend.api, cfg, namespace=backend.namespace, ledger=Ledger(tmp_path / "ledger.sqlite"),
+                      store=OnCallStore(tmp_path / "oncall.sqlite"))
+    first = {m.tenant: m for m in watcher.check().summary.schedules}
+    second = {m.tenant: m for m in watcher.check().summary.schedules}
+    assert first.keys() == second.keys() == {"acme", "globex"}
+    assert all(second[t] is first[t] for t in first)
+
+    backend.api.suspend_scheduled_job(scheduled_job_id=acme.id, namespace=backend.namespace)
+    third = {m.tenant: m for m in watcher.check().summary.schedules}
+    assert third["acme"].suspended and third["acme"] is not second["acme"]
+    assert third["globex"] is second["globex"]

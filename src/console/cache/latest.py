@@ -12,7 +12,7 @@ Headless: no Textual, no console.ui or console.server.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -48,6 +48,14 @@ class RunMark:
     status: Any
 
 
+def _reads_as(mark: RunMark, job: Any, labels: dict[str, str]) -> bool:
+    """Whether `mark` says what a mark of `job` (with these labels) would."""
+    return (mark.created_at == job.created_at and mark.started_at == getattr(job, "started_at", None)
+            and mark.finished_at == getattr(job, "finished_at", None) and mark.status == job.status
+            and len(mark.labels) == sum(1 for name in MARK_LABELS if name in labels)
+            and all(labels.get(name) == value for name, value in mark.labels.items()))
+
+
 def finished_when(job: Any) -> datetime:
     """When a run ended (else started, else was created): how the fleet orders completed runs."""
     for attr in ("finished_at", "started_at", "created_at"):
@@ -64,11 +72,15 @@ class LatestRuns:
     kept is noted (`take_displaced`), so the refresher drops it from memory without rescanning
     every tenant's runs."""
 
-    def __init__(self) -> None:
+    def __init__(self, held: Mapping[str, RunMark] | None = None) -> None:
+        self._held: Mapping[str, RunMark] = held or {}
+        """job id -> the mark already held of it (a whole re-read's: the console's marks before
+        it): a job that reads the same is kept as that mark, not a new one."""
         self.newest: dict[str, RunMark] = {}
         self.completed: dict[str, RunMark] = {}
-        self._kept: dict[str, list[Any]] = {}
-        """job id -> [its tenant, how many of newest / completed hold it (1 or 2)]."""
+        self._kept: dict[str, tuple[str, int]] = {}
+        """job id -> (its tenant, how many of newest / completed hold it: 1 or 2), replaced, never
+        changed in place (a copy shares them)."""
         self._displaced: set[str] = set()
         """Ids no longer kept since the last `take_displaced`."""
         self._ids: frozenset[str] | None = None
@@ -78,8 +90,27 @@ class LatestRuns:
         """A copy a worker thread can change (the dicts are copied whole, under the GIL)."""
         other = LatestRuns()
         other.newest, other.completed = dict(self.newest), dict(self.completed)
-        other._kept = {job_id: list(entry) for job_id, entry in self._kept.items()}
+        other._kept = dict(self._kept)
         return other
+
+    @classmethod
+    def of(cls, newest: dict[str, RunMark], completed: dict[str, RunMark],
+           held: Mapping[str, tuple[str, int]] | None = None) -> LatestRuns:
+        """These runs kept (tenant -> its newest run's mark, tenant -> its newest completed one's);
+        what it notes of each job the same object as in `held` (another's `entries()`) where equal."""
+        out = cls()
+        for tenant, mark in newest.items():
+            out._hold(out.newest, tenant, mark)
+        for tenant, mark in completed.items():
+            out._hold(out.completed, tenant, mark)
+        if held:
+            out._kept = {job_id: old if (old := held.get(job_id)) == entry else entry
+                         for job_id, entry in out._kept.items()}
+        return out
+
+    def entries(self) -> dict[str, tuple[str, int]]:
+        """A copy of what it notes of each kept job (for `of`)."""
+        return dict(self._kept)
 
     def _hold(self, kept: dict[str, RunMark], tenant: str, job: RunMark) -> None:
         old = kept.get(tenant)
@@ -90,10 +121,10 @@ class LatestRuns:
             self._release(old.id)
         entry = self._kept.get(job.id)
         if entry is None:
-            self._kept[job.id] = [tenant, 1]
+            self._kept[job.id] = (tenant, 1)
             self._displaced.discard(job.id)
         else:
-            entry[1] += 1
+            self._kept[job.id] = (entry[0], entry[1] + 1)
         self._ids = None
 
     def _drop(self, kept: dict[str, RunMark], tenant: str) -> None:
@@ -104,10 +135,11 @@ class LatestRuns:
         entry = self._kept.get(job_id)
         if entry is None:
             return
-        entry[1] -= 1
-        if entry[1] <= 0:
+        if entry[1] <= 1:
             del self._kept[job_id]
             self._displaced.add(job_id)
+        else:
+            self._kept[job_id] = (entry[0], entry[1] - 1)
 
     def observe(self, job: Any) -> str | None:
         """Take `job` into account; returns its tenant when it changed what is kept."""
@@ -138,6 +170,9 @@ class LatestRuns:
         kept run when they read the same."""
         if isinstance(job, RunMark):
             return job
+        held = self._held.get(job.id)
+        if held is not None and _reads_as(held, job, labels):
+            return held
         kept = {name: labels[name] for name in MARK_LABELS if name in labels}
         for other in (self.newest.get(tenant), self.completed.get(tenant)):
             if other is not None and other.labels == kept:

@@ -14,7 +14,8 @@ No Textual, no console.ui, console.server or console.backend.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from console.oncall.store import LiveRead, OnCallStore
@@ -25,6 +26,8 @@ LISTING_PAGE = 1000
 """A listing this long may be one page of more (the local Hub sends at most 1,000): not trusted."""
 SAVE_EVERY = 200
 """Reads kept in the on-call store this many at a time while a pass reads."""
+LISTING_TTL_S = 30.0
+"""`OwnerListings`: an owner's listing is read again after this long."""
 
 
 def absent_repos(api: Any, repos: Sequence[str]) -> set[str]:
@@ -74,3 +77,35 @@ def read_live(api: Any, store: OnCallStore, repos: Sequence[str], at: float,
     if fresh:
         store.save_live_reads(fresh)
     return problems
+
+
+class OwnerListings:
+    """Which repos do not exist, by their owner's listing of models, each owner listed at most once
+    per LISTING_TTL_S: for a reader that asks about a few repos at a time, many times over (the
+    failed runs' reasons read each run's record from its repo, six a refresh, 800 at 10,000
+    tenants, most of whose repos no run has pushed to). A listing that may be cut short or cannot
+    be read says nothing: every repo of that owner is read."""
+
+    def __init__(self, api: Any, ttl_s: float = LISTING_TTL_S,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.api = api
+        self.ttl_s = ttl_s
+        self.clock = clock
+        self._listed: dict[str, tuple[float, frozenset[str] | None]] = {}
+
+    def absent(self, repo_id: str) -> bool:
+        """Whether its owner's listing (read now, or in the last `ttl_s`) lacks `repo_id`."""
+        owner, slash, _ = repo_id.partition("/")
+        if not slash:
+            return False
+        now = self.clock()
+        entry = self._listed.get(owner)
+        if entry is None or now - entry[0] >= self.ttl_s:
+            try:
+                listed: frozenset[str] | None = frozenset(str(m.id).lower() for m in self.api.list_models(author=owner))
+            except Exception:  # noqa: BLE001 - without the listing, each repo is read
+                listed = None
+            if listed is not None and len(listed) >= LISTING_PAGE:
+                listed = None
+            entry = self._listed[owner] = (now, listed)
+        return entry[1] is not None and repo_id.lower() not in entry[1]

@@ -61,6 +61,7 @@ from console import jobspec, levels, promotion
 from console.costs import format_duration
 from console.jobs import ACTIVE_STAGES, format_cost, job_row, log_time
 from console.ledger import Ledger, LedgerSummary, ledger_summary, live_prices, month_of, timed_out
+from console.ledger.forecast import kept_like
 from console.oncall import budget
 from console.oncall.forecast import forecast_job
 from console.oncall.logtail import read_quietly
@@ -160,13 +161,14 @@ class Watcher:
         self._budget_events: list[Event] = []
         self._summary: LedgerSummary | None = None
         self._scheduled: list[Any] | None = None
-        """The schedules the last projection read (the stale-live check reuses them)."""
+        """The schedules the last projection read itself, when the caller gave none (the stale-live
+        check reuses them); None when it had the caller's."""
         self._kept_schedules = schedules
-        self._given: list[Any] | None = None
-        """The schedules the caller gave this pass (`check`)."""
         """The schedules a caller already keeps (the app's, as its last refresh read them), or None
         until it has them; without it (or before then) a pass reads them itself. 10,000 schedules
         are tens of MB as they come: the TUI keeps one copy, not two."""
+        self._given: list[Any] | None = None
+        """The schedules the caller gave the pass under way (`check`), None between passes."""
         self.stale_live = StaleLiveCheck(api, self.store)
 
     # -- reads
@@ -221,8 +223,16 @@ class Watcher:
         """One pass: read, detect, notify. Raises only when the jobs cannot be listed.
 
         `schedules`: the schedules the caller keeps, as of this pass (a copy it gives: the app's,
-        taken on its UI thread); None: those the constructor's `schedules` gives, else read."""
+        taken on its UI thread); None: those the constructor's `schedules` gives, else read. The
+        copy is the caller's, to replace: none is kept past the pass (10,000 schedules a whole
+        re-read has replaced would stay alive beside the new ones)."""
         self._given = schedules
+        try:
+            return self._pass()
+        finally:
+            self._given = None
+
+    def _pass(self) -> WatchReport:
         t0 = time.monotonic()
         now = self.clock()
         report = WatchReport(at=now)
@@ -314,7 +324,11 @@ class Watcher:
     def _project(self, refreshed: Any, now: datetime, prices: PriceBook,
                  report: WatchReport) -> list[Event]:
         try:
-            scheduled = self._scheduled = self._read_scheduled()
+            kept = self._callers_schedules()
+            scheduled = kept if kept is not None else self._read_scheduled()
+            # the caller's copy is theirs to replace: holding it here until the next projection
+            # (BUDGET_EVERY_S) would keep a whole re-read's old schedules alive beside the new
+            self._scheduled = None if kept is not None else scheduled
         except Exception as exc:
             report.problems.append(f"schedules: {problem_text(exc)}")
             scheduled = []
@@ -323,6 +337,7 @@ class Watcher:
             budget_usd=self.cfg.monthly_budget_usd, scheduled_jobs=scheduled,
             active_jobs=refreshed.active, prices=prices,
         )
+        summary = kept_like(summary, self._summary)  # what did not change stays the objects held
         report.summary = summary
         if not summary.over_budget or summary.budget_usd is None:
             return []

@@ -17,6 +17,7 @@ refresh looks at nothing (`checked`, the count of rows looked at, does not move)
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -62,6 +63,9 @@ class FailureReasons:
         """The table's filter and size when it was last looked at whole."""
         self.checked = 0
         """Diagnostics: fleet and table rows looked at for a missing reason (grows with what changed)."""
+        self._listings: Any = None
+        """Which adapter repos exist (`console.oncall.livereads.OwnerListings`), for the reads'
+        worker: a run whose repo does not exist has no record to read."""
 
     def _missing(self, job_id: str) -> bool:
         return job_id not in self.known and job_id not in self._tried
@@ -121,8 +125,12 @@ class FailureReasons:
 
     def _read(self, infos: dict[str, Any]) -> None:
         from console.oncall import why_failed
+        from console.oncall.livereads import OwnerListings
 
         session = self.app.session
+        if self._listings is None or self._listings.api is not session.api:
+            self._listings = OwnerListings(session.api)
+        absent = self._listings.absent
         found: dict[str, tuple[str, str]] = {}
         try:
             for job_id, info in infos.items():
@@ -136,7 +144,8 @@ class FailureReasons:
                     tail = []
                 reason = why_failed(info, tail)
                 if reason is not None:
-                    found[job_id] = (reason.tag(TAG_WIDTH), _with_dataset_change(session.api, info, reason.text))
+                    text = _with_dataset_change(session.api, info, reason.text, absent)
+                    found[job_id] = (reason.tag(TAG_WIDTH), text)
         finally:
             if not self.app.post_message(ReasonsRead(found, list(infos))):
                 self._reading = False
@@ -177,11 +186,12 @@ class FailureReasons:
             pass
 
 
-def _with_dataset_change(api: Any, info: Any, text: str) -> str:
+def _with_dataset_change(api: Any, info: Any, text: str, absent: Callable[[str], bool] | None = None) -> str:
     """The reason, with "dataset changed since the last PASS (commit, title, time)" when the run
-    trained on another revision of its dataset than the last passing run (`console.run_record`)."""
+    trained on another revision of its dataset than the last passing run (`console.run_record`;
+    not read from a repo `absent` says does not exist)."""
     from console.run_record import record_for_job
 
-    record = record_for_job(api, info)
+    record = record_for_job(api, info, absent)
     change = record.dataset_change() if record is not None else None
     return f"{text}; {change}" if change else text

@@ -57,6 +57,7 @@ from console.cache.latest import LatestRuns, RunMark
 from console.jobs import JobRow, Prefetch, job_row
 from console.memory import give_back_memory
 from console.stages import ERROR, TERMINAL_STAGES
+from console.ui.refresh_keep import Kept
 from console.ui.refresh_read import DataRefreshed, OutcomesFetched, ReadPlan, RefreshRead, read_outcomes
 from console.ui.session import Session
 
@@ -268,7 +269,8 @@ class Refresher:
         if not self.synced:
             self._first_frame = None  # read once, by this refresh
         read = RefreshRead(self.app, self.session, plan, ledger=self.ledger, painted=self._painted,
-                           on_connected=self._on_connected, latest_now=self._latest_now)
+                           on_connected=self._on_connected, latest_now=self._latest_now,
+                           kept_now=self._kept_now)
         self.app.run_worker(
             read.run,
             thread=True,
@@ -286,6 +288,12 @@ class Refresher:
     def _latest_now(self) -> LatestRuns:
         """A copy of each tenant's newest runs, for a refresh's worker to change (through `ask_ui`)."""
         return self.latest.copy()
+
+    def _kept_now(self) -> Kept:
+        """What the console holds, for a read to keep wherever nothing changed (through `ask_ui`)."""
+        latest = self.latest
+        return Kept(scheduled=dict(self.scheduled), newest=dict(latest.newest),
+                    completed=dict(latest.completed), entries=latest.entries(), fleet=dict(self.fleet_rows))
 
     def fetch_outcomes(self, job_ids: list[str]) -> None:
         """Read the last loss and adapter of these finished runs from their log tails."""

@@ -34,16 +34,19 @@ from console.cache.latest import LatestRuns
 from console.cache.store import PUT_BATCH, JobCache
 from console.jobs import JobRow, Prefetch, job_row
 from console.stages import ACTIVE_STAGES, TERMINAL_STAGES
+from console.ui.refresh_keep import Kept, keep_fleet, keep_latest, keep_schedules
 from console.ui.session import Session
 
 LOSS_TREND_WIDTH = 6
 """Characters of each tenant's last-run loss curve in the fleet pane."""
-LEDGER_BATCH = 5000
-"""Finished jobs recorded in the cost ledger at a time while the whole list streams in."""
+CATCH_UP_MOST = 5000
+"""More jobs than this new or changed since the cache was written, and a start reads the whole list
+instead of catching up."""
 FRESH_PAINT_WAIT_SECONDS = 0.5
 """After posting the first fresh rows, the worker waits (at most this long) for them to be on
 screen before its heavier reads, which would compete with the paint for the interpreter."""
 TERMINAL = TERMINAL_STAGES
+_NONE_HELD: Mapping[str, Any] = MappingProxyType({})
 
 
 @dataclass
@@ -155,13 +158,14 @@ class _Raised:
 class RefreshRead:
     """One refresh's read (see the module docstring); `run` is the worker's body.
 
-    `on_connected` and `latest_now` run on the UI thread (through `ask_ui`): the backend answered;
-    a copy of each tenant's newest runs as the refresher knows them. `painted` is set (by the UI
+    `on_connected`, `latest_now` and `kept_now` run on the UI thread (through `ask_ui`): the backend
+    answered; a copy of each tenant's newest runs as the refresher knows them; what it holds, for a
+    read of the schedules to keep wherever nothing changed (`refresh_keep`). `painted` is set (by the UI
     thread) once the first fresh rows are on screen."""
 
     def __init__(self, app: App[Any], session: Session, plan: ReadPlan, *, ledger: Any,
                  painted: threading.Event, on_connected: Callable[[], None],
-                 latest_now: Callable[[], LatestRuns]) -> None:
+                 latest_now: Callable[[], LatestRuns], kept_now: Callable[[], Kept] = Kept) -> None:
         self.app = app
         self.session = session
         self.cache: JobCache = session.cache
@@ -170,6 +174,7 @@ class RefreshRead:
         self.painted = painted
         self.on_connected = on_connected
         self.latest_now = latest_now
+        self.kept_now = kept_now
 
     def run(self) -> None:
         try:
@@ -180,7 +185,7 @@ class RefreshRead:
         except Stopped:
             return  # the app is closing: a long read (the whole list) stops between two items
 
-    def _lister(self) -> tuple[Callable[..., Iterator[Any]], Callable[[], list[Any]]]:
+    def _lister(self) -> tuple[Callable[..., Iterator[Any]], Callable[..., list[Any]]]:
         from console import jobspec
 
         api, ns = self.session.api, self.session.namespace
@@ -193,8 +198,8 @@ class RefreshRead:
                     raise Stopped
                 yield slim(job)
 
-        def list_scheduled() -> list[Any]:
-            return [jobspec.keep_schedule(s) for s in api.list_scheduled_jobs(namespace=ns)]
+        def list_scheduled(held: Mapping[str, Any] = _NONE_HELD) -> list[Any]:
+            return keep_schedules(list(api.list_scheduled_jobs(namespace=ns)), held)
 
         return list_jobs, list_scheduled
 
@@ -252,13 +257,14 @@ class RefreshRead:
         changed += found
         known = self.cache.stages([j.id for j in changed if _initiated_by_schedule(j)])
         fired = any(_initiated_by_schedule(j) and j.id not in known for j in changed)  # a new run of a schedule
-        sched = list_scheduled() if (plan.scheduled or fired) else None
-        fleet = None
-        if sched is not None:
+        sched = fleet = None
+        if plan.scheduled or fired:
+            kept = ask_ui(self.app, self.kept_now)
+            sched = list_scheduled(kept.scheduled)
             latest = ask_ui(self.app, self.latest_now)
             latest.observe_all(changed)
             latest.forget(gone)
-            fleet = self._derive(sched, latest, changed)
+            fleet = keep_fleet(self._derive(sched, latest, changed), kept.fleet)
         rows = self._rows(changed)
         self._record([j for j in changed if j.status.stage in TERMINAL])
         self._post(DataRefreshed(changed, sched, at, full=False, gone=gone, rows=rows, fleet=fleet))
@@ -283,7 +289,7 @@ class RefreshRead:
                     raise
         return gone, found
 
-    def _catch_up(self, list_jobs: Callable[..., Iterator[Any]], list_scheduled: Callable[[], list[Any]]) -> None:
+    def _catch_up(self, list_jobs: Callable[..., Iterator[Any]], list_scheduled: Callable[..., list[Any]]) -> None:
         """Start from the cache: read what changed since it was written (the newest jobs down to
         the first one it already knows finished, the active ones) and show it at once; then
         the jobs last seen active, the scheduled jobs and each tenant's newest runs for the
@@ -297,7 +303,7 @@ class RefreshRead:
                 known_end = True
                 break
             changed.append(job)
-            if len(changed) > LEDGER_BATCH:
+            if len(changed) > CATCH_UP_MOST:
                 break
         if not known_end:
             self._read_all(list_jobs, list_scheduled)
@@ -323,41 +329,42 @@ class RefreshRead:
         self._post(DataRefreshed(jobs, sched, self.session.clock(), full=True, gone=gone,
                                  rows=self._rows(found + jobs), latest=latest, fleet=fleet))
 
-    def _read_all(self, list_jobs: Callable[..., Iterator[Any]], list_scheduled: Callable[[], list[Any]]) -> None:
-        """Read the whole job list into the cache, a batch at a time; keep the active jobs and
-        each tenant's newest runs; record the finished jobs in the ledger; drop the jobs the
-        list no longer has."""
+    def _read_all(self, list_jobs: Callable[..., Iterator[Any]], list_scheduled: Callable[..., list[Any]]) -> None:
+        """Read the whole job list into the cache, a batch at a time (its finished jobs recorded in
+        the ledger with it, so no more than a batch of parsed jobs is held at once); keep the active
+        jobs and each tenant's newest runs; drop the jobs the list no longer has. What the console
+        holds and the read finds unchanged is kept as it is (`refresh_keep`)."""
         cache, prices = self.cache, self.session.prices
         now = self.session.clock()
+        kept = ask_ui(self.app, self.kept_now)
         sync = cache.begin_sync()
-        latest = LatestRuns()
+        latest = LatestRuns(kept.marks())
         active: dict[str, Any] = {}
         batch: list[tuple[JobRow, Any]] = []
-        finished: list[Any] = []
         for job in list_jobs():
             row = job_row(job, now=now, prices=prices)
             batch.append((row, job))
             latest.observe(job)
-            if row.stage in TERMINAL:
-                finished.append(job)
-            else:
+            if row.stage not in TERMINAL:
                 active[job.id] = job
             if len(batch) >= PUT_BATCH:
-                stop_if_closing(self.app)
-                cache.put(batch, sync=sync)
+                self._put_batch(batch, sync)
                 batch = []
-            if len(finished) >= LEDGER_BATCH:
-                self._record(finished)
-                finished = []
-        stop_if_closing(self.app)
-        cache.put(batch, sync=sync)
-        self._record(finished)
+        self._put_batch(batch, sync)
+        del batch  # the last parse objects go before what is kept is built
         gone = cache.end_sync(sync)
-        sched = list_scheduled()
+        sched = list_scheduled(kept.scheduled)
         jobs = list(active.values())
-        fleet = self._derive(sched, latest, jobs)
+        latest = keep_latest(latest, kept)
+        fleet = keep_fleet(self._derive(sched, latest, jobs), kept.fleet)
         self._post(DataRefreshed(jobs, sched, self.session.clock(), full=True, gone=gone,
                                  rows=self._rows(jobs, sync=sync), latest=latest, fleet=fleet))
+
+    def _put_batch(self, batch: list[tuple[JobRow, Any]], sync: int) -> None:
+        """Write a batch of a whole read to the cache and record its finished jobs in the ledger."""
+        stop_if_closing(self.app)
+        self.cache.put(batch, sync=sync)
+        self._record([job for row, job in batch if row.stage in TERMINAL])
 
     def _record(self, finished: list[Any]) -> None:
         if self.ledger is not None and finished:

@@ -282,8 +282,10 @@ class JobsTable(KeyedTable):
                 del self.rows_by_id[job_id]
             order_changed = False
             for row in wanted:
-                shown = row.id in self.rows_by_id
-                order_changed |= self._put(row, now, shown)
+                held = self.rows_by_id.get(row.id)
+                if held == row:
+                    row = held  # a reload's copy of an unchanged row is not kept: the one held stays
+                order_changed |= self._put(row, now, held is not None)
                 self.rows_by_id[row.id] = row
             current = [r.key.value for r in self.ordered_rows]  # as shown, not as added
             desired = [r.id for r in wanted]

@@ -39,6 +39,7 @@ from textual.worker import Worker, WorkerState
 
 from console.jobs import clean_log_line
 from console.ledger import Ledger, LedgerSummary, TenantSpend, ledger_summary, record_from_api
+from console.ledger.forecast import kept_like
 from console.memory import give_back_memory
 from console.prices import PriceBook
 from console.stages import ACTIVE_STAGES
@@ -231,7 +232,7 @@ class LedgerPane(Vertical):
 
     def record_from(self, api: Any, namespace: str | None) -> None:
         """List jobs and schedules from the backend in a worker, record, redraw."""
-        self._record_from(api, namespace)
+        self._record_from(api, namespace, self.summary)
 
     def load(self) -> None:
         """Redraw from what the ledger file holds (no backend)."""
@@ -263,7 +264,7 @@ class LedgerPane(Vertical):
         self._pending, self._pending_now = None, None
         self._schedules_moved = False
         self._busy = True
-        self._ingest(jobs, self.scheduled, self.prices, now, list(self._active.values()))
+        self._ingest(jobs, self.scheduled, self.prices, now, list(self._active.values()), self.summary)
 
     def _paced(self) -> None:
         self._pace_timer = None
@@ -274,11 +275,11 @@ class LedgerPane(Vertical):
 
     @work(thread=True, group="ledger", exit_on_error=False, description="update the cost ledger")
     def _ingest(self, jobs: list[Any], scheduled: list[Any] | None, prices: PriceBook | None,
-                now: datetime | None, active: list[Any]) -> None:
+                now: datetime | None, active: list[Any], before: LedgerSummary | None) -> None:
         started = time.monotonic()
         try:
             added = self.ledger.record_finished(jobs, prices, now=now).added if self.records else 0
-            summary = self._summarize(scheduled or [], active, prices, now)
+            summary = self._summarize(scheduled or [], active, prices, now, before)
             if self.on_summary is not None:
                 self.on_summary(summary)
         except Exception as exc:
@@ -290,21 +291,23 @@ class LedgerPane(Vertical):
 
     @work(thread=True, exclusive=True, group="ledger-read", exit_on_error=False,
           description="refresh the cost ledger from the backend")
-    def _record_from(self, api: Any, namespace: str | None) -> None:
+    def _record_from(self, api: Any, namespace: str | None, before: LedgerSummary | None) -> None:
         try:
             snap = record_from_api(self.ledger, api, namespace=namespace, granularity=self.cfg.billing.granularity)
             active = list(snap.recorded.active)
-            summary = self._summarize(snap.scheduled_jobs, active, snap.prices, None)
+            summary = self._summarize(snap.scheduled_jobs, active, snap.prices, None, before)
         except Exception as exc:
             self.post_message(self.Failed(str(exc) or type(exc).__name__))
             return
         read = BackendRead(list(snap.scheduled_jobs), snap.prices, active)
         self.post_message(self.Updated(summary, snap.recorded.added, read=read))
 
-    def _summarize(self, scheduled: Sequence[Any], active: Sequence[Any],
-                   prices: PriceBook | None, now: datetime | None) -> LedgerSummary:
+    def _summarize(self, scheduled: Sequence[Any], active: Sequence[Any], prices: PriceBook | None,
+                   now: datetime | None, before: LedgerSummary | None) -> LedgerSummary:
+        """The summary; what did not change since `before` (the one shown, given by the UI thread)
+        stays the objects it holds (`kept_like`)."""
         # totals and calibration from SQL: the pane never holds the ledger's entries
-        return ledger_summary(
+        summary = ledger_summary(
             self.ledger,
             now=now or self.clock(),
             plan=self.cfg.plan,
@@ -314,6 +317,7 @@ class LedgerPane(Vertical):
             active_jobs=active,
             prices=prices,
         )
+        return kept_like(summary, before)
 
     # -- drawing
 
