@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tests.jobwait import wait_stage
-from tests.ui.conftest import notes, run_python, screen_text, wait_for, wait_thread
+from tests.ui.conftest import mounted_screen, notes, run_python, screen_text, wait_for, wait_thread
 from textual.geometry import Region
 from textual.widgets import Input, Static
 
@@ -103,7 +103,7 @@ async def test_ctrl_s_saves_the_whole_log_not_just_the_tail_on_screen(backend, c
 
         # esc on the prompt: nothing is saved.
         await pilot.press("ctrl+s")
-        await wait_for(pilot, lambda: isinstance(app.screen, PromptScreen), what="the save prompt")
+        await mounted_screen(pilot, PromptScreen, "the save prompt")
         await pilot.press("escape")
         await wait_for(pilot, lambda: not isinstance(app.screen, PromptScreen), what="the prompt to close")
         assert not [w for w in app.workers if w.group == "save"] and list(folder.iterdir()) == []
@@ -111,7 +111,7 @@ async def test_ctrl_s_saves_the_whole_log_not_just_the_tail_on_screen(backend, c
         # The prompt names the job and offers <job id>.log in the data dir (not the current
         # folder); enter saves there.
         await pilot.press("ctrl+s")
-        await wait_for(pilot, lambda: isinstance(app.screen, PromptScreen), what="the save prompt")
+        await mounted_screen(pilot, PromptScreen, "the save prompt")
         assert f"Save the full log of {job.id} to:" in _on_screen(app)
         target = paths.data_dir() / "logs" / f"{job.id}.log"
         assert app.screen.query_one(Input).value == str(target)
@@ -123,7 +123,7 @@ async def test_ctrl_s_saves_the_whole_log_not_just_the_tail_on_screen(backend, c
         target.write_text("kept\n", encoding="utf-8")
         for answer in ("n", "y"):
             await pilot.press("ctrl+s")
-            await wait_for(pilot, lambda: isinstance(app.screen, PromptScreen), what="the save prompt")
+            await mounted_screen(pilot, PromptScreen, "the save prompt")
             await pilot.press("enter")
             await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the overwrite question")
             assert str(app.screen.query_one("#confirm-title").render()) == f"Overwrite {target}?"
@@ -148,7 +148,7 @@ async def test_ctrl_s_to_a_path_typed_with_tilde_and_to_a_missing_folder(backend
 
         async def save_to(path: str) -> None:
             await pilot.press("ctrl+s")
-            await wait_for(pilot, lambda: isinstance(app.screen, PromptScreen), what="the save prompt")
+            await mounted_screen(pilot, PromptScreen, "the save prompt")
             app.screen.query_one(Input).value = path
             await pilot.press("enter")
 
