@@ -36,10 +36,10 @@ from console.server.shapes import HfShapes, strict_by_env
 
 HOST = "127.0.0.1"
 GRACEFUL_SECONDS = 2.0
+"""How long a stopping server waits for the requests in flight to be answered."""
 KEEP_ALIVE_SECONDS = 30
 """How long an idle connection stays open: longer than a client keeps one in its pool (httpx: 5 s),
 so the client always closes first and never sends on a connection the server is closing (a reset)."""
-"""How long a stopping server waits for the requests in flight to be answered."""
 _EVENT_STREAM = b"text/event-stream"
 
 
