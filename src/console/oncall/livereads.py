@@ -39,15 +39,19 @@ def absent_repos(api: Any, repos: Sequence[str]) -> set[str]:
             by_owner.setdefault(owner, []).append(repo)
     absent: set[str] = set()
     for owner, wanted in by_owner.items():
-        if len(wanted) < LIST_AT_LEAST:
-            continue
-        try:
-            listed = {str(m.id).lower() for m in api.list_models(author=owner)}
-        except Exception:  # noqa: BLE001 - without the listing, each repo is read
-            continue
-        if len(listed) < LISTING_PAGE:
+        if len(wanted) >= LIST_AT_LEAST and (listed := owner_listing(api, owner)) is not None:
             absent.update(r for r in wanted if r.lower() not in listed)
     return absent
+
+
+def owner_listing(api: Any, owner: str) -> frozenset[str] | None:
+    """The ids (lowercased) of `owner`'s models, or None where the listing says nothing: it cannot
+    be read, or it may be one page of more (`LISTING_PAGE`). Without it, each repo is read."""
+    try:
+        listed = frozenset(str(m.id).lower() for m in api.list_models(author=owner))
+    except Exception:  # noqa: BLE001 - without the listing, each repo is read
+        return None
+    return listed if len(listed) < LISTING_PAGE else None
 
 
 def read_live(api: Any, store: OnCallStore, repos: Sequence[str], at: float,
@@ -101,11 +105,5 @@ class OwnerListings:
         now = self.clock()
         entry = self._listed.get(owner)
         if entry is None or now - entry[0] >= self.ttl_s:
-            try:
-                listed: frozenset[str] | None = frozenset(str(m.id).lower() for m in self.api.list_models(author=owner))
-            except Exception:  # noqa: BLE001 - without the listing, each repo is read
-                listed = None
-            if listed is not None and len(listed) >= LISTING_PAGE:
-                listed = None
-            entry = self._listed[owner] = (now, listed)
+            entry = self._listed[owner] = (now, owner_listing(self.api, owner))
         return entry[1] is not None and repo_id.lower() not in entry[1]
