@@ -15,6 +15,7 @@ Headless: no Textual.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,17 +42,11 @@ class Kept:
         return {m.id: m for held in (self.newest, self.completed) for m in held.values()}
 
 
-_SCHEDULE_FIELDS = ("id", "schedule", "suspend", "status", "labels", "flavor", "timeout", "request")
-_MARK_FIELDS = ("id", "labels", "created_at", "started_at", "finished_at", "status")
-
-
-def _same(a: Any, b: Any, names: tuple[str, ...]) -> bool:
-    if type(a) is not type(b):
-        return False
-    try:
-        return all(getattr(a, n) == getattr(b, n) for n in names)
-    except AttributeError:
-        return False
+def _same(a: Any, b: Any) -> bool:
+    """Whether two records of one dataclass (`KeptSchedule`, `RunMark`: compared by identity, so
+    `==` says nothing) hold equal values in every field."""
+    return (type(a) is type(b) and dataclasses.is_dataclass(a)
+            and all(getattr(a, f.name) == getattr(b, f.name) for f in dataclasses.fields(a)))
 
 
 def keep_schedules(scheduled: list[Any], kept: Mapping[str, Any]) -> list[Any]:
@@ -66,7 +61,7 @@ def keep_schedules(scheduled: list[Any], kept: Mapping[str, Any]) -> list[Any]:
     while scheduled:
         sj = jobspec.keep_schedule(scheduled.pop())
         old = kept.get(sj.id)
-        out.append(old if old is not None and _same(old, sj, _SCHEDULE_FIELDS) else sj)
+        out.append(old if old is not None and _same(old, sj) else sj)
     return out
 
 
@@ -78,7 +73,7 @@ def keep_latest(latest: LatestRuns, kept: Kept) -> LatestRuns:
         old = held.get(tenant)
         if old is None:
             return mark
-        if old is mark or _same(old, mark, _MARK_FIELDS):
+        if old is mark or _same(old, mark):
             return old
         return mark
 
@@ -86,7 +81,7 @@ def keep_latest(latest: LatestRuns, kept: Kept) -> LatestRuns:
     completed = {t: pick(t, m, kept.completed) for t, m in latest.completed.items()}
     for tenant, mark in completed.items():  # a run both newest and newest completed: one mark
         other = newest.get(tenant)
-        if other is not None and other is not mark and other.id == mark.id and _same(other, mark, _MARK_FIELDS):
+        if other is not None and other is not mark and other.id == mark.id and _same(other, mark):
             completed[tenant] = other
     return LatestRuns.of(newest, completed, kept.entries)
 
