@@ -56,11 +56,9 @@ class BlobStore:
 
     def put_lfs_blob(self, sha256: str, size: int, source: Path) -> None:
         """Keep an uploaded file (the legacy LFS upload) as the blob `sha256`, once its bytes match."""
-        digest, got = hashlib.sha256(), 0
         with source.open("rb") as fh:
-            for chunk in iter(lambda: fh.read(1 << 20), b""):
-                digest.update(chunk)
-                got += len(chunk)
+            digest = hashlib.file_digest(fh, "sha256")
+            got = fh.tell()  # the bytes read, to the end
         if got != size or digest.hexdigest() != sha256:
             raise ApiError(400, f"oid: the uploaded {got} bytes do not have SHA-256 {sha256} and size {size}")
         path = self.blob_path(sha256)
@@ -87,10 +85,8 @@ class BlobStore:
                 plain = self.cas.write_plain(xet_hash, out, digest)
             if not plain:
                 reconstruct(xet_hash, size, tmp)
-                digest = hashlib.sha256()
                 with tmp.open("rb") as fh:
-                    for chunk in iter(lambda: fh.read(1 << 20), b""):
-                        digest.update(chunk)
+                    digest = hashlib.file_digest(fh, "sha256")
             if digest.hexdigest() != sha256:
                 raise ApiError(422, f"lfsFile: the uploaded file does not have SHA-256 {sha256}")
             tmp.chmod(0o444)
