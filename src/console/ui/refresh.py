@@ -43,7 +43,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from functools import partial
 from types import MappingProxyType
@@ -503,9 +503,10 @@ class Refresher:
             if tenant is None or self.newest_success.get(tenant) != job_id:
                 continue
             row = self.fleet_rows.get(tenant)
-            if row is not None:
-                row.last_loss, row.adapter = outcome.last_loss, outcome.adapter
-                row.loss_trend = outcome.loss_trend
+            if row is not None:  # a new row: the old one may be on its way to the snapshot
+                row = replace(row, last_loss=outcome.last_loss, adapter=outcome.adapter,
+                              loss_trend=outcome.loss_trend)
+                self.fleet_rows[tenant] = row
                 touched.append(row)
         if touched:
             self.on_outcomes(touched)
