@@ -5,9 +5,8 @@ from real runs. What a whole fleet costs a month under a what-if's assumptions i
 The heuristic is the reference's (§4): hours = 0.1 x model_B x (examples / 1000) x epochs x
 hw_multiplier, cost = hours x $/hr; Unsloth is about 2x faster; every submission's timeout is the
 estimate x the buffer (1.3). Runs per month come from the cron expression itself
-(`console.cron`); checked inputs and timeouts as people write them are `console.inputs` (both
-re-exported here). No UI imports, no network: fast enough to recompute a 1,000-tenant fleet on
-every keystroke.
+(`console.cron`); checked inputs and timeouts as people write them are `console.inputs`. No UI
+imports, no network: fast enough to recompute a 1,000-tenant fleet on every keystroke.
 """
 
 from __future__ import annotations
@@ -18,25 +17,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 
 from console import vram
-from console.cron import (  # noqa: F401 - re-exported: the cost model counts runs by schedule
-    CADENCE_ALIASES,
-    MONTH_SECONDS,
-    count_firings,
-    describe_cron,
-    next_runs,
-    normalize_cron,
-    runs_per_month,
-)
-from console.inputs import (  # noqa: F401 - re-exported: the checked inputs of the cost model
-    LIMITS,
-    MAX_TIMEOUT_SECONDS,
-    CostInputError,
-    check_range,
-    finite_number,
-    format_duration,
-    parse_timeout,
-    show_number,
-)
+from console.inputs import CostInputError, check_range, finite_number, format_duration, show_number
 from console.kinds import GRPO_GENERATIONS, GRPO_WORK_PER_COMPLETION
 from console.prices import (
     BASE_HOURS_PER_B_PER_1K_EXAMPLES,

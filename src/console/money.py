@@ -9,7 +9,7 @@ watch` and the start-up toast, the bulk previews, the reschedule dialog and the 
   (`jobspec.read_request`: model size, examples, epochs, max_steps and the recipe's batch, kind,
   LoRA or full, Unsloth, flavor), or, for a schedule whose labels carry no size, the mean of its
   past runs (`observed`);
-- **$/month**: the schedule's runs in an average month (`costs.runs_per_month`) x $/run;
+- **$/month**: the schedule's runs in an average month (`cron.runs_per_month`) x $/run;
 - **left this month**: its firings from now to the end of the UTC month x $/run;
 - a **suspended** schedule adds $0 to both: what it would cost is kept beside (`would_be_*`).
 
@@ -29,7 +29,9 @@ from functools import lru_cache
 from typing import Any
 
 from console import jobspec
-from console.costs import CostInputError, count_firings, estimate_run, normalize_cron, runs_per_month
+from console.costs import estimate_run
+from console.cron import count_firings, normalize_cron, runs_per_month
+from console.inputs import CostInputError
 from console.jobspec import TrainingRequest
 from console.kinds import TRAINING_KINDS
 from console.prices import PriceBook

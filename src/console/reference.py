@@ -12,7 +12,8 @@ import re
 from dataclasses import dataclass
 
 from console import vram
-from console.costs import RunSpec, estimate_run, runs_per_month
+from console.costs import RunSpec, estimate_run
+from console.cron import runs_per_month
 from console.prices import REFERENCE_WEEKLY_RUNS_PER_MONTH, plan_floor_usd, shipped_price_book
 from console.scenario import Scenario, project
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 from hf_shapes import hardware
 
-from console.costs import CostInputError, RunSpec, cheaper_flavors_that_fit, estimate_run
+from console.costs import RunSpec, cheaper_flavors_that_fit, estimate_run
+from console.inputs import CostInputError
 from console.ledger import live_prices
 from console.prices import SHIPPED_FLAVORS, price_book_from_hardware, shipped_price_book
 

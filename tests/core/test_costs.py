@@ -9,8 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from console import costs, reference, vram
-from console.costs import CostInputError, Observation, RunSpec
+from console import costs, cron, inputs, reference, vram
+from console.costs import Observation, RunSpec
+from console.inputs import CostInputError
 from console.prices import (
     PLANS,
     REFERENCE_MULTIPLIERS,
@@ -110,7 +111,7 @@ def test_a_wrong_figure_would_be_caught():
     ],
 )
 def test_runs_per_month_come_from_the_cron_itself(cadence, expected):
-    assert costs.runs_per_month(cadence) == pytest.approx(expected, rel=0.01)
+    assert cron.runs_per_month(cadence) == pytest.approx(expected, rel=0.01)
 
 
 @pytest.mark.parametrize(
@@ -126,24 +127,24 @@ def test_runs_per_month_matches_croniters_own_firings(cadence):
 
     start = datetime(2027, 1, 1, tzinfo=UTC)
     end = start + timedelta(days=4 * 365 + 1)
-    it = croniter(costs.normalize_cron(cadence), start - timedelta(seconds=1))
+    it = croniter(cron.normalize_cron(cadence), start - timedelta(seconds=1))
     fired = 0
     while it.get_next(datetime) < end:
         fired += 1
-    expected = fired / (end - start).total_seconds() * costs.MONTH_SECONDS
-    assert costs.runs_per_month(cadence) == pytest.approx(expected, rel=1e-9)
+    expected = fired / (end - start).total_seconds() * cron.MONTH_SECONDS
+    assert cron.runs_per_month(cadence) == pytest.approx(expected, rel=1e-9)
 
 
 @pytest.mark.parametrize("bad", ["", "every tuesday", "61 * * * *", "* * * *", "0 0 31 2 *", "0 0 * * 9"])
 def test_invalid_cron_is_refused(bad):
     with pytest.raises(CostInputError):
-        costs.runs_per_month(bad)
+        cron.runs_per_month(bad)
 
 
 def test_cron_described_in_words_and_next_runs():
-    assert "03:00" in costs.describe_cron("0 3 * * 1")
-    assert "Monday" in costs.describe_cron("0 3 * * 1")
-    runs = costs.next_runs("0 3 * * 1", 3)
+    assert "03:00" in cron.describe_cron("0 3 * * 1")
+    assert "Monday" in cron.describe_cron("0 3 * * 1")
+    runs = cron.next_runs("0 3 * * 1", 3)
     assert len(runs) == 3 and all(r.weekday() == 0 and r.hour == 3 for r in runs)
 
 
@@ -151,7 +152,7 @@ def test_projection_adds_tenants_builder_and_plan_floor():
     s = Scenario(tenants=100, cadence="weekly", run=RunSpec(3, 1000, 3, "l4x1"), plan="team", seats=3,
                  builder=RunSpec(7, 3000, 3, "a100-large"))
     p = project(s)
-    rpm = costs.runs_per_month("weekly")
+    rpm = cron.runs_per_month("weekly")
     assert p.tenants_usd == pytest.approx(100 * rpm * 0.864)
     assert p.builder_usd == pytest.approx(rpm * 0.1 * 7 * 3 * 3 * 0.7 * 2.5)
     assert p.plan_floor_usd == 60
@@ -227,7 +228,7 @@ def test_live_prices_replace_shipped_ones():
      (" 45M ", 2700), (1.5, 2)],
 )
 def test_timeouts_in_every_accepted_form(text, seconds):
-    assert costs.parse_timeout(text) == seconds
+    assert inputs.parse_timeout(text) == seconds
 
 
 @pytest.mark.parametrize(
@@ -235,7 +236,7 @@ def test_timeouts_in_every_accepted_form(text, seconds):
 )
 def test_timeouts_refused_with_a_reason(bad):
     with pytest.raises(CostInputError, match="timeout"):
-        costs.parse_timeout(bad)
+        inputs.parse_timeout(bad)
 
 
 @given(
@@ -254,16 +255,16 @@ def test_property_estimates_are_positive_finite_and_consistent(model_b, examples
 
 @given(st.integers(1, 7 * 86400))
 def test_property_timeout_round_trips_through_its_formats(seconds):
-    assert costs.parse_timeout(str(seconds)) == seconds
-    assert costs.parse_timeout(f"{seconds}s") == seconds
+    assert inputs.parse_timeout(str(seconds)) == seconds
+    assert inputs.parse_timeout(f"{seconds}s") == seconds
     if seconds % 60 == 0:
-        assert costs.parse_timeout(f"{seconds // 60}m") == seconds
+        assert inputs.parse_timeout(f"{seconds // 60}m") == seconds
 
 
 @given(st.text(max_size=30))
 def test_property_cron_parser_never_crashes_on_junk(text):
     try:
-        value = costs.runs_per_month(text)
+        value = cron.runs_per_month(text)
     except CostInputError:
         return
     assert value > 0
@@ -289,11 +290,11 @@ def test_count_firings_matches_stepping_croniter(cadence, after, end):
 
     a = datetime.fromisoformat(after).replace(tzinfo=UTC)
     e = datetime.fromisoformat(end).replace(tzinfo=UTC)
-    it = croniter(costs.normalize_cron(cadence), a)
+    it = croniter(cron.normalize_cron(cadence), a)
     stepped = 0
     while e > a and it.get_next(datetime) < e:
         stepped += 1
-    assert costs.count_firings(cadence, a, e) == stepped
+    assert cron.count_firings(cadence, a, e) == stepped
 
 
 def test_a_short_run_gets_time_for_its_set_up_and_push():
@@ -316,5 +317,5 @@ def test_unsloth_halves_the_cost_but_never_the_timeout():
 
 @pytest.mark.parametrize("overhead", [-1, float("nan"), float("inf"), 6 * 3600 + 1])
 def test_a_timeout_overhead_out_of_range_is_refused(overhead):
-    with pytest.raises(costs.CostInputError, match="timeout overhead must be from 0 to 21600 seconds"):
+    with pytest.raises(inputs.CostInputError, match="timeout overhead must be from 0 to 21600 seconds"):
         costs.estimate_run(RunSpec(1, 100, 1, "l4x1"), timeout_overhead_s=overhead)

@@ -8,7 +8,9 @@ from dataclasses import replace
 
 import pytest
 
-from console.costs import Calibration, CostInputError, FlavorCalibration, RunSpec, estimate_run, runs_per_month
+from console.costs import Calibration, FlavorCalibration, RunSpec, estimate_run
+from console.cron import runs_per_month
+from console.inputs import CostInputError
 from console.prices import shipped_price_book
 from console.scenario import fleet_projection
 

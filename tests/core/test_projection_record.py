@@ -9,7 +9,6 @@ import pytest
 
 from console.costs import (
     Calibration,
-    CostInputError,
     FlavorCalibration,
     RunSpec,
     cheaper_flavors_that_fit,
@@ -18,6 +17,7 @@ from console.costs import (
     timeout_rule,
 )
 from console.cron import runs_per_month
+from console.inputs import CostInputError
 from console.prices import shipped_price_book
 from console.scenario import Scenario, plan_refusal, project
 

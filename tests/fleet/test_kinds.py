@@ -11,7 +11,8 @@ import pytest
 from huggingface_hub._jobs_api import ScheduledJobInfo
 
 from console import jobspec, paths
-from console.costs import RunSpec, estimate_run, runs_per_month
+from console.costs import RunSpec, estimate_run
+from console.cron import runs_per_month
 from console.fleet import FleetFileError, derive_fleet, load_fleet_file
 from console.jobspec import SubmissionError, TrainingRequest, build_submission, read_request, script_args_of
 from console.ledger import fleet_costs

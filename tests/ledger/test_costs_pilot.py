@@ -12,7 +12,8 @@ from textual.widgets import Checkbox, DataTable, Input, Select, Static
 
 from console import reference
 from console.config import Config
-from console.costs import RunSpec, estimate_run, runs_per_month
+from console.costs import RunSpec, estimate_run
+from console.cron import runs_per_month
 from console.ledger import Ledger
 from console.ui.screens.whatif import WhatIfScreen
 from console.ui.widgets.costs import LedgerPane

@@ -157,6 +157,6 @@ def test_the_month_summary_reads_the_history_once_however_many_schedules_need_it
     datetime(2026, 12, 14, 12, 45, 30, tzinfo=UTC),
 ])
 def test_remaining_firings_count_from_the_instant_whatever_the_seconds(cron, now):
-    from console.costs import count_firings
+    from console.cron import count_firings
 
     assert remaining_firings(cron, now) == count_firings(cron, now, month_end(now))

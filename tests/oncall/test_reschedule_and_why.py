@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 from tests.oncall.conftest import FAILING, labels, run_python, wait_stage
 
-from console.costs import CostInputError
+from console.inputs import CostInputError
 from console.oncall import failure_reason, reschedule_cost, why_failed
 
 

@@ -11,8 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from console import costs
-from console.costs import CostInputError, RunSpec
+from console import costs, cron, inputs
+from console.costs import RunSpec
+from console.inputs import CostInputError
 from console.server.jobs.scheduler import is_valid_schedule, next_run_after
 
 ANY_NUMBER = st.one_of(
@@ -55,11 +56,11 @@ def test_more_work_never_costs_less(model_b, examples, epochs, flavor):
 @given(ANY_NUMBER)
 def test_timeouts_of_any_shape_are_seconds_in_range_or_refused(value):
     try:
-        seconds = costs.parse_timeout(value)
+        seconds = inputs.parse_timeout(value)
     except CostInputError as exc:
         assert "timeout" in str(exc)
         return
-    assert isinstance(seconds, int) and 1 <= seconds <= costs.MAX_TIMEOUT_SECONDS
+    assert isinstance(seconds, int) and 1 <= seconds <= inputs.MAX_TIMEOUT_SECONDS
 
 
 CRON_FIELD = st.one_of(st.just("*"), st.integers(-5, 100).map(str),
@@ -72,16 +73,16 @@ CRON_FIELD = st.one_of(st.just("*"), st.integers(-5, 100).map(str),
 @given(st.lists(CRON_FIELD, min_size=1, max_size=7).map(" ".join))
 def test_the_console_and_its_server_agree_on_what_a_schedule_is(expr):
     try:
-        normalized = costs.normalize_cron(expr)
+        normalized = cron.normalize_cron(expr)
     except CostInputError:
         return  # refused with a message; the server may still be more lenient
     assert is_valid_schedule(normalized), f"the console accepts {expr!r}, the server would not"
     assert next_run_after(normalized, 1_796_205_600.0) > 1_796_205_600.0
-    per_month = costs.runs_per_month(normalized)
+    per_month = cron.runs_per_month(normalized)
     assert per_month >= 0 and math.isfinite(per_month)
 
 
 @pytest.mark.parametrize("expr", ["@hourly", "@daily", "@weekly", "@monthly", "@yearly",
                                   "0 3 * * 1", "*/15 * * * *", "0 0 1 1 *"])
 def test_schedules_both_sides_accept(expr):
-    assert is_valid_schedule(costs.normalize_cron(expr))
+    assert is_valid_schedule(cron.normalize_cron(expr))

@@ -7,7 +7,7 @@ from tests.ui.conftest import mounted_screen, notes, run_python, type_into, wait
 from textual.widgets import Checkbox, Input, Select
 
 from console import jobspec, paths
-from console.costs import format_duration
+from console.inputs import format_duration
 from console.jobspec import TrainingRequest
 from console.kinds import SCRIPTS
 from console.prices import shipped_price_book

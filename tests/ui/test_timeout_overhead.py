@@ -7,7 +7,8 @@ from tests.ui.conftest import wait_for
 from textual.widgets import Input
 
 from console import jobspec, paths
-from console.costs import format_duration, padded_timeout_seconds
+from console.costs import padded_timeout_seconds
+from console.inputs import format_duration
 from console.jobspec import TrainingRequest
 from console.ui.app import ConsoleApp
 from console.ui.screens.submit import SubmitScreen

@@ -156,7 +156,7 @@ def _refresh(ledger, cfg):
 
 
 def _print_text(s, entries, limit: int, path) -> None:
-    from console.costs import format_duration
+    from console.inputs import format_duration
     from console.jobspec import retry_words
 
     print(f"Cost ledger {path} — {s.entries} entr{'y' if s.entries == 1 else 'ies'}")

@@ -81,8 +81,9 @@ def register(sub, add_common) -> None:
 def run(args: argparse.Namespace) -> int:
     from console.commands._common import CommandError, load_config
     from console.config import price_book
-    from console.costs import CostInputError, RunSpec, describe_cron, format_duration, timeout_rule
-    from console.inputs import parse_count
+    from console.costs import RunSpec, timeout_rule
+    from console.cron import describe_cron
+    from console.inputs import CostInputError, format_duration, parse_count
     from console.scenario import Scenario, project
 
     if args.reference:
@@ -198,7 +199,7 @@ def _size_warnings(args: argparse.Namespace) -> list[str]:
 def _run_spec(args: argparse.Namespace, flavor: str):
     """The tenants' run as a job spec would cost it (`TrainingRequest.run_spec`: max_steps counted
     in steps of the kind's recipe batch)."""
-    from console.costs import CostInputError
+    from console.inputs import CostInputError
     from console.jobspec import TrainingRequest
 
     if args.max_steps is not None and not 1 <= args.max_steps <= 10_000_000:
@@ -330,7 +331,7 @@ def _grpo_work(run) -> str:  # noqa: ANN001 - a costs.RunSpec
 
 
 def _print_calibrated(c: dict) -> None:
-    from console.costs import format_duration
+    from console.inputs import format_duration
 
     cal = c["calibrated"]
     if cal["calibration_runs"] == 0:

@@ -23,8 +23,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from console import jobspec
-from console.costs import CostInputError, normalize_cron
+from console.cron import normalize_cron
 from console.fleet.file import FleetFile, TenantSpec
+from console.inputs import CostInputError
 from console.jobspec import Submission, TrainingRequest
 from console.kinds import TRAINING_KINDS
 from console.prices import DEFAULT_TIMEOUT_BUFFER, DEFAULT_TIMEOUT_OVERHEAD_S, PriceBook

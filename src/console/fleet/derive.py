@@ -22,8 +22,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from console import jobspec
-from console.costs import MONTH_SECONDS, CostInputError, describe_cron, runs_per_month
+from console.cron import MONTH_SECONDS, describe_cron, runs_per_month
 from console.fleet.outcome import RunOutcome
+from console.inputs import CostInputError
 from console.jobspec import TrainingRequest
 from console.kinds import KIND_LABELS, TRAINING_KINDS
 from console.money import run_cost, schedule_money

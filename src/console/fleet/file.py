@@ -29,9 +29,9 @@ from pathlib import Path
 from typing import Any
 
 from console import declared, jobspec
-from console.costs import CostInputError, normalize_cron
+from console.cron import normalize_cron
 from console.fleet.schema import BUILDER_ONLY, DEFAULTS, TENANT_KEYS, TENANT_ONLY, TOP_KEYS
-from console.inputs import MIB, read_user_file
+from console.inputs import MIB, CostInputError, read_user_file
 from console.jobspec import TrainingRequest
 from console.kinds import TENANT_KINDS
 from console.prices import PriceBook, shipped_price_book

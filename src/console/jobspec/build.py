@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from console import paths
-from console.costs import CostInputError, estimate_run, format_duration, timeout_rule
+from console.costs import estimate_run, timeout_rule
+from console.inputs import CostInputError, format_duration
 from console.jobspec.request import (
     PREFLIGHT_FLAVOR,
     PREFLIGHT_TIMEOUT_SECONDS,

@@ -18,7 +18,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from console.costs import Calibration, CostInputError, RunSpec, estimate_run, normalize_cron
+from console.costs import Calibration, RunSpec, estimate_run
+from console.cron import normalize_cron
+from console.inputs import CostInputError
 from console.ledger.entries import NO_TENANT
 from console.money import run_request, schedule_money
 from console.prices import PLANS, PriceBook, plan_floor_usd, shipped_price_book

@@ -27,7 +27,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from console import jobspec
-from console.costs import format_duration
+from console.inputs import format_duration
 from console.jobs import (
     ACTIVE_STAGES,
     JOB_STAGES,

@@ -22,7 +22,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from console import jobspec
-from console.costs import format_duration, job_cost
+from console.costs import job_cost
+from console.inputs import format_duration
 from console.jobs import format_cost, job_row
 from console.prices import PriceBook, shipped_price_book
 from console.stages import RUNNING

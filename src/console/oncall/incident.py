@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from console import jobspec, paths
-from console.costs import format_duration
+from console.inputs import format_duration
 from console.jobs import clean_log_line, format_cost, job_row, timed_lines
 from console.oncall.escapes import osc52, plain
 from console.oncall.forecast import JobForecast, forecast_job, job_timeout_seconds

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from console.costs import format_duration
+from console.inputs import format_duration
 from console.jobs import FlavorQueue, JobRow, format_cost, queue_line, scheduling_queue
 from console.ledger import FailureStreak, LedgerSummary
 from console.oncall.escapes import plain

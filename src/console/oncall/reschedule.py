@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from console.costs import describe_cron, normalize_cron
+from console.cron import describe_cron, normalize_cron
 from console.jobs import format_cost
 from console.jobspec import labels_of
 from console.ledger import LedgerEntry, ObservedCosts, forecast_schedule
@@ -82,7 +82,7 @@ def reschedule_cost(
     `console.money`'s $/month of each (read as if the schedule ran; a suspended one adds $0 until
     resumed, and says so).
 
-    Raises `console.costs.CostInputError` (one line) when `new_cron` is not a valid cron.
+    Raises `console.inputs.CostInputError` (one line) when `new_cron` is not a valid cron.
     """
     prices = prices or shipped_price_book()
     now = now or datetime.now(UTC)

@@ -20,7 +20,7 @@ from datetime import date, datetime
 from typing import Any
 
 from console import jobspec
-from console.costs import format_duration
+from console.inputs import format_duration
 from console.oncall.notify import Event
 from console.oncall.report import StaleLive, WatchReport, problem_text
 from console.oncall.store import LiveRead, OnCallStore

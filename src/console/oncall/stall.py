@@ -29,7 +29,8 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from console.costs import format_duration, job_cost
+from console.costs import job_cost
+from console.inputs import format_duration
 from console.jobs import format_cost, job_row
 from console.oncall.store import ActivityMark, OnCallStore
 from console.prices import PriceBook, shipped_price_book

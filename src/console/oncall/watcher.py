@@ -58,7 +58,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from console import jobspec, levels, promotion
-from console.costs import format_duration
+from console.inputs import format_duration
 from console.jobs import ACTIVE_STAGES, format_cost, job_row, log_time
 from console.ledger import Ledger, LedgerSummary, ledger_summary, live_prices, month_of, timed_out
 from console.ledger.forecast import kept_like

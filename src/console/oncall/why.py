@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from console.costs import format_duration
 from console.fleet.outcome import parse_outcome
+from console.inputs import format_duration
 from console.jobs import clean_log_line
 from console.ledger.entries import timed_out
 from console.oncall.escapes import plain

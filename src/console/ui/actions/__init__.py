@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from textual.message import Message
 
 from console import jobspec
-from console.costs import format_duration
+from console.inputs import format_duration
 from console.jobspec import Submission, TrainingRequest
 from console.prices import PriceBook
 from console.ui import keys

@@ -10,7 +10,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from console import jobspec
-from console.costs import format_duration
+from console.inputs import format_duration
 from console.jobs import format_cost
 from console.ui.actions import confirm_then_run, refuse_if_read_only, run_in_worker, submission_details
 from console.ui.base import ConsoleBase

@@ -12,7 +12,8 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, Input, Static
 
-from console.costs import CostInputError, describe_cron, next_runs, normalize_cron, runs_per_month
+from console.cron import describe_cron, next_runs, normalize_cron, runs_per_month
+from console.inputs import CostInputError
 from console.jobs import clean_log_line
 from console.ui import keys
 from console.ui.screens.dialog import Dialog

@@ -35,13 +35,8 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Button, Checkbox, Input, Label, Select, Static
 
 from console import jobspec, vram
-from console.costs import (
-    CostInputError,
-    describe_cron,
-    format_duration,
-    normalize_cron,
-    parse_timeout,
-)
+from console.cron import describe_cron, normalize_cron
+from console.inputs import CostInputError, format_duration, parse_timeout
 from console.jobspec import Submission, SubmissionError, TrainingRequest
 from console.kinds import KIND_LABELS, TRAINING_KINDS, UNSLOTH_KINDS
 from console.prices import DEFAULT_TIMEOUT_OVERHEAD_S, PriceBook, shipped_price_book

@@ -33,16 +33,9 @@ from textual.screen import ModalScreen
 from textual.widgets import Checkbox, Input, Label, Select, Static
 
 from console import jobspec, vram
-from console.costs import (
-    Calibration,
-    CostInputError,
-    RunSpec,
-    cheaper_flavors_that_fit,
-    check_range,
-    describe_cron,
-    format_duration,
-    normalize_cron,
-)
+from console.costs import Calibration, RunSpec, cheaper_flavors_that_fit
+from console.cron import describe_cron, normalize_cron
+from console.inputs import CostInputError, check_range, format_duration
 from console.kinds import TENANT_KINDS
 from console.ledger import FleetCosts, Ledger, fleet_costs
 from console.prices import PLANS, PriceBook, shipped_price_book
