@@ -17,13 +17,12 @@ from console.costs import Observation, RunSpec, calibrate, estimate_run
 from console.ledger import (
     Ledger,
     entry_from_job,
-    month_end,
     observations_from,
-    remaining_firings,
     running_seconds_of,
     summarize,
     timed_out,
 )
+from console.money import month_end, remaining_firings
 from console.prices import price_book_from_hardware, shipped_price_book
 
 

@@ -11,7 +11,8 @@ import pytest
 
 from console.costs import RunSpec, estimate_run
 from console.ledger.entries import LedgerEntry
-from console.ledger.forecast import forecast_schedule, month_end, remaining_firings
+from console.ledger.forecast import forecast_schedule
+from console.money import month_end, remaining_firings
 from console.prices import shipped_price_book
 
 PRICES = shipped_price_book()

@@ -251,7 +251,7 @@ async def test_the_what_if_names_the_flavors_that_fit_and_costs_the_builder_mode
             return str(app.query_one("#ledger-summary").render())
 
         await wait_for(pilot, lambda: "builder model +$" in summary(), what="the builder in the costs summary")
-        from console.ledger.forecast import remaining_firings
+        from console.money import remaining_firings
 
         runs = remaining_firings("0 3 * * 1", app.session.clock())
         assert f"builder model +${runs * expected.builder_per_run.cost_usd:,.2f}, {runs} run" in summary()

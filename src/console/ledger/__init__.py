@@ -38,9 +38,7 @@ from console.ledger.forecast import (
     ScheduleForecast,
     TenantSpend,
     forecast_schedule,
-    month_end,
     month_of,
-    remaining_firings,
     summarize,
 )
 from console.ledger.from_backend import Snapshot, ledger_summary, live_prices, record_from_api, summary_for_config
@@ -79,11 +77,9 @@ __all__ = [
     "is_terminal",
     "ledger_summary",
     "live_prices",
-    "month_end",
     "month_of",
     "observations_from",
     "record_from_api",
-    "remaining_firings",
     "running_seconds_of",
     "summarize",
     "summary_for_config",

@@ -20,7 +20,7 @@ from console.costs import Calibration, job_cost
 from console.jobspec import exposed_ports_of, run_limit_seconds
 from console.ledger.calibration import estimate_calibration
 from console.ledger.entries import LedgerEntry, flavor_of, running_seconds_of
-from console.money import ScheduleMoney, month_end, remaining_firings, schedule_money  # noqa: F401 - re-exported
+from console.money import ScheduleMoney, schedule_money
 from console.prices import PLANS, PriceBook, plan_floor_usd, shipped_price_book
 
 
