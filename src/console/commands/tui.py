@@ -21,6 +21,8 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from console import exitlog
+
 if TYPE_CHECKING:
     import argparse
 
@@ -65,7 +67,10 @@ def run_tui(args: argparse.Namespace) -> int:
         backend.close()
     if backend.fatal and not received:
         raise CommandError(backend.fatal)
-    return 128 + received[0] if received else 0
+    if received:
+        exitlog.give_reason(f"{signal.Signals(received[0]).name}: the app closed")
+        return 128 + received[0]
+    return 0
 
 
 class Connecting:
@@ -167,7 +172,7 @@ def _watch_for_hangup(fd: int = 0) -> None:
             except InterruptedError:
                 continue
         threading.Event().wait(SHUTDOWN_GRACE_SECONDS + 0.5)
-        os._exit(128 + signal.SIGHUP)
+        _exit_now(signal.SIGHUP, "the terminal hung up and the app had not closed")
 
     threading.Thread(target=watch, name="console-hangup", daemon=True).start()
 
@@ -176,7 +181,8 @@ def _exit_on_signal(exit_app: Callable[[], None], received: list[int]) -> Any:
     def handler(signum: int, frame: object) -> None:
         received.append(signum)
         if len(received) == 1:
-            deadline = threading.Timer(SHUTDOWN_GRACE_SECONDS, os._exit, args=(128 + signum,))
+            deadline = threading.Timer(SHUTDOWN_GRACE_SECONDS, _exit_now,
+                                       args=(signum, "the app had not closed in time"))
             deadline.daemon = True
             deadline.start()
         try:
@@ -186,3 +192,9 @@ def _exit_on_signal(exit_app: Callable[[], None], received: list[int]) -> Any:
         loop.call_soon_threadsafe(exit_app)
 
     return handler
+
+
+def _exit_now(signum: int, why: str) -> None:
+    """End the process with 128 + `signum` at once (no cleanup: what is stuck stays stuck)."""
+    exitlog.record(128 + signum, f"{signal.Signals(signum).name}: {why}")
+    os._exit(128 + signum)
