@@ -367,3 +367,31 @@ def test_a_terminal_closed_at_each_step_of_the_start_ends_the_console_with_129(d
             _kill(pid)
         if fd >= 0:
             os.close(fd)
+
+
+def test_a_console_waits_for_a_daemon_too_busy_to_answer_and_starts_no_other(daemon_api, tmp_path):
+    """On a loaded machine the daemon can take seconds to answer (here: stopped for 25 s). The
+    console's first refresh waits for it, as it waits for a daemon starting: it neither starts a
+    second server (which finds the first and exits) nor gives up with "did not start"."""
+    info = json.loads(server_paths.server_info_path().read_text())
+    daemon = psutil.Process(info["pid"])
+    exit_log = tmp_path / "exit.log"
+    daemon.suspend()
+    pid = 0
+    try:
+        pid, fd = _spawn_console(exit_log=exit_log)
+        status = _wait_exit(pid, 25.0, fd)  # the daemon does not answer meanwhile
+        assert status is None, f"the console exited with status {status}: {_why(exit_log)}"
+        daemon.resume()
+        screen = _read_until(fd, lambda out: b"refreshed" in out, 60)
+        assert b"refreshed" in screen, _why(exit_log)
+        assert json.loads(server_paths.server_info_path().read_text())["pid"] == daemon.pid
+        os.write(fd, b"q")
+        status = _wait_exit(pid, EXIT_DEADLINE + LOADED_GRACE, fd)
+        assert status is not None and os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, _why(exit_log)
+        pid = 0
+    finally:
+        daemon.resume()
+        if pid:
+            _kill(pid)
+            os.close(fd)
