@@ -58,9 +58,10 @@ def _sentinel(tmp_path) -> Path:
     return folder / "finish"
 
 
-def _spawn_console(*args: str, exit_log: Path | None = None) -> tuple[int, int]:
+def _spawn_console(*args: str, exit_log: Path | None = None, hangups_ignored: bool = False) -> tuple[int, int]:
     """A real console on a new pseudo-terminal: its pid and the terminal's end (`exit_log`: the
-    file it says why it exited in, `CONSOLE_EXIT_LOG`)."""
+    file it says why it exited in, `CONSOLE_EXIT_LOG`; `hangups_ignored`: started as `nohup` starts
+    a command, SIGHUP ignored)."""
     # not measured by coverage: a measured process saves its data on the way out (os._exit
     # included), which on a loaded machine can take longer than the exit deadline under test
     env = {k: v for k, v in os.environ.items() if k != "COVERAGE_PROCESS_CONFIG"}
@@ -72,6 +73,8 @@ def _spawn_console(*args: str, exit_log: Path | None = None) -> tuple[int, int]:
     if pid == 0:  # the child: the real console on a terminal
         try:
             os.close(execed_r)
+            if hangups_ignored:
+                signal.signal(signal.SIGHUP, signal.SIG_IGN)  # kept across exec
             os.execve(sys.executable, [sys.executable, "-m", "console", *args], env)
         finally:
             os._exit(127)
@@ -394,4 +397,28 @@ def test_a_console_waits_for_a_daemon_too_busy_to_answer_and_starts_no_other(dae
         daemon.resume()
         if pid:
             _kill(pid)
+            os.close(fd)
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.5], ids=["at-once", "0.5s"])
+def test_a_console_ignoring_hangups_exits_when_its_terminal_closed_before_it_ran(daemon_api, tmp_path, delay):
+    """Started with SIGHUP ignored (`nohup console`, or a parent that ignores it), a console whose
+    terminal closes while it imports never gets a hangup signal: it still sees the terminal gone
+    and exits 129 within the deadline, instead of running on with no terminal."""
+    exit_log = tmp_path / "exit.log"
+    pid, fd = _spawn_console(exit_log=exit_log, hangups_ignored=True)
+    try:
+        if delay:
+            _read_until(fd, lambda _out: False, delay)
+        os.close(fd)
+        fd = -1
+        status = _wait_exit(pid, EXIT_DEADLINE + LOADED_GRACE)
+        assert status is not None, f"the console did not exit: {_why(exit_log)}"
+        pid = 0
+        assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 129, f"status {status}: {_why(exit_log)}"
+        assert "SIGHUP: the terminal hung up" in _why(exit_log)
+    finally:
+        if pid:
+            _kill(pid)
+        if fd >= 0:
             os.close(fd)

@@ -9,7 +9,8 @@ app the way `q` does: workers stop and nothing is left running. A terminal that 
 take the last frames, and Textual's shutdown can block on writing them; so the signal also arms a
 deadline: if the app has not exited within `SHUTDOWN_GRACE_SECONDS`, the process exits anyway
 with 128 + the signal (129 for a hangup). A thread watching the terminal itself arms the same
-deadline for a hangup even when the main thread is stuck where a signal handler cannot run.
+deadline for a hangup even when the main thread is stuck where a signal handler cannot run, or
+when no SIGHUP comes (hangups ignored, as under `nohup`, and the terminal gone before the app ran).
 """
 
 from __future__ import annotations
@@ -156,10 +157,7 @@ def _watch_for_hangup(fd: int = 0) -> None:
     never arm the deadline above. `poll` on the terminal reports the hangup itself."""
     import select
 
-    try:
-        if not os.isatty(fd):
-            return
-    except OSError:
+    if not _is_terminal(fd):
         return
 
     def watch() -> None:
@@ -175,6 +173,22 @@ def _watch_for_hangup(fd: int = 0) -> None:
         _exit_now(signal.SIGHUP, "the terminal hung up and the app had not closed")
 
     threading.Thread(target=watch, name="console-hangup", daemon=True).start()
+
+
+def _is_terminal(fd: int) -> bool:
+    """Whether `fd` is a terminal, one already hung up included (`os.isatty` says no to that one: a
+    console whose terminal closed before it set its handlers, with hangups ignored as under `nohup`
+    or missed, must still see the hangup)."""
+    import errno
+    import termios
+
+    try:
+        termios.tcgetattr(fd)
+    except termios.error as exc:
+        return bool(exc.args) and exc.args[0] == errno.EIO
+    except (OSError, ValueError):
+        return False
+    return True
 
 
 def _exit_on_signal(exit_app: Callable[[], None], received: list[int]) -> Any:
