@@ -120,7 +120,10 @@ def _main(argv: Sequence[str] | None) -> int:
         if tui:
             firstframe.abandon()
         exitlog.give_reason(f"CommandError: {exc}")
-        print(f"console: {exc}", file=sys.stderr)
+        try:
+            print(f"console: {exc}", file=sys.stderr)
+        except OSError:  # its terminal is gone: the exit status (and CONSOLE_EXIT_LOG) say it
+            pass
         return exc.code
     except KeyboardInterrupt:
         return 130

@@ -262,8 +262,13 @@ def test_closing_the_terminal_at_any_moment_ends_every_console(daemon_api, tmp_p
                     pid, fd, close_at, after, exit_log = item
                     if now >= close_at:
                         children = _children(pid)
+                        done, status = os.waitpid(pid, os.WNOHANG)
                         os.close(fd)
                         pending.remove(item)
+                        if done:  # gone before its terminal was: it ended by itself
+                            stuck.append(f"pid {pid} exited by itself before its terminal closed ({after:.1f} s "
+                                         f"after its start): status {status}\n{_why(exit_log)}")
+                            continue
                         status = _wait_exit(pid, EXIT_DEADLINE)
                         if status is None:  # late: on a machine this loaded, or hung for good
                             status = _wait_exit(pid, LOADED_GRACE)
