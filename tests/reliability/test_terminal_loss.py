@@ -68,25 +68,32 @@ def _spawn_console(*args: str, exit_log: Path | None = None, hangups_ignored: bo
     env.update(TERM="xterm-256color", COLUMNS="80", LINES="24")
     if exit_log is not None:
         env["CONSOLE_EXIT_LOG"] = str(exit_log)
-    execed_r, execed_w = os.pipe()  # closed by the child's exec (neither end is inherited)
+    ready_r, ready_w = os.pipe()  # neither end is inherited: the child's exec closes its end
     pid, fd = pty.fork()
     if pid == 0:  # the child: the real console on a terminal
         try:
-            os.close(execed_r)
+            os.close(ready_r)
             if hangups_ignored:
                 signal.signal(signal.SIGHUP, signal.SIG_IGN)  # kept across exec
+            os.write(ready_w, b"t")  # forkpty made the terminal its own (it exits 1 when it cannot)
             os.execve(sys.executable, [sys.executable, "-m", "console", *args], env)
         finally:
             os._exit(127)
-    os.close(execed_w)
+    os.close(ready_w)
     os.set_inheritable(fd, False)  # as a terminal keeps it: the next console must not hold it open
-    # The terminal is the console's once the child has made it its own (forkpty's child does that
-    # before it returns, and exits 1 if the terminal closed first): on a loaded machine a child can
-    # wait that long for the CPU. A terminal emulator's shell is there before it can be closed.
+    # A terminal's shell runs before the terminal can be closed; so does the console here: the
+    # child has made the terminal its controlling one (forkpty does it in the child, and exits 1
+    # if the terminal closed first: on a loaded machine a child can wait seconds for the CPU) and
+    # has run exec (its end of the pipe closes).
     try:
-        os.read(execed_r, 1)
+        mine = os.read(ready_r, 1)
+        os.read(ready_r, 1)
     finally:
-        os.close(execed_r)
+        os.close(ready_r)
+    if mine != b"t":
+        _, status = os.waitpid(pid, 0)
+        os.close(fd)
+        pytest.fail(f"the child could not take its terminal (forkpty): status {status}")
     return pid, fd
 
 
