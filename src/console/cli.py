@@ -77,6 +77,28 @@ def tui_args(argv: Sequence[str]) -> SimpleNamespace | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run `console` with `argv`; its exit status. With `CONSOLE_EXIT_LOG` set, why it ends is
+    appended there (`console.exitlog`): a terminal that is gone shows nothing."""
+    from console import exitlog
+
+    exitlog.take_reason()
+    try:
+        status = _main(argv)
+    except SystemExit as exc:
+        code = exc.code
+        exitlog.record(code if isinstance(code, int) else (0 if code is None else 1),
+                       f"SystemExit({code!r})")
+        raise
+    except BaseException as exc:
+        exitlog.record_exception(1, exc)
+        raise
+    exitlog.record(status, exitlog.take_reason())
+    return status
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    from console import exitlog
+
     argv = list(sys.argv[1:] if argv is None else argv)
     args = tui_args(argv)
     if args is None:
@@ -97,7 +119,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CommandError as exc:
         if tui:
             firstframe.abandon()
-        print(f"console: {exc}", file=sys.stderr)
+        exitlog.give_reason(f"CommandError: {exc}")
+        try:
+            print(f"console: {exc}", file=sys.stderr)
+        except OSError:  # its terminal is gone: the exit status (and CONSOLE_EXIT_LOG) say it
+            pass
         return exc.code
     except KeyboardInterrupt:
         return 130

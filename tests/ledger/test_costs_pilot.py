@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from jobjson import job, scheduled, tenant_labels
 from rich.text import Text
-from tests.ui.conftest import wait_for
+from tests.ui.conftest import mounted_screen, wait_for
 from textual.app import App, ComposeResult
 from textual.message import Message
 from textual.widgets import Checkbox, DataTable, Input, Select, Static
@@ -87,9 +87,7 @@ async def set_form(pilot, screen: WhatIfScreen, **values) -> None:
 async def test_reference_scenarios_match_the_reference_tables():
     app = Host(lambda: WhatIfScreen(cfg()))
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.pause()
-        screen = app.screen
-        assert isinstance(screen, WhatIfScreen)
+        screen = await mounted_screen(pilot, WhatIfScreen, "the what-if explorer")
         for row in reference.builder_rows() + reference.tenant_rows():
             s = row.spec
             await set_form(pilot, screen, model_b=f"{s.model_b:g}", examples=s.examples,
@@ -111,8 +109,7 @@ async def test_max_steps_in_the_explorer_costs_the_run_as_the_fleet_does():
     `console whatif --max-steps` and the fleet rows say)."""
     app = Host(lambda: WhatIfScreen(cfg()))
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.pause()
-        screen = app.screen
+        screen = await mounted_screen(pilot, WhatIfScreen, "the what-if explorer")
         await set_form(pilot, screen, tenants=1, model_b=3, examples=1000, epochs=3, flavor="l4x1")
         for steps, usd in (("600", 0.69), ("5000", 5.76), ("", 0.86)):
             await set_form(pilot, screen, max_steps=steps)
@@ -125,8 +122,7 @@ async def test_max_steps_in_the_explorer_costs_the_run_as_the_fleet_does():
 async def test_changing_one_assumption_moves_the_projection_by_the_models_amount():
     app = Host(lambda: WhatIfScreen(cfg()))
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.pause()
-        screen = app.screen
+        screen = await mounted_screen(pilot, WhatIfScreen, "the what-if explorer")
         await set_form(pilot, screen, tenants=10, cadence="weekly", model_b=3, examples=1000, epochs=3,
                        flavor="l4x1", plan="pro", seats=1)
         base = screen.result.heuristic
@@ -147,8 +143,7 @@ async def test_changing_one_assumption_moves_the_projection_by_the_models_amount
 async def test_invalid_input_shows_a_reason_and_changes_nothing():
     app = Host(lambda: WhatIfScreen(cfg()))
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.pause()
-        screen = app.screen
+        screen = await mounted_screen(pilot, WhatIfScreen, "the what-if explorer")
         before = screen.result
         for field, bad, needle in (("examples", "lots", "examples must be a number"),
                                    ("model_b", "0", "model_b must be from"),
@@ -175,7 +170,7 @@ async def test_calibrated_estimate_from_the_ledger_and_how_many_runs_it_rests_on
                     for i in range(4)])
     app = Host(lambda: WhatIfScreen(cfg(), ledger=ledger))
     async with app.run_test(size=(80, 24)) as pilot:
-        screen = app.screen
+        screen = await mounted_screen(pilot, WhatIfScreen, "the what-if explorer")
         await wait_for(pilot, lambda: screen.result and screen.result.calibration_runs)
         await set_form(pilot, screen, model_b=3, examples=1000, epochs=3, flavor="l4x1")
         r = screen.result
@@ -193,8 +188,7 @@ async def test_calibrated_estimate_from_the_ledger_and_how_many_runs_it_rests_on
 async def test_a_cheaper_flavor_that_still_fits_is_suggested():
     app = Host(lambda: WhatIfScreen(cfg()))
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.pause()
-        screen = app.screen
+        screen = await mounted_screen(pilot, WhatIfScreen, "the what-if explorer")
         await set_form(pilot, screen, model_b=1, examples=500, epochs=3, flavor="a10g-large")
         assert screen.result.cheaper[0].flavor == "t4-small"
         assert "Cheaper: t4-small fits 1B" in text_of(screen.query_one("#whatif-notes", Static))
@@ -207,8 +201,7 @@ async def test_current_fleet_side_by_side_and_the_difference():
     fleet.append(scheduled("sv", "@daily", flavor="cpu-basic", labels=tenant_labels("t0", kind="validate")))
     app = Host(lambda: WhatIfScreen(cfg(plan="team", seats=2), scheduled_jobs=fleet))
     async with app.run_test(size=(100, 30)) as pilot:
-        await pilot.pause()
-        screen = app.screen
+        screen = await mounted_screen(pilot, WhatIfScreen, "the what-if explorer")
         f = screen.fleet
         assert (f.tenants, f.schedules) == (5, 5)
         assert screen.query_one("#wi-tenants", Input).value == "5"
@@ -280,9 +273,8 @@ async def test_ledger_pane_shows_spend_projection_and_warns_over_budget(tmp_path
         assert len(ledger) == 3 and app.budget_warnings == [s.budget_warning]
         table.focus()
         await pilot.press("w")
-        await pilot.pause()
-        assert isinstance(app.screen, WhatIfScreen)
-        assert app.screen.fleet.tenants == 1
+        screen = await mounted_screen(pilot, WhatIfScreen, "the what-if explorer")
+        assert screen.fleet.tenants == 1
 
 
 async def test_ledger_pane_updates_on_every_refresh_only_while_on_screen(tmp_path):

@@ -106,13 +106,14 @@ def test_the_cut_takes_the_most_expensive_first_and_says_when_nothing_fits():
 
 async def test_u_on_the_costs_tab_resumes_what_the_budget_suspended(tmp_path):
     """One key undoes the cut: `U` on the Costs tab asks, naming each schedule, then resumes them."""
-    from tests.ui.conftest import schedule_python, wait_for
+    from tests.ui.conftest import mounted_screen, schedule_python, wait_for
 
     from console.backend import connect
     from console.config import ServerSettings
     from console.oncall.budget import BudgetCut, Suspended, last_cut, remember_cut
     from console.oncall.store import OnCallStore
     from console.ui.app import ConsoleApp
+    from console.ui.screens.confirm import ConfirmScreen
 
     cfg = Config(namespace="oncall", plan="pro", server=ServerSettings(max_running_jobs=4))
     backend = connect(cfg)
@@ -128,7 +129,7 @@ async def test_u_on_the_costs_tab_resumes_what_the_budget_suspended(tmp_path):
             app.query_one("#ledger-tenants").focus()
             await pilot.pause()
             await pilot.press("U")
-            await wait_for(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen", what="the confirmation")
+            await mounted_screen(pilot, ConfirmScreen, what="the confirmation")
             details = " ".join(str(w.render()) for w in app.screen.query(".confirm-detail"))
             assert f"globex: schedule {sj.id}, $15.00 left this month" in details
             await pilot.press("y")

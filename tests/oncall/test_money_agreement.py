@@ -214,6 +214,12 @@ def test_three_tenants_read_69_cents_5_76_and_86_cents_a_run_everywhere(server, 
     assert read_back == {"capped": 600, "long": 5000, "uncapped": None}  # from HF Jobs alone
 
 
+async def _mounted(pilot, screen_type: type, what: str):
+    from tests.ui.conftest import mounted_screen
+
+    return await mounted_screen(pilot, screen_type, what=what)
+
+
 async def _until(pilot, condition, what: str, timeout: float = 60.0) -> None:
     from tests.ui.conftest import wait_for
 
@@ -249,7 +255,7 @@ async def test_the_tuis_fleet_rows_costs_tab_reschedule_and_bulk_dialogs_agree_w
                     "month_now": cents(row.monthly_usd), "left": cents(row.left_this_month_usd)} == want[ids[tenant]]
 
         await pilot.press("r")
-        await _until(pilot, lambda: isinstance(app.screen, RescheduleScreen), "the reschedule dialog")
+        await _mounted(pilot, RescheduleScreen, "the reschedule dialog")
         row = app.fleet_table.rows_by_tenant[app.screen.tenant]
         line = str(app.screen.query_one("#cron-cost").render())
         month = format_cost(row.would_be_monthly_usd)
@@ -260,8 +266,7 @@ async def test_the_tuis_fleet_rows_costs_tab_reschedule_and_bulk_dialogs_agree_w
 
         for action in ("trigger", "suspend", "resume"):
             await pilot.press("b")
-            await _until(pilot, lambda: isinstance(app.screen, BulkScreen), "the bulk dialog")
-            screen = app.screen
+            screen = await _mounted(pilot, BulkScreen, "the bulk dialog")
             screen.query_one("#bulk-action", Input).value = action
             screen.query_one("#bulk-filter", Input).value = "label:app=console"
             screen.query_one("#bulk-filter", Input).focus()

@@ -1,9 +1,9 @@
 """Retry with resume: a run killed by its timeout is resumed by the watching console from its last
 pushed checkpoint, once, and ends PASS, the retry named in the notifications, the fleet and the
-ledger (a real tiny training run on the embedded server, slowed per step as on a slow GPU). A run
-that failed its own way (a FAIL verdict), one its manifest calls not resumable, and one whose
-retries are used up or would cost more than its cap are not retried; two consoles that retry the
-same run at once keep one retry."""
+ledger (a real tiny training run on the embedded server, stalled after its first checkpoint as on a
+GPU that hung). A run that failed its own way (a FAIL verdict), one its manifest calls not
+resumable, and one whose retries are used up or would cost more than its cap are not retried; two
+consoles that retry the same run at once keep one retry."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import json
 import re
 from pathlib import Path
 
+from tests.jobwait import STALLED_TIMEOUT_S, stalled_after_checkpoint
 from tests.oncall.conftest import wait_stage
 
 from console import jobspec
@@ -36,17 +37,19 @@ def _watcher(backend, cfg, tmp_path) -> Watcher:
 def test_a_run_killed_by_its_timeout_is_resumed_once_by_itself_and_passes(backend, cfg, tmp_path, capsys):
     api, ns = backend.api, backend.namespace
     repo = f"{ns}/adapter-acme"
+    stall, hold = stalled_after_checkpoint("acme", tmp_path.name)
     req = TrainingRequest(tenant="acme", dataset=str(DATA / "acme.jsonl"), max_steps=40, learning_rate=5e-3,
-                          lora_r=8, lora_alpha=16, hub_model_id=repo, run_name="acme-slow", timeout_seconds=40,
-                          extra_env={"CONSOLE_STEP_DELAY_S": "1.0"}, retry=1, retry_max_usd=5.0)
+                          lora_r=8, lora_alpha=16, hub_model_id=repo, run_name="acme-slow",
+                          timeout_seconds=STALLED_TIMEOUT_S, extra_env=stall, retry=1, retry_max_usd=5.0)
     sub = jobspec.build_submission(req, backend_kind="local", token=api.token)
     assert sub.labels["retry"] == "1" and sub.labels["retry_max_usd"] == "5"
     job = api.run_job(**ship(api, sub, ns).run_kwargs(), namespace=ns)
-    done = api.wait_for_job(job.id, timeout=120, poll_interval=0.5, namespace=ns)
+    done = api.wait_for_job(job.id, timeout=STALLED_TIMEOUT_S + 120, poll_interval=0.5, namespace=ns)
     assert timed_out(done) and infrastructure_cause(done) == "killed by its timeout", done.status
     checkpoint = last_checkpoint(api, repo, "acme-slow")
     assert checkpoint is not None and 0 < checkpoint.step < 40, \
         "\n".join(list(api.fetch_job_logs(job_id=job.id, namespace=ns))[-30:])
+    hold.unlink()  # the GPU is back: the retry runs at full speed
 
     watcher = _watcher(backend, cfg, tmp_path)
     events = watcher.check().events
@@ -67,7 +70,7 @@ def test_a_run_killed_by_its_timeout_is_resumed_once_by_itself_and_passes(backen
     assert steps[0] == checkpoint.step + 1 and steps[-1] == 40
     request = jobspec.read_request(api.inspect_job(job_id=new_id, namespace=ns))
     assert (request.resume_from, request.retry_of, request.attempt) == ("acme-slow", job.id, 1)
-    assert request.timeout_seconds > 40  # a timeout for what is left, not the one that killed it
+    assert request.timeout_seconds > STALLED_TIMEOUT_S  # a timeout for what is left, not the one that killed it
 
     # the fleet and the ledger say it
     jobs = list(api.list_jobs(namespace=ns))

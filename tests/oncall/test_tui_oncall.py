@@ -17,7 +17,7 @@ from tests.oncall.conftest import (
     slow_trackio_code,
     wait_stage,
 )
-from tests.ui.conftest import shown, wait_for
+from tests.ui.conftest import mounted_screen, shown, wait_for
 from textual.widgets import Input
 
 from console.ui.app import ConsoleApp
@@ -110,8 +110,7 @@ async def test_bulk_cancel_by_filter_previews_then_needs_the_count(backend, cfg,
     async with app.run_test(size=(80, 24)) as pilot:
         await _wait(pilot, lambda: all(j in app.jobs_table.rows_by_id for j in fleet["acme"]))
         await pilot.press("b")
-        await _wait(pilot, lambda: isinstance(app.screen, BulkScreen) and bool(app.screen.query("#bulk-action")))
-        screen = app.screen
+        screen = await mounted_screen(pilot, BulkScreen, what="the bulk dialog")
         screen.query_one("#bulk-action", Input).value = "cancel"
         screen.query_one("#bulk-filter", Input).value = "tenant:acme"
         await pilot.press("enter")
@@ -165,7 +164,7 @@ async def test_the_reschedule_dialog_shows_the_monthly_cost_before_and_after(bac
     async with app.run_test(size=(80, 24)) as pilot:
         await _wait(pilot, lambda: "acme" in app.fleet_table.rows_by_tenant)
         await pilot.press("r")
-        await _wait(pilot, lambda: isinstance(app.screen, RescheduleScreen))
+        await mounted_screen(pilot, RescheduleScreen, what="the cron dialog")
         cost = lambda: str(app.screen.query_one("#cron-cost").render())  # noqa: E731
         assert cost().startswith("cost: $0.75/month -> $0.75/month (+$0.0")
         app.screen.query_one("#cron-input", Input).value = "0 3 * * *"  # weekly -> daily
@@ -221,8 +220,7 @@ async def test_bulk_suspend_by_filter_suspends_exactly_the_previewed_schedules(b
     async with app.run_test(size=(80, 24)) as pilot:
         await _wait(pilot, lambda: app.refresher.refresh_count > 0)
         await pilot.press("b")
-        await _wait(pilot, lambda: isinstance(app.screen, BulkScreen) and bool(app.screen.query("#bulk-action")))
-        screen = app.screen
+        screen = await mounted_screen(pilot, BulkScreen, what="the bulk dialog")
         screen.query_one("#bulk-action", Input).value = "suspend"
         screen.query_one("#bulk-filter", Input).value = "tenant:acme"
         screen.query_one("#bulk-filter", Input).focus()

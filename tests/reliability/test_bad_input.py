@@ -13,7 +13,7 @@ from huggingface_hub._jobs_api import JobInfo
 from huggingface_hub.errors import HfHubHTTPError
 from tests.jobwait import wait_stage
 from tests.reliability.conftest import run_python
-from tests.ui.conftest import shown, wait_for, wait_thread
+from tests.ui.conftest import mounted_screen, shown, wait_for, wait_thread
 
 from console import cli
 from console import config as config_mod
@@ -169,7 +169,7 @@ async def test_the_tui_handles_a_job_that_vanished(backend, cfg):
         await wait_for(pilot, lambda: app.log_pane.ended, what="the ghost's log to fail")
         assert "not found" in (app.log_pane.error or "")
         await pilot.press("c")
-        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the dialog")
+        await mounted_screen(pilot, ConfirmScreen, what="the dialog")
         await pilot.press("y")
         await wait_for(pilot, lambda: any("not found" in n.message for n in shown(app)),
                        what="the failure message")

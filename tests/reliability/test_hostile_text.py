@@ -13,7 +13,7 @@ from huggingface_hub._jobs_api import JobInfo
 from tests.jobwait import wait_stage
 from tests.reliability.conftest import run_python
 from tests.ui.canned import CannedApi, CannedBackend, job
-from tests.ui.conftest import shown, wait_for, wait_thread
+from tests.ui.conftest import mounted_screen, shown, wait_for, wait_thread
 from textual.geometry import Region
 from textual.widget import Widget
 
@@ -125,8 +125,8 @@ async def test_hostile_names_and_labels_from_the_hub_stay_inert_everywhere():
         await wait_for(pilot, lambda: app.log_pane.ended, what="the log")
         app.notify(f"Canceled {hostile.id} ({evil})")  # the shape of every action's message
         await pilot.press("c")  # the cancel confirmation names the tenant
-        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the dialog")
-        await pilot.pause()
+        await mounted_screen(pilot, ConfirmScreen, what="the dialog")
+        await pilot.pause()  # painted
         painted = screen_text(app)
         assert "[@click=app.quit]x[/]" in painted  # shown, literally, in table, details, dialog
         assert not UNSAFE.search(painted)

@@ -15,7 +15,7 @@ from huggingface_hub.errors import BadRequestError
 from tests.jobwait import wait_stage
 from tests.reliability.conftest import fast_policy, job_count, run_python
 from tests.reliability.test_hostile_text import screen_text
-from tests.ui.conftest import console_labels, shown, wait_for, wait_thread
+from tests.ui.conftest import console_labels, mounted_screen, shown, wait_for, wait_thread
 
 from console import config as config_mod
 from console import paths
@@ -86,8 +86,7 @@ async def test_a_planted_secret_is_never_written_or_shown(monkeypatch, tmp_path,
             app.jobs_table.select_job(job.id)
             await wait_for(pilot, lambda: app.log_pane.ended, what="the log")
             await pilot.press("R")  # a rerun confirmation, then its notification
-            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen),
-                           what="the rerun confirmation")
+            await mounted_screen(pilot, ConfirmScreen, what="the rerun confirmation")
             await pilot.press("y")
             # the rerun first ships the training scripts to the namespace's bucket: seconds
             # alone, more under a loaded suite
@@ -230,7 +229,7 @@ async def test_the_ui_refuses_cleanly_when_only_the_client_layer_knows(server, c
             await wait_for(pilot, lambda: job.id in app.jobs_table.rows_by_id, what="the row")
             app.jobs_table.select_job(job.id)
             await pilot.press("c")
-            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the dialog")
+            await mounted_screen(pilot, ConfirmScreen, what="the dialog")
             await pilot.press("y")
             await wait_for(pilot, lambda: any("read-only" in n.message
                                               for n in shown(app)), what="the refusal")

@@ -58,18 +58,42 @@ def _sentinel(tmp_path) -> Path:
     return folder / "finish"
 
 
-def _spawn_console(*args: str) -> tuple[int, int]:
+def _spawn_console(*args: str, exit_log: Path | None = None, hangups_ignored: bool = False) -> tuple[int, int]:
+    """A real console on a new pseudo-terminal: its pid and the terminal's end (`exit_log`: the
+    file it says why it exited in, `CONSOLE_EXIT_LOG`; `hangups_ignored`: started as `nohup` starts
+    a command, SIGHUP ignored)."""
     # not measured by coverage: a measured process saves its data on the way out (os._exit
     # included), which on a loaded machine can take longer than the exit deadline under test
     env = {k: v for k, v in os.environ.items() if k != "COVERAGE_PROCESS_CONFIG"}
     env.update(TERM="xterm-256color", COLUMNS="80", LINES="24")
+    if exit_log is not None:
+        env["CONSOLE_EXIT_LOG"] = str(exit_log)
+    ready_r, ready_w = os.pipe()  # neither end is inherited: the child's exec closes its end
     pid, fd = pty.fork()
     if pid == 0:  # the child: the real console on a terminal
         try:
+            os.close(ready_r)
+            if hangups_ignored:
+                signal.signal(signal.SIGHUP, signal.SIG_IGN)  # kept across exec
+            os.write(ready_w, b"t")  # forkpty made the terminal its own (it exits 1 when it cannot)
             os.execve(sys.executable, [sys.executable, "-m", "console", *args], env)
         finally:
             os._exit(127)
+    os.close(ready_w)
     os.set_inheritable(fd, False)  # as a terminal keeps it: the next console must not hold it open
+    # A terminal's shell runs before the terminal can be closed; so does the console here: the
+    # child has made the terminal its controlling one (forkpty does it in the child, and exits 1
+    # if the terminal closed first: on a loaded machine a child can wait seconds for the CPU) and
+    # has run exec (its end of the pipe closes).
+    try:
+        mine = os.read(ready_r, 1)
+        os.read(ready_r, 1)
+    finally:
+        os.close(ready_r)
+    if mine != b"t":
+        _, status = os.waitpid(pid, 0)
+        os.close(fd)
+        pytest.fail(f"the child could not take its terminal (forkpty): status {status}")
     return pid, fd
 
 
@@ -105,6 +129,14 @@ def _hung_up(status: int) -> bool:
     return (os.WIFEXITED(status) and os.WEXITSTATUS(status) == 128 + signal.SIGHUP) or (
         os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGHUP
     )
+
+
+def _why(exit_log: Path) -> str:
+    """What the console wrote in its exit log (why it exited), or that it wrote nothing."""
+    try:
+        return exit_log.read_text(encoding="utf-8").strip() or "(its exit log is empty)"
+    except OSError:
+        return "(no exit log: it exited before its start read the command line, or was killed)"
 
 
 def _kill(pid: int) -> None:
@@ -225,24 +257,33 @@ def test_closing_the_terminal_at_any_moment_ends_every_console(daemon_api, tmp_p
     for _round in range(rounds):
         consoles = []
         for _ in range(5):
-            pid, fd = _spawn_console()
-            consoles.append((pid, fd, time.monotonic() + rng.uniform(0.1, 5.0)))
+            exit_log = tmp_path / f"exit-{_round}-{len(consoles)}.log"
+            pid, fd = _spawn_console(exit_log=exit_log)
+            after = rng.uniform(0.1, 5.0)
+            consoles.append((pid, fd, time.monotonic() + after, after, exit_log))
         try:
             pending = list(consoles)
             while pending:
                 now = time.monotonic()
                 for item in list(pending):
-                    pid, fd, close_at = item
+                    pid, fd, close_at, after, exit_log = item
                     if now >= close_at:
                         children = _children(pid)
+                        done, status = os.waitpid(pid, os.WNOHANG)
                         os.close(fd)
                         pending.remove(item)
+                        if done:  # gone before its terminal was: it ended by itself
+                            stuck.append(f"pid {pid} exited by itself before its terminal closed ({after:.1f} s "
+                                         f"after its start): status {status}\n{_why(exit_log)}")
+                            continue
                         status = _wait_exit(pid, EXIT_DEADLINE)
                         if status is None:  # late: on a machine this loaded, or hung for good
                             status = _wait_exit(pid, LOADED_GRACE)
                             late.append(pid)
                         if status is None or not _hung_up(status):
-                            stuck.append(f"pid {pid} closed at +{close_at - now:.1f}s: status {status}")
+                            stuck.append(f"pid {pid}, its terminal closed {after:.1f} s after its start: "
+                                         f"status {status}\n"
+                                         f"{_why(exit_log)}")
                             _kill(pid)
                         left = [c.pid for c in children if c.is_running() and c.status() != psutil.STATUS_ZOMBIE]
                         if left:
@@ -251,7 +292,7 @@ def test_closing_the_terminal_at_any_moment_ends_every_console(daemon_api, tmp_p
                         _drain(fd)  # read what it drew, as a terminal would
                 time.sleep(0.02)
         finally:
-            for pid, fd, _ in consoles:
+            for pid, fd, *_ in consoles:
                 _kill(pid)
                 try:
                     os.close(fd)
@@ -259,7 +300,7 @@ def test_closing_the_terminal_at_any_moment_ends_every_console(daemon_api, tmp_p
                     pass
     if late:
         print(f"{len(late)} of {5 * rounds} consoles took over {EXIT_DEADLINE:g} s to exit (a loaded machine)")
-    assert stuck == []
+    assert not stuck, "\n\n".join(stuck)
     assert _stage(daemon_api, steady.id) == "RUNNING"
     Path(sentinel).touch()
     assert _wait_stage(daemon_api, steady.id, ("COMPLETED", "ERROR", "CANCELED")) == "COMPLETED"
@@ -304,3 +345,92 @@ def test_ctrl_z_then_fg_draws_the_whole_screen_again(daemon_api):
         if pid:
             _kill(pid)
         os.close(fd)
+
+
+START_STEPS = {
+    # what the console has written to its terminal when the terminal closes
+    "nothing yet (importing)": lambda out: True,
+    "its driver started (the alternate screen)": lambda out: b"\x1b[?1049h" in out,
+    "its first frame (the tabs)": lambda out: b"Fleet" in out,
+    "its first refresh (the status line)": lambda out: b"refreshed" in out,
+}
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.3, 0.8], ids=["at-once", "0.3s", "0.8s"])
+@pytest.mark.parametrize("step", list(START_STEPS), ids=["importing", "driver", "first-frame", "refreshed"])
+def test_a_terminal_closed_at_each_step_of_the_start_ends_the_console_with_129(daemon_api, tmp_path,
+                                                                                step, delay):
+    """The terminal closes when the console has drawn up to `step`, `delay` seconds later: the
+    console exits 129 (or dies of the hangup), and says so in its exit log, never a traceback."""
+    exit_log = tmp_path / "exit.log"
+    pid, fd = _spawn_console(exit_log=exit_log)
+    try:
+        out = _read_until(fd, START_STEPS[step], 60)
+        assert START_STEPS[step](out), out[-500:]
+        if delay:
+            _read_until(fd, lambda _out: False, delay)
+        os.close(fd)
+        fd = -1
+        status = _wait_exit(pid, EXIT_DEADLINE + LOADED_GRACE)
+        assert status is not None, f"the console did not exit: {_why(exit_log)}"
+        pid = 0
+        assert _hung_up(status), f"status {status}: {_why(exit_log)}"
+        if os.WIFEXITED(status):
+            assert "Traceback" not in _why(exit_log), _why(exit_log)
+    finally:
+        if pid:
+            _kill(pid)
+        if fd >= 0:
+            os.close(fd)
+
+
+def test_a_console_waits_for_a_daemon_too_busy_to_answer_and_starts_no_other(daemon_api, tmp_path):
+    """On a loaded machine the daemon can take seconds to answer (here: stopped for 25 s). The
+    console's first refresh waits for it, as it waits for a daemon starting: it neither starts a
+    second server (which finds the first and exits) nor gives up with "did not start"."""
+    info = json.loads(server_paths.server_info_path().read_text())
+    daemon = psutil.Process(info["pid"])
+    exit_log = tmp_path / "exit.log"
+    daemon.suspend()
+    pid = 0
+    try:
+        pid, fd = _spawn_console(exit_log=exit_log)
+        status = _wait_exit(pid, 25.0, fd)  # the daemon does not answer meanwhile
+        assert status is None, f"the console exited with status {status}: {_why(exit_log)}"
+        daemon.resume()
+        screen = _read_until(fd, lambda out: b"refreshed" in out, 60)
+        assert b"refreshed" in screen, _why(exit_log)
+        assert json.loads(server_paths.server_info_path().read_text())["pid"] == daemon.pid
+        os.write(fd, b"q")
+        status = _wait_exit(pid, EXIT_DEADLINE + LOADED_GRACE, fd)
+        assert status is not None and os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, _why(exit_log)
+        pid = 0
+    finally:
+        daemon.resume()
+        if pid:
+            _kill(pid)
+            os.close(fd)
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.5], ids=["at-once", "0.5s"])
+def test_a_console_ignoring_hangups_exits_when_its_terminal_closed_before_it_ran(daemon_api, tmp_path, delay):
+    """Started with SIGHUP ignored (`nohup console`, or a parent that ignores it), a console whose
+    terminal closes while it imports never gets a hangup signal: it still sees the terminal gone
+    and exits 129 within the deadline, instead of running on with no terminal."""
+    exit_log = tmp_path / "exit.log"
+    pid, fd = _spawn_console(exit_log=exit_log, hangups_ignored=True)
+    try:
+        if delay:
+            _read_until(fd, lambda _out: False, delay)
+        os.close(fd)
+        fd = -1
+        status = _wait_exit(pid, EXIT_DEADLINE + LOADED_GRACE)
+        assert status is not None, f"the console did not exit: {_why(exit_log)}"
+        pid = 0
+        assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 129, f"status {status}: {_why(exit_log)}"
+        assert "SIGHUP: the terminal hung up" in _why(exit_log)
+    finally:
+        if pid:
+            _kill(pid)
+        if fd >= 0:
+            os.close(fd)

@@ -8,7 +8,7 @@ repo, which is how the app finds it."""
 from __future__ import annotations
 
 import msgspec
-from tests.ui.conftest import notes, refreshes, schedule_python, wait_for, wait_thread
+from tests.ui.conftest import mounted_screen, notes, refreshes, schedule_python, wait_for, wait_thread
 from textual.widgets import DataTable
 
 from console import jobspec, paths
@@ -107,7 +107,7 @@ async def test_live_column_versions_view_promote_and_roll_back(backend, cfg):
         assert _live(backend) == first_live  # manual policy: the new pass is on main, not live
         await _select(pilot, view, "acme-better")
         await pilot.press("p")
-        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await mounted_screen(pilot, ConfirmScreen, what="the confirmation")
         asked = " ".join(str(s.render()) for s in app.screen.query("Static"))
         assert "acme-good PASS" in asked and "acme-better PASS" in asked and "loss" in asked
         await pilot.press("y")
@@ -120,7 +120,7 @@ async def test_live_column_versions_view_promote_and_roll_back(backend, cfg):
 
         # roll back: live goes back to the passing version before it
         await pilot.press("b")
-        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await mounted_screen(pilot, ConfirmScreen, what="the confirmation")
         asked = " ".join(str(s.render()) for s in app.screen.query("Static"))
         assert "acme-better PASS" in asked and "acme-good PASS" in asked
         await pilot.press("y")

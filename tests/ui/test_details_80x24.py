@@ -156,7 +156,7 @@ async def test_a_refused_cron_says_why_in_the_dialog_only(backend, cfg):
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: "acme" in app.fleet_table.rows_by_tenant, what="the fleet row")
         await pilot.press("r")
-        await wait_for(pilot, lambda: isinstance(app.screen, RescheduleScreen), what="the cron dialog")
+        await mounted_screen(pilot, RescheduleScreen, what="the cron dialog")
         await type_into(pilot, app.screen.query_one("#cron-input", Input), "0 3 * * 9")
         before = len(shown(app))
         preview = app.screen.query_one("#cron-preview")
@@ -365,7 +365,7 @@ async def test_the_bulk_dialog_lists_five_jobs_whole_and_moves_the_focus_only_if
         await wait_for(pilot, lambda: app.refresher.refresh_count > 0, what="the first refresh")
         screen = BulkScreen(planner, filter_text="tenant:acme")
         app.push_screen(screen)
-        await wait_for(pilot, lambda: app.screen is screen and screen.query("#bulk-filter"), what="the dialog")
+        assert await mounted_screen(pilot, BulkScreen, what="the dialog") is screen
         await pilot.press("enter")  # preview, asked from the filter
         await wait_for(pilot, lambda: screen.planning, what="the preview to start")
         await pilot.press("shift+tab")  # the user moves on while it is read

@@ -8,7 +8,7 @@ import sys
 import time
 
 import httpx
-from tests.ui.conftest import console_labels, notes, type_into, wait_for, wait_thread
+from tests.ui.conftest import console_labels, mounted_screen, notes, type_into, wait_for, wait_thread
 from textual.widgets import Input
 
 from console.ui.app import ConsoleApp
@@ -54,7 +54,7 @@ async def test_e_shows_the_urls_and_exposes_a_port_after_naming_its_price(backen
     async with app.run_test(size=(100, 30)) as pilot:
         await _running(pilot, app, job.id)
         await pilot.press("e")
-        await wait_for(pilot, lambda: isinstance(app.screen, PromptScreen))
+        await mounted_screen(pilot, PromptScreen, what="the port prompt")
         assert "no port exposed" in app.screen.title_text
         field = app.screen.query_one(Input)
         await type_into(pilot, field, "99999")
@@ -63,10 +63,10 @@ async def test_e_shows_the_urls_and_exposes_a_port_after_naming_its_price(backen
         assert not [w for w in app.workers if w.group == "actions"]
 
         await pilot.press("e")
-        await wait_for(pilot, lambda: isinstance(app.screen, PromptScreen))
+        await mounted_screen(pilot, PromptScreen, what="the port prompt")
         await type_into(pilot, app.screen.query_one(Input), str(port))
         await pilot.press("enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await mounted_screen(pilot, ConfirmScreen, what="the confirmation")
         shown = " ".join(str(s.render()) for s in app.screen.query("Static"))
         assert f"port {port}" in shown and job.id in shown and "$0.01/h" in shown
         await pilot.press("y")
@@ -81,7 +81,7 @@ async def test_e_shows_the_urls_and_exposes_a_port_after_naming_its_price(backen
         await wait_for(pilot, lambda: (i := app.refresher.job_info(job.id)) is not None
                        and i.status.expose_urls, what="the refreshed job")
         await pilot.press("e")
-        await wait_for(pilot, lambda: isinstance(app.screen, PromptScreen))
+        await mounted_screen(pilot, PromptScreen, what="the port prompt")
         assert url in app.screen.title_text
         await pilot.press("escape")
     backend.api.cancel_job(job_id=job.id, namespace=backend.namespace)

@@ -9,7 +9,7 @@ import json
 from datetime import UTC, datetime, timedelta
 
 from tests.jobwait import wait_stage
-from tests.ui.conftest import notes, refreshes, run_python, type_into, wait_for, wait_thread
+from tests.ui.conftest import mounted_screen, notes, refreshes, run_python, type_into, wait_for, wait_thread
 from textual.widgets import Input
 
 from console.cache import JobCache, cache_path
@@ -45,7 +45,7 @@ async def test_j_shows_the_fleet_as_it_was_and_esc_the_present(backend, cfg, cap
                        what="the present fleet")
         table.focus()
         await pilot.press("J")
-        await wait_for(pilot, lambda: isinstance(app.screen, PromptScreen), what="the prompt")
+        await mounted_screen(pilot, PromptScreen, what="the prompt")
         await type_into(pilot, app.screen.query_one(Input), between.strftime("%Y-%m-%dT%H:%M:%S.%f"))
         await pilot.press("enter")
         await wait_for(pilot, lambda: table.past is not None and table.row_count == 2, what="the past")
@@ -72,18 +72,18 @@ async def test_j_shows_the_fleet_as_it_was_and_esc_the_present(backend, cfg, cap
 
         before = datetime(2000, 1, 1, tzinfo=UTC)  # before any run: no tenant had run yet
         await pilot.press("J")
-        await wait_for(pilot, lambda: isinstance(app.screen, PromptScreen), what="the prompt")
+        await mounted_screen(pilot, PromptScreen, what="the prompt")
         await type_into(pilot, app.screen.query_one(Input), before.isoformat())
         await pilot.press("enter")
         await wait_for(pilot, lambda: table.past == before, what="the earlier past")
         assert table.row_count == 0
         await pilot.press("J")  # an empty time: the present
-        await wait_for(pilot, lambda: isinstance(app.screen, PromptScreen), what="the prompt")
+        await mounted_screen(pilot, PromptScreen, what="the prompt")
         await pilot.press("enter")
         await wait_for(pilot, lambda: table.past is None and table.row_count == 2, what="the present")
         app.set_focus(None)  # J on the fleet tab wherever the focus is
         await pilot.press("J")
-        await wait_for(pilot, lambda: isinstance(app.screen, PromptScreen), what="the prompt")
+        await mounted_screen(pilot, PromptScreen, what="the prompt")
         await type_into(pilot, app.screen.query_one(Input), between.isoformat())
         await pilot.press("enter")
         await wait_for(pilot, lambda: table.past == between, what="the past from another pane")

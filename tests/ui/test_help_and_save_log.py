@@ -52,8 +52,7 @@ async def test_help_shows_every_key_of_the_key_table_scrolls_and_closes(backend,
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: app.refresher.refresh_count > 0, what="the first refresh")
         await pilot.press("question_mark")
-        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen), what="the help screen")
-        await pilot.pause()
+        await mounted_screen(pilot, HelpScreen, what="the help screen")
         assert HELP_TITLE in _on_screen(app)
         table = app.screen.query(Static).last()
         assert _table_rows(_painted(table)) == keys.key_table()
@@ -125,7 +124,7 @@ async def test_ctrl_s_saves_the_whole_log_not_just_the_tail_on_screen(backend, c
             await pilot.press("ctrl+s")
             await mounted_screen(pilot, PromptScreen, "the save prompt")
             await pilot.press("enter")
-            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the overwrite question")
+            await mounted_screen(pilot, ConfirmScreen, what="the overwrite question")
             assert str(app.screen.query_one("#confirm-title").render()) == f"Overwrite {target}?"
             await pilot.press(answer)
             if answer == "n":

@@ -5,7 +5,7 @@ one line that names the key."""
 from __future__ import annotations
 
 import pytest
-from tests.ui.conftest import screen_rows, wait_for
+from tests.ui.conftest import mounted_screen, screen_rows, wait_for
 from tests.ui.test_help_and_save_log import _painted, _table_rows
 from textual.widgets import Static
 
@@ -52,7 +52,7 @@ async def test_user_keys_replace_the_defaults_everywhere_and_help_shows_them(bac
 
         # the help screen lists the keys in effect, opened by the new key
         await pilot.press("f1")
-        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen), what="the help screen")
+        await mounted_screen(pilot, HelpScreen, what="the help screen")
         rows = _table_rows(_painted(app.screen.query(Static).last()))
         assert rows == keys.key_table(app.user_keys)
         by_action = {what: key for key, what, _where in rows}

@@ -2,8 +2,8 @@
 a timeout for what is left (the rule in words) and its cost; the resumed run ends PASS with its step
 count continuing from the checkpoint. Until then the killed run's version shows its own progress
 (the steps it reached, its last checkpoint), not the figures of the passing run before it. A real
-run on the embedded server, pushing to its Hub, slowed per step (as on a slow GPU) so that its
-timeout kills it mid-way."""
+run on the embedded server, pushing to its Hub, stalled after its first checkpoint (as on a GPU that
+hung) so that its timeout kills it mid-way however long its set-up took."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import json
 import re
 from pathlib import Path
 
+from tests.jobwait import STALLED_TIMEOUT_S, stalled_after_checkpoint
 from tests.ui.conftest import wait_for, wait_thread
 
 from console import jobspec
@@ -30,9 +31,10 @@ PROGRESS = re.compile(r"^progress step=(\d+)/(\d+) ")
 async def test_r_resumes_a_timed_out_run_from_its_checkpoint_and_it_passes(backend, cfg):
     api, ns = backend.api, backend.namespace
     repo = f"{ns}/adapter-acme"
+    stall, hold = stalled_after_checkpoint("acme", "resume-timed-out")
     req = TrainingRequest(tenant="acme", dataset=str(DATA / "acme.jsonl"), max_steps=40, learning_rate=5e-3,
-                          lora_r=8, lora_alpha=16, hub_model_id=repo, run_name="acme-slow", timeout_seconds=30,
-                          extra_env={"CONSOLE_STEP_DELAY_S": "0.6"})
+                          lora_r=8, lora_alpha=16, hub_model_id=repo, run_name="acme-slow",
+                          timeout_seconds=STALLED_TIMEOUT_S, extra_env=stall)
     # a previous passing run on main: the killed run's branch opens from it
     api.create_repo(repo, private=True)
     old = {"run_name": "acme-old", "verdict": "PASS", "steps": 99, "first_loss": 9.5, "last_loss": 1.5}
@@ -40,11 +42,13 @@ async def test_r_resumes_a_timed_out_run_from_its_checkpoint_and_it_passes(backe
                     commit_message="acme-old: PASS run=acme-old steps=99")
     sub = jobspec.build_submission(req, backend_kind="local", token=api.token)
     job = api.run_job(**ship(api, sub, ns).run_kwargs(), namespace=ns)
-    done = await wait_thread(api.wait_for_job, job.id, timeout=120, poll_interval=0.5, namespace=ns)
+    done = await wait_thread(api.wait_for_job, job.id, timeout=STALLED_TIMEOUT_S + 120, poll_interval=0.5,
+                             namespace=ns)
     assert timed_out(done), done.status
     checkpoint = last_checkpoint(api, repo, "acme-slow")
     assert checkpoint is not None and 0 < checkpoint.step < 40 and checkpoint.steps_total == 40, \
         "\n".join(list(api.fetch_job_logs(job_id=job.id, namespace=ns))[-30:])
+    hold.unlink()  # the GPU is back: the resumed run goes at full speed
     # the killed run shows its own progress, not the figures of the run before it
     killed = list_versions(api, repo).find("acme-slow")
     assert killed is not None and killed.verdict == "partial" and killed.first_loss is None

@@ -118,7 +118,7 @@ async def test_a_dpo_submission_is_preflighted_as_dpo_data_and_runs_the_dpo_reci
         assert _error(form) == ""
         assert "preflight ~$0.01 (dpo data)" in _estimate(form)
         await pilot.press("ctrl+s")
-        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await mounted_screen(pilot, ConfirmScreen, what="the confirmation")
         shown = " ".join(str(s.render()) for s in app.screen.query("Static"))
         assert "dpo on" in shown and "it checks the dataset as dpo data" in shown
         await pilot.press("y")

@@ -64,6 +64,7 @@ EXIT_PASS, EXIT_FAILED, EXIT_REFUSED = 0, 1, 2
 ARTIFACTS_ENV = "CONSOLE_ARTIFACTS_DIR"
 INJECT_NAN_ENV = "CONSOLE_INJECT_NAN_AT_STEP"
 STEP_DELAY_ENV = "CONSOLE_STEP_DELAY_S"  # testing: seconds slept after each step (a slow GPU)
+STEP_HOLD_ENV = "CONSOLE_STEP_HOLD_FILE"  # testing: once a checkpoint is saved, no step ends while it exists
 CHECKPOINT_DIR = "last-checkpoint"  # where the latest full checkpoint is pushed on the run's branch
 RUN_BRANCH_PREFIX = "runs/"  # each run's own branch of the Hub repo: runs/<run-name>
 LIVE_TAG = "live"  # the tag of the Hub repo serving loads: moved only to a passing run's commit
@@ -993,6 +994,7 @@ def monitor_callback(monitor: LossMonitor, *, steps_total: int | None, inject_na
         step_delay = max(0.0, float(os.environ.get(STEP_DELAY_ENV, "") or 0))
     except ValueError:
         step_delay = 0.0
+    hold_file = os.environ.get(STEP_HOLD_ENV) or None  # a GPU stalled mid-run: its timeout kills it
 
     class MonitorCallback(TrainerCallback):
         def __init__(self) -> None:
@@ -1000,6 +1002,7 @@ def monitor_callback(monitor: LossMonitor, *, steps_total: int | None, inject_na
             self.started = time.monotonic()
             self.epoch_steps: int | None = None  # optimizer steps per epoch, when its last is short
             self.last_logged = 0
+            self.saved = False  # a checkpoint of this run is saved (the step hold applies after it)
 
         def on_train_begin(self, targs, state, control, train_dataloader=None, **kwargs):  # type: ignore[no-untyped-def]
             self.started = time.monotonic()
@@ -1027,6 +1030,11 @@ def monitor_callback(monitor: LossMonitor, *, steps_total: int | None, inject_na
         def on_step_end(self, targs, state, control, **kwargs):  # type: ignore[no-untyped-def]
             if step_delay > 0:
                 time.sleep(step_delay)
+            while hold_file and self.saved and os.path.exists(hold_file):
+                time.sleep(0.2)
+
+        def on_save(self, targs, state, control, **kwargs):  # type: ignore[no-untyped-def]
+            self.saved = True
 
         def on_log(self, targs, state, control, logs=None, **kwargs):  # type: ignore[no-untyped-def]
             if not logs:

@@ -5,7 +5,9 @@ does not touch it. The embedded default behaves the same way: when a console tha
 finds no running server, :func:`ensure_daemon` starts `console serve` as a detached process (its
 own session, no terminal, stdin closed, output appended to ``<data dir>/server/server.log``) and
 waits until it announces itself in ``server.json`` and answers. A lock file makes two consoles
-starting at once share one daemon; the server's own lock keeps one server per data dir.
+starting at once share one daemon; the server's own lock keeps one server per data dir. A server
+announced in ``server.json`` whose process still runs is waited for when it is slow to answer (a
+loaded machine), never replaced by a second one.
 
 Imports the server's paths only: the server itself runs in the other process.
 """
@@ -23,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from console.backend.errors import BackendError
-from console.backend.server_info import find_running_server
+from console.backend.server_info import announced_server_alive, find_running_server, read_server_info
 
 if TYPE_CHECKING:
     from console.config import Config
@@ -45,6 +47,15 @@ def ensure_daemon(cfg: Config, *, timeout: float = START_TIMEOUT) -> tuple[str, 
     running = find_running_server()
     if running is not None:
         return running
+    deadline = time.monotonic() + timeout
+    while announced_server_alive():  # it runs but has not answered yet: wait, start no other
+        running = find_running_server()
+        if running is not None:
+            return running
+        if time.monotonic() >= deadline:
+            raise BackendError(f"the local Jobs server (pid {_announced_pid()}) did not answer within "
+                               f"{timeout:.0f} s (see {log_path()})")
+        time.sleep(0.05)
     with _spawn_lock(timeout):
         running = find_running_server()  # another console started it while we waited
         if running is not None:
@@ -103,6 +114,10 @@ def _spawn_lock(timeout: float) -> Iterator[None]:
         yield
     finally:
         os.close(fd)  # closing releases the lock
+
+
+def _announced_pid() -> object:
+    return (read_server_info() or {}).get("pid")
 
 
 def _last_line(path: Path) -> str:

@@ -71,3 +71,22 @@ def find_running_server(timeout: float = 2.0) -> tuple[str, str] | None:
     except (urllib.error.URLError, OSError, ValueError):
         return None
     return url, token
+
+
+def announced_server_alive() -> bool:
+    """Whether the server announced in server.json still runs, answering or not: its process lives
+    and started before it announced itself (a process that took its pid later is not it). A server
+    that runs but has not answered (a machine so loaded it waits seconds for the CPU) is waited
+    for, never replaced: a second one would find it and exit."""
+    import psutil
+
+    info = read_server_info()
+    if not info:
+        return False
+    pid, started = info.get("pid"), info.get("started")
+    if not isinstance(pid, int) or not isinstance(started, (int, float)):
+        return False
+    try:
+        return psutil.Process(pid).create_time() <= started + 1.0
+    except (psutil.Error, ValueError):
+        return False

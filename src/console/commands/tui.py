@@ -9,7 +9,8 @@ app the way `q` does: workers stop and nothing is left running. A terminal that 
 take the last frames, and Textual's shutdown can block on writing them; so the signal also arms a
 deadline: if the app has not exited within `SHUTDOWN_GRACE_SECONDS`, the process exits anyway
 with 128 + the signal (129 for a hangup). A thread watching the terminal itself arms the same
-deadline for a hangup even when the main thread is stuck where a signal handler cannot run.
+deadline for a hangup even when the main thread is stuck where a signal handler cannot run, or
+when no SIGHUP comes (hangups ignored, as under `nohup`, and the terminal gone before the app ran).
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ import signal
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
+
+from console import exitlog
 
 if TYPE_CHECKING:
     import argparse
@@ -65,7 +68,10 @@ def run_tui(args: argparse.Namespace) -> int:
         backend.close()
     if backend.fatal and not received:
         raise CommandError(backend.fatal)
-    return 128 + received[0] if received else 0
+    if received:
+        exitlog.give_reason(f"{signal.Signals(received[0]).name}: the app closed")
+        return 128 + received[0]
+    return 0
 
 
 class Connecting:
@@ -151,10 +157,7 @@ def _watch_for_hangup(fd: int = 0) -> None:
     never arm the deadline above. `poll` on the terminal reports the hangup itself."""
     import select
 
-    try:
-        if not os.isatty(fd):
-            return
-    except OSError:
+    if not _is_terminal(fd):
         return
 
     def watch() -> None:
@@ -167,16 +170,33 @@ def _watch_for_hangup(fd: int = 0) -> None:
             except InterruptedError:
                 continue
         threading.Event().wait(SHUTDOWN_GRACE_SECONDS + 0.5)
-        os._exit(128 + signal.SIGHUP)
+        _exit_now(signal.SIGHUP, "the terminal hung up and the app had not closed")
 
     threading.Thread(target=watch, name="console-hangup", daemon=True).start()
+
+
+def _is_terminal(fd: int) -> bool:
+    """Whether `fd` is a terminal, one already hung up included (`os.isatty` says no to that one: a
+    console whose terminal closed before it set its handlers, with hangups ignored as under `nohup`
+    or missed, must still see the hangup)."""
+    import errno
+    import termios
+
+    try:
+        termios.tcgetattr(fd)
+    except termios.error as exc:
+        return bool(exc.args) and exc.args[0] == errno.EIO
+    except (OSError, ValueError):
+        return False
+    return True
 
 
 def _exit_on_signal(exit_app: Callable[[], None], received: list[int]) -> Any:
     def handler(signum: int, frame: object) -> None:
         received.append(signum)
         if len(received) == 1:
-            deadline = threading.Timer(SHUTDOWN_GRACE_SECONDS, os._exit, args=(128 + signum,))
+            deadline = threading.Timer(SHUTDOWN_GRACE_SECONDS, _exit_now,
+                                       args=(signum, "the app had not closed in time"))
             deadline.daemon = True
             deadline.start()
         try:
@@ -186,3 +206,9 @@ def _exit_on_signal(exit_app: Callable[[], None], received: list[int]) -> Any:
         loop.call_soon_threadsafe(exit_app)
 
     return handler
+
+
+def _exit_now(signum: int, why: str) -> None:
+    """End the process with 128 + `signum` at once (no cleanup: what is stuck stays stuck)."""
+    exitlog.record(128 + signum, f"{signal.Signals(signum).name}: {why}")
+    os._exit(128 + signum)
