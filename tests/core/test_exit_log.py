@@ -35,3 +35,23 @@ def test_nothing_is_written_without_the_variable(tmp_path):
     done = subprocess.run([sys.executable, "-m", "console", "--read-only"], capture_output=True, text=True,
                           env=env, cwd=here, timeout=120, stdin=subprocess.DEVNULL)
     assert done.returncode == 2 and list(here.iterdir()) == []
+
+
+def test_a_console_whose_screen_fails_exits_1_and_says_why(tmp_path):
+    """An exception inside the app ends the console with status 1, not 0: a wrapper or a script
+    that restarts it (or an on-call's shell) sees a failed console, and the exit log names the
+    error (Textual prints its traceback on the terminal too)."""
+    log = tmp_path / "exit.log"
+    code = ("import console.ui.app as ui\n"
+            "def compose(self):\n"
+            "    raise RuntimeError('the planted failure')\n"
+            "ui.ConsoleApp.compose = compose\n"
+            "from console.cli import main\n"
+            "raise SystemExit(main([]))\n")
+    env = {**os.environ, "CONSOLE_EXIT_LOG": str(log),
+           "TEXTUAL_DRIVER": "textual.drivers.headless_driver:HeadlessDriver"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120,
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode == 1, (done.returncode, done.stderr[-2000:])
+    entries = log.read_text(encoding="utf-8").splitlines()
+    assert len(entries) == 1 and " exit 1: " in entries[0] and "the planted failure" in entries[0], entries

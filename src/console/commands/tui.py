@@ -71,6 +71,10 @@ def run_tui(args: argparse.Namespace) -> int:
     if received:
         exitlog.give_reason(f"{signal.Signals(received[0]).name}: the app closed")
         return 128 + received[0]
+    if app.return_code:  # an exception inside the app: Textual has shown its traceback
+        error = getattr(app, "_exception", None)
+        exitlog.give_reason(f"the app failed: {type(error).__name__}: {error}" if error else "the app failed")
+        return app.return_code
     return 0
 
 
