@@ -30,6 +30,7 @@ import contextlib
 import functools
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -305,6 +306,7 @@ def main() -> int:
             static_proc.terminate()
             static_proc.wait(10)
         server.stop()
+        shutil.rmtree(tmp, ignore_errors=True)  # the seeded repos, caches and copies: hundreds of MB
 
     load = os.getloadavg()[0]
     table = ["| Goal | Measured | Goal | Met |", "|---|---|---|---|"]
