@@ -32,6 +32,7 @@ for webhooks) whose message names what is unsupported.
 from __future__ import annotations
 
 import asyncio
+import functools
 import hmac
 import logging
 import re
@@ -59,6 +60,7 @@ from console.server.jobs.answers import hardware_json, scheduled_job_json, whoam
 from console.server.jobs.apidoc import MAX_CURSOR, MAX_LABEL_FILTERS, openapi_doc
 from console.server.jobs.wire import MAX_BODY_BYTES, ApiError, dumps_bytes, read_json_body
 from console.server.reserve import is_disk_full
+from console.server.routing import IndexedRouter
 from console.stages import SCHEDULING, TERMINAL_STAGES
 
 PAGE_SIZE = 100
@@ -368,9 +370,16 @@ def create_app(service: JobsService, token: str, models: Iterable[str] = (), gra
         Route("/api/settings/webhooks/{rest:path}", guarded(webhooks), methods=all_methods),
         Route("/{path:path}", guarded(unsupported), methods=all_methods),
     ]
-    app = Starlette(routes=routes)
+    app = Starlette()
+    app.router = IndexedRouter(routes)  # each request tries only the routes that can match it
     app.state.service = service
     return _DateHeader(app)
+
+
+@functools.lru_cache(maxsize=2)
+def _http_date(second: int) -> bytes:
+    """The `Date` header of a second (it names whole seconds: formatted once per second, not per answer)."""
+    return formatdate(second, usegmt=True).encode("ascii")
 
 
 class _DateHeader:
@@ -391,7 +400,7 @@ class _DateHeader:
 
         async def send_with_date(message: Any) -> None:
             if message["type"] == "http.response.start":
-                date = formatdate(time.time(), usegmt=True).encode("ascii")
+                date = _http_date(int(time.time()))
                 headers = [(k, v) for k, v in message.get("headers", []) if k.lower() != b"date"]
                 headers.append((b"date", date))
                 message = {**message, "headers": headers}

@@ -247,6 +247,7 @@ class LocalServer:
             ws="none",
             date_header=False,  # the app stamps a fresh one (see app._DateHeader)
             timeout_keep_alive=KEEP_ALIVE_SECONDS,
+            proxy_headers=False,  # loopback only, behind no proxy: no X-Forwarded-* to honour
         )
         self._uvicorn = _Server(config, followers)
         self.service.start()

@@ -21,6 +21,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import shutil
 import threading
 import time
@@ -64,6 +65,7 @@ from console.server.hub.xetcas import CasStore
 from console.server.jobs.wire import ApiError
 
 log = logging.getLogger(__name__)
+_HEX = re.compile("[0-9a-f]+")
 COMMIT_CACHE_FILES = 400_000
 """Tree entries of the commits kept parsed in memory (about 150 bytes each)."""
 
@@ -282,15 +284,22 @@ class RepoStore(BlobStore):
 
     def revision_oid(self, repo_type: str, repo_id: str, revision: str) -> str:
         """The oid of the commit `revision` names (see `resolve`)."""
-        self.require(repo_type, repo_id)
         name, kinds = ref_kinds(revision)
+        # the repo and the refs the revision may name, in one query (a resolve asks this for every file)
+        rows = self._q(
+            f"SELECT f.kind, f.oid FROM repos r LEFT JOIN refs f ON f.type = r.type AND f.repo = r.id "
+            f"AND f.name = ? AND f.kind IN ({', '.join('?' * len(kinds))}) WHERE r.type = ? AND r.id = ?",
+            (name, *kinds, repo_type, repo_id))
+        if not rows:
+            raise HubError(404, f"{repo_type} repository {repo_id!r} not found", "RepoNotFound")
+        found = {kind: oid for kind, oid in rows if kind is not None}
         for kind in kinds:
-            oid = self.ref(repo_type, repo_id, kind, name)
-            if oid is not None:
-                return oid
-        if len(revision) == 40 and all(c in "0123456789abcdef" for c in revision):
+            if kind in found:
+                return found[kind]
+        hex_digits = _HEX.fullmatch(revision) is not None
+        if len(revision) == 40 and hex_digits:
             return revision
-        if 7 <= len(revision) < 40 and all(c in "0123456789abcdef" for c in revision):
+        if 7 <= len(revision) < 40 and hex_digits:
             rows = self._q("SELECT oid FROM commits WHERE type = ? AND repo = ? AND substr(oid, 1, ?) = ? LIMIT 2",
                            (repo_type, repo_id, len(revision), revision))
             if len(rows) == 1:  # a commit's short id, as git takes it when it names one commit only
