@@ -24,7 +24,7 @@ from console.jobs import JobRow, Prefetch, clean_log_line
 from console.prices import PriceBook
 from console.ui import timers
 from console.ui.job_view import JobView
-from console.ui.refresh import SNAPSHOT_ROWS, DataRefreshed, JobsChanged, Refresher
+from console.ui.refresh import SNAPSHOT_ROWS, JobsChanged, Refresher
 from console.ui.session import Session
 from console.ui.widgets.jobs_pane import JobsPane
 from console.ui.widgets.jobs_table import JobsTable
@@ -33,6 +33,7 @@ from console.ui.widgets.status_line import StatusLine
 
 if TYPE_CHECKING:
     from console.fleet import TenantRow
+    from console.ui.refresh_read import DataRefreshed
     from console.ui.widgets.fleet_table import FleetTable
 
 
