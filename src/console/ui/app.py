@@ -49,7 +49,9 @@ from textual import events
 from textual.app import ComposeResult, SystemCommand
 from textual.containers import Container, Horizontal, Vertical
 from textual.css.query import NoMatches
+from textual.message import Message
 from textual.reactive import reactive
+from textual.screen import Screen
 from textual.widgets import TabbedContent, TabPane
 from textual.worker import Worker, WorkerState
 
@@ -97,6 +99,21 @@ class _Action:
     def __get__(self, app: Any, owner: type | None = None) -> Any:
         function = getattr(importlib.import_module(f"console.ui.actions.{self.module}"), self.name)
         return function if app is None else function.__get__(app, owner)
+
+
+class MainScreen(Screen[None]):
+    """The app's first screen. Textual restyles a screen and every widget on it each time it
+    resumes; on the first, as the app starts, each of them was styled as it mounted a moment before
+    (with the screen's breakpoint class and the focus it was born with: a focus change restyles
+    what it touches on its own), so that pass would only style every widget a second time."""
+
+    _resumed = False
+
+    def post_message(self, message: Message) -> bool:
+        if isinstance(message, events.ScreenResume) and not self._resumed:
+            self._resumed = True
+            message.refresh_styles = False
+        return super().post_message(message)
 
 
 class ConsoleApp(ConsoleBase):
@@ -300,10 +317,10 @@ class ConsoleApp(ConsoleBase):
 
     def get_default_screen(self) -> Any:
         """The main screen, born as it is first drawn: with the width's breakpoint class (Textual
-        adds it on the first resize, which restyles every widget) and focusing the start tab's
+        adds it on the first resize, which restyles every widget), focusing the start tab's
         table (not the tab bar first, then the table: each focus change restyles what it moves
-        between)."""
-        screen = super().get_default_screen()
+        between), and each widget styled once, as it mounts (`MainScreen`)."""
+        screen = MainScreen(id="_default")
         screen.AUTO_FOCUS = "#jobs-table" if self.start_tab == "jobs" else "#fleet-table"
         width = self.size.width
         wanted = max((at, name) for at, name in self.HORIZONTAL_BREAKPOINTS if width >= at)[1]
