@@ -19,6 +19,8 @@ What each is for (and why no public API does it):
   short finite one instead of spinning `Timer._run` for good.
 - `Screen.dismiss` (`console.ui.screens.dialog.Dialog`): runs the result callback and pops the top
   screen each time it is called; a dialog answers once.
+- `ScreenResume.refresh_styles`, read by `Screen._on_screen_resume` (`console.ui.app.MainScreen`):
+  the main screen's first resume, as the app starts, does not style every widget a second time.
 - `huggingface_hub.utils._http.hf_request_event_hook`: the request hook huggingface_hub's own
   client has, kept on the console's client with its resilient transport.
 - trackio's `sqlite_storage.TRACKIO_DIR` / `utils.TRACKIO_DIR`: where trackio reads, pointed at
@@ -163,3 +165,12 @@ def test_a_screen_dismiss_pops_the_top_screen():
 
     source = inspect.getsource(Screen.dismiss)
     assert "self.app.pop_screen()" in source and "callback(result)" in source
+
+
+def test_a_resuming_screen_restyles_only_when_its_event_says_so():
+    from textual import events
+    from textual.screen import Screen
+
+    assert events.ScreenResume().refresh_styles is True
+    source = inspect.getsource(Screen._on_screen_resume)
+    assert "if event.refresh_styles:" in source and "self.update_node_styles(" in source

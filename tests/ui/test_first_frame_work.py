@@ -1,6 +1,7 @@
 """The first frame is built once: the main screen is born with its width's class and its start
-table's focus, the footer lays its keys out in that frame, not again for the first focus, and
-Python's cyclic collector waits until that frame is drawn."""
+table's focus, each widget is styled once, as it mounts, the footer lays its keys out in that
+frame, not again for the first focus, and Python's cyclic collector waits until that frame is
+drawn."""
 
 from __future__ import annotations
 
@@ -16,12 +17,15 @@ import pytest
 from tests.ui.canned import CannedApi, CannedBackend
 from tests.ui.conftest import FROZEN_NOW, wait_for
 from tests.ui.test_snapshots import _settle
+from textual.css.stylesheet import Stylesheet
 from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets._footer import FooterKey
 
 from console import collector
 from console.config import Config
 from console.ui.app import ConsoleApp
+from console.ui.refresh import Refresher
 from console.ui.widgets.footer import KeyFooter
 
 
@@ -61,6 +65,72 @@ async def test_the_start_restyles_nothing_for_its_width_or_a_passing_focus(monke
         assert wanted in app.screen.classes
         assert focused == [table], focused  # the start table only: never the tab bar first
         assert changed == [], changed
+
+
+async def test_each_widget_is_styled_once_before_the_first_frame(monkeypatch):
+    """Textual styles each widget as it mounts, then the whole screen again as the screen first
+    resumes, a moment later; the main screen skips that second pass. Before the first frame only
+    the jobs table (its focus) and the jobs tab's label (made active) are styled again."""
+    styled: dict[Widget, int] = {}
+    painted: list[bool] = []
+    apply = Stylesheet.apply
+
+    def counted(self, node, *args, **kwargs):
+        if isinstance(node, Widget) and not painted:
+            styled[node] = styled.get(node, 0) + 1
+        return apply(self, node, *args, **kwargs)
+
+    paint = Refresher.paint_snapshot
+
+    def first_frame(self) -> None:  # called from the app's on_mount, as the benchmark stamps it
+        paint(self)
+        self.app.call_after_refresh(painted.append, True)
+
+    monkeypatch.setattr(Stylesheet, "apply", counted)
+    monkeypatch.setattr(Refresher, "paint_snapshot", first_frame)
+    app = _app("jobs")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: painted, what="the first frame")
+        assert len(styled) > 30, len(styled)
+        again = sorted(type(node).__name__ for node, times in styled.items() if times > 1)
+        assert again == ["ContentTab", "JobsTable"], again
+
+
+async def test_the_styles_of_the_first_frame_are_what_a_whole_restyle_gives():
+    """The pass the main screen skips would change nothing: every widget's styles (and its
+    component classes', the table's header and cursor) are the same after a restyle of the
+    whole screen."""
+    def styles(screen: Screen) -> list[tuple]:
+        return [(node, node.styles.base.get_rules(),
+                 {name: node.get_component_styles(name).base.get_rules() for name in node.COMPONENT_CLASSES})
+                for node in screen.walk_children(with_self=True)]
+
+    app = _app("jobs")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _settle(pilot)
+        before = styles(app.screen)
+        app.stylesheet.update_nodes(list(app.screen.walk_children(with_self=True)), animate=False)
+        after = styles(app.screen)
+        assert len(before) > 30
+        changed = [(type(a[0]).__name__, a[0].id) for a, b in zip(before, after, strict=True) if a != b]
+        assert changed == [], changed
+
+
+async def test_the_dialogs_rules_are_parsed_when_the_first_dialog_opens():
+    """The first frame parses the main screen's rules only; the dialogs' (a third of the app's
+    own stylesheet) are read as the first screen is pushed over it, and that dialog has them."""
+    def dialog_rules() -> list:
+        return [rule for rule in app.stylesheet.rules if ".dialog" in rule.selector_names]
+
+    app = _app("jobs")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _settle(pilot)
+        assert dialog_rules() == []
+        await pilot.press("question_mark")
+        await wait_for(pilot, lambda: app.screen.query("#help-dialog"), what="the help dialog")
+        await pilot.pause()
+        assert dialog_rules()
+        assert app.screen.query_one("#help-dialog").outer_size == (76, 22)
 
 
 async def test_the_footer_draws_its_keys_once(monkeypatch):

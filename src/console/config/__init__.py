@@ -218,12 +218,13 @@ def _refuse(where: str, key: str, value: Any) -> NoReturn:
     raise ConfigError(f"{prefix}key '{key}': expected {what}, got {_show(value)}")
 
 
-_PATH_RE = re.compile(r" - at `\$\.([\w.]+)")
+_PATH_RE = r" - at `\$\.([\w.]+)"
+"""Where a msgspec ValidationError points (compiled by `re` on the first error, not at import)."""
 
 
 def _key_at(message: str) -> str:
     """The dotted key a msgspec ValidationError points at (`$.defaults.flavor` -> defaults.flavor)."""
-    m = _PATH_RE.search(message)
+    m = re.search(_PATH_RE, message)
     return m.group(1) if m else "?"
 
 
@@ -245,12 +246,13 @@ def _refuse_secrets(doc: dict[str, Any], where: str, prefix: str) -> None:
             _refuse_secrets(value, where, f"{full}.")
 
 
-_CREDENTIALS_RE = re.compile(r"(://)[^/@\s]*@")
+_CREDENTIALS_RE = r"(://)[^/@\s]*@"
+"""A URL's `user:password@` (compiled by `re` on the first error message, not at import)."""
 
 
 def _show(value: Any) -> str:
     """A value for an error message: short, and a URL's `user:password@` never shown."""
-    text = _CREDENTIALS_RE.sub(r"\1***@", repr(value))
+    text = re.sub(_CREDENTIALS_RE, r"\1***@", repr(value))
     return text if len(text) <= 60 else text[:57] + "..."
 
 

@@ -42,14 +42,16 @@ import importlib
 import sys
 from collections.abc import Callable
 from datetime import datetime
-from functools import partial
+from functools import cached_property, partial
 from typing import TYPE_CHECKING, Any
 
 from textual import events
 from textual.app import ComposeResult, SystemCommand
 from textual.containers import Container, Horizontal, Vertical
 from textual.css.query import NoMatches
+from textual.message import Message
 from textual.reactive import reactive
+from textual.screen import Screen
 from textual.widgets import TabbedContent, TabPane
 from textual.worker import Worker, WorkerState
 
@@ -60,11 +62,7 @@ from console.jobs import Prefetch
 from console.prices import PriceBook
 from console.ui import keys, lastframe
 from console.ui.base import ConsoleBase
-from console.ui.job_view import MetricsSample
-from console.ui.live_versions import LiveVersions, VersionsRead
-from console.ui.reasons import FailureReasons, ReasonsRead
-from console.ui.refresh import REFRESH_SECONDS, DataRefreshed, OutcomesFetched
-from console.ui.watch import WATCH_SECONDS, OnCallChecked, OnCallWatch
+from console.ui.refresh import REFRESH_SECONDS
 from console.ui.widgets.footer import KeyFooter
 from console.ui.widgets.job_details import JobDetails
 from console.ui.widgets.jobs_pane import JobsPane
@@ -73,7 +71,14 @@ from console.ui.widgets.log_pane import DEFAULT_MAX_LINES, LogPane
 from console.ui.widgets.status_line import StatusLine
 
 if TYPE_CHECKING:
+    from types import EllipsisType
+
     from console.ui.actions import ActionDone
+    from console.ui.job_view import MetricsSample
+    from console.ui.live_versions import LiveVersions, VersionsRead
+    from console.ui.reasons import FailureReasons, ReasonsRead
+    from console.ui.refresh_read import DataRefreshed, OutcomesFetched
+    from console.ui.watch import OnCallChecked, OnCallWatch
 
 TABS = ("fleet", "jobs", "costs", "training", "metrics")
 """The tabs, and the jobs tab's Trackio panel ("metrics"), mounted when first needed."""
@@ -94,6 +99,21 @@ class _Action:
     def __get__(self, app: Any, owner: type | None = None) -> Any:
         function = getattr(importlib.import_module(f"console.ui.actions.{self.module}"), self.name)
         return function if app is None else function.__get__(app, owner)
+
+
+class MainScreen(Screen[None]):
+    """The app's first screen. Textual restyles a screen and every widget on it each time it
+    resumes; on the first, as the app starts, each of them was styled as it mounted a moment before
+    (with the screen's breakpoint class and the focus it was born with: a focus change restyles
+    what it touches on its own), so that pass would only style every widget a second time."""
+
+    _resumed = False
+
+    def post_message(self, message: Message) -> bool:
+        if isinstance(message, events.ScreenResume) and not self._resumed:
+            self._resumed = True
+            message.refresh_styles = False
+        return super().post_message(message)
 
 
 class ConsoleApp(ConsoleBase):
@@ -118,12 +138,13 @@ class ConsoleApp(ConsoleBase):
         start_tab: str = "jobs",
         stream_metrics: bool = True,
         first_frame: Prefetch | None = None,
-        watch_seconds: float | None = WATCH_SECONDS,
+        watch_seconds: float | None | EllipsisType = ...,
         first_watch_seconds: float | None = None,
     ) -> None:
         """`backend`: connected, or still connecting (see `console.ui.session`); `first_frame`:
         the first page of jobs, already being read (see `jobs.Prefetch`); `watch_seconds`: between
-        on-call passes (None: none), the first one `first_watch_seconds` after start."""
+        on-call passes (None: none; `...`: `watch.WATCH_SECONDS`), the first one
+        `first_watch_seconds` after start."""
         super().__init__(
             cfg,
             backend,
@@ -143,10 +164,32 @@ class ConsoleApp(ConsoleBase):
         self.log_max_lines = log_max_lines
         self.start_tab = start_tab
         self._mounted_tabs: set[str] = {"jobs", start_tab}
-        first = {} if first_watch_seconds is None else {"first_delay": first_watch_seconds}
-        self.oncall = OnCallWatch(self, interval=watch_seconds, **first)
-        self.reasons = FailureReasons(self)
-        self.live = LiveVersions(self)
+        self._watch_args: dict[str, Any] = {} if watch_seconds is ... else {"interval": watch_seconds}
+        if first_watch_seconds is not None:
+            self._watch_args["first_delay"] = first_watch_seconds
+
+    # -- the parts the first frame draws nothing from: made on first use ---------------------------
+
+    @cached_property
+    def oncall(self) -> OnCallWatch:
+        """The on-call passes (`watch.OnCallWatch`), started after the first frame."""
+        from console.ui.watch import OnCallWatch
+
+        return OnCallWatch(self, **self._watch_args)
+
+    @cached_property
+    def reasons(self) -> FailureReasons:
+        """Why each failed job failed (`reasons.FailureReasons`), read after the first reads."""
+        from console.ui.reasons import FailureReasons
+
+        return FailureReasons(self)
+
+    @cached_property
+    def live(self) -> LiveVersions:
+        """Each tenant's live adapter version (`live_versions.LiveVersions`), for the fleet tab."""
+        from console.ui.live_versions import LiveVersions
+
+        return LiveVersions(self)
 
     # -- layout ----------------------------------------------------------------------------
 
@@ -263,18 +306,21 @@ class ConsoleApp(ConsoleBase):
         # connect and read once the first frame is on screen; the other tabs come after that
         self.call_after_refresh(self.refresher.refresh)
         self.set_timer(HIDDEN_TABS_AFTER_SECONDS, self._mount_hidden_tabs)
-        self.oncall.start()
+        self.call_after_refresh(self._start_watch)
         if self.start_tab == "jobs":
             self.query_one(JobsTable).focus()
         else:
             self.fleet_table.focus()
 
+    def _start_watch(self) -> None:
+        self.oncall.start()
+
     def get_default_screen(self) -> Any:
         """The main screen, born as it is first drawn: with the width's breakpoint class (Textual
-        adds it on the first resize, which restyles every widget) and focusing the start tab's
+        adds it on the first resize, which restyles every widget), focusing the start tab's
         table (not the tab bar first, then the table: each focus change restyles what it moves
-        between)."""
-        screen = super().get_default_screen()
+        between), and each widget styled once, as it mounts (`MainScreen`)."""
+        screen = MainScreen(id="_default")
         screen.AUTO_FOCUS = "#jobs-table" if self.start_tab == "jobs" else "#fleet-table"
         width = self.size.width
         wanted = max((at, name) for at, name in self.HORIZONTAL_BREAKPOINTS if width >= at)[1]
@@ -369,7 +415,8 @@ class ConsoleApp(ConsoleBase):
             self.oncall.apply(message)
 
     def on_unmount(self) -> None:
-        self.oncall.close()
+        if "oncall" in self.__dict__:  # made (and started) after the first frame: a start quit sooner has none
+            self.oncall.close()
 
     def on_action_done(self, message: ActionDone) -> None:
         self.notify(message.text, severity=message.severity, timeout=6)

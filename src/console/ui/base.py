@@ -24,7 +24,7 @@ from console.jobs import JobRow, Prefetch, clean_log_line
 from console.prices import PriceBook
 from console.ui import timers
 from console.ui.job_view import JobView
-from console.ui.refresh import SNAPSHOT_ROWS, DataRefreshed, JobsChanged, Refresher
+from console.ui.refresh import SNAPSHOT_ROWS, JobsChanged, Refresher
 from console.ui.session import Session
 from console.ui.widgets.jobs_pane import JobsPane
 from console.ui.widgets.jobs_table import JobsTable
@@ -33,11 +33,14 @@ from console.ui.widgets.status_line import StatusLine
 
 if TYPE_CHECKING:
     from console.fleet import TenantRow
+    from console.ui.refresh_read import DataRefreshed
     from console.ui.widgets.fleet_table import FleetTable
 
 
 class ConsoleBase(App[None]):
     CSS_PATH = str(paths.stylesheet_path())
+    """The main screen's rules; the dialogs' (`dialogs.tcss`) are read when the first one opens."""
+    _dialogs_css = False
 
     def __init__(
         self,
@@ -77,6 +80,12 @@ class ConsoleBase(App[None]):
         )
 
     # what the refresher tells the screen (UI thread), routed to the widgets that show it
+
+    def push_screen(self, screen: Any, *args: Any, **kwargs: Any) -> Any:
+        if not self._dialogs_css:  # the first screen over the main one: its rules, parsed once, now
+            self._dialogs_css = True
+            self.stylesheet.read(paths.dialogs_stylesheet_path())
+        return super().push_screen(screen, *args, **kwargs)
 
     def _jobs_changed(self, change: JobsChanged) -> None:
         pane = self.query_one(JobsPane)

@@ -47,7 +47,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from functools import partial
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual.app import App
 
@@ -58,10 +58,23 @@ from console.jobs import JobRow, Prefetch, job_row
 from console.memory import give_back_memory
 from console.stages import ERROR, TERMINAL_STAGES
 from console.ui.refresh_keep import Kept
-from console.ui.refresh_read import DataRefreshed, OutcomesFetched, ReadPlan, RefreshRead, read_outcomes
 from console.ui.session import Session
 
+if TYPE_CHECKING:
+    from console.ui.refresh_read import DataRefreshed, OutcomesFetched, ReadPlan
+
 __all__ = ["DataRefreshed", "JobsChanged", "News", "OutcomesFetched", "ReadPlan", "Refresher"]
+_READ_NAMES = ("DataRefreshed", "OutcomesFetched", "ReadPlan")
+"""The read's messages and plan, from `refresh_read`: it loads with the first refresh, after the
+first frame (which draws nothing from it)."""
+
+
+def __getattr__(name: str) -> Any:
+    if name in _READ_NAMES:
+        from console.ui import refresh_read
+
+        return getattr(refresh_read, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 REFRESH_SECONDS = 2.0
 FULL_SYNC_SECONDS = 900.0
@@ -254,6 +267,8 @@ class Refresher:
             self._want_full = self._plans
         if scheduled and not self._want_scheduled:
             self._want_scheduled = self._plans
+        from console.ui.refresh_read import ReadPlan, RefreshRead
+
         plan = ReadPlan(
             full=bool(self._want_full) or time.monotonic() - self._last_full >= FULL_SYNC_SECONDS,
             scheduled=bool(self._want_scheduled),
@@ -297,6 +312,8 @@ class Refresher:
 
     def fetch_outcomes(self, job_ids: list[str]) -> None:
         """Read the last loss and adapter of these finished runs from their log tails."""
+        from console.ui.refresh_read import read_outcomes
+
         labels = {i: dict(getattr(self.job_info(i), "labels", None) or {}) for i in job_ids}
         self.app.run_worker(
             partial(read_outcomes, self.app, self.session, labels),

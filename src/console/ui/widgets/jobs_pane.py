@@ -37,15 +37,15 @@ class JobsPane(Vertical):
         self.source = source
 
     def compose(self) -> ComposeResult:
-        # the filter box is mounted when first opened or set (`_filter_box`): the first frame does not draw it
-        yield Static(id="jobs-filter-state")
+        # the filter box is mounted when first opened or set (`_filter_box`): the first frame does not draw it;
+        # the filter's state line is born hidden (hidden after its mount, the pane would be laid out again)
+        state = Static(id="jobs-filter-state")
+        state.display = False
+        yield state
         table = JobsTable(id="jobs-table", source=self.source)
         table.detail = Static(id="job-line")  # the highlighted job whole, under the table
         yield table
         yield table.detail
-
-    def on_mount(self) -> None:
-        self.query_one("#jobs-filter-state", Static).display = False
 
     def _box(self) -> Input | None:
         """The filter box, if it was ever opened or set."""
