@@ -27,7 +27,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 WORK = ROOT / "mutation" / "work" / "planted"
-LINKED = ("tests", "training", "screens.tcss", "dialogs.tcss", "README.md", "docs", "pyproject.toml", "mutation")
+LINKED = ("tests", "training", "screens.tcss", "README.md", "docs", "pyproject.toml", "mutation")
 
 SANDBOX_NS = ["tests/server/test_sandbox.py::test_a_job_has_its_own_pid_ipc_uts_and_mount_namespaces",
               "tests/server/test_sandbox.py::test_a_job_under_a_users_server_cannot_escape_or_read_the_users_files"]

@@ -104,7 +104,7 @@ MODULES: dict[str, dict[str, list[str]]] = {
 # What the tests read beside the code (copied into mutants/ as they are). The training module
 # mutates jobkit and validate_dataset.py, which mutmut copies itself, so it takes the rest of
 # training/ file by file.
-ALSO_COPY = ["README.md", "screens.tcss", "dialogs.tcss", "docs"]
+ALSO_COPY = ["README.md", "screens.tcss", "docs"]
 TRAINING_REST = ["training/data", "training/fleet.example.toml", "training/README.md", "training/sft_lora.py",
                  "training/dpo_lora.py", "training/kto_lora.py", "training/sentence_transformer.py"]
 
@@ -117,7 +117,7 @@ def prepare(module: str) -> Path:
     spec = MODULES[module]
     work = WORK / module
     work.mkdir(parents=True, exist_ok=True)
-    for name in ("src", "tests", "training", "README.md", "screens.tcss", "dialogs.tcss", "docs", "mutation"):
+    for name in ("src", "tests", "training", "README.md", "screens.tcss", "docs", "mutation"):
         link = work / name
         if not link.exists():
             link.symlink_to(ROOT / name)

@@ -73,7 +73,7 @@ def _package_root() -> Path:
 
 
 def resource_path(name: str) -> Path:
-    """A file shipped with the package (`screens.tcss`, `dialogs.tcss`, `training/...`).
+    """A file shipped with the package (`screens.tcss`, `training/...`).
 
     In a wheel they sit inside the package; in an editable checkout at the repository root.
     """
@@ -90,8 +90,3 @@ def training_dir() -> Path:
 
 def stylesheet_path() -> Path:
     return resource_path("screens.tcss")
-
-
-def dialogs_stylesheet_path() -> Path:
-    """The dialogs' rules, read when the first one opens (`ConsoleBase.push_screen`)."""
-    return resource_path("dialogs.tcss")

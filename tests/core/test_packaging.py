@@ -29,7 +29,6 @@ def test_wheel_contains_stylesheet_and_training(tmp_path):
     wheel = next(tmp_path.glob("console-*.whl"))
     names = set(zipfile.ZipFile(wheel).namelist())
     assert "console/screens.tcss" in names
-    assert "console/dialogs.tcss" in names
     assert "console/training/sft_lora.py" in names
     assert "console/training/validate_dataset.py" in names
     # the package the scripts import from their own folder

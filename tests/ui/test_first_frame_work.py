@@ -116,23 +116,6 @@ async def test_the_styles_of_the_first_frame_are_what_a_whole_restyle_gives():
         assert changed == [], changed
 
 
-async def test_the_dialogs_rules_are_parsed_when_the_first_dialog_opens():
-    """The first frame parses the main screen's rules only; the dialogs' (a third of the app's
-    own stylesheet) are read as the first screen is pushed over it, and that dialog has them."""
-    def dialog_rules() -> list:
-        return [rule for rule in app.stylesheet.rules if ".dialog" in rule.selector_names]
-
-    app = _app("jobs")
-    async with app.run_test(size=(80, 24)) as pilot:
-        await _settle(pilot)
-        assert dialog_rules() == []
-        await pilot.press("question_mark")
-        await wait_for(pilot, lambda: app.screen.query("#help-dialog"), what="the help dialog")
-        await pilot.pause()
-        assert dialog_rules()
-        assert app.screen.query_one("#help-dialog").outer_size == (76, 22)
-
-
 async def test_the_footer_draws_its_keys_once(monkeypatch):
     """The footer composes its keys with the screen; the first focus (the jobs table, whose keys
     the footer already shows) and the first resize lay nothing out again."""

@@ -39,8 +39,6 @@ if TYPE_CHECKING:
 
 class ConsoleBase(App[None]):
     CSS_PATH = str(paths.stylesheet_path())
-    """The main screen's rules; the dialogs' (`dialogs.tcss`) are read when the first one opens."""
-    _dialogs_css = False
 
     def __init__(
         self,
@@ -80,12 +78,6 @@ class ConsoleBase(App[None]):
         )
 
     # what the refresher tells the screen (UI thread), routed to the widgets that show it
-
-    def push_screen(self, screen: Any, *args: Any, **kwargs: Any) -> Any:
-        if not self._dialogs_css:  # the first screen over the main one: its rules, parsed once, now
-            self._dialogs_css = True
-            self.stylesheet.read(paths.dialogs_stylesheet_path())
-        return super().push_screen(screen, *args, **kwargs)
 
     def _jobs_changed(self, change: JobsChanged) -> None:
         pane = self.query_one(JobsPane)
