@@ -508,6 +508,7 @@ class Refresher:
                 row.loss_trend = outcome.loss_trend
                 touched.append(row)
         if touched:
+            snapshot.forget_kept_fleet(self.cache)  # the rows kept for the next start lack these
             self.on_outcomes(touched)
 
     def failed(self) -> None:
