@@ -130,11 +130,13 @@ def _record(record: Any) -> dict[str, Any]:
     out = {}
     for name in names:
         value = getattr(record, name)
-        out[name] = _record(value) if type(value) in _FIELD_NAMES or is_dataclass(value) else value
+        kind = type(value)
+        out[name] = value if kind in _PLAIN or not (kind in _FIELD_NAMES or is_dataclass(value)) else _record(value)
     return out
 
 
 _FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+_PLAIN = frozenset({str, int, float, bool, type(None), datetime})
 
 
 def _records(records: list[Any]) -> list[dict[str, Any]]:
