@@ -11,6 +11,7 @@ import asyncio
 from tests.oncall.conftest import wait_stage
 from tests.ui.conftest import run_python, schedule_python, wait_for
 
+from console.cache import snapshot
 from console.ui.app import ConsoleApp
 
 TENANTS = ("acme", "globex", "initech")
@@ -54,10 +55,21 @@ async def test_a_whole_re_read_keeps_the_objects_it_reads_unchanged_and_only_a_c
             assert after[what].keys() == held.keys(), what
             assert all(after[what][k] is obj for k, obj in held.items()), f"new {what} objects for unchanged ones"
 
+        # a re-read that keeps every fleet row writes nothing for the next start: what is kept
+        # there stays as it was (marked here with a trailing space the JSON reader ignores)
+        cache = app.session.cache
+        await _whole_read(pilot, app)
+        marked = cache.get_meta(snapshot.FLEET) + " "
+        cache.set_meta(snapshot.FLEET, marked)
+        await _whole_read(pilot, app)
+        assert cache.get_meta(snapshot.FLEET) == marked, "the unchanged fleet was written again"
+
         # one schedule changes: that schedule and its tenant's row are new, the rest are kept
         backend.api.suspend_scheduled_job(scheduled_job_id=schedules["globex"].id, namespace=backend.namespace)
         await _whole_read(pilot, app)
         changed = _held(app)
+        kept_rows = {r.tenant: r for r in snapshot.load_fleet(cache)}
+        assert kept_rows["globex"].suspended and not kept_rows["acme"].suspended
         globex = schedules["globex"].id
         assert changed["scheduled"][globex].suspend and changed["scheduled"][globex] is not before["scheduled"][globex]
         assert changed["fleet"]["globex"].suspended and changed["fleet"]["globex"] is not before["fleet"]["globex"]

@@ -13,7 +13,7 @@ paints before either is imported); no Textual, no console.ui or console.server.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, fields
+from dataclasses import fields, is_dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -64,9 +64,21 @@ def seen_at(cache: JobCache) -> datetime | None:
 
 
 def save_fleet(cache: JobCache, rows: list[Any]) -> None:
-    """Keep the fleet rows (`console.fleet.TenantRow`) as the fleet tab shows them."""
+    """Keep the fleet rows (`console.fleet.TenantRow`) as the fleet tab shows them; nothing is
+    written when they are the very rows last written or read (a read that found the fleet
+    unchanged keeps the rows it held: `refresh_keep.keep_fleet`). A row changed in place
+    (`forget_kept_fleet`) is written again."""
+    kept = cache.fleet_kept
+    if len(kept) == len(rows) and all(kept.get(r.tenant) is r for r in rows):
+        return
     # a row at a time: 10,000 rows as dicts all at once were tens of MB held for a moment
-    cache.set_meta(FLEET, "[" + ",".join(_dumps(asdict(r)) for r in rows) + "]")
+    cache.set_meta(FLEET, "[" + ",".join(_dumps(_record(r)) for r in rows) + "]")
+    cache.fleet_kept = {r.tenant: r for r in rows}
+
+
+def forget_kept_fleet(cache: JobCache) -> None:
+    """A kept fleet row has changed in place: the next `save_fleet` writes every row."""
+    cache.fleet_kept = {}
 
 
 def load_fleet(cache: JobCache) -> list[Any] | None:
@@ -89,6 +101,7 @@ def load_fleet(cache: JobCache) -> list[Any] | None:
             rows.append(TenantRow(**item))
     except (TypeError, ValueError, AttributeError):
         return None
+    cache.fleet_kept = {r.tenant: r for r in rows}
     return rows
 
 
@@ -106,6 +119,24 @@ def _summary_dict(summary: Any) -> dict[str, Any]:
     d["by_month"] = dict(summary.by_month)
     d["unknown_jobs"] = list(summary.unknown_jobs)
     return d
+
+
+def _record(record: Any) -> dict[str, Any]:
+    """A record as `asdict` makes it, without its deep copy: its fields, a record in a field as
+    a dict too (the fleet rows' training request); any other value as it is."""
+    names = _FIELD_NAMES.get(type(record))
+    if names is None:
+        names = _FIELD_NAMES[type(record)] = tuple(f.name for f in fields(record))
+    out = {}
+    for name in names:
+        value = getattr(record, name)
+        kind = type(value)
+        out[name] = value if kind in _PLAIN or not (kind in _FIELD_NAMES or is_dataclass(value)) else _record(value)
+    return out
+
+
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+_PLAIN = frozenset({str, int, float, bool, type(None), datetime})
 
 
 def _records(records: list[Any]) -> list[dict[str, Any]]:

@@ -176,6 +176,8 @@ class JobCache:
         self._local = threading.local()
         self._lock = threading.Lock()
         self._ready = False
+        self.fleet_kept: dict[str, Any] = {}
+        """The fleet rows as `snapshot` last wrote or read them, by tenant (the very objects)."""
 
     # -- the connection --------------------------------------------------------------------
 

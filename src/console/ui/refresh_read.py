@@ -324,7 +324,8 @@ class RefreshRead:
         latest.observe_all(job_info(doc, endpoint) for doc in cache.latest_runs())
         latest.observe_all(found)
         latest.forget(gone)
-        fleet = self._derive(sched, latest, changed + found)
+        kept = ask_ui(self.app, self.kept_now)  # the fleet rows the last run kept, if painted by now
+        fleet = keep_fleet(self._derive(sched, latest, changed + found), kept.fleet)
         jobs = list({j.id: j for j in changed + found if j.status.stage not in TERMINAL}.values())
         self._post(DataRefreshed(jobs, sched, self.session.clock(), full=True, gone=gone,
                                  rows=self._rows(found + jobs), latest=latest, fleet=fleet))
@@ -392,7 +393,8 @@ class RefreshRead:
 
     def _post(self, message: DataRefreshed) -> None:
         """Hand a refresh to the UI thread; then keep the fleet it derived for the next start
-        (after the post: writing 10,000 rows is not on the way to the frame that shows them)."""
+        (after the post: writing 10,000 rows is not on the way to the frame that shows them;
+        `snapshot.save_fleet` writes nothing when they are the rows it last kept or read)."""
         message.plan = self.plan.number
         snapshot.save_seen(self.cache, message.at)
         self.app.post_message(message)
