@@ -40,6 +40,15 @@ async def test_an_outcome_read_later_leaves_the_rows_handed_to_the_snapshot_unch
                        and refresher.fleet_rows["acme"].last_loss == 0.75, timeout=60, what="acme's outcome")
         assert refresher.fleet_rows["acme"].adapter == "acme/adapter-1"
         assert app.fleet_table.rows_by_tenant["acme"].last_loss == 0.75
+        # the next whole read finds the fleet unchanged since the outcome, and still keeps the
+        # outcome for the next start (a snapshot that skips unchanged rows must not skip this one)
+        done = refresher._last_full
+        await pilot.press("ctrl+r")
+        await wait_for(pilot, lambda: refresher._last_full > done, timeout=60, what="a whole re-read applied")
+        await wait_for(pilot, lambda: not any(w.is_running for w in app.workers), timeout=60,
+                       what="the snapshot written")
+        kept = {r.tenant: r for r in snapshot.load_fleet(refresher.cache) or []}
+        assert kept["acme"].last_loss == 0.75 and kept["acme"].adapter == "acme/adapter-1"
     assert handed, "no fleet rows were handed to the snapshot"
     assert handed[0][1][0]["last_loss"] is None  # the first whole read knew no outcome yet
     for rows, as_handed in handed:

@@ -66,19 +66,14 @@ def seen_at(cache: JobCache) -> datetime | None:
 def save_fleet(cache: JobCache, rows: list[Any]) -> None:
     """Keep the fleet rows (`console.fleet.TenantRow`) as the fleet tab shows them; nothing is
     written when they are the very rows last written or read (a read that found the fleet
-    unchanged keeps the rows it held: `refresh_keep.keep_fleet`). A row changed in place
-    (`forget_kept_fleet`) is written again."""
+    unchanged keeps the rows it held: `refresh_keep.keep_fleet`). A changed row is a new object
+    (an outcome read later too: `Refresher.apply_outcomes`), so its fleet is written."""
     kept = cache.fleet_kept
     if len(kept) == len(rows) and all(kept.get(r.tenant) is r for r in rows):
         return
     # a row at a time: 10,000 rows as dicts all at once were tens of MB held for a moment
     cache.set_meta(FLEET, "[" + ",".join(_dumps(_record(r)) for r in rows) + "]")
     cache.fleet_kept = {r.tenant: r for r in rows}
-
-
-def forget_kept_fleet(cache: JobCache) -> None:
-    """A kept fleet row has changed in place: the next `save_fleet` writes every row."""
-    cache.fleet_kept = {}
 
 
 def load_fleet(cache: JobCache) -> list[Any] | None:

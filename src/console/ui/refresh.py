@@ -526,7 +526,6 @@ class Refresher:
                 self.fleet_rows[tenant] = row
                 touched.append(row)
         if touched:
-            snapshot.forget_kept_fleet(self.cache)  # the rows kept for the next start lack these
             self.on_outcomes(touched)
 
     def failed(self) -> None:
