@@ -25,5 +25,5 @@ def test_the_embedded_server_is_in_rooms_by_what_they_serve():
     rooms = {p.name for p in server.iterdir() if p.is_dir() and (p / "__init__.py").is_file()}
     assert {"jobs", "hub", "host", "access"} <= rooms
     top = sorted(p.name for p in server.glob("*.py"))
-    assert top == ["__init__.py", "app.py", "core.py", "faults.py", "paths.py", "reserve.py", "serve.py",
-                   "shapes.py"], top
+    assert top == ["__init__.py", "app.py", "core.py", "faults.py", "paths.py", "reserve.py", "routing.py",
+                   "serve.py", "shapes.py"], top
