@@ -201,7 +201,7 @@ async def test_a_failing_pass_is_said_once_and_a_slow_webhook_never_holds_up_the
     async with app.run_test(size=(80, 24)) as pilot:
         await _wait(pilot, lambda: any(failed_job.id in n for n in _notes(app)), what="the notification")
         await pilot.press("question_mark")
-        await _wait(pilot, lambda: isinstance(app.screen, HelpScreen), what="the help screen")
+        await _wait(pilot, lambda: isinstance(app.screen, HelpScreen) and app.screen.is_mounted, what="the help screen")
         assert not listener.posts  # the key was served while the POST was still on its way
         passes = app.oncall.passes
         await _wait(pilot, lambda: app.oncall.passes > passes, timeout=30, what="the next pass")

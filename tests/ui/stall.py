@@ -75,7 +75,8 @@ async def race() -> None:
         await pilot.press("1")
         await _until(pilot, lambda: app.fleet_table.selected_row is not None, 60, "the fleet")
         await pilot.press("v")
-        await _until(pilot, lambda: isinstance(app.screen, VersionsScreen), 30, "the versions view")
+        await _until(pilot, lambda: isinstance(app.screen, VersionsScreen) and app.screen.is_mounted,
+                     30, "the versions view")
         await pilot.press("p")  # a toast on the versions view ("Promote: no version selected")
         await _until(pilot, lambda: any("Promote:" in n.message for n in app._notifications), 30, "the toast")
         await pilot.press("escape")  # the fleet screen's toast rack shows the toast again

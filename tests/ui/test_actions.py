@@ -43,7 +43,7 @@ async def test_cancel_asks_then_the_job_ends_canceled(backend, cfg):
         )
         app.jobs_table.select_job(job.id)
         await pilot.press("c")
-        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen.is_mounted)
         shown = " ".join(str(s.render()) for s in app.screen.query("Static"))
         assert job.id in shown and "acme" in shown and "cost so far" in shown
         await pilot.press("n")  # first: say no, nothing happens
@@ -55,7 +55,7 @@ async def test_cancel_asks_then_the_job_ends_canceled(backend, cfg):
             == "RUNNING"
         )
         await pilot.press("c")
-        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen.is_mounted)
         await pilot.press("y")
         await wait_thread(wait_stage, backend, job.id, ("CANCELED",), 20)
         await wait_for(pilot, lambda: app.jobs_table.rows_by_id[job.id].stage == "CANCELED")
@@ -68,7 +68,8 @@ async def test_submit_creates_a_job_with_the_padded_timeout_and_labels(backend, 
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: app.refresher.refresh_count > 0)
         await pilot.press("s")
-        await wait_for(pilot, lambda: isinstance(app.screen, SubmitScreen) and bool(app.screen.query("#f-tenant")))
+        await wait_for(pilot, lambda: isinstance(app.screen, SubmitScreen) and app.screen.is_mounted
+                                      and bool(app.screen.query("#f-tenant")))
         form = app.screen
         await type_into(pilot, form.query_one("#f-tenant", Input), "acme")
         await type_into(pilot, form.query_one("#f-dataset", Input), dataset)
@@ -85,7 +86,7 @@ async def test_submit_creates_a_job_with_the_padded_timeout_and_labels(backend, 
         estimate = str(form.query_one("#submit-estimate").render())
         assert "$" in estimate and "x 1.3" in estimate
         await pilot.press("ctrl+s")
-        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen.is_mounted)
         await pilot.press("y")
         await wait_for(
             pilot,
@@ -134,7 +135,7 @@ async def test_reschedule_changes_the_cron_and_the_preview(backend, cfg):
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: "acme" in app.fleet_table.rows_by_tenant)
         await pilot.press("r")
-        await wait_for(pilot, lambda: isinstance(app.screen, RescheduleScreen))
+        await wait_for(pilot, lambda: isinstance(app.screen, RescheduleScreen) and app.screen.is_mounted)
         preview = lambda: str(app.screen.query_one("#cron-preview").render())  # noqa: E731
         assert "Monday" in preview() and "next:" in preview()
         box = app.screen.query_one("#cron-input", Input)
@@ -163,7 +164,7 @@ async def test_suspend_resume_and_trigger(backend, cfg):
         await pilot.press("p")
         await wait_for(pilot, lambda: not app.fleet_table.rows_by_tenant["acme"].suspended)
         await pilot.press("t")
-        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen.is_mounted)
         await pilot.press("y")
         await wait_for(
             pilot, lambda: app.fleet_table.rows_by_tenant["acme"].last_job_id is not None

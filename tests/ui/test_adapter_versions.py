@@ -80,7 +80,7 @@ async def test_live_column_versions_view_promote_and_roll_back(backend, cfg):
 
         # the versions view: both runs, with their verdicts, jobs and losses; the live one marked
         await pilot.press("v")
-        await wait_for(pilot, lambda: isinstance(app.screen, VersionsScreen))
+        await wait_for(pilot, lambda: isinstance(app.screen, VersionsScreen) and app.screen.is_mounted)
         view = app.screen
         await wait_for(pilot, lambda: len(_rows(view)) == 2, what="both versions")
         rows = {row[4]: row for row in _rows(view)}

@@ -35,7 +35,8 @@ async def test_running_the_demo_again_keeps_a_rescheduled_and_a_suspended_tenant
         table.move_cursor(row=table.get_row_index("acme"), animate=False)
         table.announce_selection()
         await pilot.press("r")
-        await wait_for(pilot, lambda: isinstance(app.screen, RescheduleScreen), what="the cron dialog")
+        await wait_for(pilot, lambda: isinstance(app.screen, RescheduleScreen) and app.screen.is_mounted,
+                       what="the cron dialog")
         app.screen.query_one("#cron-input", Input).value = "15 6 * * *"
         await pilot.pause()
         await pilot.press("enter")

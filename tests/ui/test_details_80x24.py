@@ -486,7 +486,8 @@ async def test_at_80x24_a_tenants_live_version_and_its_versions_read_whole_and_t
         assert fleet.scroll_x == 0
         # the versions view: when each version was made and by which job, in the rows at 80 columns
         await pilot.press("v")
-        await wait_for(pilot, lambda: isinstance(app.screen, VersionsScreen), what="the versions view")
+        await wait_for(pilot, lambda: isinstance(app.screen, VersionsScreen) and app.screen.is_mounted,
+                       what="the versions view")
         view = app.screen
         await wait_for(pilot, lambda: view.versions is not None and len(view.versions.versions) == 2, timeout=30,
                        what="both versions")
@@ -517,7 +518,8 @@ async def test_at_80x24_a_tenants_live_version_and_its_versions_read_whole_and_t
         assert view.selected().commit == second
         # and promote names it: the tenant, its run and the job that made it
         await pilot.press("p")
-        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the confirmation")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen.is_mounted,
+                       what="the confirmation")
         asked = " ".join([app.screen.title_text, *app.screen.details])
         assert f"tenant globex: {RUNS[1]}, made by job {JOB_IDS[1]}" in asked
         assert f"to {second[:8]} {RUNS[1]} PASS" in asked

@@ -68,7 +68,8 @@ async def test_help_shows_every_key_of_the_key_table_scrolls_and_closes(backend,
         await wait_for(pilot, lambda: not isinstance(app.screen, HelpScreen), what="q to close the help")
         assert app.is_running and HELP_TITLE not in _on_screen(app)
         await pilot.press("question_mark")
-        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen), what="the help again")
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen) and app.screen.is_mounted,
+                       what="the help again")
         await pilot.press("escape")
         await wait_for(pilot, lambda: not isinstance(app.screen, HelpScreen), what="esc to close the help")
         await pilot.pause()

@@ -37,7 +37,7 @@ async def test_t_shows_each_lines_time_and_j_jumps_to_a_time(backend, cfg):
         assert pane.log_widget.lines[0] == f"{first:%H:%M:%S} before 0"
 
         await pilot.press("J")
-        await wait_for(pilot, lambda: isinstance(app.screen, PromptScreen))
+        await wait_for(pilot, lambda: isinstance(app.screen, PromptScreen) and app.screen.is_mounted)
         await type_into(pilot, app.screen.query_one(Input), "soon")
         await pilot.press("enter")
         await wait_for(pilot, lambda: any("time: expected a time ago" in n for n in notes(app)))
@@ -45,7 +45,7 @@ async def test_t_shows_each_lines_time_and_j_jumps_to_a_time(backend, cfg):
         after = stamps["after 0"]
         pane.set_follow(True)
         await pilot.press("J")
-        await wait_for(pilot, lambda: isinstance(app.screen, PromptScreen))
+        await wait_for(pilot, lambda: isinstance(app.screen, PromptScreen) and app.screen.is_mounted)
         await type_into(pilot, app.screen.query_one(Input), after.strftime("%Y-%m-%dT%H:%M:%S.%f"))
         await pilot.press("enter")
         await wait_for(pilot, lambda: not pane.follow, what="the jump")

@@ -97,7 +97,8 @@ async def test_a_dialog_answered_twice_takes_the_first_answer_and_closes_once():
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: app.jobs_table.selected_row is not None, what="the jobs")
         await pilot.press("c")
-        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen) and bool(app.screen.query("#yes")),
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen.is_mounted
+                                      and bool(app.screen.query("#yes")),
                        what="the confirmation")
         dialog = app.screen
         dialog.action_no()  # `n`

@@ -66,7 +66,7 @@ async def test_r_resumes_a_timed_out_run_from_its_checkpoint_and_it_passes(backe
         app.jobs_table.select_job(job.id)
         before = {j.id for j in api.list_jobs(namespace=ns)}
         await pilot.press("R")
-        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), timeout=30)
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen.is_mounted, timeout=30)
         screen = app.screen
         assert f"Resume job {job.id} from step {checkpoint.step}?" in screen.title_text
         text = "\n".join(screen.details)

@@ -40,7 +40,7 @@ async def test_after_a_filter_the_log_details_metrics_and_cancel_follow_the_high
             assert str(app.query_one(JobDetails).render()).splitlines()[0] == wayne.id
             assert app.query_one("#trackio-metrics", MetricsPanel).job_id == wayne.id
             await pilot.press("c")
-            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen.is_mounted)
             assert app.screen.title_text == f"Cancel job {wayne.id}?"
             assert "tenant wayne" in app.screen.details[0]
             await pilot.press("n")

@@ -42,7 +42,8 @@ async def test_new_runs_arriving_above_never_move_the_selected_job(backend, cfg)
                     assert table.selected_job_id == target.id
                     assert app.selected_job_id == target.id and app.log_pane.job_id == target.id
                 await pilot.press("c")
-                await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the confirmation")
+                await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen.is_mounted,
+                               what="the confirmation")
                 assert app.screen.title_text == f"Cancel job {target.id}?"
                 assert app.screen.details[0].startswith(f"tenant {target.labels['tenant']},")
                 await pilot.press("n")
@@ -82,7 +83,8 @@ async def test_a_filtered_list_opens_on_its_newest_job_and_cancel_names_it(backe
             assert table.cursor_row == 0 and table.selected_job_id == running.id
             assert app.log_pane.job_id == running.id
             await pilot.press("c")
-            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the confirmation")
+            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen.is_mounted,
+                           what="the confirmation")
             assert app.screen.title_text == f"Cancel job {running.id}?"
             assert app.screen.details[0].startswith("tenant umbrella,")
             await pilot.press("n")

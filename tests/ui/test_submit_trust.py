@@ -167,7 +167,8 @@ async def test_submit_rerun_and_trigger_confirmations_name_what_will_run(backend
         await mounted_screen(pilot, SubmitScreen, what="the submit form")
         await pilot.pause()
         await pilot.press("ctrl+s")
-        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the submit confirmation")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen.is_mounted,
+                       what="the submit confirmation")
         text = _confirmation(app)
         assert "Submit a job now?" in text
         assert run in text
@@ -183,7 +184,8 @@ async def test_submit_rerun_and_trigger_confirmations_name_what_will_run(backend
         await wait_for(pilot, lambda: app.screen is app.screen_stack[0])
 
         await pilot.press("R")
-        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the rerun confirmation")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen.is_mounted,
+                       what="the rerun confirmation")
         text = _confirmation(app)
         assert f"Run job {job.id} again?" in text
         assert run in text
@@ -196,7 +198,8 @@ async def test_submit_rerun_and_trigger_confirmations_name_what_will_run(backend
 
         await pilot.press("1")
         await pilot.press("t")
-        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the trigger confirmation")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen.is_mounted,
+                       what="the trigger confirmation")
         text = _confirmation(app)
         assert f"Run acme's scheduled job {sj.id} now?" in text
         assert run in text
@@ -289,7 +292,8 @@ async def test_a_typed_timeout_below_the_estimate_asks_first(backend, cfg):
         await mounted_screen(pilot, SubmitScreen, what="the submit form")
         await type_into(pilot, _form(app).query_one("#f-timeout", Input), "1m")
         await pilot.press("ctrl+s")
-        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the submit confirmation")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen.is_mounted,
+                       what="the submit confirmation")
         text = _confirmation(app)
         assert "Submit a job now with a timeout below the estimate?" in text
         assert f"warning: timeout 1m is below the padded estimate {format_duration(padded)}" in text

@@ -30,7 +30,8 @@ async def _confirm(app, pilot, request: TrainingRequest) -> str:
     await mounted_screen(pilot, SubmitScreen, what="the submit form")
     await type_into(pilot, app.screen.query_one("#f-base-model", Input), request.base_model)
     await pilot.press("ctrl+s")
-    await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the submit confirmation")
+    await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen.is_mounted,
+                   what="the submit confirmation")
     text = _confirmation(app)
     await pilot.press("n")
     await wait_for(pilot, lambda: app.screen is app.screen_stack[0])

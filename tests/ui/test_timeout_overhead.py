@@ -29,7 +29,8 @@ async def test_the_configured_overhead_pads_the_submit_forms_timeout_and_the_wha
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_for(pilot, lambda: app.refresher.refresh_count > 0)
         await pilot.press("s")
-        await wait_for(pilot, lambda: isinstance(app.screen, SubmitScreen) and bool(app.screen.query("#f-tenant")))
+        await wait_for(pilot, lambda: isinstance(app.screen, SubmitScreen) and app.screen.is_mounted
+                                      and bool(app.screen.query("#f-tenant")))
         form = app.screen
         form.query_one("#f-tenant", Input).value = "acme"
         form.query_one("#f-dataset", Input).value = dataset
@@ -41,7 +42,8 @@ async def test_the_configured_overhead_pads_the_submit_forms_timeout_and_the_wha
         await wait_for(pilot, lambda: app.screen is app.screen_stack[0])
 
         await pilot.press("dollar_sign")
-        await wait_for(pilot, lambda: isinstance(app.screen, WhatIfScreen) and app.screen.result is not None)
+        await wait_for(pilot, lambda: isinstance(app.screen, WhatIfScreen) and app.screen.is_mounted
+                                      and app.screen.result is not None)
         per_run = app.screen.result.heuristic.per_run
         assert per_run.timeout_overhead_s == OVERHEAD
         assert per_run.timeout_seconds == padded_timeout_seconds(

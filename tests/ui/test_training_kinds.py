@@ -210,7 +210,7 @@ async def test_the_what_if_names_the_flavors_that_fit_and_costs_the_builder_mode
     async with app.run_test(size=(120, 50)) as pilot:
         await wait_for(pilot, lambda: len(app.refresher.scheduled) == 2, what="the schedules")
         await pilot.press("$")
-        await wait_for(pilot, lambda: isinstance(app.screen, WhatIfScreen))
+        await wait_for(pilot, lambda: isinstance(app.screen, WhatIfScreen) and app.screen.is_mounted)
         screen = app.screen
         await wait_for(pilot, lambda: screen.result is not None)
 
