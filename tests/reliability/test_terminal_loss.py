@@ -367,21 +367,32 @@ def test_a_terminal_closed_at_each_step_of_the_start_ends_the_console_with_129(d
     try:
         out = _read_until(fd, START_STEPS[step], 60)
         assert START_STEPS[step](out), out[-500:]
+    except BaseException:
+        _kill(pid)
+        os.close(fd)
+        raise
+    status = _hang_up(pid, fd, delay, exit_log)
+    assert _hung_up(status), f"status {status}: {_why(exit_log)}"
+    if os.WIFEXITED(status):
+        assert "Traceback" not in _why(exit_log), _why(exit_log)
+
+
+def _hang_up(pid: int, fd: int, delay: float, exit_log: Path) -> int:
+    """Close the console's terminal `delay` seconds from now: its exit status (it must exit
+    within the deadline; one that does not is killed and fails the test)."""
+    try:
         if delay:
             _read_until(fd, lambda _out: False, delay)
-        os.close(fd)
-        fd = -1
-        status = _wait_exit(pid, EXIT_DEADLINE + LOADED_GRACE)
-        assert status is not None, f"the console did not exit: {_why(exit_log)}"
-        pid = 0
-        assert _hung_up(status), f"status {status}: {_why(exit_log)}"
-        if os.WIFEXITED(status):
-            assert "Traceback" not in _why(exit_log), _why(exit_log)
+    except BaseException:
+        _kill(pid)
+        raise
     finally:
-        if pid:
-            _kill(pid)
-        if fd >= 0:
-            os.close(fd)
+        os.close(fd)
+    status = _wait_exit(pid, EXIT_DEADLINE + LOADED_GRACE)
+    if status is None:
+        _kill(pid)
+        pytest.fail(f"the console did not exit: {_why(exit_log)}")
+    return status
 
 
 def test_a_console_waits_for_a_daemon_too_busy_to_answer_and_starts_no_other(daemon_api, tmp_path):
@@ -419,20 +430,8 @@ def test_a_console_ignoring_hangups_exits_when_its_terminal_closed_before_it_ran
     and exits 129 within the deadline, instead of running on with no terminal."""
     exit_log = tmp_path / "exit.log"
     pid, fd = _spawn_console(exit_log=exit_log, hangups_ignored=True)
-    try:
-        if delay:
-            _read_until(fd, lambda _out: False, delay)
-        os.close(fd)
-        fd = -1
-        status = _wait_exit(pid, EXIT_DEADLINE + LOADED_GRACE)
-        assert status is not None, f"the console did not exit: {_why(exit_log)}"
-        pid = 0
-        assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 129, f"status {status}: {_why(exit_log)}"
-        # the hangup watch ended it, or (once the console set its own handler over the ignored
-        # signal) the hangup itself: either way, for the hangup
-        assert "exit 129: SIGHUP: " in _why(exit_log), _why(exit_log)
-    finally:
-        if pid:
-            _kill(pid)
-        if fd >= 0:
-            os.close(fd)
+    status = _hang_up(pid, fd, delay, exit_log)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 129, f"status {status}: {_why(exit_log)}"
+    # the hangup watch ended it, or (once the console set its own handler over the ignored
+    # signal) the hangup itself: either way, for the hangup
+    assert "exit 129: SIGHUP: " in _why(exit_log), _why(exit_log)
