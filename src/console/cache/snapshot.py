@@ -135,11 +135,8 @@ _PLAIN = frozenset({str, int, float, bool, type(None), datetime})
 
 
 def _records(records: list[Any]) -> list[dict[str, Any]]:
-    """Flat (slotted) records as dicts, their fields' names read once."""
-    if not records:
-        return []
-    names = [f.name for f in fields(records[0])]
-    return [{name: getattr(r, name) for name in names} for r in records]
+    """Records as dicts (`_record`: their fields' names read once per type)."""
+    return [_record(r) for r in records]
 
 
 def load_ledger(cache: JobCache) -> Any | None:
