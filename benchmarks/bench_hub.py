@@ -12,7 +12,9 @@ measures, interleaved so that the machine's load falls on both sides alike:
 2. `snapshot_download` of the repo of the first `--files` count, beside the same files fetched
    from a static `ThreadingHTTPServer` (`python -m http.server`) with 8 client threads (what
    `snapshot_download` uses), alternating, `--runs` times each, into fresh folders; with the CPU
-   time the client (this process) and each server spent on them.
+   time the client (this process) and each server spent on them. In turn with them, the client's own
+   floor: the same `snapshot_download` against `replay_server.py`, a `ThreadingHTTPServer` in its own
+   process answering from memory what the console answered to one recorded `snapshot_download`.
 3. One file of `--big-mb` MB (fresh random bytes each run): `HfApi.upload_file`, then `sync`, beside
    `cp` of the same bytes to a fresh file and `sync`, then `hf_hub_download` of it into a fresh cache beside
    `cp` + `sync` of the same bytes again, alternating, `--big-runs` times each (0 MB: skipped).
@@ -115,6 +117,49 @@ def _fetch_static(url: str, names: list[str], dest: Path) -> None:
 
         with concurrent.futures.ThreadPoolExecutor(THREADS) as pool:
             list(pool.map(one, names))
+
+
+def _record(server: SharedServer, repo_id: str, cache: Path) -> dict:
+    """The console server's answers to every request of one `snapshot_download` of `repo_id` (the
+    requests as huggingface_hub sends them, read off its session), for `replay_server.py`."""
+    import httpx
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.utils import get_session
+
+    sent: list[tuple[str, str]] = []
+    hooks = get_session().event_hooks["request"]
+    hook = lambda request: sent.append((request.method, request.url.raw_path.decode()))  # noqa: E731
+    hooks.append(hook)
+    try:
+        snapshot_download(repo_id, endpoint=server.url, token=server.token, cache_dir=cache, max_workers=THREADS)
+    finally:
+        hooks.remove(hook)
+    answers = {}
+    skip = {"date", "server", "connection", "transfer-encoding", "content-encoding"}
+    with httpx.Client(base_url=server.url, headers={"authorization": f"Bearer {server.token}"}, timeout=60) as client:
+        for method, path in sent:
+            got = client.request(method, path)
+            answers[(method, path)] = (got.status_code, [(k, v) for k, v in got.headers.items() if k not in skip],
+                                       got.content)
+    return answers
+
+
+def _replay_server(answers: dict, tmp: Path) -> tuple[subprocess.Popen, str]:
+    """`replay_server.py` in its own process, answering from memory what the console answered."""
+    import pickle
+
+    (tmp / "answers.pickle").write_bytes(pickle.dumps(answers))
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name("replay_server.py")),
+                             str(tmp / "answers.pickle"), str(port)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+            return proc, f"http://127.0.0.1:{port}"
+        time.sleep(0.05)
+    proc.kill()
+    raise RuntimeError("the replay server did not start")
 
 
 @contextlib.contextmanager
@@ -221,7 +266,7 @@ def main() -> int:
     ws = Workspace(tmp)
     ws.write_config()
     server = SharedServer(ws).start()
-    static_proc = None
+    static_proc = replay_proc = None
     lines: list[str] = []
     goals: list[tuple[str, str, str, bool]] = []
 
@@ -273,7 +318,8 @@ def main() -> int:
         n = counts[0]
         names = [_path(i) for i in range(n)]
         static_proc, static_url = _static_server(static_root / str(n))
-        hub_times, static_times = [], []
+        replay_proc, replay_url = _replay_server(_record(server, repos[n], tmp / "cache-recorded"), tmp)
+        hub_times, static_times, replay_times = [], [], []
         cpu: dict[str, list[float]] = {"client": [], "server": [], "static client": [], "static server": []}
         for run in range(args.runs):
             dest = tmp / f"static-{run}"
@@ -284,14 +330,24 @@ def main() -> int:
                                       cache_dir=cache, max_workers=THREADS)
             with _cpu_of(cpu, "", server.proc.pid):
                 hub_times.append(_timed(fetch))
-            got = sum(1 for _ in cache.rglob("file-*.txt"))
-            if got != n:
-                raise RuntimeError(f"snapshot_download gave {got} files of {n}")
+            replay_cache = tmp / f"replay-cache-{run}"
+            replay_times.append(_timed(functools.partial(
+                snapshot_download, repos[n], endpoint=replay_url, token=server.token, cache_dir=replay_cache,
+                max_workers=THREADS)))
+            for folder in (cache, replay_cache):
+                got = sum(1 for _ in folder.rglob("file-*.txt"))
+                if got != n:
+                    raise RuntimeError(f"snapshot_download gave {got} files of {n}")
         hub, static = median(hub_times), median(static_times)
         say(f"- snapshot_download of {n:,} small files: {hub:.2f} s median of {args.runs} "
             f"({', '.join(f'{t:.2f}' for t in hub_times)}); {n / hub:.0f} files/s")
         say(f"- the same files from a static ThreadingHTTPServer, {THREADS} client threads: {static:.2f} s median "
             f"of {args.runs} ({', '.join(f'{t:.2f}' for t in static_times)}); {n / static:.0f} files/s")
+        replay = median(replay_times)
+        say(f"- the client's own floor: snapshot_download of the same repo from a ThreadingHTTPServer replaying the "
+            f"console's recorded answers from memory (its own process, HTTP/1.1 keep-alive), in turn with each: "
+            f"{replay:.2f} s median of {args.runs} ({', '.join(f'{t:.2f}' for t in replay_times)}); "
+            f"{replay / static:.2f}x the static server; the console {hub / replay:.2f}x it")
         say(f"- CPU seconds (median; user + system), snapshot_download: client {median(cpu['client']):.2f}, server "
             f"{median(cpu['server']):.2f} ({median(cpu['server']) / n * 1e6:.0f} us per file); the static fetch: "
             f"client {median(cpu['static client']):.2f}, server {median(cpu['static server']):.2f} (CPU time, "
@@ -302,9 +358,10 @@ def main() -> int:
         if args.big_mb > 0:
             bench_big_file(api, server, tmp, args.big_mb, args.big_runs, say, goals)
     finally:
-        if static_proc is not None:
-            static_proc.terminate()
-            static_proc.wait(10)
+        for proc in (static_proc, replay_proc):
+            if proc is not None:
+                proc.terminate()
+                proc.wait(10)
         server.stop()
         shutil.rmtree(tmp, ignore_errors=True)  # the seeded repos, caches and copies: hundreds of MB
 
