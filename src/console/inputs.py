@@ -41,12 +41,13 @@ def is_label_name(text: object) -> bool:
     return labels.is_name(text)
 
 
-_BUCKET_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}")
+_BUCKET_ID = r"[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}"
+"""The patterns of this module are compiled (and kept by `re`) when first used, not as it loads."""
 
 
 def bucket_id_problem(text: object) -> str | None:
     """Why `text` is not a bucket id (`namespace/name`), or None."""
-    if not isinstance(text, str) or not _BUCKET_ID.fullmatch(text) or ".." in text or "--" in text:
+    if not isinstance(text, str) or not re.fullmatch(_BUCKET_ID, text) or ".." in text or "--" in text:
         return f"{text!r} is not a bucket id like org/datasets-cache"
     return None
 
@@ -156,7 +157,7 @@ def check_range(name: str, value: float) -> float:
     return value
 
 
-_TIMEOUT_RE = re.compile(r"^\s*(\d+(?:\.\d+)?|\.\d+)\s*([smhd]?)\s*$", re.IGNORECASE)
+_TIMEOUT_RE = r"^\s*(\d+(?:\.\d+)?|\.\d+)\s*([smhd]?)\s*$"
 _UNIT_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
@@ -178,7 +179,7 @@ def parse_timeout(value: int | float | str) -> int:
             raise CostInputError(f"timeout must be a finite duration, got {value!r}")
         seconds = value
     elif isinstance(value, str):
-        m = _TIMEOUT_RE.match(value)
+        m = re.match(_TIMEOUT_RE, value, re.IGNORECASE)
         if not m:
             raise CostInputError(
                 f"timeout {value!r} is not a duration: use seconds (7200) or a number with "
@@ -227,7 +228,7 @@ def format_duration(seconds: float) -> str:
 
 
 
-_AGO = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhd])$")
+_AGO = r"^(\d+(?:\.\d+)?)\s*([smhd])$"
 _AGO_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
@@ -236,7 +237,7 @@ def parse_since(text: str, now: datetime, field: str = "--since") -> datetime:
     (`2026-12-04T09:30`, `...Z`, with an offset) or a clock time today (`09:30`), UTC unless it
     says otherwise. Raises ValueError with a one-line message naming `field`."""
     value = str(text).strip()
-    ago = _AGO.match(value.lower())
+    ago = re.match(_AGO, value.lower())
     if ago:
         return now - timedelta(seconds=float(ago.group(1)) * _AGO_SECONDS[ago.group(2)])
     try:

@@ -17,6 +17,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import cache
 from typing import Any
 
 from console.inputs import format_duration
@@ -26,7 +27,7 @@ from console.stages import ACTIVE_STAGES, CANCELED, COMPLETED, ERROR, RUNNING, S
 STAGE_ORDER = {RUNNING: 0, SCHEDULING: 1, ERROR: 2, CANCELED: 3, COMPLETED: 4}
 
 # ESC [ ... final byte | ESC ] ... BEL/ST | ESC P/X/^/_ ... ST | two-byte ESC sequences
-_ESCAPES = re.compile(
+_ESCAPES = (
     r"\x1b\[[0-?]*[ -/]*[@-~]"
     r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"
     r"|\x1b[PX^_][^\x1b]*(?:\x1b\\)?"
@@ -36,7 +37,7 @@ _ESCAPES = re.compile(
     r"|\x9d[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
     r"|[\x90\x98\x9e\x9f][^\x1b\x9c]*(?:\x1b\\|\x9c)?"
 )
-_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_CONTROLS = r"[\x00-\x08\x0b-\x1f\x7f-\x9f]"
 # Bidirectional controls (LRE RLE PDF LRO RLO, LRI RLI FSI PDI, LRM RLM ALM): a terminal that
 # honours them would show a job's text reversed ("exe.txt" as "txt.exe") and move table borders.
 # Invisible characters (zero-width space, non-joiner, joiner, word joiner and the invisible
@@ -44,8 +45,14 @@ _CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 # make two different texts look the same ("acme" and "ac\u200bme", a hidden marker in a line that
 # matches a search) and are there without a trace. Each is shown as U+FFFD, one visible cell, like
 # a byte that is not UTF-8.
-_BIDI = re.compile("[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c"
-                   "\u200b-\u200d\u2060-\u2064\ufeff\u180e]")
+_BIDI = ("[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c"
+         "\u200b-\u200d\u2060-\u2064\ufeff\u180e]")
+
+
+@cache
+def _cleaners() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    """The three patterns above, compiled when the first line is cleaned (not on the first frame's path)."""
+    return re.compile(_ESCAPES), re.compile(_CONTROLS), re.compile(_BIDI)
 
 
 def clean_log_line(text: str) -> str:
@@ -55,9 +62,10 @@ def clean_log_line(text: str) -> str:
         # a progress bar redraws with \r: what a terminal would show is the last segment
         parts = [p for p in text.split("\r") if p]
         text = parts[-1] if parts else ""
-    text = _ESCAPES.sub("", text)
-    text = _CONTROLS.sub("", text)
-    text = _BIDI.sub("\ufffd", text)
+    escapes, controls, bidi = _cleaners()
+    text = escapes.sub("", text)
+    text = controls.sub("", text)
+    text = bidi.sub("\ufffd", text)
     return text.expandtabs(4)
 
 

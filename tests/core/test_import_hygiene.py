@@ -78,12 +78,14 @@ OFF_THE_FIRST_FRAME = (
     "console.jobspec", "console.costs", "console.ship", "console.vram", "console.cron",
     "console.ui.actions", "ctypes", "zipfile", "pkgutil", "argparse", "shlex", "sqlite3", "_hashlib",
     "console.ui.refresh_read", "console.ui.watch", "console.ui.reasons", "console.ui.live_versions",
+    "console.ui.refresh_keep", "console.ui.oncall_marks",
 )
 """What the first frame draws nothing from: a submission's spec and cost model, the action keys'
 code, the parser, `malloc_trim`'s ctypes, importlib.resources' zip reader, SQLite (a fresh start
 has no cache to open), OpenSSL's hashes, the refresh's read (its first refresh comes after the
-first frame), the on-call watch, the failure reasons and the live adapter versions. They load on
-first use, after the first frame."""
+first frame), the on-call watch and the marks it puts on jobs, the failure reasons, the live
+adapter versions and what a read keeps where nothing changed (`refresh_keep`). They load on first
+use, after the first frame."""
 
 
 def test_the_first_frame_path_leaves_out_what_it_does_not_draw():

@@ -57,10 +57,10 @@ from console.cache.latest import LatestRuns, RunMark
 from console.jobs import JobRow, Prefetch, job_row
 from console.memory import give_back_memory
 from console.stages import ERROR, TERMINAL_STAGES
-from console.ui.refresh_keep import Kept
 from console.ui.session import Session
 
 if TYPE_CHECKING:
+    from console.ui.refresh_keep import Kept
     from console.ui.refresh_read import DataRefreshed, OutcomesFetched, ReadPlan
 
 __all__ = ["DataRefreshed", "JobsChanged", "News", "OutcomesFetched", "ReadPlan", "Refresher"]
@@ -306,6 +306,8 @@ class Refresher:
 
     def _kept_now(self) -> Kept:
         """What the console holds, for a read to keep wherever nothing changed (through `ask_ui`)."""
+        from console.ui.refresh_keep import Kept  # with the first read, after the first frame
+
         latest = self.latest
         return Kept(scheduled=dict(self.scheduled), newest=dict(latest.newest),
                     completed=dict(latest.completed), entries=latest.entries(), fleet=dict(self.fleet_rows))

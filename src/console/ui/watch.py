@@ -35,7 +35,7 @@ from textual.message import Message
 from console import levels
 from console.jobs import queue_tag
 from console.memory import give_back_memory
-from console.ui.widgets.jobs_table import OnCallMark, oncall_marks
+from console.ui.oncall_marks import OnCallMark, oncall_marks
 from console.ui.widgets.status_line import StatusLine
 
 if TYPE_CHECKING:

@@ -14,7 +14,6 @@ whole view when lines were dropped.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 from textual.events import MouseScrollUp
 from textual.message import Message
@@ -24,9 +23,8 @@ from textual.widgets import Log
 class JobLog(Log):
     """A bounded log view; posts FollowPaused when the user scrolls up."""
 
-    @dataclass
     class FollowPaused(Message):
-        pass
+        """The user scrolled up: the log stops following its end."""
 
     def __init__(self, *, max_lines: int, id: str | None = None) -> None:
         super().__init__(max_lines=max_lines, auto_scroll=True, id=id, highlight=False)

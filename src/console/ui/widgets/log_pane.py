@@ -48,11 +48,14 @@ def clock_of(stamp: str | None) -> str:
     return when.astimezone(UTC).strftime("%H:%M:%S") if when is not None else "--:--:--"
 
 
-@dataclass(frozen=True)
 class _StreamEnd:
-    """Queued after a stream's last line: it ended (error None) or failed with `error`."""
+    """Queued after a stream's last line: it ended (error None) or failed with `error`. A plain
+    marker class: a dataclass's generated methods would be compiled on the first frame's path."""
 
-    error: str | None = None
+    __slots__ = ("error",)
+
+    def __init__(self, error: str | None = None) -> None:
+        self.error = error
 
 
 class LogPane(Vertical, can_focus=False):
