@@ -196,6 +196,22 @@ def spend_totals(entries: Iterable[LedgerEntry], month: str) -> SpendTotals:
     return totals
 
 
+def project_schedules(scheduled_jobs: Iterable[Any], now: datetime, prices: PriceBook,
+                      history: Iterable[LedgerEntry] | ObservedCosts) -> list[ScheduleForecast]:
+    """Every schedule's money at `now`, the dearest left this month first (unreadable crons left out)."""
+    observed = history if isinstance(history, ObservedCosts) else ObservedCosts(history)
+    forecasts = [f for sj in scheduled_jobs if (f := forecast_schedule(sj, now, prices, history=observed)) is not None]
+    return sorted(forecasts, key=lambda f: (-f.remaining_usd, f.tenant))
+
+
+def tenant_spend(totals: SpendTotals) -> list[TenantSpend]:
+    """The spend by tenant of `totals`, the dearest this month first."""
+    return sorted(
+        (TenantSpend(name, int(v[0]), v[1], v[2], v[3]) for name, v in totals.tenants.items()),
+        key=lambda t: (-t.month_usd, -t.total_usd, t.tenant),
+    )
+
+
 def summarize(
     entries: Sequence[LedgerEntry],
     *,
@@ -209,11 +225,14 @@ def summarize(
     calibration: Calibration | None = None,
     totals: SpendTotals | None = None,
     history: Iterable[LedgerEntry] | None = None,
+    projected: tuple[list[ScheduleForecast], list[TenantSpend]] | None = None,
 ) -> LedgerSummary:
     """The pane's numbers for the month containing `now`.
 
     `totals` (for that month) and `history` (what an unlabelled schedule's observed cost is read
-    from) replace the fold over `entries` when the ledger answered them itself."""
+    from) replace the fold over `entries` when the ledger answered them itself; `projected` (the
+    schedules' money and the spend by tenant, as :func:`project_schedules` and
+    :func:`tenant_spend` make them of these) replaces making them again."""
     now = now or datetime.now(UTC)
     prices = prices or shipped_price_book()
     month = month_of(now)
@@ -222,7 +241,7 @@ def summarize(
     if totals is None or totals.month != month:
         totals = spend_totals(entries, month)
     history = entries if history is None else history
-    tenants, by_month = totals.tenants, totals.by_month
+    by_month = totals.by_month
     mtd, wasted, wasted_runs = totals.month_to_date, totals.wasted, totals.wasted_runs
     in_flight = 0.0
     for job in active_jobs:
@@ -231,26 +250,26 @@ def summarize(
         if secs is not None and flavor in prices:
             in_flight += job_cost(secs, flavor, prices, timeout_s=run_limit_seconds(job),
                                   exposed_ports=exposed_ports_of(job))
-    observed = ObservedCosts(history)
-    forecasts = [f for sj in scheduled_jobs if (f := forecast_schedule(sj, now, prices, history=observed)) is not None]
-    remaining = sum(f.remaining_usd for f in forecasts)
+    if projected is None:
+        schedules = project_schedules(scheduled_jobs, now, prices, history)
+        by_tenant = tenant_spend(totals)
+    else:
+        schedules, by_tenant = projected
+    remaining = sum(f.remaining_usd for f in schedules)
     floor = plan_floor_usd(plan, seats) if plan in PLANS else 0.0
     return LedgerSummary(
         month=month,
         entries=totals.entries,
         month_to_date_usd=mtd,
         in_flight_usd=in_flight,
-        by_tenant=sorted(
-            (TenantSpend(name, int(v[0]), v[1], v[2], v[3]) for name, v in tenants.items()),
-            key=lambda t: (-t.month_usd, -t.total_usd, t.tenant),
-        ),
+        by_tenant=by_tenant,
         by_month=dict(sorted(by_month.items())),
         wasted_usd=wasted,
         wasted_runs=wasted_runs,
         plan=plan,
         seats=seats,
         plan_floor_usd=floor,
-        schedules=sorted(forecasts, key=lambda f: (-f.remaining_usd, f.tenant)),
+        schedules=schedules,
         scheduled_remaining_usd=remaining,
         projection_usd=mtd + in_flight + remaining + floor,
         budget_usd=budget_usd,

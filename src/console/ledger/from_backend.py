@@ -74,13 +74,18 @@ def ledger_summary(
     """The summary of every entry of `ledger`: `summarize` with the totals and the calibration
     asked of SQLite, and the entries read only if an unlabelled schedule needs them (and not
     kept). The one way the costs pane, the on-call watcher and `console ledger` summarize a
-    ledger file: a fleet's ledger holds 100,000 entries, 75 MB as objects."""
+    ledger file: a fleet's ledger holds 100,000 entries, 75 MB as objects. The schedules' money
+    and the spend by tenant are the ledger's `SharedProjection`: made once for every summary of
+    the same schedules, prices, minute and ledger version."""
     now = now or datetime.now(UTC)
     calibration, _ = ledger.calibration_from_store()
+    totals = ledger.spend_totals(month_of(now))
+    prices = prices or shipped_price_book()
     return summarize(
         (),
-        totals=ledger.spend_totals(month_of(now)),
+        totals=totals,
         history=ledger.history(),
+        projected=ledger.projection.get(scheduled_jobs, now, prices, totals, ledger.history),
         now=now,
         calibration=calibration,
         plan=plan,

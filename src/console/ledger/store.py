@@ -25,6 +25,7 @@ from console.costs import Calibration, Observation, calibrate
 from console.ledger.calibration import batch_of, estimate_calibration, observations_from, steps_of
 from console.ledger.entries import UNKNOWN, LedgerEntry, entry_from_job, is_loopback, is_terminal
 from console.ledger.forecast import SpendTotals
+from console.ledger.projection import SharedProjection
 from console.prices import PriceBook, shipped_price_book
 from console.sqldb import in_batches
 from console.stages import COMPLETED, ERROR, sql_list
@@ -214,6 +215,8 @@ class Ledger:
         """One calibration at a time: the costs pane and the watcher ask together, and the second
         takes the first one's answer instead of reading every entry again beside it."""
         self._store_totals: tuple[tuple[tuple[int, int], str], SpendTotals] | None = None
+        self.projection = SharedProjection()
+        """The schedules' money and the spend by tenant every summary of this ledger shares."""
         with self._connect() as conn:
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             if version > SCHEMA_VERSION:
