@@ -558,7 +558,7 @@ def serve_whole_list(server: SharedServer) -> None:
 
 _JOB_CODE = """
 import os, sys, time
-go = sys.argv[1]
+go = sys.argv[1]  # a file the bench creates in the job's working folder: the job sees no other host path
 print('bench-log-ready', flush=True)
 while not os.path.exists(go):
     time.sleep(0.01)
@@ -569,11 +569,10 @@ sys.stdout.flush()
 """
 
 
-def _start_log_job(api, root: Path, name: str, lines: int) -> tuple[str, Path]:
-    go = root / f"go-{name}"
+def _start_log_job(api, ws: Workspace, name: str, lines: int) -> tuple[str, Path]:
     job = api.run_job(
         image="python:3.12",
-        command=["python", "-c", _JOB_CODE, str(go), str(lines)],
+        command=["python", "-c", _JOB_CODE, "go", str(lines)],
         labels={"app": "console", "tenant": f"logs-{name}", "env": "prod", "kind": "sft"},
         namespace=NAMESPACE,
         timeout=900,
@@ -584,7 +583,7 @@ def _start_log_job(api, root: Path, name: str, lines: int) -> tuple[str, Path]:
         if info.status.stage == "RUNNING":
             break
         time.sleep(0.05)
-    return job.id, go
+    return job.id, ws.data_dir / "server" / "work" / job.id / "go"  # the job's working folder, on the host
 
 
 def p99(values: list[float]) -> float:
@@ -599,13 +598,16 @@ def bench_logs(res: Results, ws: Workspace, server: SharedServer, lines: int) ->
 
     print("\n3. Logs", flush=True)
     api = server.api()
-    ours_id, ours_go = _start_log_job(api, ws.root, "console", lines)
+    ours_id, ours_go = _start_log_job(api, ws, "console", lines)
     ready = ws.root / "ready"
     proc = start_console(ws, ready)
     counts = re.compile(rb"(\d+)/(\d+) lines|\s(\d+) lines")
     latencies: list[float] = []
     try:
         wait_stamp(proc, ready, "full", timeout=900)  # the baseline holds every job: count the log's own
+        # The console keeps the job it last had selected (across starts, and as new jobs arrive
+        # above it): ctrl+home takes the cursor to the newest job, the one streaming.
+        proc.send(b"\x1b[1;5H")
         t_attach, _ = proc.wait_for(re.compile(rb"\b1 lines"), timeout=30)
         if t_attach is None:
             raise RuntimeError("the log pane did not attach to the job's stream")
@@ -653,7 +655,7 @@ def bench_logs(res: Results, ws: Workspace, server: SharedServer, lines: int) ->
         proc.close()
     ours_rate = lines / ours_s if received >= lines else received / ours_s
 
-    peer_id, peer_go = _start_log_job(api, ws.root, "hf", lines)
+    peer_id, peer_go = _start_log_job(api, ws, "hf", lines)
     hf = PtyProcess([str(HF_BIN), "jobs", "logs", "--follow", peer_id], server.hf_env()).spawn()
     peak = 0
     try:
