@@ -84,7 +84,6 @@ def ledger_summary(
     return summarize(
         (),
         totals=totals,
-        history=ledger.history(),
         projected=ledger.projection.get(scheduled_jobs, now, prices, totals, ledger.history),
         now=now,
         calibration=calibration,
