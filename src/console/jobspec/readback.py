@@ -10,7 +10,7 @@ No UI, no network.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from console.jobspec.request import PROMOTE_POLICIES, TINY_BASE_MODEL, TrainingRequest
@@ -133,10 +133,16 @@ class KeptSchedule:
     flavor: str | None
     timeout: int | None
     request: TrainingRequest | None
+    digest: str = field(default="", compare=False)
+    """What it holds, digested (`console.backend.apart.digest_of`) where it was read apart."""
 
     @property
     def job_spec(self) -> KeptSchedule:
         return self
+
+
+KEPT_FIELDS = ("id", "schedule", "suspend", "status", "labels", "flavor", "timeout", "request")
+"""What a `KeptSchedule` holds of its schedule (all but its digest)."""
 
 
 def keep_schedule(sj: Any) -> KeptSchedule:

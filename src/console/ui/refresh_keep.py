@@ -46,7 +46,7 @@ def _same(a: Any, b: Any) -> bool:
     """Whether two records of one dataclass (`KeptSchedule`, `RunMark`: compared by identity, so
     `==` says nothing) hold equal values in every field."""
     return (type(a) is type(b) and dataclasses.is_dataclass(a)
-            and all(getattr(a, f.name) == getattr(b, f.name) for f in dataclasses.fields(a)))
+            and all(getattr(a, f.name) == getattr(b, f.name) for f in dataclasses.fields(a) if f.compare))
 
 
 def keep_schedules(scheduled: list[Any], kept: Mapping[str, Any]) -> list[Any]:

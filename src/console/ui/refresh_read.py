@@ -187,6 +187,7 @@ class RefreshRead:
 
     def _lister(self) -> tuple[Callable[..., Iterator[Any]], Callable[..., list[Any]]]:
         from console import jobspec
+        from console.backend.apart import read_schedules_apart
 
         api, ns = self.session.api, self.session.namespace
         slim = jobspec.compact_job
@@ -199,6 +200,12 @@ class RefreshRead:
                 yield slim(job)
 
         def list_scheduled(held: Mapping[str, Any] = _NONE_HELD) -> list[Any]:
+            # decoded in a child process: the whole list's parse never enters the console's memory
+            apart = read_schedules_apart(api, ns, held, lambda: worker.is_cancelled)
+            if apart is not None:
+                return apart
+            if worker.is_cancelled:
+                raise Stopped
             return keep_schedules(list(api.list_scheduled_jobs(namespace=ns)), held)
 
         return list_jobs, list_scheduled
