@@ -7,6 +7,7 @@ rest, 10,000 tenants"). Only what changed is new."""
 from __future__ import annotations
 
 import asyncio
+import json
 
 from tests.oncall.conftest import wait_stage
 from tests.ui.conftest import run_python, schedule_python, wait_for
@@ -56,18 +57,21 @@ async def test_a_whole_re_read_keeps_the_objects_it_reads_unchanged_and_only_a_c
             assert all(after[what][k] is obj for k, obj in held.items()), f"new {what} objects for unchanged ones"
 
         # a re-read that keeps every fleet row writes nothing for the next start: what is kept
-        # there stays as it was (marked here with a trailing space the JSON reader ignores)
+        # there stays as it was (each row marked here with a trailing space the JSON reader ignores)
         cache = app.session.cache
         await _whole_read(pilot, app)
-        marked = cache.get_meta(snapshot.FLEET) + " "
-        cache.set_meta(snapshot.FLEET, marked)
+        with cache._write() as conn:
+            conn.execute("UPDATE fleet SET row = row || ' '")
         await _whole_read(pilot, app)
-        assert cache.get_meta(snapshot.FLEET) == marked, "the unchanged fleet was written again"
+        assert all(r.endswith(" ") for r in cache.fleet_docs()), "an unchanged fleet row was written again"
 
-        # one schedule changes: that schedule and its tenant's row are new, the rest are kept
+        # one schedule changes: that schedule and its tenant's row are new, the rest are kept,
+        # and only that tenant's row is written for the next start
         backend.api.suspend_scheduled_job(scheduled_job_id=schedules["globex"].id, namespace=backend.namespace)
         await _whole_read(pilot, app)
         changed = _held(app)
+        rows = {json.loads(doc)["tenant"]: doc for doc in cache.fleet_docs()}
+        assert [t for t, doc in rows.items() if not doc.endswith(" ")] == ["globex"]
         kept_rows = {r.tenant: r for r in snapshot.load_fleet(cache)}
         assert kept_rows["globex"].suspended and not kept_rows["acme"].suspended
         globex = schedules["globex"].id

@@ -12,6 +12,7 @@ paints before either is imported); no Textual, no console.ui or console.server.
 
 from __future__ import annotations
 
+import itertools
 import json
 from dataclasses import fields, is_dataclass
 from datetime import UTC, datetime
@@ -64,23 +65,35 @@ def seen_at(cache: JobCache) -> datetime | None:
 
 
 def save_fleet(cache: JobCache, rows: list[Any]) -> None:
-    """Keep the fleet rows (`console.fleet.TenantRow`) as the fleet tab shows them; nothing is
-    written when they are the very rows last written or read (a read that found the fleet
-    unchanged keeps the rows it held: `refresh_keep.keep_fleet`). A changed row is a new object
-    (an outcome read later too: `Refresher.apply_outcomes`), so its fleet is written."""
-    kept = cache.fleet_kept
-    if len(kept) == len(rows) and all(kept.get(r.tenant) is r for r in rows):
-        return
-    # a row at a time: 10,000 rows as dicts all at once were tens of MB held for a moment
-    cache.set_meta(FLEET, "[" + ",".join(_dumps(_record(r)) for r in rows) + "]")
-    cache.fleet_kept = {r.tenant: r for r in rows}
+    """Keep the fleet rows (`console.fleet.TenantRow`) as the fleet tab shows them, a row at a time:
+    only the rows that are not the very objects last written or read are written (a read that
+    found a row unchanged keeps the row it held: `refresh_keep.keep_fleet`; a changed row, an
+    outcome read later too, is a new object: `Refresher.apply_outcomes`). At 10,000 tenants the
+    whole fleet is 14 MB of JSON: written whole for one changed row, it was the console's memory
+    peak after each whole re-read."""
+    with cache.fleet_lock:  # two writers at once: each writes what differs from the other's rows
+        kept = cache.fleet_kept
+        if len(kept) == len(rows) and all(kept.get(r.tenant) is r for r in rows):
+            return
+        tenants = [r.tenant for r in rows]
+        gone = kept.keys() - set(tenants) if kept else ()
+        moved = list(kept) != tenants
+        changed = ((r.tenant, i, _dumps(_record(r))) for i, r in enumerate(rows) if kept.get(r.tenant) is not r)
+        cache.put_fleet(changed, gone, tenants if moved and kept else None)
+        cache.fleet_kept = {r.tenant: r for r in rows}
 
 
 def load_fleet(cache: JobCache) -> list[Any] | None:
     """The kept fleet rows, or None when there are none (or they no longer read)."""
-    data = _loads(cache.get_meta(FLEET))
-    if not isinstance(data, list):
-        return None
+    docs = cache.fleet_docs()
+    data: Any = (_loads(doc) for doc in docs)
+    first = next(data, None)
+    if first is None:  # none kept row by row: the older single-value form, if any
+        data = _loads(cache.get_meta(FLEET))
+        if not isinstance(data, list):
+            return None
+    else:
+        data = itertools.chain((first,), data)
     from console.fleet import TenantRow
     from console.jobspec import TrainingRequest
 
@@ -96,21 +109,30 @@ def load_fleet(cache: JobCache) -> list[Any] | None:
             rows.append(TenantRow(**item))
     except (TypeError, ValueError, AttributeError):
         return None
-    cache.fleet_kept = {r.tenant: r for r in rows}
+    # rows read from the older form are not in the table: the next save writes every row
+    cache.fleet_kept = {r.tenant: r for r in rows} if first is not None else {}
     return rows
 
 
 def save_ledger(cache: JobCache, summary: Any) -> None:
-    """Keep the ledger summary (`console.ledger.LedgerSummary`) as the costs tab shows it."""
-    cache.set_meta(LEDGER, _dumps(_summary_dict(summary)))
+    """Keep the ledger summary (`console.ledger.LedgerSummary`) as the costs tab shows it: its
+    10,000 tenants and schedules encoded a record at a time, never all as dicts at once."""
+    head = _dumps(_summary_dict(summary))  # '{...}': the lists go before its closing brace
+    parts, sep = [head[:-1]], ("," if head != "{}" else "")
+    for name in _RECORD_LISTS:
+        parts += [sep, json.dumps(name), ":[", ",".join(_dumps(_record(r)) for r in getattr(summary, name)), "]"]
+        sep = ","
+    parts.append("}")
+    cache.set_meta(LEDGER, "".join(parts))
+
+
+_RECORD_LISTS = ("by_tenant", "schedules")
 
 
 def _summary_dict(summary: Any) -> dict[str, Any]:
-    """`asdict(summary)` without its deep copy: the summary's lists hold flat frozen records
-    (10,000 schedules and 10,000 tenants: 13 ms here, 138 ms through `asdict`)."""
-    d = {f.name: getattr(summary, f.name) for f in fields(summary)}
-    d["by_tenant"] = _records(summary.by_tenant)
-    d["schedules"] = _records(summary.schedules)
+    """`asdict(summary)` without its deep copy, and without its two lists of records
+    (`_RECORD_LISTS`: 10,000 schedules and 10,000 tenants, encoded a record at a time)."""
+    d = {f.name: getattr(summary, f.name) for f in fields(summary) if f.name not in _RECORD_LISTS}
     d["by_month"] = dict(summary.by_month)
     d["unknown_jobs"] = list(summary.unknown_jobs)
     return d
@@ -132,11 +154,6 @@ def _record(record: Any) -> dict[str, Any]:
 
 _FIELD_NAMES: dict[type, tuple[str, ...]] = {}
 _PLAIN = frozenset({str, int, float, bool, type(None), datetime})
-
-
-def _records(records: list[Any]) -> list[dict[str, Any]]:
-    """Records as dicts (`_record`: their fields' names read once per type)."""
-    return [_record(r) for r in records]
 
 
 def load_ledger(cache: JobCache) -> Any | None:

@@ -77,6 +77,7 @@ CREATE TABLE IF NOT EXISTS jobs (
 CREATE INDEX IF NOT EXISTS jobs_order ON jobs (rank, created DESC, id DESC);
 CREATE INDEX IF NOT EXISTS jobs_train ON jobs (train, tenant, created);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS fleet (tenant TEXT PRIMARY KEY, pos INTEGER NOT NULL, row TEXT NOT NULL);
 """
 
 _ROW_COLUMNS = ("id, created, stage, tenant, kind, flavor, started, running, cost, labels, message, "
@@ -178,6 +179,8 @@ class JobCache:
         self._ready = False
         self.fleet_kept: dict[str, Any] = {}
         """The fleet rows as `snapshot` last wrote or read them, by tenant (the very objects)."""
+        self.fleet_lock = threading.Lock()
+        """Held while the fleet rows are compared with `fleet_kept` and written."""
 
     # -- the connection --------------------------------------------------------------------
 
@@ -380,6 +383,25 @@ class JobCache:
                 "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
                 (key, value),
             )
+
+    def fleet_docs(self) -> Iterator[str]:
+        """The kept fleet rows (JSON, one per tenant), in the order they were shown."""
+        if not self._ready and not self.path.exists():
+            return iter(())
+        return (r[0] for r in self._conn.execute("SELECT row FROM fleet ORDER BY pos"))
+
+    def put_fleet(self, changed: Iterable[tuple[str, int, str]], gone: Iterable[str],
+                  order: Sequence[str] | None = None) -> None:
+        """Keep the fleet rows a row at a time: `changed` (tenant, position, JSON) written, the
+        `gone` tenants' rows dropped, and with `order` (every tenant, as shown) each position set."""
+        with self._write() as conn:
+            conn.executemany("DELETE FROM fleet WHERE tenant = ?", ((t,) for t in gone))
+            conn.executemany(
+                "INSERT INTO fleet (tenant, pos, row) VALUES (?, ?, ?) "
+                "ON CONFLICT(tenant) DO UPDATE SET pos = excluded.pos, row = excluded.row", changed)
+            if order is not None:
+                conn.executemany("UPDATE fleet SET pos = ? WHERE tenant = ?", ((i, t) for i, t in enumerate(order)))
+            conn.execute("DELETE FROM meta WHERE key = 'fleet'")  # the older single-value form
 
     def synced_at(self) -> float | None:
         """When the whole job list was last read into this cache (Unix time), if ever."""
