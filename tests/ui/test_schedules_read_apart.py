@@ -1,4 +1,4 @@
-"""The whole schedule list is decoded in a child process (`console.backend.apart`): at 10,000
+"""The whole schedule list is decoded in a child process (`console.cache.apart`): at 10,000
 tenants its one response is 11 MB of JSON, some 60 MB decoded, and decoded in the console that peak
 came back at every whole re-read and stepped its memory up (BENCHMARKS.md, "An hour untouched").
 The console gets back only the schedules that changed; for the rest it keeps its own objects."""
@@ -11,7 +11,7 @@ import pytest
 from huggingface_hub import HfApi
 from tests.ui.conftest import schedule_python, wait_for
 
-from console.backend.apart import read_schedules_apart
+from console.cache.apart import read_schedules_apart
 from console.jobspec import keep_schedule
 from console.ui.app import ConsoleApp
 from console.ui.refresh_keep import _same

@@ -134,7 +134,7 @@ class KeptSchedule:
     timeout: int | None
     request: TrainingRequest | None
     digest: str = field(default="", compare=False)
-    """What it holds, digested (`console.backend.apart.digest_of`) where it was read apart."""
+    """What it holds, digested (`console.cache.apart.digest_of`) where it was read apart."""
 
     @property
     def job_spec(self) -> KeptSchedule:

@@ -187,7 +187,7 @@ class RefreshRead:
 
     def _lister(self) -> tuple[Callable[..., Iterator[Any]], Callable[..., list[Any]]]:
         from console import jobspec
-        from console.backend.apart import read_schedules_apart
+        from console.cache.apart import read_schedules_apart
 
         api, ns = self.session.api, self.session.namespace
         slim = jobspec.compact_job

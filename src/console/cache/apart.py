@@ -4,18 +4,20 @@
 tenants, decoded at once into some 60 MB of dicts and `ScheduledJobInfo`s. Decoded in the console,
 that peak comes back at every whole re-read, and what outlives it (the schedules that changed, the
 refresh's own records) pins part of it for good: the console's memory stepped up at each re-read.
-So the console reads the list in a child process (`python -m console.backend.apart`), which keeps
+So the console reads the list in a child process (`python -m console.cache.apart`), which keeps
 each schedule as the console does (`jobspec.keep_schedule`) and hands back only the schedules that
 changed since the copies the console holds, known by a digest of each (`KeptSchedule.digest`); for
 the rest the console keeps its own objects. The child's memory is gone with it.
 
 Talking to the child: the console writes one JSON document to its standard input (the endpoint,
-token, namespace, timeouts and the digests it holds: the token never goes on a command line or in
-an environment); the child writes a pickle to its standard output, ``("ok", entries)`` where an
-entry is a schedule id (unchanged: the console's own copy) or a `KeptSchedule`, in the API's
-order, or ``("error", message)``. :func:`read_schedules_apart` answers None whenever the child
-cannot answer (a test's stand-in API, an error, a crash): the caller reads in its own process
-then, so every error reaches the user as it always did.
+token, headers, namespace, timeout and the digests it holds: the token never goes on a command
+line or in an environment); the child writes a pickle to its standard output, ``("ok", entries)``
+where an entry is a schedule id (unchanged: the console's own copy) or a `KeptSchedule`, in the
+API's order, or ``("error", message)``. The child asks once, with plain huggingface_hub: no
+retries. :func:`read_schedules_apart` answers None whenever the child cannot answer (a test's
+stand-in API, an error, a crash, no answer in `CHILD_SECONDS`): the caller reads in its own
+process then, through the console's retrying transport, so every error reaches the user as it
+always did.
 """
 
 from __future__ import annotations
@@ -26,11 +28,13 @@ import os
 import pickle
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-CHILD_MODULE = "console.backend.apart"
-_POLICY_FIELDS = ("timeout", "connect_timeout", "attempts", "base_delay", "max_delay", "max_retry_after", "budget")
+CHILD_MODULE = "console.cache.apart"
+CHILD_SECONDS = 120.0
+"""How long the child may take before the console reads in its own process instead."""
 _POLL_SECONDS = 0.25
 
 
@@ -61,14 +65,13 @@ def read_schedules_apart(api: Any, namespace: str, held: Mapping[str, Any],
     stopped then)."""
     if cancelled() or not _apart_possible(api):
         return None
-    policy = getattr(api, "policy", None)
     token = getattr(api, "token", None)
     request = {
         "endpoint": api.endpoint,
         "token": token if isinstance(token, (str, bool)) else None,
         "namespace": namespace,
         "headers": dict(getattr(api, "headers", None) or {}),
-        "policy": {name: getattr(policy, name) for name in _POLICY_FIELDS if hasattr(policy, name)},
+        "timeout": getattr(getattr(api, "policy", None), "timeout", None),
         "held": {i: getattr(k, "digest", "") for i, k in held.items() if getattr(k, "digest", "")},
     }
     try:
@@ -88,12 +91,13 @@ def read_schedules_apart(api: Any, namespace: str, held: Mapping[str, Any],
         except OSError:  # the child is gone
             return None
         del request
+        deadline = time.monotonic() + CHILD_SECONDS
         while True:
             try:
                 out, _ = child.communicate(timeout=_POLL_SECONDS)
                 break
             except subprocess.TimeoutExpired:
-                if cancelled():
+                if cancelled() or time.monotonic() > deadline:
                     return None
     finally:
         if child.poll() is None:
@@ -122,16 +126,13 @@ def _child_env() -> dict[str, str]:
 
 
 def _read(request: dict[str, Any]) -> list[Any]:
-    from console.backend.client import JobsApi
-    from console.backend.transport import ClientPolicy, install_policy
+    from huggingface_hub import HfApi
+
     from console.jobspec import keep_schedule
 
-    policy = ClientPolicy(**request.get("policy", {}))
-    api = JobsApi(endpoint=request["endpoint"], token=request.get("token"), headers=request.get("headers") or None,
-                  default_namespace=request["namespace"], read_only=True, policy=policy)
-    install_policy(api.endpoint, policy)
+    api = HfApi(endpoint=request["endpoint"], token=request.get("token"), headers=request.get("headers") or None)
     held: dict[str, str] = request.get("held", {})
-    scheduled = api.list_scheduled_jobs(namespace=request["namespace"])
+    scheduled = api.list_scheduled_jobs(namespace=request["namespace"], timeout=request.get("timeout") or 20.0)
     scheduled.reverse()
     entries: list[Any] = []
     while scheduled:
