@@ -22,9 +22,9 @@ always did.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
-import os
 import pickle
 import subprocess
 import sys
@@ -41,9 +41,7 @@ _POLL_SECONDS = 0.25
 def digest_of(kept: Any) -> str:
     """A digest of what a `KeptSchedule` holds (not the digest itself): equal schedules, equal
     digests, from the same code in any process."""
-    from console.jobspec.readback import KEPT_FIELDS
-
-    values = tuple(getattr(kept, name) for name in KEPT_FIELDS)
+    values = tuple(getattr(kept, f.name) for f in dataclasses.fields(kept) if f.compare)
     return hashlib.blake2b(pickle.dumps(values, protocol=5), digest_size=16).hexdigest()
 
 
@@ -77,7 +75,7 @@ def read_schedules_apart(api: Any, namespace: str, held: Mapping[str, Any],
     try:
         child = subprocess.Popen(
             [sys.executable, "-m", CHILD_MODULE], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL, env=_child_env(),
+            stderr=subprocess.DEVNULL,
         )
     except OSError:
         return None
@@ -117,12 +115,6 @@ def read_schedules_apart(api: Any, namespace: str, held: Mapping[str, Any],
         return [held[e] if isinstance(e, str) else e for e in entries]
     except KeyError:  # an id the console no longer holds (cannot happen with one caller)
         return None
-
-
-def _child_env() -> dict[str, str]:
-    env = dict(os.environ)
-    env.pop("PYTHONSTARTUP", None)
-    return env
 
 
 def _read(request: dict[str, Any]) -> list[Any]:

@@ -141,10 +141,6 @@ class KeptSchedule:
         return self
 
 
-KEPT_FIELDS = ("id", "schedule", "suspend", "status", "labels", "flavor", "timeout", "request")
-"""What a `KeptSchedule` holds of its schedule (all but its digest)."""
-
-
 def keep_schedule(sj: Any) -> KeptSchedule:
     """What the console keeps of a `ScheduledJobInfo` (`KeptSchedule`), its strings shared."""
     if isinstance(sj, KeptSchedule):
