@@ -279,15 +279,17 @@ class Watcher:
             created = job.created_at.timestamp() if job.created_at is not None else None
             if created is not None and created < horizon:
                 break
-            found.setdefault(job.id, job)
+            if job.id not in found:  # compacted as read: a burst of queued runs is held light
+                found[job.id] = jobspec.compact_job(job)
         for job in self.api.list_jobs(namespace=self.namespace, status=list(ACTIVE_STAGES)):
-            found.setdefault(job.id, job)
+            if job.id not in found:
+                found[job.id] = jobspec.compact_job(job)
         for job_id in self._active - set(found):  # ended since the last pass
             try:
-                found[job_id] = self.api.inspect_job(job_id=job_id, namespace=self.namespace)
+                found[job_id] = jobspec.compact_job(self.api.inspect_job(job_id=job_id, namespace=self.namespace))
             except Exception:  # deleted, or not readable now: the next pass tries again
                 continue
-        jobs = [jobspec.compact_job(j) for j in found.values()]
+        jobs = list(found.values())
         self._active = {j.id for j in jobs if j.status.stage in ACTIVE_STAGES}
         return jobs
 

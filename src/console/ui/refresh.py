@@ -197,9 +197,11 @@ class Refresher:
         `_want_outcomes` picks from), kept in step with `newest_success` and `outcomes`."""
         self.news = News()
         """What changed since the reasons for failed runs were last looked for (`ui/reasons.py`)."""
-        self.work = {"jobs_checked": 0, "tenants_checked": 0}
+        self.work = {"jobs_checked": 0, "tenants_checked": 0, "rows_ticked": 0}
         """Diagnostics: jobs whose keeping in memory was decided, tenants whose newest success
-        was re-checked. Both grow with what changed, not with the fleet: a quiet refresh adds 0."""
+        was re-checked, running jobs' rows rebuilt as their time ticked. They grow with what
+        changed and what runs, not with the fleet nor the queue: a quiet refresh adds 0 to the
+        first two."""
         self.last_refresh: datetime | None = None
         self.refresh_count = 0
         self.synced = False
@@ -277,6 +279,7 @@ class Refresher:
             warm=self._warm,
             connected=self.connected,
             active=frozenset(self.active_ids),
+            held=MappingProxyType(dict(self.job_infos)),
             first_frame=None if self.synced else self._first_frame,
             number=self._plans,
             outcomes=MappingProxyType(self.outcomes),
@@ -441,10 +444,12 @@ class Refresher:
                 infos[j.id] = j
                 job_rows[j.id] = row
                 active.add(j.id)
-        # active jobs' running time and cost tick between refreshes
+        # a running job's time and cost tick between refreshes; a queued one's row stands still
         for job_id in active - changed.keys():
-            if job_id in infos:
-                job_rows[job_id] = changed[job_id] = job_row(infos[job_id], now=now, prices=prices)
+            info = infos.get(job_id)
+            if info is not None and info.started_at is not None:
+                job_rows[job_id] = changed[job_id] = job_row(info, now=now, prices=prices)
+                self.work["rows_ticked"] += 1
         if message.gone:
             lost = self.latest.forget(message.gone)
             if lost:

@@ -99,6 +99,9 @@ class ReadPlan:
     connected: bool
     active: frozenset[str]
     """The jobs last seen SCHEDULING or RUNNING."""
+    held: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    """The active jobs the refresher holds (id -> JobInfo), a copy: a quiet read hands back only
+    those the backend now says something else of (`unchanged`), however many are queued."""
     first_frame: Prefetch | None = None
     """The first page read before the app started (the first refresh only)."""
     number: int = 0
@@ -250,16 +253,23 @@ class RefreshRead:
             self._read_all(list_jobs, list_scheduled)
             return
         changed: list[Any] = []
+        seen: set[str] = set()
+
+        def consider(job: Any) -> None:
+            # a job read again as the refresher holds it is not handed back: 2,000 queued runs
+            # of a fired fleet cost a page read, not 2,000 rows, cache writes and merges a tick
+            if job.id not in seen:
+                seen.add(job.id)
+                if not unchanged(job, plan.held.get(job.id)):
+                    changed.append(job)
+
         if plan.head_scan:
             for job in list_jobs():
                 if job.status.stage in TERMINAL and self.cache.stages([job.id]).get(job.id) in TERMINAL:
                     break
-                changed.append(job)
-        seen = {j.id for j in changed}
+                consider(job)
         for job in list_jobs(status=list(ACTIVE_STAGES)):
-            if job.id not in seen:
-                changed.append(job)
-                seen.add(job.id)
+            consider(job)
         gone, found = self._inspect_vanished(plan.active, seen)
         changed += found
         known = self.cache.stages([j.id for j in changed if _initiated_by_schedule(j)])
@@ -434,6 +444,20 @@ def read_outcomes(app: App[Any], session: Session, labels_of: dict[str, dict[str
         found[job_id] = outcome
     if found:
         app.post_message(OutcomesFetched(found))
+
+
+def unchanged(job: Any, held: Any | None) -> bool:
+    """`job`, as read now, says what `held` (the copy the refresher holds) said: every field but
+    its `durations`, the clock of a queued or running job, which the console keeps counting from
+    its times (`console.jobs.job_row`)."""
+    if held is None or type(job) is not type(held):
+        return False
+    now = job.durations
+    job.durations = held.durations
+    try:
+        return bool(job == held)
+    finally:
+        job.durations = now
 
 
 def _initiated_by_schedule(job: Any) -> bool:
