@@ -147,3 +147,21 @@ def test_a_webhook_added_to_the_config_is_not_sent_the_past(tmp_path, listener):
     assert added.flush(10)
     assert [b["key"] for b in listener.bodies("/new")] == ["job_error:j2"]
     added.close(1)
+
+
+def test_a_pass_that_finds_events_given_before_opens_the_store_once_however_many(tmp_path):
+    """2,000 queued runs of a fired fleet are each 'stuck in SCHEDULING' at every pass: the events
+    given before cost one read of the store, not two connections each (a pass took seconds)."""
+    store = OnCallStore(tmp_path / "oncall.sqlite")
+    opened = []
+    connect = store._connect
+    store._connect = lambda: (opened.append(1), connect())[1]
+    notifier = Notifier(store, NotifySettings())
+    stuck = [_event(f"scheduling:j{i}", "scheduling") for i in range(300)]
+    assert len(notifier.send(stuck)) == 300
+    opened.clear()
+    assert notifier.send(stuck) == []
+    assert len(opened) == 1
+    stall = _event("stall:j7:1", "stall")
+    assert notifier.send([*stuck, stall]) == [stall]  # the new one still goes out, once
+    assert notifier.send([stall]) == []
