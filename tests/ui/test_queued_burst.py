@@ -1,7 +1,8 @@
 """A burst of queued runs (a fleet's schedules firing at once, more than the backend runs at a time)
 costs a quiet refresh nothing per queued job: the read hands back only the jobs the backend now
 says something else of, the queued rows stand still, a running job's time keeps counting, and a
-queued job that starts shows as running."""
+queued job that starts shows as running. Schedules that fire run after run are read again once a
+while (`FIRED_READ_SECONDS`), not at every refresh that sees a new run."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import asyncio
 
 import pytest
 from tests.oncall.conftest import job_stage, wait_stage
-from tests.ui.conftest import refreshes, run_python, wait_for
+from tests.ui.conftest import refreshes, run_python, schedule_python, wait_for
 
 from console.config import Config, ServerSettings
 from console.ui.app import ConsoleApp
@@ -64,3 +65,28 @@ async def test_queued_jobs_cost_a_quiet_refresh_nothing_and_the_running_one_keep
                        timeout=60, what="the next queued job running")
         for job in queued:
             backend.api.cancel_job(job_id=job.id, namespace=backend.namespace)
+
+
+async def test_runs_fired_one_after_another_read_the_schedules_once_a_while(backend, cfg, monkeypatch):
+    from console.cache import apart
+    from console.ui import refresh
+
+    reads = []
+    read = apart.read_schedules_apart
+    monkeypatch.setattr(apart, "read_schedules_apart", lambda *a, **k: (reads.append(1), read(*a, **k))[1])
+    monkeypatch.setattr(refresh, "FIRED_READ_SECONDS", 3600.0)
+    sj = schedule_python(backend, "print(1)", tenant="acme", cron="*/2 * * * * *")
+    app = ConsoleApp(cfg, backend, refresh_seconds=0.2, stream_metrics=False, watch_seconds=None)
+    async with app.run_test(size=(120, 40)) as pilot:
+        table = app.query_one(JobsTable)
+
+        def runs() -> set[str]:
+            return {r.id for r in table.rows_by_id.values() if r.scheduled_job_id == sj.id}
+
+        await wait_for(pilot, lambda: app.refresher.scheduled_read and runs(), timeout=60, what="a first run")
+        before, seen = len(reads), runs()
+        await wait_for(pilot, lambda: len(runs() - seen) >= 3, timeout=60, what="three more runs")
+        assert len(reads) == before  # each new run shows; the schedules are not read again for it
+        monkeypatch.setattr(refresh, "FIRED_READ_SECONDS", 0.0)
+        await wait_for(pilot, lambda: len(reads) > before, timeout=60, what="the schedules read again")
+    backend.api.delete_scheduled_job(scheduled_job_id=sj.id, namespace=backend.namespace)

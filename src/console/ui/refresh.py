@@ -87,6 +87,10 @@ between two refreshes); the others read only the active jobs."""
 OUTCOME_FETCHES_PER_REFRESH = 8
 """Log tails read per refresh for the fleet's last loss / adapter: bounded, whatever the tenants."""
 RETRY_SECONDS = 5.0
+FIRED_READ_SECONDS = 30.0
+"""A run of a schedule appeared: the schedules are read again (its next run, its last job) at once
+if they were last read this long ago, else once that much time has passed. A fleet whose 2,000
+schedules fire over minutes reads them twice a minute, not at every refresh that sees a new run."""
 SNAPSHOT_ROWS = 100
 """Rows of the jobs table painted from the cache at start (a screenful or more; the rest come
 with the catch-up, or a scroll)."""
@@ -197,11 +201,11 @@ class Refresher:
         `_want_outcomes` picks from), kept in step with `newest_success` and `outcomes`."""
         self.news = News()
         """What changed since the reasons for failed runs were last looked for (`ui/reasons.py`)."""
-        self.work = {"jobs_checked": 0, "tenants_checked": 0, "rows_ticked": 0}
+        self.work = {"jobs_checked": 0, "tenants_checked": 0, "rows_ticked": 0, "schedule_reads": 0}
         """Diagnostics: jobs whose keeping in memory was decided, tenants whose newest success
-        was re-checked, running jobs' rows rebuilt as their time ticked. They grow with what
-        changed and what runs, not with the fleet nor the queue: a quiet refresh adds 0 to the
-        first two."""
+        was re-checked, running jobs' rows rebuilt as their time ticked, reads of the schedules
+        applied. They grow with what changed and what runs, not with the fleet nor the queue: a
+        quiet refresh adds 0 to the first two."""
         self.last_refresh: datetime | None = None
         self.refresh_count = 0
         self.synced = False
@@ -218,6 +222,10 @@ class Refresher:
         self._plans = 0
         self._want_full = 0
         self._want_scheduled = 0
+        self._schedules_at = float("-inf")
+        """When the schedules were last read (monotonic)."""
+        self._fired_waiting = False
+        """A schedule fired a run since then, and the read it calls for waits its turn."""
         """The number of the refresh that asked for a whole read / a read of the schedules, until
         one that did it, started then or later, is applied (0: none wanted): each refresh asks
         again (a refresh replaces the one before it, which may have stopped before it got there)."""
@@ -271,9 +279,11 @@ class Refresher:
             self._want_scheduled = self._plans
         from console.ui.refresh_read import ReadPlan, RefreshRead
 
+        due = time.monotonic() - self._schedules_at >= FIRED_READ_SECONDS
         plan = ReadPlan(
             full=bool(self._want_full) or time.monotonic() - self._last_full >= FULL_SYNC_SECONDS,
-            scheduled=bool(self._want_scheduled),
+            scheduled=bool(self._want_scheduled) or (self._fired_waiting and due),
+            fired_read_due=due,
             head_scan=self.refresh_count % HEAD_SCAN_EVERY == 0,
             synced=self.synced,
             warm=self._warm,
@@ -394,6 +404,10 @@ class Refresher:
         if message.scheduled is not None:
             self.scheduled = {s.id: s for s in message.scheduled}
             self.scheduled_read = True
+            self._schedules_at, self._fired_waiting = time.monotonic(), False
+            self.work["schedule_reads"] += 1
+        elif message.fired:
+            self._fired_waiting = True
             if message.plan >= self._want_scheduled:
                 self._want_scheduled = 0
         if message.full and message.plan >= self._want_full:

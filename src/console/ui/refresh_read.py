@@ -72,6 +72,9 @@ class DataRefreshed(Message):
     """The fleet rows, when the worker derived them (it had the scheduled jobs)."""
     plan: int = 0
     """The number of the refresh that read it (`ReadPlan.number`; 0: not from a refresh)."""
+    fired: bool = False
+    """A schedule fired a run this read saw, and the schedules were read too recently to read
+    them again now (`ReadPlan.fired_read_due`): the refresher reads them when it is time."""
 
 
 @dataclass
@@ -89,7 +92,7 @@ class ReadPlan:
     full: bool
     """Read the whole list (asked for, or FULL_SYNC_SECONDS since the last whole read)."""
     scheduled: bool
-    """Read the scheduled jobs (an action touched them)."""
+    """Read the scheduled jobs (an action touched them, or a run fired since the last read)."""
     head_scan: bool
     """Read the head of the list (every HEAD_SCAN_EVERY refreshes)."""
     synced: bool
@@ -109,6 +112,9 @@ class ReadPlan:
     outcomes: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     """What the log tails of finished runs said (job id -> outcome), as known when it started:
     read-only (the refresher replaces its dict when outcomes come, never changes it)."""
+    fired_read_due: bool = True
+    """A schedule's new run, if this read sees one, is reason enough to read the schedules now
+    (`refresh.FIRED_READ_SECONDS` since they were last read)."""
 
 
 class Stopped(Exception):
@@ -275,7 +281,7 @@ class RefreshRead:
         known = self.cache.stages([j.id for j in changed if _initiated_by_schedule(j)])
         fired = any(_initiated_by_schedule(j) and j.id not in known for j in changed)  # a new run of a schedule
         sched = fleet = None
-        if plan.scheduled or fired:
+        if plan.scheduled or (fired and plan.fired_read_due):
             kept = ask_ui(self.app, self.kept_now)
             sched = list_scheduled(kept.scheduled)
             latest = ask_ui(self.app, self.latest_now)
@@ -284,7 +290,8 @@ class RefreshRead:
             fleet = keep_fleet(self._derive(sched, latest, changed), kept.fleet)
         rows = self._rows(changed)
         self._record([j for j in changed if j.status.stage in TERMINAL])
-        self._post(DataRefreshed(changed, sched, at, full=False, gone=gone, rows=rows, fleet=fleet))
+        self._post(DataRefreshed(changed, sched, at, full=False, gone=gone, rows=rows, fleet=fleet,
+                                 fired=fired and sched is None))
         if gone:
             self.cache.remove(gone)
 
