@@ -318,22 +318,25 @@ class Notifier:
     def send(self, events: Iterable[Event]) -> list[Event]:
         """Record the events, and give each consumer those it was not given before; returns the
         ones new to this notifier's own consumer (in order), what its screen or stdout shows.
-        Those every consumer was given before are passed over after one read of the store: a pass
-        finds each of 2,000 queued runs stuck again, and only what is new costs a write."""
-        events = list(events)
+        Those every consumer was given before are passed over after one read of the store, and
+        the rest are written in one transaction: a pass finds each of 2,000 queued runs stuck."""
         consumers = [self.consumer, *map(channel, self.urls)]
-        given = [self.store.delivered_keys(c, [e.key for e in events]) for c in consumers] if events else []
-        fresh = []
+        once: dict[str, Event] = {}
         for event in events:
-            if all(event.key in keys for keys in given):
-                continue
-            payload = json.dumps(event.to_dict(), default=str)
-            self.store.claim(event.key, kind=event.kind, job_id=event.job_id, at=event.at, payload=payload)
-            if self.store.deliver(self.consumer, event.key, at=event.at):
+            once.setdefault(event.key, event)
+        given_before = [self.store.delivered_keys(c, once) for c in consumers] if once else []
+        new = [e for e in once.values() if not all(e.key in before for before in given_before)]
+        if not new:
+            return []
+        given = self.store.claim_and_deliver(
+            [(e.key, e.kind, e.job_id, e.at, json.dumps(e.to_dict(), default=str)) for e in new], consumers)
+        fresh = []
+        for event in new:
+            if (self.consumer, event.key) in given:
                 fresh.append(event)
                 self._to_terminal(event)
             for url in self.urls:
-                if self.store.deliver(channel(url), event.key, at=event.at):
+                if (channel(url), event.key) in given:
                     self.webhooks.submit(url, webhook_payload(url, event))
         return fresh
 

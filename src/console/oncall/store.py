@@ -19,7 +19,7 @@ console.backend, no network.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -146,6 +146,32 @@ class OnCallStore:
             cur = conn.execute("INSERT OR IGNORE INTO delivered (consumer, key, at) VALUES (?, ?, ?)",
                                (consumer, key, at))
             return cur.rowcount == 1
+
+    def claim_and_deliver(self, found: Sequence[tuple[str, str, str | None, float, str]],
+                          consumers: Sequence[str]) -> set[tuple[str, str]]:
+        """`claim` each event (key, kind, job id, at, payload) and `deliver` it to each consumer,
+        in one transaction (a pass that finds 2,000 queued runs stuck writes them at once); the
+        (consumer, key) pairs this call gave first."""
+        given: set[tuple[str, str]] = set()
+        with self._connect() as conn:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                for key, kind, job_id, at, payload in found:
+                    conn.execute("INSERT OR IGNORE INTO sent (key, kind, job_id, at, payload) "
+                                 "VALUES (?, ?, ?, ?, ?)", (key, kind, job_id, at, payload))
+                    if conn.execute("SELECT 1 FROM delivered WHERE consumer = ? AND key = ?",
+                                    (EVERYONE, key)).fetchone():
+                        continue
+                    for consumer in consumers:
+                        cur = conn.execute("INSERT OR IGNORE INTO delivered (consumer, key, at) "
+                                           "VALUES (?, ?, ?)", (consumer, key, at))
+                        if cur.rowcount == 1:
+                            given.add((consumer, key))
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        return given
 
     def delivered_keys(self, consumer: str, keys: Iterable[str]) -> set[str]:
         """Which of these events `consumer` was already given."""
