@@ -147,3 +147,24 @@ async def test_a_schedule_read_asked_for_is_not_lost_when_the_next_refresh_repla
             app.refresher.refresh()
         await wait_for(pilot, lambda: app.fleet_table.rows_by_tenant["acme"].schedule == "15 6 * * 2",
                        what="the new cron in the fleet")
+
+
+async def test_a_schedule_read_asked_for_is_done_once_and_the_quiet_refreshes_after_it_read_none(backend, cfg):
+    """An action (a reschedule, a suspend) asks for one read of the schedules: once that read is
+    applied, the quiet refreshes that follow read them no more."""
+    from tests.ui.conftest import refreshes, schedule_python
+
+    schedule_python(backend)
+    app = ConsoleApp(cfg, backend, refresh_seconds=0.2, stream_metrics=False, watch_seconds=None,
+                     start_tab="fleet")
+    async with app.run_test(size=(120, 30)) as pilot:
+        refresher = app.refresher
+        await wait_for(pilot, lambda: refresher.synced and refresher.scheduled_read, timeout=60,
+                       what="the first read")
+        reads = refresher.work["schedule_reads"]
+        refresher.refresh(scheduled=True)
+        await wait_for(pilot, lambda: refresher.work["schedule_reads"] > reads, timeout=60,
+                       what="the read asked for")
+        reads = refresher.work["schedule_reads"]
+        await refreshes(pilot, 6)
+        assert refresher.work["schedule_reads"] == reads

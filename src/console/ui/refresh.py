@@ -222,13 +222,13 @@ class Refresher:
         self._plans = 0
         self._want_full = 0
         self._want_scheduled = 0
+        """The number of the refresh that asked for a whole read / a read of the schedules, until
+        one that did it, started then or later, is applied (0: none wanted): each refresh asks
+        again (a refresh replaces the one before it, which may have stopped before it got there)."""
         self._schedules_at = float("-inf")
         """When the schedules were last read (monotonic)."""
         self._fired_waiting = False
         """A schedule fired a run since then, and the read it calls for waits its turn."""
-        """The number of the refresh that asked for a whole read / a read of the schedules, until
-        one that did it, started then or later, is applied (0: none wanted): each refresh asks
-        again (a refresh replaces the one before it, which may have stopped before it got there)."""
         self._painted = threading.Event()
         """Set once the first fresh rows are on screen (the worker waits for it: see
         `refresh_read.FRESH_PAINT_WAIT_SECONDS`)."""
@@ -406,10 +406,10 @@ class Refresher:
             self.scheduled_read = True
             self._schedules_at, self._fired_waiting = time.monotonic(), False
             self.work["schedule_reads"] += 1
-        elif message.fired:
-            self._fired_waiting = True
             if message.plan >= self._want_scheduled:
                 self._want_scheduled = 0
+        elif message.fired:
+            self._fired_waiting = True
         if message.full and message.plan >= self._want_full:
             self._want_full = 0
         self._update_fleet(message, touched, now)
