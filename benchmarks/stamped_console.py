@@ -22,7 +22,6 @@ console imports it), so nothing is imported earlier than the console itself woul
 
 from __future__ import annotations
 
-import importlib.abc
 import importlib.machinery
 import os
 import sys
@@ -69,8 +68,10 @@ def _wrap_refresher(module: Any) -> None:
     refresher.paint_snapshot, refresher.apply = paint_snapshot, applied
 
 
-class _AfterImport(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Wraps `console.ui.refresh` as it is imported (by the console, when it would be)."""
+class _AfterImport:
+    """Wraps `console.ui.refresh` as it is imported (by the console, when it would be). A finder
+    and loader by their methods alone: `importlib.abc` would load `importlib.resources` and its
+    parts into a start the console itself never makes them part of."""
 
     NAME = "console.ui.refresh"
 
