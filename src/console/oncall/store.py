@@ -99,6 +99,10 @@ class LiveRead:
     """Unix time of the read (the watcher's clock)."""
 
 
+_CLAIM = "INSERT OR IGNORE INTO sent (key, kind, job_id, at, payload) VALUES (?, ?, ?, ?, ?)"
+"""Record an event as found (the first to record it is the one that claimed it)."""
+
+
 def default_path() -> Path:
     return paths.data_dir() / ONCALL_FILENAME
 
@@ -130,35 +134,20 @@ class OnCallStore:
     def claim(self, key: str, *, kind: str, job_id: str | None, at: float, payload: str) -> bool:
         """Record an event as found; True only for the one caller that recorded it first."""
         with self._connect() as conn:
-            cur = conn.execute(
-                "INSERT OR IGNORE INTO sent (key, kind, job_id, at, payload) VALUES (?, ?, ?, ?, ?)",
-                (key, kind, job_id, at, payload),
-            )
-            return cur.rowcount == 1
-
-    def deliver(self, consumer: str, key: str, *, at: float) -> bool:
-        """Record an event as given to `consumer`; True only for the one caller that recorded it
-        first (and never for an event given to everyone under schema 1)."""
-        with self._connect() as conn:
-            if conn.execute("SELECT 1 FROM delivered WHERE consumer = ? AND key = ?",
-                            (EVERYONE, key)).fetchone():
-                return False
-            cur = conn.execute("INSERT OR IGNORE INTO delivered (consumer, key, at) VALUES (?, ?, ?)",
-                               (consumer, key, at))
-            return cur.rowcount == 1
+            return conn.execute(_CLAIM, (key, kind, job_id, at, payload)).rowcount == 1
 
     def claim_and_deliver(self, found: Sequence[tuple[str, str, str | None, float, str]],
                           consumers: Sequence[str]) -> set[tuple[str, str]]:
-        """`claim` each event (key, kind, job id, at, payload) and `deliver` it to each consumer,
-        in one transaction (a pass that finds 2,000 queued runs stuck writes them at once); the
-        (consumer, key) pairs this call gave first."""
+        """`claim` each event (key, kind, job id, at, payload) and record it as given to each
+        consumer (never one given to everyone under schema 1), in one transaction: a pass that
+        finds 2,000 queued runs stuck writes them at once. The (consumer, key) pairs this call
+        gave first."""
         given: set[tuple[str, str]] = set()
         with self._connect() as conn:
             conn.execute("BEGIN IMMEDIATE")
             try:
                 for key, kind, job_id, at, payload in found:
-                    conn.execute("INSERT OR IGNORE INTO sent (key, kind, job_id, at, payload) "
-                                 "VALUES (?, ?, ?, ?, ?)", (key, kind, job_id, at, payload))
+                    conn.execute(_CLAIM, (key, kind, job_id, at, payload))
                     if conn.execute("SELECT 1 FROM delivered WHERE consumer = ? AND key = ?",
                                     (EVERYONE, key)).fetchone():
                         continue
